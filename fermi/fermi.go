@@ -287,8 +287,14 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 		}
 		return nil
 	}
-	s, err := calibrateSigma(a.target, a.Delta, a.Q, a.Steps, countRDP)
-	if err != nil {
+	var spent []accounting.CalibrateOption
+	if countRDP != nil { // the one-off group-count release shares the budget
+		spent = append(spent, accounting.WithSpent(countRDP))
+	}
+	s, err := accounting.CalibrateSigma(a.target, a.Delta, a.Q, a.Steps, spent...)
+	if err != nil && countRDP != nil {
+		return fmt.Errorf("fermi: %w (the noisy group counts share the budget: give --public-group-sizes or a larger --epsilon)", err)
+	} else if err != nil {
 		return err
 	}
 	a.Sigma = s

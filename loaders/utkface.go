@@ -59,7 +59,11 @@ type UTKOptions struct {
 	Sensitive   string // "race" (5 groups, default) or "gender"
 	Standardise bool   // set Dataset.Standardise with Mean/Std of all loaded images
 	Workers     int    // parallel decoders (default GOMAXPROCS)
-	Limit       int    // > 0: load only the first Limit usable images, for quick runs
+	// Limit > 0 loads only Limit usable images, evenly spaced in name order
+	// (every len/Limit-th), for quick runs. Names start with the age, so
+	// the first Limit files would hold a few ages only; a spread subset
+	// spans every age bucket and race.
+	Limit int
 	// Progress, if set, is called from one goroutine after each decoded image
 	// with the number done and the total to decode.
 	Progress func(done, total int)
@@ -319,10 +323,7 @@ func LoadUTKFace(dir string, opts UTKOptions) (*Dataset, UTKStats, error) {
 	}
 	stats.Files = l.files
 	stats.Skipped = l.skipped
-	images := l.images
-	if o.Limit > 0 && len(images) > o.Limit {
-		images = images[:o.Limit]
-	}
+	images := spread(l.images, o.Limit)
 	if len(images) == 0 {
 		return nil, stats, fmt.Errorf("UTKFace folder %s: no usable images among %d files (%d skipped)", dir, l.files, len(l.skipped))
 	}
@@ -408,7 +409,7 @@ func utkNotes(stats UTKStats, o utkResolved) []string {
 	}
 	notes := []string{how}
 	if o.Limit > 0 {
-		notes = append(notes, fmt.Sprintf("limited to the first %d usable images", o.Limit))
+		notes = append(notes, fmt.Sprintf("limited to %d usable images evenly spaced in name order", o.Limit))
 	}
 	if k := len(stats.Skipped); k > 0 {
 		var names []string
@@ -425,6 +426,19 @@ func utkNotes(stats UTKStats, o utkResolved) []string {
 		notes = append(notes, "channel means and stds computed on all loaded images; refit them on the training split")
 	}
 	return notes
+}
+
+// spread returns limit elements of all evenly spaced by position (element
+// i·len/limit for i < limit), or all of them when limit is 0 or not smaller.
+func spread[E any](all []E, limit int) []E {
+	if limit <= 0 || len(all) <= limit {
+		return all
+	}
+	out := make([]E, limit)
+	for i := range out {
+		out[i] = all[i*len(all)/limit]
+	}
+	return out
 }
 
 // mergeSkips adds decode failures to the name-level skips, keeping name order.
@@ -527,6 +541,15 @@ func decodeUTKImage(path string, size int, dst []uint8) error {
 	return nil
 }
 
+// ImageNetMean and ImageNetStd are the per-channel (R, G, B) statistics of
+// ImageNet that torchvision normalises with. They are public, so
+// standardising a private image set with them costs no privacy, unlike
+// ChannelStats on the private training split (which would be a release).
+var (
+	ImageNetMean = []float64{0.485, 0.456, 0.406}
+	ImageNetStd  = []float64{0.229, 0.224, 0.225}
+)
+
 // ChannelStats returns the per-channel mean and standard deviation of the
 // pixels of records idx (all records when idx is nil), on the p/255 scale
 // that Dataset.Standardise uses, so the caller can fix them on the training
@@ -590,7 +613,7 @@ func ChannelStats(d *Dataset, idx []int) (mean, std []float64) {
 // UTKFace pixel cache: a versioned header, the names of the decoded images
 // and the undecodable ones with reasons, the pixels, and a CRC-32C of all of
 // it. Anything that does not match exactly is treated as absent.
-const utkCacheMagic = "FDPUTK1\n"
+const utkCacheMagic = "FDPUTK2\n" // 2: Limit selects evenly spaced images
 
 func utkCacheKey(listing [sha256.Size]byte, o utkResolved) [sha256.Size]byte {
 	h := sha256.New()

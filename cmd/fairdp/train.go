@@ -194,7 +194,7 @@ func printReport(w io.Writer, rep *trainer.Report) {
 	metrics.WriteTable(w, "test", rep.Test)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s, %s (%d parameters), %.1f s\n", rep.Algorithm, rep.Model, rep.Params, rep.Seconds)
-	fmt.Fprintln(w, "privacy:", rep.Privacy.String())
+	rep.Privacy.WriteText(w) // the full receipt: guarantee, mechanisms, assumptions
 }
 
 func versionString() string { return trainer.Version }

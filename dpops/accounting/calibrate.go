@@ -17,6 +17,7 @@ type calibration struct {
 	tolerance  float64   // 0: bisect σ to relative precision sigmaPrecision
 	companions []float64 // noise-multiplier ratios of extra mechanisms per step
 	orders     []float64
+	spent      []float64 // RDP already spent at orders (nil: none)
 }
 
 // sigmaPrecision is the relative width of the final σ bracket in the default
@@ -69,6 +70,22 @@ func WithOrders(orders []float64) CalibrateOption {
 	}
 }
 
+// WithSpent composes the steps with a budget part already spent once, given
+// as its RDP at the calibration orders (OpacusOrders() unless WithOrders),
+// e.g. DP-FERMI's one-off noisy group counts. The target must exceed what
+// the spent part alone costs.
+func WithSpent(rdp []float64) CalibrateOption {
+	return func(c *calibration) error {
+		for i, v := range rdp {
+			if !(v >= 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("accounting: spent RDP at order index %d must be a finite number ≥ 0 (got %v)", i, v)
+			}
+		}
+		c.spent = rdp
+		return nil
+	}
+}
+
 // CalibrateSigma returns the smallest noise multiplier σ for which steps
 // steps of the Poisson-subsampled Gaussian mechanism with rate q (plus any
 // companions) are (ε, δ)-DP with ε ≤ targetEps, found by bisection (ε
@@ -94,14 +111,24 @@ func CalibrateSigma(targetEps, delta, q float64, steps int, opts ...CalibrateOpt
 	if steps < 1 {
 		return 0, fmt.Errorf("accounting: steps must be ≥ 1 (got %d)", steps)
 	}
+	if c.spent != nil && len(c.spent) != len(c.orders) {
+		return 0, fmt.Errorf("accounting: %d spent RDP values for %d orders", len(c.spent), len(c.orders))
+	}
 	epsilonAt := func(sigma float64) float64 {
 		rdp := make([]float64, len(c.orders))
 		for i, a := range c.orders {
-			r := SubsampledGaussianRDP(q, sigma, a)
-			for _, ratio := range c.companions {
-				r += SubsampledGaussianRDP(q, ratio*sigma, a)
+			if math.IsInf(sigma, 1) {
+				rdp[i] = 0
+			} else {
+				r := SubsampledGaussianRDP(q, sigma, a)
+				for _, ratio := range c.companions {
+					r += SubsampledGaussianRDP(q, ratio*sigma, a)
+				}
+				rdp[i] = scaleRDP(r, steps)
 			}
-			rdp[i] = scaleRDP(r, steps)
+			if c.spent != nil {
+				rdp[i] += c.spent[i]
+			}
 		}
 		convert := EpsilonFromRDP
 		if c.classic {
@@ -114,6 +141,12 @@ func CalibrateSigma(targetEps, delta, q float64, steps int, opts ...CalibrateOpt
 		return eps
 	}
 
+	if c.spent != nil {
+		if floor := epsilonAt(math.Inf(1)); floor >= targetEps {
+			return 0, fmt.Errorf("accounting: the budget already spent is ε = %.4g of the target %v on its own; nothing is left for the steps",
+				floor, targetEps)
+		}
+	}
 	// Bracket as Opacus does: σ_low = 0, σ_high = 20, 40, … until ε(σ_high) ≤ target.
 	lo, hi := 0.0, 10.0
 	epsHi := math.Inf(1)

@@ -143,3 +143,58 @@ func BenchmarkCalibrateSigma(b *testing.B) {
 		_, _ = CalibrateSigma(8, 1e-5, 0.04, 2250)
 	}
 }
+
+// TestCalibrateWithSpent: a spent part of zeros changes nothing; a real one
+// (one full-batch Gaussian release, σ = 20) is composed exactly as the RDP
+// accountant composes it, so the accountant reports ε ≤ target at the
+// returned σ and > target at 0.1 % less; a spent part that alone exceeds the
+// target, negative or mis-sized spends are errors.
+func TestCalibrateWithSpent(t *testing.T) {
+	const eps, delta, q, steps = 1.0, 1e-9, 0.03, 6600
+	orders := OpacusOrders()
+	plain, err := CalibrateSigma(eps, delta, q, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero, err := CalibrateSigma(eps, delta, q, steps, WithSpent(make([]float64, len(orders))))
+	if err != nil || zero != plain {
+		t.Errorf("zero spend: σ = %v (%v), want %v", zero, err, plain)
+	}
+	spent := make([]float64, len(orders))
+	for i, a := range orders {
+		spent[i] = SubsampledGaussianRDP(1, 20, a)
+	}
+	s, err := CalibrateSigma(eps, delta, q, steps, WithSpent(spent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	epsAt := func(sigma float64) float64 {
+		acc, err := NewRDP(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.Step(SubsampledGaussian(1, 20, 1, "counts"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.Step(SubsampledGaussian(q, sigma, 1, "gradients"), steps); err != nil {
+			t.Fatal(err)
+		}
+		e, _ := acc.Epsilon(delta)
+		return e
+	}
+	if at, below := epsAt(s), epsAt(0.999*s); at > eps || below <= eps || s <= plain {
+		t.Errorf("σ = %v: accountant ε %v (0.999σ: %v), σ without the spend %v", s, at, below, plain)
+	}
+	for _, bad := range [][]float64{spent[:3], {-1}, nil} {
+		if bad == nil {
+			huge := make([]float64, len(orders))
+			for i, a := range orders {
+				huge[i] = SubsampledGaussianRDP(1, 0.5, a)
+			}
+			bad = huge
+		}
+		if _, err := CalibrateSigma(eps, delta, q, steps, WithSpent(bad)); err == nil {
+			t.Errorf("spend of %d values accepted", len(bad))
+		}
+	}
+}
