@@ -36,6 +36,73 @@ type Config struct {
 	Privacy   DPConfig   `json:"privacy"` // used by the private algorithms
 	Fair      FairConfig `json:"fair"`
 	Preset    string     // name of the preset applied first (recorded for the report)
+	// Federation is SteFFLe's (--algo steffle) split of the training data
+	// over silos; other algorithms ignore it, and sweeps of them zero it so
+	// it is left out of their settings JSON.
+	Federation FederationConfig `json:"federation,omitzero"`
+}
+
+// Federation modes: who holds which part of each record.
+const (
+	// FederationHorizontal: every silo holds whole records (the paper's setting).
+	FederationHorizontal = "horizontal"
+	// FederationSensitiveSilo: Silos silos hold the records' features and
+	// labels and one more silo holds every record's sensitive attribute.
+	FederationSensitiveSilo = "sensitive-silo"
+	// FederationMapping: a file maps each record's features/label and its
+	// sensitive attribute to silos by record id.
+	FederationMapping = "mapping"
+)
+
+// FederationConfig says how SteFFLe splits the training set over silos
+// (REFERENCE §5). It lives in Config so that --algo steffle runs through
+// the ordinary Train path and its settings land in report.json.
+type FederationConfig struct {
+	Silos         int     // N silos holding records (features and labels)
+	Heterogeneity float64 // h ∈ [0, 1] of the split by SiloAttribute
+	// SiloAttribute is the feature the heterogeneity split sorts by (the
+	// paper: age).
+	SiloAttribute string
+	// Mode is FederationHorizontal (default), FederationSensitiveSilo or
+	// FederationMapping.
+	Mode string
+	// MappingFile is the CSV of FederationMapping: header
+	// record,features_silo,sensitive_silo and one row per training record
+	// (record = 0-based index in the training split).
+	MappingFile string
+}
+
+// DefaultFederation is the paper's setting: N = 3 silos holding whole
+// records, h = 0, silo attribute age.
+func DefaultFederation() FederationConfig {
+	return FederationConfig{Silos: 3, SiloAttribute: "age", Mode: FederationHorizontal}
+}
+
+// Validate reports what is wrong with the federation settings.
+func (f FederationConfig) Validate() error {
+	var errs []string
+	if f.Silos < 1 {
+		errs = append(errs, fmt.Sprintf("--silos must be ≥ 1 (got %d)", f.Silos))
+	}
+	if !(f.Heterogeneity >= 0 && f.Heterogeneity <= 1) {
+		errs = append(errs, fmt.Sprintf("--heterogeneity must be in [0,1] (got %v)", f.Heterogeneity))
+	}
+	switch f.Mode {
+	case FederationHorizontal, FederationSensitiveSilo:
+		if f.MappingFile != "" {
+			errs = append(errs, fmt.Sprintf("--mapping is only read with --federation %s (got --federation %s)", FederationMapping, f.Mode))
+		}
+	case FederationMapping:
+		if f.MappingFile == "" {
+			errs = append(errs, "--federation mapping needs --mapping FILE.csv (columns record,features_silo,sensitive_silo)")
+		}
+	default:
+		errs = append(errs, fmt.Sprintf("--federation must be %s, %s or %s (got %q)", FederationHorizontal, FederationSensitiveSilo, FederationMapping, f.Mode))
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // FairConfig holds the fairness flags (DP-FERMI, SteFFLe, DPSGD-F).
@@ -74,6 +141,7 @@ func Defaults() Config {
 		Privacy: DPConfig{Epsilon: 1, Clip: 1, Sampling: "poisson"},
 		Fair: FairConfig{Lambda: 1, Fairness: "dp", Scope: "all", LRW: 0.01, Radius: 5, Calibration: "accountant",
 			CountNoiseRatio: 10},
+		Federation: DefaultFederation(),
 	}
 }
 
@@ -135,6 +203,11 @@ func (c *Config) Validate() error {
 	}
 	if !(f.Radius > 0) || !(f.LRW >= 0) || f.WeightDecay < 0 || !(f.CountNoiseRatio > 0) {
 		errs = append(errs, "--radius and --count-noise-ratio must be > 0, --lr-w and --weight-decay ≥ 0")
+	}
+	if c.Algo == "steffle" {
+		if err := c.Federation.Validate(); err != nil {
+			errs = append(errs, err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))

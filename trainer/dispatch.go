@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"fairdp/backend"
+	"fairdp/models"
 	"fairdp/nn"
 )
 
@@ -105,4 +106,11 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 		return rep, WriteJSON(filepath.Join(job.Cfg.Out, "report.json"), rep)
 	}
 	return rep, nil
+}
+
+// WriteOutputs writes report.json and model.ckpt (the receipt inside) to
+// dir atomically, as Run does, so that results produced outside Run (the
+// SteFFLe server, `fairdp federate`) follow the same contract.
+func WriteOutputs[T nn.Float](dir string, rep *Report, m *models.Model[T], job *Job) error {
+	return writeOutputs(dir, rep, m, job)
 }

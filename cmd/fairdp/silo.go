@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -10,63 +11,59 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"fairdp/dpops"
+	"fairdp/dpops/accounting"
 	"fairdp/fermi/federated"
+	"fairdp/metrics"
 	"fairdp/nn"
 	"fairdp/trainer"
 )
 
-// steffleFlags adds the federation's own settings to a train flag set.
-func steffleFlags(fs *flag.FlagSet, s *federated.Settings) {
-	fs.IntVar(&s.Silos, "silos", s.Silos, "SteFFLe: number of silos N")
-	fs.Float64Var(&s.Heterogeneity, "heterogeneity", s.Heterogeneity, "SteFFLe: heterogeneity h in [0,1] of the split by --silo-attribute")
-	fs.StringVar(&s.SiloAttribute, "silo-attribute", s.SiloAttribute, "SteFFLe: feature the heterogeneity split sorts by")
+// federationFlags adds SteFFLe's split of the data over silos to a flag
+// set (train and sweep).
+func federationFlags(fs *flag.FlagSet, f *trainer.FederationConfig) {
+	fs.IntVar(&f.Silos, "silos", f.Silos, "SteFFLe: number of silos N holding records (features and labels)")
+	fs.Float64Var(&f.Heterogeneity, "heterogeneity", f.Heterogeneity, "SteFFLe: heterogeneity h in [0,1] of the split by --silo-attribute")
+	fs.StringVar(&f.SiloAttribute, "silo-attribute", f.SiloAttribute, "SteFFLe: feature the heterogeneity split sorts by")
+	fs.StringVar(&f.Mode, "federation", f.Mode, "SteFFLe: horizontal (silos hold whole records), sensitive-silo (one more silo holds every sensitive attribute; needs --scope sensitive) or mapping (--mapping file)")
+	fs.StringVar(&f.MappingFile, "mapping", f.MappingFile, "SteFFLe --federation mapping: CSV record,features_silo,sensitive_silo (record = index in the training split)")
 }
 
-// runSteffleTrain is `fairdp train --algo steffle`: the train flags plus
-// --silos, --heterogeneity and --silo-attribute, simulated in one process.
-func runSteffleTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg := trainer.Defaults()
-	cfg.Algo, cfg.Optimizer = federated.Name, "sgd"
-	if err := applyPreset(&cfg, args); err != nil {
-		return err
+// federationFlagNames are the flags only --algo steffle reads.
+var federationFlagNames = []string{"silos", "heterogeneity", "silo-attribute", "federation", "mapping"}
+
+// rejectFederationFlags refuses SteFFLe's flags for other algorithms, which
+// would silently ignore them.
+func rejectFederationFlags(fs *flag.FlagSet, algo string) error {
+	if algo == federated.Name {
+		return nil
 	}
-	set := federated.DefaultSettings()
-	fs := newFlagSet("train", "train --algo steffle [flags]", stderr)
-	trainFlags(fs, &cfg)
-	steffleFlags(fs, &set)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(federationFlagNames, f.Name) {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) > 0 {
+		return fmt.Errorf("%s applies to --algo steffle only (got --algo %s)", strings.Join(set, ", "), algo)
 	}
-	job, err := trainer.Prepare(cfg, stdout)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "fairdp %s: steffle with %d silos (h = %v by %s) on %s (%d train / %d test records), %s\n",
-		versionString(), set.Silos, set.Heterogeneity, set.SiloAttribute, job.Train.Name, job.Train.N(), job.Test.N(), job.Source)
-	var rep *trainer.Report
-	if cfg.DType == "float64" {
-		rep, err = steffleRun[float64](ctx, job, set)
-	} else {
-		rep, err = steffleRun[float32](ctx, job, set)
-	}
-	if err != nil {
-		return err
-	}
-	printReport(stdout, rep)
 	return nil
 }
 
-func steffleRun[T nn.Float](ctx context.Context, job *trainer.Job, set federated.Settings) (*trainer.Report, error) {
-	alg, err := federated.New[T](job, set)
-	if err != nil {
-		return nil, err
+// describeFederation is the line train prints for a SteFFLe run.
+func describeFederation(f trainer.FederationConfig) string {
+	switch f.Mode {
+	case trainer.FederationSensitiveSilo:
+		return fmt.Sprintf("%d feature silos (h = %v by %s) and one silo holding every sensitive attribute", f.Silos, f.Heterogeneity, f.SiloAttribute)
+	case trainer.FederationMapping:
+		return "silos mapped by " + f.MappingFile
 	}
-	rep, _, err := trainer.Run(ctx, job, trainer.Algorithm[T](alg))
-	return rep, err
+	return fmt.Sprintf("%d silos (h = %v by %s)", f.Silos, f.Heterogeneity, f.SiloAttribute)
 }
 
 // runSilo is `fairdp silo serve|certs`.
@@ -185,15 +182,34 @@ func siloTLS(dir string, insecure bool, role string) (*tls.Config, error) {
 	return federated.LoadTLS(dir, role)
 }
 
+const federateSynopsis = `federate --silos ADDR1,ADDR2,... --certs DIR [--dataset D --schema S --seed S] [--out DIR] [flags]
+
+Runs the SteFFLe server against silos started with "fairdp silo serve": every
+round it sends θ and W, averages the silos' DP messages (weighted by their
+record counts) and steps; --checkpoint is written after every round and
+--resume continues from it. With --out DIR it writes the results contract of
+"fairdp train": report.json (test metrics on the held-out split of --dataset,
+the server's own evaluation data, split and preprocessed as "fairdp train
+--dataset D --seed S" would; "train" is empty: the server holds no training
+records), metrics.jsonl (one line per round: loss, every silo's ε, ‖W‖, and
+test metrics every --eval-every rounds and at the end) and model.ckpt whose
+receipt is the federation's: the silo with the largest ε as the headline and
+every silo's ε, δ, σ and rounds in the note and in report.json. --seed also
+seeds the model's initialisation (give the silos' --seed for a reproducible
+run).`
+
 // runFederate is `fairdp federate --silos ADDR1,ADDR2,...`: the server.
 func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("federate", "federate --silos ADDR1,ADDR2,... --certs DIR [flags]", stderr)
+	fs := newFlagSet("federate", federateSynopsis, stderr)
 	addrs := fs.String("silos", "", "comma-separated silo addresses")
 	certs := fs.String("certs", "", "directory made by `fairdp silo certs`")
 	insecure := fs.Bool("insecure", false, "no TLS (loopback tests only)")
-	dtype := fs.String("dtype", "float32", "float32 or float64 (as the silos)")
-	var seed *uint64
-	fs.Var(seedFlag{&seed}, "seed", "seed of the model initialisation (as the silos' --seed for a reproducible run)")
+	evalCfg := trainer.Defaults()
+	evalCfg.Dataset = ""
+	dataFlags(fs, &evalCfg) // the server's evaluation data (and --seed)
+	fs.StringVar(&evalCfg.DType, "dtype", "float32", "float32 or float64 (as the silos)")
+	fs.StringVar(&evalCfg.Out, "out", "", "directory for report.json, metrics.jsonl and model.ckpt")
+	evalEvery := fs.Int("eval-every", 10, "rounds between test evaluations in metrics.jsonl (the last round is always evaluated)")
 	var sc federated.ServerConfig
 	fs.IntVar(&sc.Rounds, "rounds", 0, "rounds to run (0: as many as every silo was calibrated for)")
 	fs.Float64Var(&sc.LR, "lr", 0.005, "θ learning rate (plain SGD)")
@@ -201,17 +217,37 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Float64Var(&sc.Lambda, "lambda", 1, "fairness weight λ (as the silos)")
 	fs.Float64Var(&sc.LRW, "lr-w", 0.01, "W ascent learning rate η_W")
 	fs.Float64Var(&sc.Radius, "radius", 5, "radius D of W's ball")
-	fs.StringVar(&sc.Checkpoint, "checkpoint", "federation.ckpt.json", "file written after every round")
+	fs.StringVar(&sc.Checkpoint, "checkpoint", "", "file written after every round (default: DIR/federation.ckpt.json with --out, else federation.ckpt.json)")
 	fs.BoolVar(&sc.Resume, "resume", false, "continue from --checkpoint if it exists")
 	fs.IntVar(&sc.Retries, "retries", 5, "attempts per silo and round before stopping")
 	fs.DurationVar(&sc.Backoff, "backoff", 200*time.Millisecond, "first retry delay (doubled each time)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *addrs == "" {
+	switch {
+	case *addrs == "":
 		return errors.New("federate: --silos ADDR1,ADDR2,... is required")
+	case evalCfg.DType != "float32" && evalCfg.DType != "float64":
+		return fmt.Errorf("federate: --dtype must be float32 or float64 (got %q)", evalCfg.DType)
+	case *evalEvery < 1:
+		return fmt.Errorf("federate: --eval-every must be ≥ 1 (got %d)", *evalEvery)
+	case evalCfg.Out != "" && evalCfg.Dataset == "":
+		return errors.New("federate: --out needs --dataset (and --schema for a CSV): the data the server evaluates the model on")
 	}
-	sc.Seed, sc.Log = seed, stderr
+	if sc.Checkpoint == "" {
+		sc.Checkpoint = "federation.ckpt.json"
+		if evalCfg.Out != "" {
+			sc.Checkpoint = filepath.Join(evalCfg.Out, "federation.ckpt.json")
+		}
+	}
+	sc.Seed, sc.Log = evalCfg.Seed, stderr
+	var job *trainer.Job
+	if evalCfg.Dataset != "" {
+		var err error
+		if job, err = trainer.Prepare(evalCfg, io.Discard); err != nil {
+			return fmt.Errorf("federate: evaluation data: %w", err)
+		}
+	}
 	tlsCfg, err := siloTLS(*certs, *insecure, "server")
 	if err != nil {
 		return err
@@ -225,21 +261,178 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		defer closeFn()
 		clients = append(clients, c)
 	}
-	if *dtype == "float64" {
-		return federate[float64](ctx, sc, clients, stdout)
+	run := federation{sc: sc, clients: clients, job: job, evalEvery: *evalEvery, stdout: stdout}
+	if evalCfg.DType == "float64" {
+		return federate[float64](ctx, run)
 	}
-	return federate[float32](ctx, sc, clients, stdout)
+	return federate[float32](ctx, run)
 }
 
-func federate[T nn.Float](ctx context.Context, sc federated.ServerConfig, clients []federated.Client, stdout io.Writer) error {
-	srv, err := federated.NewServer[T](ctx, sc, clients)
+// federation is one `fairdp federate` run.
+type federation struct {
+	sc        federated.ServerConfig
+	clients   []federated.Client
+	job       *trainer.Job // evaluation data (nil: none)
+	evalEvery int
+	stdout    io.Writer
+}
+
+// roundLog is one line of federate's metrics.jsonl.
+type roundLog struct {
+	Round       int       `json:"round"`
+	Loss        float64   `json:"loss_sum"` // summed batch losses the silos sent (0 under --scope all)
+	SiloEpsilon []float64 `json:"silo_epsilon"`
+	WNorm       float64   `json:"w_norm"`
+	Seconds     float64   `json:"seconds"`
+	TestError   *float64  `json:"test_error,omitempty"`
+	TestDP      *float64  `json:"test_dp_violation,omitempty"`
+	TestEO      *float64  `json:"test_eo_violation,omitempty"`
+}
+
+func federate[T nn.Float](ctx context.Context, f federation) error {
+	out := ""
+	if f.job != nil {
+		out = f.job.Cfg.Out
+	}
+	var log *roundLogFile
+	start := time.Now()
+	var srv *federated.Server[T]
+	f.sc.AfterRound = func() error {
+		if log == nil {
+			return nil
+		}
+		line := roundLog{Round: srv.Round, Loss: srv.Loss[len(srv.Loss)-1], SiloEpsilon: srv.Epsilon, WNorm: srv.Reg.Norm(),
+			Seconds: time.Since(start).Seconds()}
+		if srv.Round%f.evalEvery == 0 || srv.Round == srv.Cfg.Rounds {
+			sp, err := trainer.Evaluate(srv.Model, f.job.Test)
+			if err != nil {
+				return fmt.Errorf("evaluation data: %w", err)
+			}
+			line.TestError, line.TestDP, line.TestEO = &sp.Error, &sp.DPViolation, &sp.EOViolation
+		}
+		return log.append(line)
+	}
+	srv, err := federated.NewServer[T](ctx, f.sc, f.clients)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "federation of %d silos: %d rounds (starting after round %d)\n", len(clients), srv.Cfg.Rounds, srv.Round)
-	if err := srv.Run(ctx); err != nil {
-		return fmt.Errorf("federate: %w (checkpoint %s holds round %d)", err, sc.Checkpoint, srv.Round)
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		if log, err = openRoundLog(filepath.Join(out, "metrics.jsonl"), srv.Round); err != nil {
+			return err
+		}
+		defer log.close()
 	}
-	fmt.Fprintf(stdout, "done: %d rounds, silo ε %v, ‖W‖ = %.4g; model in %s\n", srv.Round, srv.Epsilon, srv.Reg.Norm(), sc.Checkpoint)
+	fmt.Fprintf(f.stdout, "federation of %d silos: %d rounds (starting after round %d)\n", len(f.clients), srv.Cfg.Rounds, srv.Round)
+	if err := srv.Run(ctx); err != nil {
+		return fmt.Errorf("federate: %w (checkpoint %s holds round %d)", err, f.sc.Checkpoint, srv.Round)
+	}
+	receipt, silos, err := srv.Privacy(ctx)
+	if err != nil {
+		return fmt.Errorf("federate: collecting the silos' receipts: %w", err)
+	}
+	fmt.Fprintf(f.stdout, "done: %d rounds, silo ε %v, ‖W‖ = %.4g; server state in %s\n", srv.Round, srv.Epsilon, srv.Reg.Norm(), f.sc.Checkpoint)
+	if f.job == nil {
+		receipt.WriteText(f.stdout)
+		return nil
+	}
+	rep, err := federationReport(srv, f, receipt, silos, time.Since(start).Seconds())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f.stdout)
+	metrics.WriteTable(f.stdout, "test ("+f.job.Test.Name+")", rep.Test)
+	fmt.Fprintln(f.stdout)
+	rep.Privacy.WriteText(f.stdout)
+	if out == "" {
+		return nil
+	}
+	if err := trainer.WriteOutputs(out, rep, srv.Model, f.job); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.stdout, "wrote %s/report.json, metrics.jsonl and model.ckpt\n", out)
 	return nil
 }
+
+// federationReport is report.json of a federation: the server's settings,
+// the model's metrics on the evaluation data's held-out split, the
+// federation's receipt and every silo's line.
+func federationReport[T nn.Float](srv *federated.Server[T], f federation, receipt accounting.Receipt, silos []federated.SiloPrivacy, seconds float64) (*trainer.Report, error) {
+	job := f.job
+	test, err := trainer.Evaluate(srv.Model, job.Test)
+	if err != nil {
+		return nil, fmt.Errorf("federate: evaluation data: %w", err)
+	}
+	cfg := job.Cfg
+	cfg.Algo, cfg.Optimizer, cfg.LR, cfg.Epochs, cfg.Batch = federated.Name, "sgd", f.sc.LR, 0, 0
+	cfg.Fair.Lambda, cfg.Fair.LRW, cfg.Fair.Radius, cfg.Fair.WeightDecay = f.sc.Lambda, f.sc.LRW, f.sc.Radius, f.sc.WeightDecay
+	cfg.Federation = trainer.FederationConfig{Silos: len(f.clients), Mode: trainer.FederationHorizontal}
+	cfg.Privacy = trainer.DPConfig{} // each silo's own: see privacy and extra.steffle.per_silo
+	var addrs []string
+	for _, c := range f.clients {
+		addrs = append(addrs, c.Name())
+	}
+	info := srv.Infos[0]
+	rep := &trainer.Report{Algorithm: federated.Name, Dataset: job.Test.Name, Model: info.Spec.Arch, Params: srv.Model.NumParams(),
+		DType: cfg.DType, Backend: trainer.BackendName(), LR: f.sc.LR, Test: test, Privacy: receipt, Seconds: seconds,
+		Version: trainer.Version, Config: cfg,
+		Extra: map[string]any{"steffle": map[string]any{"silos": addrs, "rounds": srv.Round, "per_silo": silos,
+			"w": append([]float64(nil), srv.Reg.W...), "lambda": f.sc.Lambda, "checkpoint": f.sc.Checkpoint,
+			"weighting": "messages averaged with weights ñ_i / n (record counts)",
+			"train":     "empty: the server holds no training records; test is the held-out split of --dataset"}}}
+	return rep, nil
+}
+
+// roundLogFile is federate's metrics.jsonl: one line per round, appended
+// with a single write and synced, so a stopped server leaves at most a torn
+// last line; on resume, lines after the checkpoint's round (which will be
+// run again) and a torn line are cut off.
+type roundLogFile struct{ f *os.File }
+
+func openRoundLog(path string, resumeRound int) (*roundLogFile, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	keep := 0
+	for off := 0; resumeRound > 0 && off < len(raw); {
+		end := bytes.IndexByte(raw[off:], '\n')
+		if end < 0 {
+			break // torn last line
+		}
+		var l roundLog
+		if json.Unmarshal(raw[off:off+end], &l) != nil || l.Round > resumeRound {
+			break
+		}
+		off += end + 1
+		keep = off
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.jsonl: %w", err)
+	}
+	if err := f.Truncate(int64(keep)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("metrics.jsonl: %w", err)
+	}
+	if _, err := f.Seek(int64(keep), io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &roundLogFile{f}, nil
+}
+
+func (l *roundLogFile) append(line roundLog) error {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("metrics.jsonl: %w", err)
+	}
+	return l.f.Sync()
+}
+
+func (l *roundLogFile) close() error { return l.f.Close() }

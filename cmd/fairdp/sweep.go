@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -17,11 +18,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"fairdp/fermi/federated"
 	"fairdp/metrics"
 	"fairdp/trainer"
 )
 
 const sweepSynopsis = `sweep --algo fermi --lambda L1,L2,.. --epsilon E1,..,inf --seeds N --out DIR [train flags]
+       sweep --algo steffle --silos N1,N2,.. --heterogeneity H1,H2,.. --lambda .. --epsilon .. --seeds N --out DIR
 
 Trains every (ε, λ) with N seeds, in parallel (--workers, default: all cores,
 one core per run), on data loaded once. DIR/sweep.csv gets one row per finished
@@ -33,11 +36,44 @@ The data split comes from --seed (default 0); with --seed S run i of a cell
 uses seed S+i (bit-reproducible, NOT secure noise), without it the noise
 comes from crypto/rand. Note that choosing λ or ε by looking at the results
 of private runs is itself not covered by any run's privacy receipt.
+--algo steffle also sweeps the number of silos N (--silos) and the
+heterogeneity h (--heterogeneity): sweep.csv then starts with the columns
+silos and heterogeneity, the summary has one row per (N, h, ε, λ), and with
+several (N, h) pareto.png has one curve per (N, h) at the first --epsilon
+value while pareto-eps-E.png holds the same plot for each ε E.
 --algo postproc|oracle runs Jagielski et al.'s sweep (see fairdp sweep --algo postproc -h).`
 
 // sweepColumns are sweep.csv's columns; the first three name a run.
 var sweepColumns = []string{"epsilon", "lambda", "seed", "error", "violation", "spent_epsilon", "delta",
 	"dp_violation", "eo_violation", "train_error", "test_ermi", "sigma", "seconds"}
+
+// federationColumns lead sweep.csv for --algo steffle: with ε, λ and seed
+// they name a run.
+var federationColumns = []string{"silos", "heterogeneity"}
+
+// sweepAxes is a sweep's grid: (N, h) only for --algo steffle.
+type sweepAxes struct {
+	federated         bool
+	silos             []int
+	hets              []float64
+	epsilons, lambdas []float64
+}
+
+// keyCells is the number of leading sweep.csv cells that name a run.
+func (a sweepAxes) keyCells() int {
+	if a.federated {
+		return len(federationColumns) + 3
+	}
+	return 3
+}
+
+// columns is sweep.csv's header for the grid.
+func (a sweepAxes) columns() []string {
+	if a.federated {
+		return append(slices.Clone(federationColumns), sweepColumns...)
+	}
+	return sweepColumns
+}
 
 // formatGridValue writes a grid value the same way every time (it is part
 // of a run's key in sweep.csv).
@@ -63,35 +99,55 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if algo, _ := flagValue(args, "algo"); algo == "postproc" || algo == "oracle" {
 		return runJagielskiSweep(args, stdout, stderr)
 	}
-	cfg := trainer.Defaults()
+	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
 		return err
 	}
 	fs := newFlagSet("sweep", sweepSynopsis, stderr)
 	trainFlags(fs, &cfg)
-	lambdas, epsilons := []float64{cfg.Fair.Lambda}, []float64{cfg.Privacy.Epsilon}
-	for name, v := range map[string]floatsFlag{
-		"lambda":  {p: &lambdas, unique: true, check: nonNegative},
-		"epsilon": {p: &epsilons, allowInf: true, unique: true, check: positiveOrInf},
+	federationFlags(fs, &cfg.Federation)
+	ax := sweepAxes{silos: []int{cfg.Federation.Silos}, hets: []float64{cfg.Federation.Heterogeneity},
+		lambdas: []float64{cfg.Fair.Lambda}, epsilons: []float64{cfg.Privacy.Epsilon}}
+	for name, v := range map[string]flag.Value{
+		"lambda":        floatsFlag{p: &ax.lambdas, unique: true, check: nonNegative},
+		"epsilon":       floatsFlag{p: &ax.epsilons, allowInf: true, unique: true, check: positiveOrInf},
+		"heterogeneity": floatsFlag{p: &ax.hets, unique: true, check: unitInterval},
+		"silos":         intsFlag{&ax.silos},
 	} {
 		f := fs.Lookup(name)
 		f.Value, f.DefValue = v, v.String()
 		f.Usage = "values of " + name + ", comma-separated"
-		if name == "epsilon" {
+		switch name {
+		case "epsilon":
 			f.Usage += " (inf: not private)"
+		case "silos", "heterogeneity":
+			f.Usage += " (--algo steffle)"
 		}
 	}
 	seeds, workers := 1, runtime.GOMAXPROCS(0)
-	fs.IntVar(&seeds, "seeds", seeds, "runs (seeds) per (ε, λ)")
+	fs.IntVar(&seeds, "seeds", seeds, "runs (seeds) per grid cell")
 	fs.IntVar(&workers, "workers", workers, "runs in parallel")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := rejectFederationFlags(fs, cfg.Algo); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	ax.federated = cfg.Algo == federated.Name
+	lambdas, epsilons := ax.lambdas, ax.epsilons
 	switch {
 	case cfg.Out == "":
 		return errors.New("sweep: --out DIR is required (sweep.csv and pareto.png go there)")
 	case seeds < 1 || workers < 1:
 		return fmt.Errorf("sweep: --seeds and --workers must be ≥ 1 (got %d, %d)", seeds, workers)
+	}
+	for i, n := range ax.silos {
+		if slices.Contains(ax.silos[:i], n) {
+			return fmt.Errorf("sweep: %d appears twice in --silos", n)
+		}
+	}
+	if cfg.Federation.Mode == trainer.FederationMapping && len(ax.silos)*len(ax.hets) > 1 {
+		return errors.New("sweep: with --federation mapping the --mapping file places every record; --silos and --heterogeneity take one value")
 	}
 	for _, l := range lambdas {
 		if l < 0 {
@@ -103,10 +159,20 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("sweep: --epsilon values must be > 0 or inf (got %v)", e)
 		}
 	}
+	if !ax.federated {
+		ax.silos, ax.hets = []int{0}, []float64{0} // one cell; not in the CSV
+	}
 	dir := cfg.Out
 	base := cfg
 	base.Out, base.Quiet, base.Seed = "", true, nil
 	base.Fair.Lambda, base.Privacy.Epsilon = lambdas[0], epsilons[0]
+	if ax.federated {
+		base.Federation.Silos, base.Federation.Heterogeneity = ax.silos[0], ax.hets[0]
+	} else {
+		// Other algorithms ignore the federation: keep it out of
+		// sweep.json, so sweeps made before it existed still resume.
+		base.Federation = trainer.FederationConfig{}
+	}
 	if err := base.Validate(); err != nil {
 		return err
 	}
@@ -119,40 +185,59 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	neutral := base // the settings without the grid axes
 	neutral.Fair.Lambda, neutral.Privacy.Epsilon = 0, math.Inf(1)
+	if ax.federated {
+		neutral.Federation.Silos, neutral.Federation.Heterogeneity = 0, 0
+	}
 	if err := checkSweepSettings(dir, neutral, &settings); err != nil {
 		return err
 	}
-	log, err := trainer.OpenSweepLog(filepath.Join(dir, "sweep.csv"), sweepColumns, 3)
+	log, err := trainer.OpenSweepLog(filepath.Join(dir, "sweep.csv"), ax.columns(), ax.keyCells())
 	if err != nil {
+		if ax.federated {
+			err = fmt.Errorf("%w; a --algo steffle sweep.csv starts with the columns %s (sweeps made before they existed cannot be resumed: use another --out)",
+				err, strings.Join(federationColumns, ","))
+		}
 		return err
 	}
 	defer log.Close()
 
 	var runs []trainer.SweepRun
-	for _, eps := range epsilons {
-		for _, lambda := range lambdas {
-			for i := range seeds {
-				c := base
-				c.Privacy.Epsilon, c.Fair.Lambda = eps, lambda
-				seed := uint64(i)
-				if settings.Seeded {
-					seed = settings.BaseSeed + uint64(i)
-					c.Seed = &seed
-				}
-				key := strings.Join([]string{formatGridValue(eps), formatGridValue(lambda), strconv.FormatUint(seed, 10)}, ",")
-				if !log.Done(key) {
-					runs = append(runs, trainer.SweepRun{Key: key, Cfg: c})
+	for _, n := range ax.silos {
+		for _, h := range ax.hets {
+			for _, eps := range epsilons {
+				for _, lambda := range lambdas {
+					for i := range seeds {
+						c := base
+						c.Privacy.Epsilon, c.Fair.Lambda = eps, lambda
+						seed := uint64(i)
+						if settings.Seeded {
+							seed = settings.BaseSeed + uint64(i)
+							c.Seed = &seed
+						}
+						key := []string{formatGridValue(eps), formatGridValue(lambda), strconv.FormatUint(seed, 10)}
+						if ax.federated {
+							c.Federation.Silos, c.Federation.Heterogeneity = n, h
+							key = append([]string{strconv.Itoa(n), formatGridValue(h)}, key...)
+						}
+						if k := strings.Join(key, ","); !log.Done(k) {
+							runs = append(runs, trainer.SweepRun{Key: k, Cfg: c})
+						}
+					}
 				}
 			}
 		}
 	}
-	total := len(epsilons) * len(lambdas) * seeds
+	total := len(ax.silos) * len(ax.hets) * len(epsilons) * len(lambdas) * seeds
 	sw, err := trainer.NewSweep(base, settings.BaseSeed, workers)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "fairdp sweep: %s on %s (%d train / %d test), %d ε × %d λ × %d seeds = %d runs, %d already in %s, %d workers\n",
-		base.Algo, sw.Train.Name, sw.Train.N(), sw.Test.N(), len(epsilons), len(lambdas), seeds, total,
+	grid := ""
+	if ax.federated {
+		grid = fmt.Sprintf("%d N × %d h × ", len(ax.silos), len(ax.hets))
+	}
+	fmt.Fprintf(stdout, "fairdp sweep: %s on %s (%d train / %d test), %s%d ε × %d λ × %d seeds = %d runs, %d already in %s, %d workers\n",
+		base.Algo, sw.Train.Name, sw.Train.N(), sw.Test.N(), grid, len(epsilons), len(lambdas), seeds, total,
 		total-len(runs), filepath.Join(dir, "sweep.csv"), min(workers, max(1, len(runs))))
 	start, done, failed := time.Now(), total-len(runs), 0
 	err = sw.Run(ctx, runs, func(r trainer.SweepResult) error {
@@ -166,8 +251,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		done++
-		fmt.Fprintf(stdout, "[%d/%d] ε=%s λ=%s seed=%s: error %s, violation %s, spent ε %s (%.1f s; %s elapsed)\n",
-			done, total, row[0], row[1], row[2], row[3], row[4], row[5], r.Report.Seconds, time.Since(start).Round(time.Second))
+		k, cell := ax.keyCells(), ""
+		if ax.federated {
+			cell = fmt.Sprintf("N=%s h=%s ", row[0], row[1])
+		}
+		fmt.Fprintf(stdout, "[%d/%d] %sε=%s λ=%s seed=%s: error %s, violation %s, spent ε %s (%.1f s; %s elapsed)\n",
+			done, total, cell, row[k-3], row[k-2], row[k-1], row[k], row[k+1], row[k+2], r.Report.Seconds, time.Since(start).Round(time.Second))
 		return nil
 	})
 	if err != nil {
@@ -176,12 +265,13 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	summary := summarizeSweep(log.Rows(), epsilons, lambdas)
-	printSweepSummary(stdout, summary, base.Fair.Fairness)
-	if err := plotSweep(filepath.Join(dir, "pareto.png"), base, summary); err != nil {
+	summary := summarizeSweep(log.Rows(), ax)
+	printSweepSummary(stdout, summary, base.Fair.Fairness, ax.federated)
+	plots, err := plotSweep(dir, base, ax, summary)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, "sweep.csv"), filepath.Join(dir, "pareto.png"))
+	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, "sweep.csv"), strings.Join(plots, ", "))
 	if failed > 0 {
 		return fmt.Errorf("sweep: %d runs failed (see above); run the same command to retry them", failed)
 	}
@@ -252,9 +342,11 @@ func sweepRow(run trainer.SweepRun, rep *trainer.Report) []string {
 		violation = rep.Test.EOViolation
 	}
 	ermi, sigma := "", ""
-	if x, ok := rep.Extra["fermi"].(map[string]any); ok {
-		if v, ok := x["test_ermi"].(float64); ok {
-			ermi = f(v)
+	for _, algo := range []string{"fermi", "steffle"} {
+		if x, ok := rep.Extra[algo].(map[string]any); ok {
+			if v, ok := x["test_ermi"].(float64); ok {
+				ermi = f(v)
+			}
 		}
 	}
 	if m := rep.Privacy.Mechanisms; len(m) > 0 {
@@ -264,50 +356,61 @@ func sweepRow(run trainer.SweepRun, rep *trainer.Report) []string {
 	if rep.Privacy.Private() {
 		delta = f(rep.Privacy.Delta)
 	}
-	key := strings.Split(run.Key, ",")
-	return []string{key[0], key[1], key[2], f(rep.Test.Error), f(violation), opt(rep.Privacy.Epsilon), delta,
-		f(rep.Test.DPViolation), f(rep.Test.EOViolation), f(rep.Train.Error), ermi, sigma, strconv.FormatFloat(rep.Seconds, 'f', 2, 64)}
+	return append(strings.Split(run.Key, ","), f(rep.Test.Error), f(violation), opt(rep.Privacy.Epsilon), delta,
+		f(rep.Test.DPViolation), f(rep.Test.EOViolation), f(rep.Train.Error), ermi, sigma, strconv.FormatFloat(rep.Seconds, 'f', 2, 64))
 }
 
-// sweepCell is the mean and spread over seeds of one (ε, λ).
+// sweepCell is the mean and spread over seeds of one (N, h, ε, λ) (N and h
+// only for --algo steffle).
 type sweepCell struct {
+	silos                    int
+	het                      float64
 	epsilon, lambda          float64
 	runs                     int
 	err, errSD, viol, violSD float64
 	spent                    string // largest spent ε over the seeds
 }
 
-// summarizeSweep averages sweep.csv rows per (ε, λ) of the grid, in grid
+// summarizeSweep averages sweep.csv rows per cell of the grid, in grid
 // order; cells without rows are left out.
-func summarizeSweep(rows [][]string, epsilons, lambdas []float64) []sweepCell {
+func summarizeSweep(rows [][]string, ax sweepAxes) []sweepCell {
+	k := ax.keyCells() // metrics start here: error, violation, spent ε
 	var cells []sweepCell
-	for _, e := range epsilons {
-		for _, l := range lambdas {
-			c := sweepCell{epsilon: e, lambda: l}
-			var errs, viols []float64
-			maxSpent := -1.0
-			for _, r := range rows {
-				if r[0] != formatGridValue(e) || r[1] != formatGridValue(l) {
-					continue
+	for _, n := range ax.silos {
+		for _, h := range ax.hets {
+			for _, e := range ax.epsilons {
+				for _, l := range ax.lambdas {
+					key := []string{formatGridValue(e), formatGridValue(l)}
+					if ax.federated {
+						key = append([]string{strconv.Itoa(n), formatGridValue(h)}, key...)
+					}
+					c := sweepCell{silos: n, het: h, epsilon: e, lambda: l}
+					var errs, viols []float64
+					maxSpent := -1.0
+					for _, r := range rows {
+						if !slices.Equal(r[:len(key)], key) {
+							continue
+						}
+						ev, _ := strconv.ParseFloat(r[k], 64)
+						vv, _ := strconv.ParseFloat(r[k+1], 64)
+						errs, viols = append(errs, ev), append(viols, vv)
+						if s, err := strconv.ParseFloat(r[k+2], 64); err == nil && !math.IsInf(s, 0) {
+							maxSpent = max(maxSpent, s)
+						}
+					}
+					if len(errs) == 0 {
+						continue
+					}
+					c.runs = len(errs)
+					c.err, c.errSD = meanSD(errs)
+					c.viol, c.violSD = meanSD(viols)
+					c.spent = "inf"
+					if maxSpent >= 0 {
+						c.spent = strconv.FormatFloat(maxSpent, 'f', 4, 64)
+					}
+					cells = append(cells, c)
 				}
-				ev, _ := strconv.ParseFloat(r[3], 64)
-				vv, _ := strconv.ParseFloat(r[4], 64)
-				errs, viols = append(errs, ev), append(viols, vv)
-				if s, err := strconv.ParseFloat(r[5], 64); err == nil && !math.IsInf(s, 0) {
-					maxSpent = max(maxSpent, s)
-				}
 			}
-			if len(errs) == 0 {
-				continue
-			}
-			c.runs = len(errs)
-			c.err, c.errSD = meanSD(errs)
-			c.viol, c.violSD = meanSD(viols)
-			c.spent = "inf"
-			if maxSpent >= 0 {
-				c.spent = strconv.FormatFloat(maxSpent, 'f', 4, 64)
-			}
-			cells = append(cells, c)
 		}
 	}
 	return cells
@@ -327,12 +430,21 @@ func meanSD(v []float64) (mean, sd float64) {
 	return mean, math.Sqrt(sd / float64(len(v)-1))
 }
 
-func printSweepSummary(w io.Writer, cells []sweepCell, fairness string) {
+func printSweepSummary(w io.Writer, cells []sweepCell, fairness string, federated bool) {
 	fmt.Fprintf(w, "\nsummary (mean ± sd over seeds; violation = %s)\n", violationName(fairness))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fed := func(c sweepCell) string {
+		if !federated {
+			return ""
+		}
+		return fmt.Sprintf("%d\t%s\t", c.silos, formatGridValue(c.het))
+	}
+	if federated {
+		fmt.Fprint(tw, "N\th\t")
+	}
 	fmt.Fprintln(tw, "ε\tλ\truns\ttest error\tviolation\tspent ε")
 	for _, c := range cells {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.4f ± %.4f\t%.4f ± %.4f\t%s\n", formatGridValue(c.epsilon), formatGridValue(c.lambda),
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%.4f ± %.4f\t%.4f ± %.4f\t%s\n", fed(c), formatGridValue(c.epsilon), formatGridValue(c.lambda),
 			c.runs, c.err, c.errSD, c.viol, c.violSD, c.spent)
 	}
 	tw.Flush()
@@ -345,21 +457,71 @@ func violationName(fairness string) string {
 	return "demographic-parity violation"
 }
 
-// plotSweep draws test error against the violation, one curve per ε with
-// one point per λ (mean over seeds, error bars one sd).
-func plotSweep(path string, base trainer.Config, cells []sweepCell) error {
-	var curves []metrics.Curve
-	for _, c := range cells {
-		name := "ε = " + formatGridValue(c.epsilon)
-		if math.IsInf(c.epsilon, 1) {
-			name = "ε = ∞"
+// plotSweep draws test error against the violation (mean over seeds,
+// error bars one sd, one point per λ) and returns the files it wrote. With
+// one (N, h) (always, for algorithms other than steffle) DIR/pareto.png
+// has one curve per ε. With several (N, h) one plot per ε would need
+// (N, h) × ε curves, too many to read, so each ε E gets its own
+// DIR/pareto-eps-E.png with one curve per (N, h), and pareto.png is the
+// plot of the first --epsilon value.
+func plotSweep(dir string, base trainer.Config, ax sweepAxes, cells []sweepCell) ([]string, error) {
+	epsName := func(e float64) string {
+		if math.IsInf(e, 1) {
+			return "ε = ∞"
 		}
-		if len(curves) == 0 || curves[len(curves)-1].Name != name {
-			curves = append(curves, metrics.Curve{Name: name})
-		}
-		cur := &curves[len(curves)-1]
-		cur.Points = append(cur.Points, metrics.Point{X: c.err, Y: c.viol, XErr: c.errSD, YErr: c.violSD})
+		return "ε = " + formatGridValue(e)
 	}
-	title := fmt.Sprintf("%s on %s: λ sweep", base.Algo, base.Dataset)
-	return metrics.ParetoPlot(path, title, "test error", "test "+violationName(base.Fair.Fairness), curves)
+	yLabel := "test " + violationName(base.Fair.Fairness)
+	if len(ax.silos)*len(ax.hets) == 1 {
+		var curves []metrics.Curve
+		for _, c := range cells {
+			curves = addPoint(curves, epsName(c.epsilon), c)
+		}
+		title := fmt.Sprintf("%s on %s: λ sweep", base.Algo, base.Dataset)
+		if ax.federated {
+			title += fmt.Sprintf(" (N = %d, h = %s)", ax.silos[0], formatGridValue(ax.hets[0]))
+		}
+		path := filepath.Join(dir, "pareto.png")
+		return []string{path}, metrics.ParetoPlot(path, title, "test error", yLabel, curves)
+	}
+	var files []string
+	for i, e := range ax.epsilons {
+		var curves []metrics.Curve
+		for _, c := range cells {
+			if c.epsilon == e {
+				curves = addPoint(curves, fmt.Sprintf("N = %d, h = %s", c.silos, formatGridValue(c.het)), c)
+			}
+		}
+		title := fmt.Sprintf("%s on %s, %s: λ sweep per (N, h)", base.Algo, base.Dataset, epsName(e))
+		names := []string{"pareto-eps-" + formatGridValue(e) + ".png"}
+		if i == 0 {
+			names = append(names, "pareto.png")
+		}
+		for _, name := range names {
+			path := filepath.Join(dir, name)
+			if err := metrics.ParetoPlot(path, title, "test error", yLabel, curves); err != nil {
+				return nil, err
+			}
+			files = append(files, path)
+		}
+	}
+	return files, nil
+}
+
+// addPoint adds c's point to the curve named name (started when it is not
+// the last one).
+func addPoint(curves []metrics.Curve, name string, c sweepCell) []metrics.Curve {
+	if len(curves) == 0 || curves[len(curves)-1].Name != name {
+		curves = append(curves, metrics.Curve{Name: name})
+	}
+	cur := &curves[len(curves)-1]
+	cur.Points = append(cur.Points, metrics.Point{X: c.err, Y: c.viol, XErr: c.errSD, YErr: c.violSD})
+	return curves
+}
+
+func unitInterval(x float64) error {
+	if !(x >= 0 && x <= 1) {
+		return fmt.Errorf("want numbers in [0, 1]")
+	}
+	return nil
 }

@@ -202,3 +202,137 @@ func TestDefaultTrainIsFERMI(t *testing.T) {
 		}
 	}
 }
+
+func steffleSweepArgs(dir string, extra ...string) []string {
+	return append([]string{"--algo", "steffle", "--limit", "600", "--epochs", "1", "--batch", "64", "--scope", "sensitive",
+		"--silos", "1,3", "--heterogeneity", "0,0.75", "--lambda", "0,1", "--epsilon", "1", "--seeds", "1", "--seed", "1",
+		"--workers", "2", "--out", dir}, extra...)
+}
+
+// TestSteffleSweepResume: a SteFFLe grid over N and h is killed midway and
+// resumed like a DP-FERMI sweep; sweep.csv leads with silos and
+// heterogeneity, the summary has a row per (N, h, ε, λ), and each ε gets a
+// plot with one curve per (N, h).
+func TestSteffleSweepResume(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := &cancelAfter{n: 3, cancel: cancel}
+	err := runSweep(ctx, steffleSweepArgs(dir), first, &bytes.Buffer{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted sweep returned %v, want context.Canceled\n%s", err, first.buf.String())
+	}
+	recs, before := readSweepCSV(t, dir)
+	done1 := progressLines(first.buf.String())
+	if len(recs)-1 != done1 || done1 < 3 || done1 >= 8 {
+		t.Fatalf("after the interruption: %d rows, %d runs reported; want the same, 3 ≤ n < 8\n%s", len(recs)-1, done1, first.buf.String())
+	}
+	var second bytes.Buffer
+	if err := runSweep(context.Background(), steffleSweepArgs(dir), &second, &bytes.Buffer{}); err != nil {
+		t.Fatalf("resumed sweep: %v\n%s", err, second.String())
+	}
+	out := second.String()
+	if got := progressLines(out); got != 8-done1 {
+		t.Errorf("resumed sweep trained %d runs, want the %d missing ones:\n%s", got, 8-done1, out)
+	}
+	if !strings.Contains(out, "2 N × 2 h × 1 ε × 2 λ × 1 seeds = 8 runs, "+strconv.Itoa(done1)+" already in") {
+		t.Errorf("resumed sweep does not describe the grid:\n%s", out)
+	}
+	recs, after := readSweepCSV(t, dir)
+	if !bytes.HasPrefix(after, before) {
+		t.Errorf("rows written before the interruption changed")
+	}
+	if len(recs) != 9 || strings.Join(recs[0][:6], ",") != "silos,heterogeneity,epsilon,lambda,seed,error" {
+		t.Fatalf("final sweep.csv:\n%s", after)
+	}
+	keys := map[string]bool{}
+	for _, r := range recs[1:] {
+		keys[strings.Join(r[:5], ",")] = true
+		if eps, err := strconv.ParseFloat(r[7], 64); err != nil || eps > 1+1e-9 || eps < 0.5 {
+			t.Errorf("run %v: spent ε %s, want in [0.5, 1]", r[:5], r[7])
+		}
+		if ermi, err := strconv.ParseFloat(r[12], 64); err != nil || ermi < 0 {
+			t.Errorf("run %v: test_ermi %q, want a number ≥ 0", r[:5], r[12])
+		}
+	}
+	for _, n := range []string{"1", "3"} {
+		for _, h := range []string{"0", "0.75"} {
+			for _, l := range []string{"0", "1"} {
+				if k := n + "," + h + ",1," + l + ",1"; !keys[k] {
+					t.Errorf("run %s missing", k)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"N  h     ε  λ", "3  0.75  1  1", "pareto-eps-1.png"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"pareto.png", "pareto-eps-1.png"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// A DP-FERMI sweep.csv in the directory is not silently reused.
+	fdir := t.TempDir()
+	if err := runSweep(context.Background(), sweepArgs(fdir, "--seeds", "1", "--lambda", "0", "--epsilon", "inf"), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(fdir, "sweep.json"))
+	if err != nil || strings.Contains(string(raw), "ederation") {
+		t.Errorf("a DP-FERMI sweep.json must not hold the federation (older sweeps must resume): %v\n%s", err, raw)
+	}
+	os.Remove(filepath.Join(fdir, "sweep.json"))
+	err = runSweep(context.Background(), steffleSweepArgs(fdir), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "starts with the columns silos,heterogeneity") {
+		t.Errorf("steffle sweep over a DP-FERMI sweep.csv: %v", err)
+	}
+	// Grids over N and h are SteFFLe's only.
+	err = runSweep(context.Background(), sweepArgs(t.TempDir(), "--silos", "1,3"), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--silos applies to --algo steffle only") {
+		t.Errorf("--algo fermi --silos 1,3: %v", err)
+	}
+	err = runSweep(context.Background(), steffleSweepArgs(t.TempDir(), "--federation", "mapping", "--mapping", "m.csv"), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--silos and --heterogeneity take one value") {
+		t.Errorf("--federation mapping with --silos 1,3: %v", err)
+	}
+	err = runSweep(context.Background(), steffleSweepArgs(t.TempDir(), "--heterogeneity", "0,1.5"), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "[0, 1]") {
+		t.Errorf("--heterogeneity 0,1.5: %v", err)
+	}
+}
+
+// TestSteffleSweepRowMatchesTrain: a seeded SteFFLe sweep run is the job
+// `fairdp train --algo steffle` runs with the same flags and seed.
+func TestSteffleSweepRowMatchesTrain(t *testing.T) {
+	args := []string{"--algo", "steffle", "--limit", "600", "--epochs", "1", "--batch", "64", "--scope", "sensitive", "--seed", "4",
+		"--silos", "3", "--heterogeneity", "0.75", "--lambda", "1", "--epsilon", "3", "--out"}
+	dir := t.TempDir()
+	if err := runSweep(context.Background(), append(args, dir), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readSweepCSV(t, dir)
+	tdir := t.TempDir()
+	if _, _, err := runCLI(t, append([]string{"train", "--quiet"}, append(args, tdir)...)...); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(tdir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Test struct {
+			Error       float64 `json:"error"`
+			DPViolation float64 `json:"dp_violation"`
+		}
+		Privacy struct{ Epsilon float64 }
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	if r := recs[1]; r[0] != "3" || r[1] != "0.75" || r[5] != f(rep.Test.Error) || r[9] != f(rep.Test.DPViolation) || r[7] != f(rep.Privacy.Epsilon) {
+		t.Errorf("sweep row %v; train gave test error %v, DP violation %v, ε %v", r, rep.Test.Error, rep.Test.DPViolation, rep.Privacy.Epsilon)
+	}
+}

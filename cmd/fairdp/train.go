@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"fairdp/fermi/federated"
 	"fairdp/metrics"
 	"fairdp/trainer"
 )
@@ -154,24 +155,30 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runTailoring(args, stdout, stderr)
 	case "postproc", "oracle":
 		return runJagielski(args, stdout, stderr)
-	case "steffle":
-		return runSteffleTrain(ctx, args, stdout, stderr)
 	}
-	cfg := trainer.Defaults()
+	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
 		return err
 	}
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)
+	federationFlags(fs, &cfg.Federation)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := rejectFederationFlags(fs, cfg.Algo); err != nil {
 		return err
 	}
 	job, err := trainer.Prepare(cfg, stdout)
 	if err != nil {
 		return err
 	}
+	algo := cfg.Algo
+	if cfg.Algo == federated.Name {
+		algo += " with " + describeFederation(cfg.Federation)
+	}
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records), %s, backend %s, %s\n",
-		versionString(), cfg.Algo, job.Train.Name, job.Train.N(), job.Test.N(), cfg.DType,
+		versionString(), algo, job.Train.Name, job.Train.N(), job.Test.N(), cfg.DType,
 		trainer.BackendName(), job.Source)
 	rep, err := trainer.Train(ctx, job)
 	if err != nil {
@@ -212,6 +219,16 @@ func printCost(w io.Writer, c *metrics.CostReport) {
 		verdict = "equal"
 	}
 	fmt.Fprintf(w, "max gap %.4f (tau %.2f): %s\n", c.MaxGap, c.Tau, verdict)
+}
+
+// defaultsFor is trainer.Defaults adjusted for the --algo in args: SteFFLe's
+// server takes plain SGD steps, so --algo steffle defaults to --optimizer sgd.
+func defaultsFor(args []string) trainer.Config {
+	cfg := trainer.Defaults()
+	if algo, _ := flagValue(args, "algo"); algo == federated.Name {
+		cfg.Algo, cfg.Optimizer = federated.Name, "sgd"
+	}
+	return cfg
 }
 
 // applyPreset applies --preset NAME (if present in args) before the other

@@ -6,8 +6,9 @@
 // calibrated with its own record count ñ and charged to its own
 // accountant, so every message is differentially private on its own
 // (inter-silo record-level DP). The server averages the messages, weighted
-// by the silos' record counts, and takes the descent/ascent step with W
-// projected on the radius-D ball.
+// by the silos' record counts (ñ_i / n; the paper's silos are equal, where
+// this is its plain mean), and takes the descent/ascent step with W
+// projected on the radius-D ball. N = 1 is central DP-FERMI, bit for bit.
 //
 // Why a package of its own: the silo computation is exactly one DP-FERMI
 // step (package fermi), but who holds the model, how batches, noise and
@@ -15,18 +16,43 @@
 // experiments, over gRPC with mutual TLS across machines) are federation
 // concerns that DP-FERMI must not know about.
 //
+// Hybrid federations (trainer.Config.Federation.Mode sensitive-silo or
+// mapping) split records: a record's features and label live on one silo
+// and its sensitive attribute s on another. The unit of computation is then
+// a Lane, the records of one (feature silo, sensitive silo) pair: the
+// feature silo samples the lane's batch and ships the sampled records'
+// features and labels to the sensitive silo, which runs DP-FERMI's step on
+// them with its own noise and accountant and sends the server the lane's
+// message. So raw s and un-noised s-dependent quantities never leave the
+// silo that holds s; features and labels do, which --scope sensitive
+// allows (only s is private) and --scope all forbids (such runs are
+// refused). A silo's lanes hold disjoint records, so its ε is the largest
+// of its lanes' (parallel composition); a silo holding no s releases
+// nothing private. The lanes' arithmetic is that of the horizontal
+// federation with the same split: one silo holding every s beside N
+// feature silos trains, with the same seed, exactly the model of the N
+// horizontal silos. Hybrid federations run in one process (train and
+// sweep); across processes only horizontal federations are implemented.
+//
 // The parts:
 //
-//   - Silo is one party: its data, sampler, DP-FERMI instance, accountant
-//     mirror that refuses over-budget rounds, and request validation.
+//   - Silo is one DP-FERMI party (a silo, or in a hybrid federation a
+//     lane): its data, sampler, DP-FERMI instance, accountant mirror that
+//     refuses over-budget rounds, and request validation.
 //   - Server runs the rounds against any []Client (in-process silos or
-//     gRPC connections), retries unreachable silos with back-off and
-//     checkpoints after every round so a stopped run can resume.
+//     gRPC connections), retries unreachable silos with back-off,
+//     checkpoints after every round so a stopped run can resume, and
+//     collects the silos' receipts (Privacy).
 //   - Steffle is the trainer.Algorithm (--algo steffle) that simulates the
-//     federation in one process with the trainer's loop and outputs.
+//     federation in one process with the trainer's loop and outputs; it
+//     reads trainer.Config.Federation.
 //   - Heterogeneous splits records over silos by a silo attribute with
 //     heterogeneity h ∈ [0, 1]; Mapping assigns the sensitive and
-//     non-sensitive parts of records to silos by record id.
+//     non-sensitive parts of records to silos by record id (ReadMapping
+//     reads it from a CSV file) and Lanes groups them.
 //   - Serve and Dial carry the protocol over gRPC (a hand-written service
 //     with a gob codec, no protoc), with mutual TLS from GenerateCerts.
+//   - FederationReceipt and SiloPrivacy are the federation's privacy
+//     receipt: the largest silo ε as the headline, every silo's ε, δ, σ and
+//     rounds listed.
 package federated

@@ -134,9 +134,9 @@ func TestMapping(t *testing.T) {
 }
 
 // TestOneSiloIsCentralDPFERMI: with N = 1 the silo draws exactly central
-// DP-FERMI's batches and noise (same seed), so the trained models agree up
-// to the rounding of reading ĝ_W back from W (acceptance: "N = 1 reproduces
-// central DP-FERMI").
+// DP-FERMI's batches and noise (same seed) and the server's step is
+// DP-FERMI's, so the trained models are bit-identical (acceptance: "N = 1
+// reproduces central DP-FERMI").
 func TestOneSiloIsCentralDPFERMI(t *testing.T) {
 	cfg := testConfig(7)
 	train := synthetic(500, 1)
@@ -160,7 +160,7 @@ func TestOneSiloIsCentralDPFERMI(t *testing.T) {
 	pc, pf := mC.Params(), mF.Params()
 	for i := range pc {
 		for j := range pc[i].Value {
-			if d := math.Abs(pc[i].Value[j] - pf[i].Value[j]); d > 1e-9 {
+			if pc[i].Value[j] != pf[i].Value[j] {
 				t.Fatalf("param %s[%d]: central %v, one silo %v", pc[i].Name, j, pc[i].Value[j], pf[i].Value[j])
 			}
 		}
@@ -456,5 +456,21 @@ func TestKillAndResume(t *testing.T) {
 	}
 	if e, _ := restarted.Epsilon(restarted.Spent()); e > cfg.Privacy.Epsilon+1e-9 {
 		t.Errorf("restarted silo spent ε %v > %v", e, cfg.Privacy.Epsilon)
+	}
+	// The federation's receipt counts every round silo 2 answered, before
+	// and after its restart, not only those of its second start.
+	receipt, lines, err := srv2.Privacy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := restarted.Epsilon(planned)
+	if got := lines[2].Epsilon; got == nil || math.Abs(*got-want) > 1e-6 || lines[2].Rounds != planned {
+		t.Errorf("silo 2's receipt: ε %v after %d rounds, want %v after %d", got, lines[2].Rounds, want, planned)
+	}
+	if m := restarted.Receipt().Mechanisms; m[len(m)-1].Steps != planned-spent {
+		t.Errorf("this start's receipt has %d steps, want %d (the rest were answered before the restart)", m[len(m)-1].Steps, planned-spent)
+	}
+	if receipt.Epsilon == nil || *receipt.Epsilon > cfg.Privacy.Epsilon+1e-9 || !strings.Contains(receipt.Note, "per silo: silo 0 (") {
+		t.Errorf("federation receipt %+v", receipt)
 	}
 }

@@ -2,10 +2,15 @@ package federated
 
 import (
 	"cmp"
+	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"fairdp/loaders"
@@ -144,16 +149,121 @@ func (m Mapping) Validate() error {
 	return nil
 }
 
+// Lane is one DP-FERMI computation of a federation: the records whose
+// features and label live on silo Features and whose sensitive attribute
+// lives on silo Sensitive. The feature silo samples the lane's batches and,
+// when the two silos differ, ships the sampled records' features and labels
+// (not private under --scope sensitive) to the sensitive silo, which runs
+// DP-FERMI's step on them with its own noise and accountant and sends the
+// server the lane's message. Lanes hold disjoint records, so a silo's
+// lanes compose in parallel: its ε is the largest of its lanes'.
+type Lane struct {
+	Features, Sensitive int
+	Records             []int // training-set ids, ascending
+}
+
+// Split reports whether the lane's records are split over two silos.
+func (l Lane) Split() bool { return l.Features != l.Sensitive }
+
+// Lanes groups the records by (feature silo, sensitive silo), in that
+// order; lanes without records are left out. A horizontal mapping gives one
+// lane per silo, in silo order.
+func (m Mapping) Lanes() []Lane {
+	idx := map[[2]int]int{}
+	var lanes []Lane
+	for i := range m.NonSensitive {
+		key := [2]int{m.NonSensitive[i], m.Sensitive[i]}
+		j, ok := idx[key]
+		if !ok {
+			j = len(lanes)
+			idx[key] = j
+			lanes = append(lanes, Lane{Features: key[0], Sensitive: key[1]})
+		}
+		lanes[j].Records = append(lanes[j].Records, i)
+	}
+	slices.SortFunc(lanes, func(a, b Lane) int {
+		return cmp.Or(cmp.Compare(a.Features, b.Features), cmp.Compare(a.Sensitive, b.Sensitive))
+	})
+	return lanes
+}
+
+// ReadMapping reads a mapping of n records from a CSV file with the header
+// record,features_silo,sensitive_silo and one row per record (record =
+// 0-based index in the training split, each exactly once). Silos are
+// numbered from 0; the federation has as many silos as the largest number
+// + 1.
+func ReadMapping(path string, n int) (Mapping, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Mapping{}, fmt.Errorf("--mapping: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = 3
+	header, err := r.Read()
+	if err != nil {
+		return Mapping{}, fmt.Errorf("--mapping %s: %w", path, err)
+	}
+	want := []string{"record", "features_silo", "sensitive_silo"}
+	for i := range header {
+		header[i] = strings.TrimSpace(strings.TrimPrefix(header[i], "\ufeff"))
+	}
+	if !slices.Equal(header, want) {
+		return Mapping{}, fmt.Errorf("--mapping %s: header %q, want %q", path, strings.Join(header, ","), strings.Join(want, ","))
+	}
+	m := Mapping{NonSensitive: make([]int, n), Sensitive: make([]int, n)}
+	seen := make([]int, n) // line of each record's row, 0 = none yet
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Mapping{}, fmt.Errorf("--mapping %s: %w", path, err)
+		}
+		var v [3]int
+		for j, cell := range rec {
+			x, err := strconv.Atoi(strings.TrimSpace(cell))
+			if err != nil || x < 0 {
+				return Mapping{}, fmt.Errorf("--mapping %s line %d: %s %q is not a non-negative integer", path, line, want[j], cell)
+			}
+			v[j] = x
+		}
+		switch {
+		case v[0] >= n:
+			return Mapping{}, fmt.Errorf("--mapping %s line %d: record %d, but the training split has records 0..%d", path, line, v[0], n-1)
+		case seen[v[0]] > 0:
+			return Mapping{}, fmt.Errorf("--mapping %s line %d: record %d was already mapped on line %d", path, line, v[0], seen[v[0]])
+		}
+		seen[v[0]] = line
+		m.NonSensitive[v[0]], m.Sensitive[v[0]] = v[1], v[2]
+		m.Silos = max(m.Silos, v[1]+1, v[2]+1)
+	}
+	if i := slices.Index(seen, 0); i >= 0 {
+		return Mapping{}, fmt.Errorf("--mapping %s: record %d has no row (every record of the %d-record training split needs one)", path, i, n)
+	}
+	return m, m.Validate()
+}
+
+// WriteMapping writes m in ReadMapping's format.
+func WriteMapping(path string, m Mapping) error {
+	var b strings.Builder
+	b.WriteString("record,features_silo,sensitive_silo\n")
+	for i := range m.NonSensitive {
+		fmt.Fprintf(&b, "%d,%d,%d\n", i, m.NonSensitive[i], m.Sensitive[i])
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
 // Horizontal returns the record ids of every silo when each silo holds
-// whole records, and an error naming the first split record otherwise:
-// training on split records (the hybrid modes) needs a protocol in which a
-// non-sensitive silo's predictions reach the sensitive silo, which this
-// version does not implement.
+// whole records, and an error naming the first split record otherwise
+// (for code that needs whole records per silo, such as the gRPC silos;
+// in-process runs train split records through Lanes).
 func (m Mapping) Horizontal() ([][]int, error) {
 	parts := make([][]int, m.Silos)
 	for i := range m.NonSensitive {
 		if m.NonSensitive[i] != m.Sensitive[i] {
-			return nil, fmt.Errorf("federated: record %d has its sensitive attribute on silo %d but its features on silo %d: hybrid training is not implemented", i, m.Sensitive[i], m.NonSensitive[i])
+			return nil, fmt.Errorf("federated: record %d has its sensitive attribute on silo %d but its features on silo %d: across processes only horizontal federations are implemented", i, m.Sensitive[i], m.NonSensitive[i])
 		}
 		parts[m.NonSensitive[i]] = append(parts[m.NonSensitive[i]], i)
 	}

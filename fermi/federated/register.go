@@ -5,8 +5,9 @@ import (
 	"fairdp/trainer"
 )
 
-// init makes SteFFLe available as --algo steffle (with DefaultSettings;
-// `fairdp train --algo steffle --silos N ...` passes its own) and registers
+// init makes SteFFLe available as --algo steffle (the federation comes from
+// the job's Config.Federation, e.g. `fairdp train --algo steffle --silos N
+// --heterogeneity h`) and registers
 // the paper's Credit-card setting as the preset steffle-credit.
 func init() {
 	trainer.Register(Name, construct[float32], construct[float64])
@@ -14,7 +15,7 @@ func init() {
 }
 
 func construct[T nn.Float](job *trainer.Job) (trainer.Algorithm[T], error) {
-	a, err := New[T](job, DefaultSettings())
+	a, err := New[T](job, job.Cfg.Federation)
 	if err != nil {
 		return nil, err
 	}

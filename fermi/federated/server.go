@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"fairdp/dpops"
+	"fairdp/dpops/accounting"
 	"fairdp/fermi"
 	"fairdp/models"
 	"fairdp/nn"
@@ -62,6 +63,9 @@ type ServerConfig struct {
 	Backoff    time.Duration // first retry delay, doubled each time (0: 100 ms)
 	Timeout    time.Duration // per call (0: 30 s)
 	Log        io.Writer
+	// AfterRound, if set, runs after every completed round (after the
+	// checkpoint), e.g. to log metrics; an error stops Run.
+	AfterRound func() error
 }
 
 // Server runs the rounds: broadcast θ and W, collect every silo's message,
@@ -192,9 +196,46 @@ func (s *Server[T]) Step(ctx context.Context) error {
 	s.opt.Step(s.Model.Params())
 	s.finish(loss, msgs)
 	if s.Cfg.Checkpoint != "" {
-		return s.save()
+		if err := s.save(); err != nil {
+			return err
+		}
+	}
+	if s.Cfg.AfterRound != nil {
+		return s.Cfg.AfterRound()
 	}
 	return nil
+}
+
+// Privacy asks every silo for its receipt (after its last answered round)
+// and returns the federation's headline receipt, the one of the silo with
+// the largest ε, and every silo's line.
+func (s *Server[T]) Privacy(ctx context.Context) (accounting.Receipt, []SiloPrivacy, error) {
+	var lines []SiloPrivacy
+	var worst accounting.Receipt
+	top := math.Inf(-1)
+	for i, c := range s.Silos {
+		var info Info
+		err := s.retry(ctx, i, func(ctx context.Context) error {
+			var err error
+			info, err = c.Info(ctx)
+			return err
+		})
+		if err != nil {
+			return accounting.Receipt{}, nil, err
+		}
+		line := SiloPrivacy{Silo: i, Address: c.Name(), Records: info.Records, FeatureRecords: info.Records, Rounds: info.Spent}
+		if r := info.Receipt; r.Private() {
+			line.Epsilon, line.Delta, line.Sigma, line.SampleRate = r.Epsilon, r.Delta, info.Sigma, info.SampleRate
+			if *r.Epsilon > top {
+				top, worst = *r.Epsilon, r
+			}
+		}
+		lines = append(lines, line)
+	}
+	if math.IsInf(top, -1) {
+		worst = accounting.NotPrivate()
+	}
+	return FederationReceipt(worst, lines, "horizontal"), lines, nil
 }
 
 // exchange broadcasts the current θ and W, collects every silo's message

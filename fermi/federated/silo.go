@@ -33,6 +33,10 @@ type Info struct {
 	Delta     float64
 	Private   bool
 	Spent     int // rounds already answered (after a restart)
+	// Sigma and SampleRate are the silo's noise multiplier and Poisson
+	// rate; Receipt is its receipt for all Spent rounds (across restarts).
+	Sigma, SampleRate float64
+	Receipt           accounting.Receipt
 }
 
 // Request is one round's broadcast: the current θ (flattened in
@@ -78,7 +82,6 @@ type Silo[T nn.Float] struct {
 	spent  int
 	batch  trainer.Batch[T]
 	drawn  bool
-	w0     []float64
 	last   *Message // the last answer, returned again for a repeated round
 	lastRq []float64
 }
@@ -144,10 +147,10 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
 	}
-	// The silo computes DP-FERMI's ascent direction only; the server owns
-	// the step size and the projection. With η_W = 1 and no projection the
-	// silo's W moves by exactly λ·ĝ_W, from which Round reads ĝ_W.
-	alg.LRW, alg.Radius = 1, math.Inf(1)
+	// The silo computes DP-FERMI's ascent direction only (read back with
+	// WGrad); the server owns the step size and the projection, so the
+	// silo's own ascent step is a no-op.
+	alg.LRW, alg.Radius = 0, math.Inf(1)
 	s := &Silo[T]{index: opts.Index, data: data, alg: alg, model: m, sample: sampler, spent: opts.Spent}
 	s.budget = opts.Budget
 	if s.budget == 0 {
@@ -173,7 +176,47 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 }
 
 // Info describes the silo for the server.
-func (s *Silo[T]) Info() Info { s.info.Spent = s.spent; return s.info }
+func (s *Silo[T]) Info() Info {
+	s.info.Spent = s.spent
+	s.info.Sigma, s.info.SampleRate = s.alg.Sigma, s.alg.Q
+	s.info.Receipt = s.FullReceipt()
+	return s.info
+}
+
+// FullReceipt is the silo's receipt for every round it has answered,
+// across restarts (Receipt covers the rounds of this start only): the
+// group-count release, if any, and Spent subsampled Gaussian steps, with
+// DP-FERMI's description of the noise.
+func (s *Silo[T]) FullReceipt() accounting.Receipt {
+	cur := s.alg.Receipt()
+	if !s.alg.Private {
+		return cur
+	}
+	acc, err := accounting.NewRDP(nil)
+	if err != nil {
+		return cur
+	}
+	grad := "each record's DP-FERMI gradient contribution (silo " + fmt.Sprint(s.index) + ")"
+	for _, m := range cur.Mechanisms {
+		if m.SampleRate == 1 && s.alg.CountSigma > 0 && m.NoiseMultiplier == s.alg.CountSigma {
+			err = acc.Step(m, 1) // the group counts, released once
+		} else {
+			grad = m.Protects
+		}
+	}
+	if err == nil && s.spent > 0 {
+		err = acc.Step(accounting.SubsampledGaussian(s.alg.Q, s.alg.Sigma, s.alg.Sensitivity, grad), s.spent)
+	}
+	if err != nil {
+		return cur
+	}
+	r, err := acc.Receipt(s.alg.Delta, accounting.RunInfo{Scope: s.alg.Scope, Sampling: s.alg.Sampling, Seed: s.alg.Seed})
+	if err != nil {
+		return cur
+	}
+	r.Note = cur.Note
+	return r
+}
 
 // Spent is the number of rounds the silo has answered.
 func (s *Silo[T]) Spent() int { return s.spent }
@@ -278,24 +321,17 @@ func (s *Silo[T]) Round(rq Request) (Message, error) {
 			rq.Theta = rq.Theta[1:]
 		}
 	}
-	reg := s.alg.Reg
-	s.w0 = append(s.w0[:0], rq.W...)
-	copy(reg.W, rq.W)
+	copy(s.alg.Reg.W, rq.W)
 	loss, err := s.alg.Step(s.model, s.batch)
 	s.drawn = false
 	if err != nil {
 		return Message{}, fmt.Errorf("silo %d round %d: %w", s.index, rq.Round, err)
 	}
 	s.spent++
-	msg := Message{Round: rq.Round, Theta: make([]float64, 0, s.info.NumParams), W: make([]float64, len(reg.W)), Epsilon: eps}
+	msg := Message{Round: rq.Round, Theta: make([]float64, 0, s.info.NumParams), W: s.alg.WGrad(), Epsilon: eps}
 	for _, p := range s.model.Params() {
 		for _, g := range p.Grad {
 			msg.Theta = append(msg.Theta, float64(g))
-		}
-	}
-	if lambda := s.alg.Lambda; lambda > 0 {
-		for i := range msg.W {
-			msg.W[i] = (reg.W[i] - s.w0[i]) / lambda
 		}
 	}
 	if !s.alg.Private || s.alg.Scope == accounting.ScopeSensitive {

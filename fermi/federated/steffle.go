@@ -17,70 +17,79 @@ import (
 // Name is SteFFLe's --algo value.
 const Name = "steffle"
 
-// Settings are the federation's own settings, beside trainer.Config.
-type Settings struct {
-	Silos         int     // N
-	Heterogeneity float64 // h ∈ [0, 1]
-	// SiloAttribute is the feature the heterogeneity split sorts by (the
-	// paper uses age); "" with h = 0 splits uniformly at random.
-	SiloAttribute string
-}
+// Settings are the federation's settings, trainer.Config.Federation
+// (SiloAttribute "" with h = 0 splits uniformly at random; Mode "" is
+// horizontal).
+type Settings = trainer.FederationConfig
 
 // DefaultSettings are the paper's: N = 3, h = 0, silo attribute age.
-func DefaultSettings() Settings { return Settings{Silos: 3, SiloAttribute: "age"} }
+func DefaultSettings() Settings { return trainer.DefaultFederation() }
 
 // Steffle simulates the federation in one process as a trainer.Algorithm:
-// every trainer step is one round in which each in-process silo samples its
-// own batch and answers with its DP-FERMI message; the trainer's model is
-// the server's, and the trainer's optimizer takes the θ step (use plain SGD
-// to match Server). The arithmetic is the same as Server's with gRPC
-// silos, so a seeded run gives the same model either way.
+// every trainer step is one round in which each lane (see Lane; with whole
+// records per silo, each silo) samples its own batch and answers with its
+// DP-FERMI message; the trainer's model is the server's, and the trainer's
+// optimizer takes the θ step (use plain SGD to match Server). The
+// arithmetic is the same as Server's with gRPC silos, so a seeded run gives
+// the same model either way.
 type Steffle[T nn.Float] struct {
 	Settings Settings
-	Parts    [][]int // record ids of the training set held by each silo
-	Silos    []*Silo[T]
+	Mapping  Mapping
+	Lanes    []Lane     // the computations, in the server's aggregation order
+	Parts    [][]int    // record ids of each lane (Lanes[i].Records)
+	Silos    []*Silo[T] // one DP-FERMI party per lane, run by the lane's sensitive silo
 	server   *Server[T]
-	seen     []int
 }
 
-// New partitions job.Train over the silos and builds them.
+// New splits job.Train over the silos as set says (Mode horizontal:
+// Heterogeneous by the silo attribute; sensitive-silo: the same split of the
+// features and labels plus one silo, number set.Silos, holding every
+// sensitive attribute; mapping: set.MappingFile) and builds one DP-FERMI
+// party per lane. Every lane's expected batch is cfg.Batch scaled by its
+// share of a feature silo's average size, so all lanes sample at about the
+// same rate.
 func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	cfg, train := job.Cfg, job.Train
 	n := train.N()
-	if set.Silos < 1 {
-		return nil, fmt.Errorf("steffle: --silos %d; want at least 1", set.Silos)
+	if set.Mode == "" {
+		set.Mode = trainer.FederationHorizontal
+	}
+	if err := set.Validate(); err != nil {
+		return nil, fmt.Errorf("steffle: %w", err)
 	}
 	if cfg.Optimizer != "sgd" || cfg.Momentum != 0 {
 		return nil, fmt.Errorf("steffle: the server takes plain SGD steps; use --optimizer sgd --momentum 0 (got %s, momentum %v)", cfg.Optimizer, cfg.Momentum)
 	}
-	var attr []float64
-	var err error
-	if set.Heterogeneity > 0 || set.SiloAttribute != "" && set.Silos > 1 {
-		if attr, err = FeatureColumn(train, set.SiloAttribute); err != nil && set.Heterogeneity > 0 {
-			return nil, fmt.Errorf("steffle: --silo-attribute: %w", err)
+	mapping, err := splitRecords(job, set)
+	if err != nil {
+		return nil, fmt.Errorf("steffle: %w", err)
+	}
+	lanes := mapping.Lanes()
+	private := !(math.IsInf(cfg.Privacy.Epsilon, 1) && cfg.Privacy.Sigma == 0)
+	for _, l := range lanes {
+		if l.Split() && private && cfg.Fair.Scope != accounting.ScopeSensitive {
+			return nil, fmt.Errorf("steffle: --federation %s splits records over silos (record %d has its features on silo %d and its sensitive attribute on silo %d): the feature silo must ship each sampled record's features and label to the sensitive silo, which --scope %s promises to protect; use --scope sensitive (only the sensitive attribute private)",
+				set.Mode, l.Records[0], l.Features, l.Sensitive, cfg.Fair.Scope)
 		}
 	}
-	if attr == nil {
-		attr = make([]float64, n) // all ties: with h = 0 the split is uniform anyway
+	featureSilos := 0
+	for _, l := range lanes {
+		featureSilos = max(featureSilos, l.Features+1)
 	}
-	parts := [][]int{seq(n)}
-	if set.Silos > 1 {
-		if parts, err = Heterogeneous(attr, set.Silos, set.Heterogeneity, silosRand(job.Source)); err != nil {
-			return nil, fmt.Errorf("steffle: %w", err)
-		}
-	}
-	a := &Steffle[T]{Settings: set, Parts: parts}
-	clients := make([]Client, len(parts))
-	mean := float64(n) / float64(len(parts))
-	for i, ids := range parts {
+	a := &Steffle[T]{Settings: set, Mapping: mapping, Lanes: lanes}
+	clients := make([]Client, len(lanes))
+	mean := float64(n) / float64(featureSilos)
+	for i, l := range lanes {
+		ids := l.Records
+		a.Parts = append(a.Parts, ids)
 		batch := max(1, int(math.Round(float64(cfg.Batch)*float64(len(ids))/mean)))
 		data := train
-		if len(parts) > 1 {
+		if len(ids) < n {
 			data = loaders.Subset(train, ids)
 		}
 		s, err := NewSilo[T](cfg, data, SiloSource(job.Source, i, 0), SiloOptions{Index: i, Batch: batch})
 		if err != nil {
-			return nil, fmt.Errorf("steffle: %w", err)
+			return nil, fmt.Errorf("steffle: lane %d (features on silo %d, sensitive attributes on silo %d): %w", i, l.Features, l.Sensitive, err)
 		}
 		a.Silos = append(a.Silos, s)
 		clients[i] = Local(s)
@@ -92,6 +101,35 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 		return nil, fmt.Errorf("steffle: %w", err)
 	}
 	return a, nil
+}
+
+// splitRecords maps the training records to silos as set says.
+func splitRecords(job *trainer.Job, set Settings) (Mapping, error) {
+	train := job.Train
+	n := train.N()
+	if set.Mode == trainer.FederationMapping {
+		return ReadMapping(set.MappingFile, n)
+	}
+	var attr []float64
+	var err error
+	if set.Heterogeneity > 0 || set.SiloAttribute != "" && set.Silos > 1 {
+		if attr, err = FeatureColumn(train, set.SiloAttribute); err != nil && set.Heterogeneity > 0 {
+			return Mapping{}, fmt.Errorf("--silo-attribute: %w", err)
+		}
+	}
+	if attr == nil {
+		attr = make([]float64, n) // all ties: with h = 0 the split is uniform anyway
+	}
+	parts := [][]int{seq(n)}
+	if set.Silos > 1 {
+		if parts, err = Heterogeneous(attr, set.Silos, set.Heterogeneity, silosRand(job.Source)); err != nil {
+			return Mapping{}, err
+		}
+	}
+	if set.Mode == trainer.FederationSensitiveSilo {
+		return SensitiveSiloMapping(n, parts, len(parts))
+	}
+	return HorizontalMapping(n, parts)
 }
 
 func seq(n int) []int {
@@ -152,10 +190,11 @@ func (a *Steffle[T]) Step(m *models.Model[T], _ trainer.Batch[T]) (float64, erro
 	return loss, nil
 }
 
-// Receipt implements trainer.Algorithm: the receipt of the silo that has
-// spent the most ε. Every record lives in one silo and every message is DP
-// with respect to that silo's records, so this is the run's record-level
-// guarantee (ISRL-DP).
+// Receipt implements trainer.Algorithm: the receipt of the lane that has
+// spent the most ε, with every silo's ε, δ, σ and rounds in the note. Every
+// message is DP with respect to the records of the silo that sent it, and a
+// silo's lanes hold disjoint records (parallel composition), so this is the
+// run's record-level guarantee (ISRL-DP).
 func (a *Steffle[T]) Receipt() accounting.Receipt {
 	worst, best := 0, math.Inf(-1)
 	for i, s := range a.Silos {
@@ -163,31 +202,71 @@ func (a *Steffle[T]) Receipt() accounting.Receipt {
 			worst, best = i, e
 		}
 	}
-	r := a.Silos[worst].Receipt()
-	r.Note = fmt.Sprintf("SteFFLe: %d silos, each message DP on its own (ISRL-DP); receipt of silo %d (the largest ε): %s",
-		len(a.Silos), worst, r.Note)
-	return r
+	return FederationReceipt(a.Silos[worst].Receipt(), a.SiloPrivacy(), a.Settings.Mode)
+}
+
+// SiloPrivacy is every silo's privacy summary: a silo's ε is the largest
+// of the lanes whose sensitive attributes it holds.
+func (a *Steffle[T]) SiloPrivacy() []SiloPrivacy {
+	out := make([]SiloPrivacy, a.Mapping.Silos)
+	for q := range out {
+		out[q] = SiloPrivacy{Silo: q}
+	}
+	for i, l := range a.Lanes {
+		s := a.Silos[i]
+		out[l.Features].FeatureRecords += len(l.Records)
+		p := &out[l.Sensitive]
+		p.Lanes = append(p.Lanes, i)
+		p.Records += len(l.Records)
+		e, err := s.Epsilon(s.Spent())
+		if err != nil || !s.alg.Private {
+			continue
+		}
+		p.Delta = max(p.Delta, s.alg.Delta) // parallel composition: (largest ε, largest δ)
+		if p.Epsilon == nil || e > *p.Epsilon {
+			p.Epsilon = &e
+			p.Sigma, p.SampleRate, p.Rounds = s.alg.Sigma, s.alg.Q, s.Spent()
+		}
+	}
+	return out
 }
 
 // EpochFields implements trainer.EpochLogger: every silo's ε so far and ‖W‖.
 func (a *Steffle[T]) EpochFields() map[string]any {
-	return map[string]any{"silo_epsilon": append([]float64(nil), a.server.Epsilon...), "w_norm": a.server.Reg.Norm()}
+	eps := make([]float64, a.Mapping.Silos)
+	for i, l := range a.Lanes {
+		eps[l.Sensitive] = max(eps[l.Sensitive], a.server.Epsilon[i])
+	}
+	return map[string]any{"silo_epsilon": eps, "w_norm": a.server.Reg.Norm()}
 }
 
-// Finish implements trainer.Finisher: the federation's settings and every
-// silo's size, batch, noise and ε go into the report's "extra" object.
-func (a *Steffle[T]) Finish(_ *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
-	var silos []map[string]any
+// Finish implements trainer.Finisher: the federation's settings, every
+// silo's privacy summary and every lane's size, batch, noise and ε go into
+// the report's "extra" object.
+func (a *Steffle[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
+	var lanes []map[string]any
 	for i, s := range a.Silos {
 		e, _ := s.Epsilon(s.Spent())
-		silos = append(silos, map[string]any{"records": len(a.Parts[i]), "batch": s.alg.Batch, "rounds": s.Spent(),
+		lanes = append(lanes, map[string]any{"features_silo": a.Lanes[i].Features, "sensitive_silo": a.Lanes[i].Sensitive,
+			"records": len(a.Parts[i]), "batch": s.alg.Batch, "rounds": s.Spent(),
 			"epsilon": e, "sigma": s.alg.Sigma, "group_freq": s.alg.Reg.Freq()})
+	}
+	// DP-FERMI's report on the server's model gives the test ERMI (its
+	// other fields describe one lane's party and are not kept).
+	var central trainer.Report
+	if err := a.Silos[0].alg.Finish(m, job, &central); err != nil {
+		return err
+	}
+	var ermi any
+	if x, ok := central.Extra["fermi"].(map[string]any); ok {
+		ermi = x["test_ermi"]
 	}
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}
-	rep.Extra["steffle"] = map[string]any{"silos": len(a.Silos), "heterogeneity": a.Settings.Heterogeneity,
+	rep.Extra["steffle"] = map[string]any{"silos": a.Mapping.Silos, "test_ermi": ermi, "mode": a.Settings.Mode, "heterogeneity": a.Settings.Heterogeneity,
 		"silo_attribute": a.Settings.SiloAttribute, "lambda": job.Cfg.Fair.Lambda, "w": append([]float64(nil), a.server.Reg.W...),
-		"per_silo": silos, "weighting": "messages averaged with weights ñ_i / n (record counts)"}
+		"per_silo": a.SiloPrivacy(), "lanes": lanes,
+		"weighting": "lane messages averaged with weights ñ_i / n (record counts)"}
 	return nil
 }
