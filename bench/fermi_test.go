@@ -18,7 +18,10 @@ package bench
 //
 // FAIRDP_FERMI_CASES picks cases (comma-separated names, default all),
 // FAIRDP_FERMI_LAMBDAS replaces their λ grids,
-// FAIRDP_FERMI_SEEDS (default 5) the seeds, FAIRDP_FERMI_WORKERS (default
+// FAIRDP_FERMI_SEEDS (default 5) the number of seeds and
+// FAIRDP_FERMI_FIRST_SEED (default 1) the first, FAIRDP_FERMI_RESPLIT=1 gives
+// run seed i its own 75/25 split (split seed i) instead of split seed 1 for
+// every run, FAIRDP_FERMI_WORKERS (default
 // GOMAXPROCS) the parallel runs, FAIRDP_FERMI_UTK_LIMIT (default 4000) and
 // FAIRDP_FERMI_UTK_EPOCHS (default 4) the UTKFace CPU profile's training
 // images and epochs, FAIRDP_FERMI_UTK_SIZE (default 32: smaller than the
@@ -30,11 +33,18 @@ package bench
 // paper's settings is
 //
 //	fairdp train --preset fermi-utkface-paper --lambda L --out DIR
+//
+// TestFERMIReferenceRegulariser (also FAIRDP_FULL=1, 4–5 minutes)
+// re-implements the paper's reference-code regulariser beside REFERENCE
+// §3's ERMI on Adult at ε = ∞: the evidence for the λ scale in
+// bench/results/fermi.md.
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,7 +56,10 @@ import (
 	"fairdp/dpops"
 	_ "fairdp/fermi"
 	"fairdp/loaders"
+	"fairdp/metrics"
 	"fairdp/trainer"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // fermiPaper holds REFERENCE §3's published cells (test error, DP
@@ -124,20 +137,36 @@ func fermiConfig(t *testing.T, c fermiCase) trainer.Config {
 	return cfg
 }
 
-// fermiGrid trains every (ε, λ) of the case with seeds 1..seeds on one
-// split (split seed 1), workers runs at a time.
+// fermiGrid trains every (ε, λ) of the case with seeds
+// FAIRDP_FERMI_FIRST_SEED (default 1) onwards on one split (split seed 1,
+// or split seed = run seed with FAIRDP_FERMI_RESPLIT=1), workers runs at a
+// time.
 func fermiGrid(t *testing.T, c fermiCase, seeds, workers int) []*fermiCell {
 	t.Helper()
 	cfg := fermiConfig(t, c)
-	var sw *trainer.Sweep
-	var err error
-	if c.load != nil {
-		train, test := c.load(t, cfg)
-		sw = &trainer.Sweep{Train: train, Test: test, Workers: workers}
-	} else if sw, err = trainer.NewSweep(cfg, 1, workers); err != nil {
-		t.Fatal(err)
+	resplit := os.Getenv("FAIRDP_FERMI_RESPLIT") == "1"
+	if resplit && c.load != nil {
+		t.Fatalf("%s: FAIRDP_FERMI_RESPLIT is for the tabular cases only", c.name)
 	}
-	t.Logf("%s: %d train / %d test records", c.name, sw.Train.N(), sw.Test.N())
+	splitOf := func(seed uint64) uint64 {
+		if resplit {
+			return seed
+		}
+		return 1
+	}
+	newSweep := func(splitSeed uint64) *trainer.Sweep {
+		if c.load != nil {
+			train, test := c.load(t, cfg)
+			return &trainer.Sweep{Train: train, Test: test, Workers: workers}
+		}
+		sw, err := trainer.NewSweep(cfg, splitSeed, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sw
+	}
+	firstSeed := fermiEnvInt("FAIRDP_FERMI_FIRST_SEED", 1)
+	runsBySplit := map[uint64][]trainer.SweepRun{}
 	var runs []trainer.SweepRun
 	cells := map[string]*fermiCell{}
 	var order []*fermiCell
@@ -149,9 +178,11 @@ func fermiGrid(t *testing.T, c fermiCase, seeds, workers int) []*fermiCell {
 			order = append(order, cell)
 			for i := range seeds {
 				rc := cfg
-				seed := uint64(1 + i)
+				seed := uint64(firstSeed + i)
 				rc.Seed, rc.Privacy.Epsilon, rc.Fair.Lambda = &seed, e, l
-				runs = append(runs, trainer.SweepRun{Key: key, Cfg: rc})
+				run := trainer.SweepRun{Key: key, Cfg: rc}
+				runs = append(runs, run)
+				runsBySplit[splitOf(seed)] = append(runsBySplit[splitOf(seed)], run)
 			}
 		}
 	}
@@ -160,14 +191,19 @@ func fermiGrid(t *testing.T, c fermiCase, seeds, workers int) []*fermiCell {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if csv, err = os.Create(filepath.Join(out, "fermi_"+c.name+".csv")); err != nil {
+		name := "fermi_" + c.name + ".csv"
+		if resplit {
+			name = "fermi_" + c.name + "_resplit.csv" // split seed = run seed
+		}
+		var err error
+		if csv, err = os.Create(filepath.Join(out, name)); err != nil {
 			t.Fatal(err)
 		}
 		defer csv.Close()
 		fmt.Fprintln(csv, "case,epsilon,lambda,seed,error,dp_violation,eo_violation,spent_epsilon,test_ermi,seconds")
 	}
 	done := 0
-	err = sw.Run(context.Background(), runs, func(r trainer.SweepResult) error {
+	finished := func(r trainer.SweepResult) error {
 		if r.Err != nil {
 			return fmt.Errorf("%s run %s: %w", c.name, r.Run.Key, r.Err)
 		}
@@ -196,9 +232,16 @@ func fermiGrid(t *testing.T, c fermiCase, seeds, workers int) []*fermiCell {
 			t.Logf("%s: %d/%d runs", c.name, done, len(runs))
 		}
 		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	}
+	splits := slices.Sorted(maps.Keys(runsBySplit))
+	for _, split := range splits {
+		sw := newSweep(split)
+		if split == splits[0] {
+			t.Logf("%s: %d train / %d test records (split seed %d of %d)", c.name, sw.Train.N(), sw.Test.N(), split, len(splits))
+		}
+		if err := sw.Run(context.Background(), runsBySplit[split], finished); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return order
 }
@@ -443,7 +486,10 @@ func TestFERMIFull(t *testing.T) {
 		{name: "adult-dp-sensitive", preset: "fermi-adult", epsilons: []float64{0.5, 1, 3, 9}, lambdas: lambdas},
 		{name: "adult-dp-all", preset: "fermi-adult", mutate: func(c *trainer.Config) { c.Fair.Scope, c.Privacy.Clip = "all", 2 },
 			epsilons: []float64{1}, lambdas: lambdas},
-		{name: "adult-eo", preset: "fermi-adult", mutate: func(c *trainer.Config) { c.Fair.Fairness = "eo" },
+		// Equalized odds with the fermi-adult-eo preset (η_θ 0.005), and
+		// with fermi-adult's η_θ 0.05, whose EO violation stalls at ≈ .055.
+		{name: "adult-eo", preset: "fermi-adult-eo", epsilons: []float64{1}, lambdas: []float64{0, 1, 2, 3, 4, 5, 6, 8}},
+		{name: "adult-eo-lr0.05", preset: "fermi-adult", mutate: func(c *trainer.Config) { c.Fair.Fairness = "eo" },
 			epsilons: []float64{1}, lambdas: []float64{0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 4, 8}},
 		{name: "credit", preset: "fermi-credit", epsilons: []float64{1}, lambdas: []float64{0, 0.5, 1, 2, 4, 8}},
 		{name: "parkinsons", preset: "fermi-parkinsons", epsilons: []float64{1}, lambdas: []float64{0, 0.5, 1, 2, 4, 8}},
@@ -478,8 +524,11 @@ func TestFERMIFull(t *testing.T) {
 					t.Error("no λ reaches DP violation ≤ 0.03 at test error ≤ 0.20 with ε = 1")
 				}
 				fermiDirection(t, cells, 1, c.lambdas, 0.5)
-			case "adult-eo":
-				if !slices.ContainsFunc(cells, func(c *fermiCell) bool { return cellMean(c, c.viols) <= 0.05 && cellMean(c, c.errs) <= 0.24 }) {
+			case "adult-eo", "adult-eo-lr0.05":
+				// Only the preset's η_θ is expected to reach the acceptance
+				// (with 0.05 the best λ stalls at ≈ .055).
+				reached := slices.ContainsFunc(cells, func(c *fermiCell) bool { return cellMean(c, c.viols) <= 0.05 && cellMean(c, c.errs) <= 0.24 })
+				if c.name == "adult-eo" && !reached {
 					t.Error("no λ reaches EO violation ≤ 0.05 at test error ≤ 0.24 with ε = 1")
 				}
 				// The conditional ERMI the method minimises falls with λ even
@@ -493,5 +542,217 @@ func TestFERMIFull(t *testing.T) {
 				fermiDirection(t, cells, 100, c.lambdas, 1)
 			}
 		})
+	}
+}
+
+// fermiRefReg selects which terms of REFERENCE §3's ψ_i a regulariser
+// keeps: the groups r (rows of W) and the class columns j of F = (1−p, p).
+// All groups and both columns is ERMI; the public reference code's
+// logistic path (dp_fermi.py in devanshgupta160/Stochastic-Differentially-
+// Private-and-Fair-Learning) keeps F's single sigmoid column (out_attr = 1)
+// and, through torch.trace of the 1×k matrix W·p̂(ŷ,s)·P_s^{-1/2}, only the
+// group in column 0 of its one-hot s.
+type fermiRefReg struct {
+	name   string
+	groups []int // rows of W
+	cols   []int // columns of F: 0 is 1−p, 1 is p
+}
+
+// fermiRefSGDA trains logistic regression as the reference code does at
+// ε = ∞ (test-only re-implementation, independent of package fermi): BCE
+// plus λ·mean_B ψ_i(reg), shuffled batches of 1024, 200 epochs, plain SGD
+// with the batch gradient clipped to norm 5 (L_θ), W ~ N(0,1) ascending
+// with η_W·λ·∇_W and projected on the Frobenius ball of radius 5 (C = D),
+// θ initialised as torch's nn.Linear. It returns the weights, bias last.
+func fermiRefSGDA(d *loaders.Dataset, reg fermiRefReg, lambda, lrTheta float64, seed uint64) []float64 {
+	const epochs, batch, lrW, radius, clip = 200, 1024, 0.01, 5.0, 5.0
+	r := rand.New(rand.NewPCG(seed, 0xfe5))
+	n, dim := d.N(), d.Dim
+	theta := make([]float64, dim+1)
+	for i := range theta {
+		theta[i] = (2*r.Float64() - 1) / math.Sqrt(float64(dim))
+	}
+	freq := make([]float64, len(d.GroupNames))
+	for _, s := range d.Groups {
+		freq[s] += 1 / float64(n)
+	}
+	rowOf := make([]int, len(freq)) // W's row for group s, or -1
+	for s := range rowOf {
+		rowOf[s] = slices.Index(reg.groups, s)
+	}
+	w := make([]float64, len(reg.groups)*len(reg.cols))
+	for i := range w {
+		w[i] = r.NormFloat64()
+	}
+	g, gw := make([]float64, dim+1), make([]float64, len(w))
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	for range epochs {
+		r.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		for lo := 0; lo < n; lo += batch {
+			idx := perm[lo:min(n, lo+batch)]
+			clear(g)
+			clear(gw)
+			for _, i := range idx {
+				x := d.X[i*dim : (i+1)*dim]
+				z := theta[dim]
+				for f, v := range x {
+					z += theta[f] * v
+				}
+				p := 1 / (1 + math.Exp(-z))
+				F := [2]float64{1 - p, p}
+				dF := [2]float64{-p * (1 - p), p * (1 - p)}
+				s, row := d.Groups[i], rowOf[d.Groups[i]]
+				dz := p - float64(d.Labels[i])
+				for b, j := range reg.cols {
+					c := 0.0
+					for a := range reg.groups {
+						wab := w[a*len(reg.cols)+b]
+						c -= wab * wab
+						gw[a*len(reg.cols)+b] -= 2 * wab * F[j]
+					}
+					if row >= 0 {
+						c += 2 * w[row*len(reg.cols)+b] / math.Sqrt(freq[s])
+						gw[row*len(reg.cols)+b] += 2 * F[j] / math.Sqrt(freq[s])
+					}
+					dz += lambda * c * dF[j]
+				}
+				for f, v := range x {
+					g[f] += dz * v
+				}
+				g[dim] += dz
+			}
+			scale := 1 / float64(len(idx))
+			if norm := floats.Norm(g, 2) * scale; norm > clip {
+				scale *= clip / norm
+			}
+			floats.AddScaled(theta, -lrTheta*scale, g)
+			floats.AddScaled(w, lrW*lambda/float64(len(idx)), gw)
+			if norm := floats.Norm(w, 2); norm > radius {
+				floats.Scale(radius/norm, w)
+			}
+		}
+	}
+	return theta
+}
+
+// fermiRefEval is the test error and DP violation of logistic weights
+// (bias last), predicting 1 when p > 0.5 as the reference code does.
+func fermiRefEval(d *loaders.Dataset, theta []float64) (errRate, dpViol float64) {
+	dim := d.Dim
+	pred := make([]int, d.N())
+	wrong := 0
+	for i := range pred {
+		z := theta[dim] + floats.Dot(theta[:dim], d.X[i*dim:(i+1)*dim])
+		if z > 0 {
+			pred[i] = 1
+		}
+		if pred[i] != d.Labels[i] {
+			wrong++
+		}
+	}
+	return float64(wrong) / float64(d.N()), metrics.DemographicParity(pred, d.Groups, 2, len(d.GroupNames))
+}
+
+// TestFERMIReferenceRegulariser is the evidence for the λ scale (issue 5,
+// acceptance "ε = ∞, λ = 1 → DP violation ≤ 0.02"): on Adult at ε = ∞, the
+// reference code's logistic regulariser (one group's term of the sigmoid
+// column) against REFERENCE §3's ψ (ERMI), trained by the same test-only
+// SGDA, same split as the bench cases, seeds 1..FAIRDP_FERMI_SEEDS.
+// FAIRDP_FERMI_REF_LR lists η_θ values (default: the paper's 0.005 and the
+// presets' 0.05).
+func TestFERMIReferenceRegulariser(t *testing.T) {
+	if os.Getenv("FAIRDP_FULL") != "1" {
+		t.Skip("full profile: set FAIRDP_FULL=1 (a few minutes)")
+	}
+	cfg := fermiConfig(t, fermiCase{name: "adult-ref", preset: "fermi-adult"})
+	sw, err := trainer.NewSweep(cfg, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, test := sw.Train, sw.Test
+	male, female := slices.Index(train.GroupNames, "Male"), slices.Index(train.GroupNames, "Female")
+	if male < 0 || female < 0 {
+		t.Fatalf("adult groups %v: want Male and Female", train.GroupNames)
+	}
+	regs := []fermiRefReg{
+		{name: "reference, group Male", groups: []int{male}, cols: []int{1}},
+		{name: "reference, group Female", groups: []int{female}, cols: []int{1}},
+		{name: "ERMI (REFERENCE §3 ψ)", groups: []int{male, female}, cols: []int{0, 1}},
+	}
+	grid := map[string][]float64{
+		regs[0].name: {0, 0.25, 0.5, 1},
+		regs[1].name: {0.5, 1},
+		regs[2].name: {0.5, 1, 2, 4, 8},
+	}
+	seeds := fermiEnvInt("FAIRDP_FERMI_SEEDS", 5)
+	type cell struct{ err, viol float64 }
+	got := map[string]cell{}
+	var b strings.Builder
+	b.WriteString("\n| regulariser | η_θ | λ | test error | DP violation |\n|---|---|---|---|---|\n")
+	for _, lr := range fermiEnvFloats("FAIRDP_FERMI_REF_LR", []float64{0.005, 0.05}) {
+		for _, reg := range regs {
+			for _, l := range grid[reg.name] {
+				var c fermiCell
+				for seed := range uint64(seeds) {
+					e, v := fermiRefEval(test, fermiRefSGDA(train, reg, l, lr, seed+1))
+					c.errs, c.viols = append(c.errs, e), append(c.viols, v)
+				}
+				e, esd := c.mean(c.errs)
+				v, vsd := c.mean(c.viols)
+				got[fmt.Sprint(reg.name, lr, l)] = cell{e, v}
+				fmt.Fprintf(&b, "| %s | %g | %g | %.4f ± %.4f | %.4f ± %.4f |\n", reg.name, lr, l, e, esd, v, vsd)
+			}
+		}
+	}
+	t.Log(b.String())
+	// REFERENCE §3, Adult ε = ∞, λ = 1: .1869 / .0055 (reference code's
+	// results). Measured (bench/results/fermi.md): the reference
+	// regulariser's λ = 1 costs the paper's error and cuts the violation
+	// 4× more than ERMI at λ = 1, which needs λ ≈ 4–8 for the same cut;
+	// penalising the low-rate group instead raises the violation.
+	for _, lr := range fermiEnvFloats("FAIRDP_FERMI_REF_LR", []float64{0.005, 0.05}) {
+		at := func(reg fermiRefReg, l float64) cell { return got[fmt.Sprint(reg.name, lr, l)] }
+		ref, female, ermi := at(regs[0], 1), at(regs[1], 1), at(regs[2], 1)
+		if ref.viol > ermi.viol/2.5 || math.Abs(ref.err-0.1869) > 0.015 {
+			t.Errorf("η_θ %g, λ = 1: reference %.4f / %.4f, ERMI %.4f / %.4f: want the reference's violation below ERMI's / 2.5 and its error within .015 of the paper's .1869",
+				lr, ref.err, ref.viol, ermi.err, ermi.viol)
+		}
+		if base := at(regs[0], 0); female.viol <= base.viol {
+			t.Errorf("η_θ %g: reference regulariser on group Female, λ = 1: violation %.4f, want above λ = 0's %.4f", lr, female.viol, base.viol)
+		}
+	}
+	// The ERMI path is an independent re-implementation of fairdp's
+	// DP-FERMI at ε = ∞ with the presets' η_θ: it must agree with the
+	// adult-dp-inf case (λ = 1: .1606 / .0963; λ = 8: .1741 / .0105).
+	if e1, e8 := got[fmt.Sprint(regs[2].name, 0.05, 1.0)], got[fmt.Sprint(regs[2].name, 0.05, 8.0)]; e1 != (cell{}) &&
+		(math.Abs(e1.viol-0.0963) > 0.01 || math.Abs(e8.viol-0.0105) > 0.01 || math.Abs(e1.err-0.1606) > 0.005) {
+		t.Errorf("ERMI η_θ 0.05: λ = 1 %.4f / %.4f, λ = 8 %.4f / %.4f: want fairdp's .1606 / .0963 and .1741 / .0105 within .01",
+			e1.err, e1.viol, e8.err, e8.viol)
+	}
+}
+
+// TestFERMIAdultEOPreset checks that fermi-adult-eo is fermi-adult with
+// exactly the three changes its doc comment and bench/results/fermi.md
+// justify: η_θ = 0.005 (REFERENCE §3's reference hyper-parameter),
+// equalized odds, λ = 4.
+func TestFERMIAdultEOPreset(t *testing.T) {
+	dp, eo := trainer.Defaults(), trainer.Defaults()
+	for _, p := range []struct {
+		cfg  *trainer.Config
+		name string
+	}{{&dp, "fermi-adult"}, {&eo, "fermi-adult-eo"}} {
+		if err := trainer.ApplyPreset(p.cfg, p.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if eo.LR != 0.005 || eo.Fair.Fairness != "eo" || eo.Fair.Lambda != 4 {
+		t.Errorf("fermi-adult-eo: lr %g, fairness %q, λ %g; want 0.005, eo, 4", eo.LR, eo.Fair.Fairness, eo.Fair.Lambda)
+	}
+	eo.LR, eo.Fair.Fairness, eo.Fair.Lambda, eo.Preset = dp.LR, dp.Fair.Fairness, dp.Fair.Lambda, dp.Preset
+	if a, b := fmt.Sprintf("%+v", eo), fmt.Sprintf("%+v", dp); a != b {
+		t.Errorf("fermi-adult-eo differs from fermi-adult beyond lr, fairness, λ and its name:\n%s\n%s", a, b)
 	}
 }

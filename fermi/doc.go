@@ -33,5 +33,7 @@
 //     released with their own Gaussian noise and charged to the same
 //     accountant unless --public-group-sizes.
 //   - Presets fermi-adult, fermi-credit, fermi-parkinsons, fermi-utkface-cpu
-//     and fermi-utkface-paper set the paper's hyper-parameters.
+//     and fermi-utkface-paper set the paper's hyper-parameters;
+//     fermi-adult-eo is the equalized-odds setting that meets issue 5's
+//     EO bullet (η_θ = 0.005, λ = 4; bench/results/fermi.md).
 package fermi

@@ -23,14 +23,21 @@ func construct[T nn.Float](job *trainer.Job) (trainer.Algorithm[T], error) {
 }
 
 // creditPreset is the paper's SteFFLe setting (REFERENCE §5): Credit card,
-// logistic regression, batch 256, 60 epochs, ε = 1, plain SGD with DP-FERMI's
-// tabular step sizes, sensitive attributes private.
+// logistic regression, batch 256, 60 epochs, ε = 1 per silo, plain SGD,
+// sensitive attributes private, N = 3 split by age. Measured choices
+// (bench/results/steffle.md): η_θ = 0.05, as the central fermi presets,
+// because the paper's 0.005 leaves even non-private SGD unconverged after
+// 60 epochs (.195 vs .186 error); C = 0.5, because with --scope sensitive
+// the clip covers only the s-dependent terms and the old C = 5 multiplied
+// the noise by 10 for nothing; λ = 4, the smallest λ that lowers the
+// violation at N = 3 on 15 seeds (Credit is already nearly fair).
 func creditPreset(c *trainer.Config) {
 	c.Algo, c.Dataset, c.Model = Name, "credit", "logistic"
-	c.Epochs, c.Batch, c.LR, c.Optimizer, c.Momentum = 60, 256, 0.005, "sgd", 0
+	c.Epochs, c.Batch, c.LR, c.Optimizer, c.Momentum = 60, 256, 0.05, "sgd", 0
 	c.TrainFrac = 0.75
-	c.Privacy.Epsilon, c.Privacy.Delta, c.Privacy.Clip, c.Privacy.Sigma = 1, 0, 5, 0
+	c.Privacy.Epsilon, c.Privacy.Delta, c.Privacy.Clip, c.Privacy.Sigma = 1, 0, 0.5, 0
 	c.Privacy.Sampling = "poisson"
-	c.Fair.Lambda, c.Fair.Fairness, c.Fair.Scope = 1, "dp", "sensitive"
+	c.Fair.Lambda, c.Fair.Fairness, c.Fair.Scope = 4, "dp", "sensitive"
+	c.Federation.Silos, c.Federation.Heterogeneity, c.Federation.SiloAttribute = 3, 0, "age"
 	c.Fair.LRW, c.Fair.Radius, c.Fair.Calibration = 0.01, 5, "accountant"
 }
