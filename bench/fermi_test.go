@@ -94,20 +94,6 @@ type fermiCell struct {
 	dpViols, eoViols, ermi []float64
 }
 
-func (c fermiCell) mean(v []float64) (m, sd float64) {
-	for _, x := range v {
-		m += x
-	}
-	m /= float64(len(v))
-	for _, x := range v {
-		sd += (x - m) * (x - m)
-	}
-	if len(v) > 1 {
-		sd = math.Sqrt(sd / float64(len(v)-1))
-	}
-	return m, sd
-}
-
 func fermiEnvInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -259,9 +245,9 @@ func fermiTable(t *testing.T, c fermiCase, cfg trainer.Config, cells []*fermiCel
 		c.name, cfg.Dataset, cfg.Fair.Scope, cfg.Privacy.Clip, cfg.Epochs, cfg.Batch, cfg.Optimizer, cfg.LR, cfg.Fair.LRW)
 	fmt.Fprintf(&b, "| ε | λ | runs | test error | %s | test ERMI | spent ε | paper (error / DP violation) |\n|---|---|---|---|---|---|---|---|\n", viol)
 	for _, cell := range cells {
-		e, esd := cell.mean(cell.errs)
-		v, vsd := cell.mean(cell.viols)
-		m, _ := cell.mean(cell.ermi)
+		e, esd := meanSD(cell.errs)
+		v, vsd := meanSD(cell.viols)
+		m, _ := meanSD(cell.ermi)
 		paper := ""
 		if p, ok := fermiPaper[cfg.Dataset][cell.eps][cell.lambda]; ok && cfg.Fair.Fairness == "dp" {
 			paper = fmt.Sprintf("%.4f / %.4f", p[0], p[1])
@@ -290,8 +276,8 @@ func fermiCheck(t *testing.T, cells []*fermiCell, eps, lambda float64, what stri
 	for _, c := range cells {
 		if c.eps == eps && c.lambda == lambda {
 			if !f(c) {
-				e, _ := c.mean(c.errs)
-				v, _ := c.mean(c.viols)
+				e, _ := meanSD(c.errs)
+				v, _ := meanSD(c.viols)
 				t.Errorf("ε=%v λ=%v: %s (error %.4f, violation %.4f, spent %s)", eps, lambda, what, e, v, fermiSpent(c.spent))
 			}
 			return
@@ -300,7 +286,7 @@ func fermiCheck(t *testing.T, cells []*fermiCell, eps, lambda float64, what stri
 	t.Errorf("no cell ε=%v λ=%v", eps, lambda)
 }
 
-func cellMean(c *fermiCell, v []float64) float64 { m, _ := c.mean(v); return m }
+func cellMean(c *fermiCell, v []float64) float64 { m, _ := meanSD(v); return m }
 
 // fermiDirection asserts the effect of λ: the largest λ cuts the violation
 // below factor times λ = 0's, within the budget.
@@ -700,8 +686,8 @@ func TestFERMIReferenceRegulariser(t *testing.T) {
 					e, v := fermiRefEval(test, fermiRefSGDA(train, reg, l, lr, seed+1))
 					c.errs, c.viols = append(c.errs, e), append(c.viols, v)
 				}
-				e, esd := c.mean(c.errs)
-				v, vsd := c.mean(c.viols)
+				e, esd := meanSD(c.errs)
+				v, vsd := meanSD(c.viols)
 				got[fmt.Sprint(reg.name, lr, l)] = cell{e, v}
 				fmt.Fprintf(&b, "| %s | %g | %g | %.4f ± %.4f | %.4f ± %.4f |\n", reg.name, lr, l, e, esd, v, vsd)
 			}

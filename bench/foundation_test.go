@@ -139,3 +139,19 @@ func TestFoundationMNISTCNN(t *testing.T) {
 		t.Errorf("params %d, test accuracy %.4f", rep.Params, rep.Test.Accuracy)
 	}
 }
+
+// meanSD is the mean and sample standard deviation (n − 1) of v, the
+// "mean ± sd over seeds" every bench table prints.
+func meanSD(v []float64) (mean, sd float64) {
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	for _, x := range v {
+		sd += (x - mean) * (x - mean)
+	}
+	if len(v) > 1 {
+		sd = math.Sqrt(sd / float64(len(v)-1))
+	}
+	return mean, sd
+}

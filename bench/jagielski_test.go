@@ -365,25 +365,11 @@ func jagPrivatePost(t *testing.T, train, test *jagSplit, gamma, eps float64, see
 		row.spent = *rec.Epsilon
 	}
 	ok := float64(len(trains))
-	row.train, row.trainSD = jagMeanSD(trains)
-	row.test, row.testSD = jagMeanSD(tests)
+	row.train, row.trainSD = meanSD(trains)
+	row.test, row.testSD = meanSD(tests)
 	row.testEO /= ok
 	row.slack /= ok
 	return row
-}
-
-func jagMeanSD(v []float64) (mean, sd float64) {
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	for _, x := range v {
-		sd += (x - mean) * (x - mean)
-	}
-	if len(v) > 1 {
-		sd = math.Sqrt(sd / float64(len(v)-1))
-	}
-	return mean, sd
 }
 
 func (r jagPrivateRow) markdown() string {
@@ -513,10 +499,10 @@ func jagOracleReport(t *testing.T, w io.Writer, cells []*jagOracleCell, unTest l
 			fmt.Fprintf(w, "| %s | %g | – | – | – | – | – | 0 (%d) |\n", jagEps(c.eps), c.gamma, c.failed)
 			continue
 		}
-		tr, _ := jagMeanSD(c.trainErr)
-		trEO, _ := jagMeanSD(c.trainEO)
-		te, teSD := jagMeanSD(c.testErr)
-		teEO, teEOSD := jagMeanSD(c.testEO)
+		tr, _ := meanSD(c.trainErr)
+		trEO, _ := meanSD(c.trainEO)
+		te, teSD := meanSD(c.testErr)
+		teEO, teEOSD := meanSD(c.testEO)
 		pr := "–"
 		if c.perRound > 0 {
 			pr = fmt.Sprintf("%.4f", c.perRound)

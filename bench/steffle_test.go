@@ -285,9 +285,9 @@ func steffleTable(w io.Writer, settings []steffleSetting, res map[steffleSetting
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range settings {
 		rs := res[s]
-		em, esd := steffleMeanSD(steffleField(rs, func(r steffleResult) float64 { return r.err }))
-		vm, vsd := steffleMeanSD(steffleField(rs, func(r steffleResult) float64 { return r.viol }))
-		sec, _ := steffleMeanSD(steffleField(rs, func(r steffleResult) float64 { return r.seconds }))
+		em, esd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.err }))
+		vm, vsd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.viol }))
+		sec, _ := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.seconds }))
 		spent := slices.Max(steffleField(rs, func(r steffleResult) float64 { return r.spent }))
 		name := s.variant
 		if s.silos() > 0 {
@@ -320,22 +320,8 @@ func steffleDiff(a, b []steffleResult, f func(steffleResult) float64) string {
 	for i := range a {
 		d[i] = f(a[i]) - f(b[i])
 	}
-	m, sd := steffleMeanSD(d)
+	m, sd := meanSD(d)
 	return fmt.Sprintf("%+.4f ± %.4f", m, sd/math.Sqrt(float64(len(d))))
-}
-
-func steffleMeanSD(v []float64) (m, sd float64) {
-	for _, x := range v {
-		m += x
-	}
-	m /= float64(len(v))
-	for _, x := range v {
-		sd += (x - m) * (x - m)
-	}
-	if len(v) > 1 {
-		sd = math.Sqrt(sd / float64(len(v)-1))
-	}
-	return m, sd
 }
 
 // TestSteffleQuick checks, on 3 epochs with one seed, that every silo of
