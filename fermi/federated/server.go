@@ -112,12 +112,7 @@ func NewServer[T nn.Float](ctx context.Context, cfg ServerConfig, silos []Client
 	}
 	total := 0.0
 	for i, c := range silos {
-		var info Info
-		err := s.retry(ctx, i, func(ctx context.Context) error {
-			var err error
-			info, err = c.Info(ctx)
-			return err
-		})
+		info, err := s.info(ctx, i, c)
 		if err != nil {
 			return nil, err
 		}
@@ -214,12 +209,7 @@ func (s *Server[T]) Privacy(ctx context.Context) (accounting.Receipt, []SiloPriv
 	var worst accounting.Receipt
 	top := math.Inf(-1)
 	for i, c := range s.Silos {
-		var info Info
-		err := s.retry(ctx, i, func(ctx context.Context) error {
-			var err error
-			info, err = c.Info(ctx)
-			return err
-		})
+		info, err := s.info(ctx, i, c)
 		if err != nil {
 			return accounting.Receipt{}, nil, err
 		}
@@ -333,6 +323,17 @@ func (s *Server[T]) theta() []float64 {
 		}
 	}
 	return out
+}
+
+// info asks silo i for its Info, with the server's retries and back-off.
+func (s *Server[T]) info(ctx context.Context, i int, c Client) (Info, error) {
+	var info Info
+	err := s.retry(ctx, i, func(ctx context.Context) error {
+		var err error
+		info, err = c.Info(ctx)
+		return err
+	})
+	return info, err
 }
 
 // retry calls f until it succeeds, fails with a final error, or the
