@@ -94,14 +94,7 @@ func TestFoundationAdultBaseline(t *testing.T) {
 	for s := uint64(1); s <= 5; s++ {
 		cfg := trainer.Defaults()
 		cfg.Algo, cfg.Seed, cfg.Quiet = "sgd", &s, true
-		job, err := trainer.Prepare(cfg, &bytes.Buffer{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := trainer.Train(context.Background(), job)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := trainReport(t, cfg)
 		t.Logf("seed %d: test error %.4f, DP violation %.4f (%.1f s)", s, rep.Test.Error, rep.Test.DPViolation, rep.Seconds)
 		errSum += rep.Test.Error
 		dpSum += rep.Test.DPViolation
@@ -126,6 +119,17 @@ func TestFoundationMNISTCNN(t *testing.T) {
 	cfg := trainer.Defaults()
 	cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Model = "sgd", "mnist", sharedData(), "mnist-cnn"
 	cfg.Epochs, cfg.Batch, cfg.LR, cfg.Seed, cfg.Quiet = 2, 256, 1e-3, &s, true
+	rep := trainReport(t, cfg)
+	t.Logf("MNIST CNN (%d parameters), 2 epochs: test accuracy %.4f in %.0f s", rep.Params, rep.Test.Accuracy, rep.Seconds)
+	if rep.Params != 431080 || rep.Test.Accuracy < 0.97 {
+		t.Errorf("params %d, test accuracy %.4f", rep.Params, rep.Test.Accuracy)
+	}
+}
+
+// trainReport prepares and trains cfg as `fairdp train` would, quietly,
+// and returns the report.
+func trainReport(t *testing.T, cfg trainer.Config) *trainer.Report {
+	t.Helper()
 	job, err := trainer.Prepare(cfg, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -134,10 +138,7 @@ func TestFoundationMNISTCNN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("MNIST CNN (%d parameters), 2 epochs: test accuracy %.4f in %.0f s", rep.Params, rep.Test.Accuracy, rep.Seconds)
-	if rep.Params != 431080 || rep.Test.Accuracy < 0.97 {
-		t.Errorf("params %d, test accuracy %.4f", rep.Params, rep.Test.Accuracy)
-	}
+	return rep
 }
 
 // meanSD is the mean and sample standard deviation (n − 1) of v, the

@@ -1,7 +1,25 @@
 package fermi
 
+import (
+	"fairdp/loaders"
+	"fairdp/metrics"
+	"fairdp/models"
+)
+
 // WGrad is W's ascent direction from the last Step, before λ and η_W: the
 // estimate of mean_B ∇_Wψ, clipped and noised for private runs (the
 // release is a copy). It is exported for SteFFLe, whose silos send this
 // direction to the server instead of taking the ascent step themselves.
 func (a *DPFERMI[T]) WGrad() []float64 { return append([]float64(nil), a.w.Grad...) }
+
+// ERMI is the ERMI (conditional on the label for equalized odds) of m's
+// soft predictions on d, the quantity the regulariser drives down; the
+// report's test_ermi. SteFFLe reports it for the server's model.
+func (a *DPFERMI[T]) ERMI(m *models.Model[T], d *loaders.Dataset) float64 {
+	probs := softPredictions(m, d)
+	k, l := a.Reg.Groups, a.Reg.Classes
+	if a.Reg.EqualizedOdds {
+		return metrics.ERMIEqualizedOdds(probs, d.Labels, d.Groups, l, k)
+	}
+	return metrics.ERMIDemographicParity(probs, d.Groups, l, k)
+}

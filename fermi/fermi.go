@@ -8,7 +8,6 @@ import (
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/loaders"
-	"fairdp/metrics"
 	"fairdp/models"
 	"fairdp/nn"
 	"fairdp/trainer"
@@ -588,14 +587,7 @@ func (a *DPFERMI[T]) EpochFields() map[string]any {
 // the ERMI of the model's soft predictions on the test set go into the
 // report's "extra" object.
 func (a *DPFERMI[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
-	probs := softPredictions(m, job.Test)
-	k, l := a.Reg.Groups, a.Reg.Classes
-	var ermi float64
-	if a.Reg.EqualizedOdds {
-		ermi = metrics.ERMIEqualizedOdds(probs, job.Test.Labels, job.Test.Groups, l, k)
-	} else {
-		ermi = metrics.ERMIDemographicParity(probs, job.Test.Groups, l, k)
-	}
+	ermi := a.ERMI(m, job.Test)
 	extra := map[string]any{
 		"lambda": a.Lambda, "fairness": job.Cfg.Fair.Fairness, "lr_w": a.LRW, "radius": a.Radius,
 		"group_freq": a.Reg.Freq(), "w": append([]float64(nil), a.Reg.W...), "test_ermi": ermi,

@@ -59,6 +59,37 @@ type sweepAxes struct {
 	epsilons, lambdas []float64
 }
 
+// gridCell is one (N, h, ε, λ) of the grid; N and h are 0 except for
+// --algo steffle.
+type gridCell struct {
+	silos                int
+	het, epsilon, lambda float64
+}
+
+// cells lists the grid in sweep order: N, then h, ε and λ.
+func (a sweepAxes) cells() []gridCell {
+	var out []gridCell
+	for _, n := range a.silos {
+		for _, h := range a.hets {
+			for _, e := range a.epsilons {
+				for _, l := range a.lambdas {
+					out = append(out, gridCell{silos: n, het: h, epsilon: e, lambda: l})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// key is the cell's leading sweep.csv cells, before the seed.
+func (a sweepAxes) key(g gridCell) []string {
+	key := []string{formatGridValue(g.epsilon), formatGridValue(g.lambda)}
+	if a.federated {
+		key = append([]string{strconv.Itoa(g.silos), formatGridValue(g.het)}, key...)
+	}
+	return key
+}
+
 // keyCells is the number of leading sweep.csv cells that name a run.
 func (a sweepAxes) keyCells() int {
 	if a.federated {
@@ -202,28 +233,20 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer log.Close()
 
 	var runs []trainer.SweepRun
-	for _, n := range ax.silos {
-		for _, h := range ax.hets {
-			for _, eps := range epsilons {
-				for _, lambda := range lambdas {
-					for i := range seeds {
-						c := base
-						c.Privacy.Epsilon, c.Fair.Lambda = eps, lambda
-						seed := uint64(i)
-						if settings.Seeded {
-							seed = settings.BaseSeed + uint64(i)
-							c.Seed = &seed
-						}
-						key := []string{formatGridValue(eps), formatGridValue(lambda), strconv.FormatUint(seed, 10)}
-						if ax.federated {
-							c.Federation.Silos, c.Federation.Heterogeneity = n, h
-							key = append([]string{strconv.Itoa(n), formatGridValue(h)}, key...)
-						}
-						if k := strings.Join(key, ","); !log.Done(k) {
-							runs = append(runs, trainer.SweepRun{Key: k, Cfg: c})
-						}
-					}
-				}
+	for _, g := range ax.cells() {
+		for i := range seeds {
+			c := base
+			c.Privacy.Epsilon, c.Fair.Lambda = g.epsilon, g.lambda
+			if ax.federated {
+				c.Federation.Silos, c.Federation.Heterogeneity = g.silos, g.het
+			}
+			seed := uint64(i)
+			if settings.Seeded {
+				seed = settings.BaseSeed + uint64(i)
+				c.Seed = &seed
+			}
+			if k := strings.Join(append(ax.key(g), strconv.FormatUint(seed, 10)), ","); !log.Done(k) {
+				runs = append(runs, trainer.SweepRun{Key: k, Cfg: c})
 			}
 		}
 	}
@@ -363,9 +386,7 @@ func sweepRow(run trainer.SweepRun, rep *trainer.Report) []string {
 // sweepCell is the mean and spread over seeds of one (N, h, ε, λ) (N and h
 // only for --algo steffle).
 type sweepCell struct {
-	silos                    int
-	het                      float64
-	epsilon, lambda          float64
+	gridCell
 	runs                     int
 	err, errSD, viol, violSD float64
 	spent                    string // largest spent ε over the seeds
@@ -376,42 +397,33 @@ type sweepCell struct {
 func summarizeSweep(rows [][]string, ax sweepAxes) []sweepCell {
 	k := ax.keyCells() // metrics start here: error, violation, spent ε
 	var cells []sweepCell
-	for _, n := range ax.silos {
-		for _, h := range ax.hets {
-			for _, e := range ax.epsilons {
-				for _, l := range ax.lambdas {
-					key := []string{formatGridValue(e), formatGridValue(l)}
-					if ax.federated {
-						key = append([]string{strconv.Itoa(n), formatGridValue(h)}, key...)
-					}
-					c := sweepCell{silos: n, het: h, epsilon: e, lambda: l}
-					var errs, viols []float64
-					maxSpent := -1.0
-					for _, r := range rows {
-						if !slices.Equal(r[:len(key)], key) {
-							continue
-						}
-						ev, _ := strconv.ParseFloat(r[k], 64)
-						vv, _ := strconv.ParseFloat(r[k+1], 64)
-						errs, viols = append(errs, ev), append(viols, vv)
-						if s, err := strconv.ParseFloat(r[k+2], 64); err == nil && !math.IsInf(s, 0) {
-							maxSpent = max(maxSpent, s)
-						}
-					}
-					if len(errs) == 0 {
-						continue
-					}
-					c.runs = len(errs)
-					c.err, c.errSD = meanSD(errs)
-					c.viol, c.violSD = meanSD(viols)
-					c.spent = "inf"
-					if maxSpent >= 0 {
-						c.spent = strconv.FormatFloat(maxSpent, 'f', 4, 64)
-					}
-					cells = append(cells, c)
-				}
+	for _, g := range ax.cells() {
+		key := ax.key(g)
+		c := sweepCell{gridCell: g}
+		var errs, viols []float64
+		maxSpent := -1.0
+		for _, r := range rows {
+			if !slices.Equal(r[:len(key)], key) {
+				continue
+			}
+			ev, _ := strconv.ParseFloat(r[k], 64)
+			vv, _ := strconv.ParseFloat(r[k+1], 64)
+			errs, viols = append(errs, ev), append(viols, vv)
+			if s, err := strconv.ParseFloat(r[k+2], 64); err == nil && !math.IsInf(s, 0) {
+				maxSpent = max(maxSpent, s)
 			}
 		}
+		if len(errs) == 0 {
+			continue
+		}
+		c.runs = len(errs)
+		c.err, c.errSD = meanSD(errs)
+		c.viol, c.violSD = meanSD(viols)
+		c.spent = "inf"
+		if maxSpent >= 0 {
+			c.spent = strconv.FormatFloat(maxSpent, 'f', 4, 64)
+		}
+		cells = append(cells, c)
 	}
 	return cells
 }

@@ -36,7 +36,6 @@ type Steffle[T nn.Float] struct {
 	Settings Settings
 	Mapping  Mapping
 	Lanes    []Lane     // the computations, in the server's aggregation order
-	Parts    [][]int    // record ids of each lane (Lanes[i].Records)
 	Silos    []*Silo[T] // one DP-FERMI party per lane, run by the lane's sensitive silo
 	server   *Server[T]
 }
@@ -81,7 +80,6 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	mean := float64(n) / float64(featureSilos)
 	for i, l := range lanes {
 		ids := l.Records
-		a.Parts = append(a.Parts, ids)
 		batch := max(1, int(math.Round(float64(cfg.Batch)*float64(len(ids))/mean)))
 		data := train
 		if len(ids) < n {
@@ -165,7 +163,7 @@ func (r *roundSampler[T]) Next() []int {
 	var out []int
 	for i, s := range r.a.Silos {
 		for _, j := range s.draw() {
-			out = append(out, r.a.Parts[i][j])
+			out = append(out, r.a.Lanes[i].Records[j])
 		}
 	}
 	if out == nil {
@@ -248,19 +246,10 @@ func (a *Steffle[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.R
 	for i, s := range a.Silos {
 		e, _ := s.Epsilon(s.Spent())
 		lanes = append(lanes, map[string]any{"features_silo": a.Lanes[i].Features, "sensitive_silo": a.Lanes[i].Sensitive,
-			"records": len(a.Parts[i]), "batch": s.alg.Batch, "rounds": s.Spent(),
+			"records": len(a.Lanes[i].Records), "batch": s.alg.Batch, "rounds": s.Spent(),
 			"epsilon": e, "sigma": s.alg.Sigma, "group_freq": s.alg.Reg.Freq()})
 	}
-	// DP-FERMI's report on the server's model gives the test ERMI (its
-	// other fields describe one lane's party and are not kept).
-	var central trainer.Report
-	if err := a.Silos[0].alg.Finish(m, job, &central); err != nil {
-		return err
-	}
-	var ermi any
-	if x, ok := central.Extra["fermi"].(map[string]any); ok {
-		ermi = x["test_ermi"]
-	}
+	ermi := a.Silos[0].alg.ERMI(m, job.Test) // of the server's model; every lane has the same regulariser shape
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}
