@@ -20,6 +20,8 @@ import (
 	"runtime"
 	"strings"
 
+	"fairdp/atomicfile"
+
 	"github.com/disintegration/imaging"
 )
 
@@ -626,56 +628,39 @@ func utkCacheKey(listing [sha256.Size]byte, o utkResolved) [sha256.Size]byte {
 
 var utkCRC = crc32.MakeTable(crc32.Castagnoli)
 
-func writeUTKCache(path string, key [sha256.Size]byte, size int, images []utkImage, fails []UTKSkip, pix []uint8) (err error) {
+func writeUTKCache(path string, key [sha256.Size]byte, size int, images []utkImage, fails []UTKSkip, pix []uint8) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".utkface-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	return atomicfile.Write(path, func(tmp io.Writer) error {
+		crc := crc32.New(utkCRC)
+		w := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
+		failed := make(map[string]bool, len(fails))
+		for _, f := range fails {
+			failed[f.Name] = true
 		}
-	}()
-	crc := crc32.New(utkCRC)
-	w := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
-	failed := make(map[string]bool, len(fails))
-	for _, f := range fails {
-		failed[f.Name] = true
-	}
-	u32 := func(v int) { binary.Write(w, binary.LittleEndian, uint32(v)) }
-	str := func(s string) { u32(len(s)); w.WriteString(s) }
-	w.WriteString(utkCacheMagic)
-	w.Write(key[:])
-	u32(size)
-	u32(len(images) - len(fails))
-	u32(len(fails))
-	for _, img := range images {
-		if !failed[img.name] {
-			str(img.name)
+		u32 := func(v int) { binary.Write(w, binary.LittleEndian, uint32(v)) }
+		str := func(s string) { u32(len(s)); w.WriteString(s) }
+		w.WriteString(utkCacheMagic)
+		w.Write(key[:])
+		u32(size)
+		u32(len(images) - len(fails))
+		u32(len(fails))
+		for _, img := range images {
+			if !failed[img.name] {
+				str(img.name)
+			}
 		}
-	}
-	for _, f := range fails {
-		str(f.Name)
-		str(f.Reason)
-	}
-	w.Write(pix)
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := binary.Write(tmp, binary.LittleEndian, crc.Sum32()); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+		for _, f := range fails {
+			str(f.Name)
+			str(f.Reason)
+		}
+		w.Write(pix)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return binary.Write(tmp, binary.LittleEndian, crc.Sum32())
+	})
 }
 
 // readUTKCache returns the cached pixels and decode failures if the file at

@@ -2,10 +2,11 @@ package metrics
 
 import (
 	"fmt"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
+
+	"fairdp/atomicfile"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -261,27 +262,11 @@ func savePNG(p *plot.Plot, path string, opts []PlotOption) (err error) {
 	)
 	p.Draw(draw.New(canvas))
 
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("metrics: plot %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = (vgimg.PngCanvas{Canvas: canvas}).WriteTo(tmp); err != nil {
-		return fmt.Errorf("metrics: plot %s: %w", path, err)
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("metrics: plot %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("metrics: plot %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("metrics: plot %s: %w", path, err)
+	if err := atomicfile.Write(path, func(w io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: canvas}).WriteTo(w)
+		return err
+	}); err != nil {
+		return fmt.Errorf("metrics: plot %w", err)
 	}
 	return nil
 }

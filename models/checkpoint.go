@@ -13,12 +13,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"time"
 	"unsafe"
 
+	"fairdp/atomicfile"
 	"fairdp/nn"
 )
 
@@ -418,41 +418,9 @@ func loadAs[T nn.Float](r io.Reader) (*Model[T], Meta, error) {
 
 // SaveFile writes the checkpoint to a temporary file in path's directory,
 // syncs it and renames it over path, so path never holds half a checkpoint.
-func SaveFile[T nn.Float](path string, m *Model[T], meta Meta) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fmt.Errorf("models: SaveFile %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
-		return fmt.Errorf("models: SaveFile %s: %w", path, err)
-	}
-	if err = Save(f, m, meta); err != nil {
-		return fmt.Errorf("models: SaveFile %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("models: SaveFile %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("models: SaveFile %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("models: SaveFile %s: %w", path, err)
-	}
-	// Make the rename itself durable; not every file system supports
-	// syncing a directory, so a failure here is not an error.
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
+func SaveFile[T nn.Float](path string, m *Model[T], meta Meta) error {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return Save(w, m, meta) }); err != nil {
+		return fmt.Errorf("models: SaveFile: %w", err)
 	}
 	return nil
 }

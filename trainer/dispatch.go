@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"fairdp/metrics"
 	"math"
 	"sort"
+
+	"fairdp/atomicfile"
+	"fairdp/metrics"
 
 	"fairdp/backend"
 	"fairdp/models"
@@ -103,7 +105,7 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	rep.CostOfPrivacy = &cost
 	rep.Baseline = &brep.Test
 	if job.Cfg.Out != "" {
-		return rep, WriteJSON(filepath.Join(job.Cfg.Out, "report.json"), rep)
+		return rep, atomicfile.WriteJSON(filepath.Join(job.Cfg.Out, "report.json"), rep)
 	}
 	return rep, nil
 }

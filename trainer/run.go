@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"fairdp/atomicfile"
 	"fairdp/backend"
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
@@ -129,12 +130,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var jsonl *atomicFile
+	var jsonl *atomicfile.File
 	if cfg.Out != "" {
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("--out %s: %w", cfg.Out, err)
 		}
-		if jsonl, err = createAtomic(filepath.Join(cfg.Out, "metrics.jsonl")); err != nil {
+		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, "metrics.jsonl")); err != nil {
 			return nil, nil, err
 		}
 		defer jsonl.Abort()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"fairdp/atomicfile"
 	"fairdp/loaders"
 	"fairdp/metrics"
 	"fairdp/models"
@@ -54,7 +55,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "privacy receipt: %s\n", meta.Privacy)
 	}
 	if out != "" {
-		return trainer.WriteJSON(out, struct {
+		return atomicfile.WriteJSON(out, struct {
 			Model   string          `json:"model"`
 			Dataset string          `json:"dataset"`
 			Test    metrics.Split   `json:"test"`

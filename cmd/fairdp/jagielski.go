@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"fairdp/atomicfile"
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/linear"
@@ -480,11 +481,11 @@ func runJagielski(args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(c.out, 0o755); err != nil {
 			return fmt.Errorf("--out %s: %w", c.out, err)
 		}
-		if err := trainer.WriteJSON(filepath.Join(c.out, "report.json"), res.report); err != nil {
+		if err := atomicfile.WriteJSON(filepath.Join(c.out, "report.json"), res.report); err != nil {
 			return err
 		}
 		if res.model != nil {
-			if err := trainer.WriteJSON(filepath.Join(c.out, "model.json"), res.model); err != nil {
+			if err := atomicfile.WriteJSON(filepath.Join(c.out, "model.json"), res.model); err != nil {
 				return err
 			}
 		}
@@ -663,37 +664,27 @@ var jagielskiSweepHeader = []string{"algorithm", "epsilon", "gamma", "seed", "fa
 	"test_eo", "expected_train_error", "expected_train_eo", "expected_test_error", "expected_test_eo", "epsilon_spent", "reason"}
 
 func writeJagielskiSweep(path, algo string, rows []jagielskiSweepRow) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	w := csv.NewWriter(tmp)
-	w.Write(jagielskiSweepHeader)
-	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
-	for _, r := range rows {
-		res := r.res
-		spent := "inf"
-		if res.report.Privacy.Epsilon != nil {
-			spent = f(*res.report.Privacy.Epsilon)
+	return atomicfile.Write(path, func(out io.Writer) error {
+		w := csv.NewWriter(out)
+		w.Write(jagielskiSweepHeader)
+		f := func(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
+		for _, r := range rows {
+			res := r.res
+			spent := "inf"
+			if res.report.Privacy.Epsilon != nil {
+				spent = f(*res.report.Privacy.Epsilon)
+			}
+			rec := []string{algo, jagielskiEpsilon(r.epsilon), f(r.gamma), strconv.FormatUint(r.seed, 10), strconv.FormatBool(res.failed)}
+			if res.failed {
+				rec = append(rec, "", "", "", "", "", "", "", "")
+			} else {
+				rep := res.report
+				rec = append(rec, f(rep.Train.Error), f(rep.Train.EOViolation), f(rep.Test.Error), f(rep.Test.EOViolation),
+					f(res.expTrain.Error), f(res.expTrain.EOViolation), f(res.expTest.Error), f(res.expTest.EOViolation))
+			}
+			w.Write(append(rec, spent, res.reason))
 		}
-		rec := []string{algo, jagielskiEpsilon(r.epsilon), f(r.gamma), strconv.FormatUint(r.seed, 10), strconv.FormatBool(res.failed)}
-		if res.failed {
-			rec = append(rec, "", "", "", "", "", "", "", "")
-		} else {
-			rep := res.report
-			rec = append(rec, f(rep.Train.Error), f(rep.Train.EOViolation), f(rep.Test.Error), f(rep.Test.EOViolation),
-				f(res.expTrain.Error), f(res.expTrain.EOViolation), f(res.expTest.Error), f(res.expTest.EOViolation))
-		}
-		w.Write(append(rec, spent, res.reason))
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+		w.Flush()
+		return w.Error()
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"fairdp/atomicfile"
 	"fairdp/fermi/federated"
 	"fairdp/metrics"
 	"fairdp/trainer"
@@ -312,7 +313,7 @@ func checkSweepSettings(dir string, base trainer.Config, s *sweepSettings) error
 	path := filepath.Join(dir, "sweep.json")
 	old, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return trainer.WriteJSON(path, s)
+		return atomicfile.WriteJSON(path, s)
 	}
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"fairdp/atomicfile"
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/linear"
@@ -154,7 +155,7 @@ func runTailoring(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return fmt.Errorf("--out %s: %w", cfg.out, err)
 	}
-	if err := trainer.WriteJSON(filepath.Join(cfg.out, "report.json"), rep); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(cfg.out, "report.json"), rep); err != nil {
 		return err
 	}
 	if len(rep.Sweep) > 0 {
@@ -496,26 +497,9 @@ func writeTailoringSweep(dir string, sweep []tailoringSweepEntry, groups []strin
 		}
 	}
 	cw.Flush()
-	if err := writeTailoringFile(filepath.Join(dir, "sweep.csv"), buf.Bytes()); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, "sweep.csv"), buf.Bytes()); err != nil {
 		return err
 	}
 	return metrics.LinePlot(filepath.Join(dir, "ratio.png"), "DPSE / DPNoSE test "+sweep[0].Metric+" per group",
 		"log10 ρ", "ratio", series)
-}
-
-// writeTailoringFile writes data to a temporary file and renames it into place.
-func writeTailoringFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
 }
