@@ -13,15 +13,17 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/netlib/blas/netlib"
-	"gorgonia.org/tensor"
 )
 
 const name = "openblas"
 
+// Implementation is the BLAS in use, for libraries that take one (Gorgonia's
+// tensor package, see package graph).
+func Implementation() BLAS { return netlib.Implementation{} }
+
 func init() {
 	blas32.Use(netlib.Implementation{})
 	blas64.Use(netlib.Implementation{})
-	tensor.Use(netlib.Implementation{})
 }
 
 // SetThreads sets OpenBLAS's own thread count. Callers that parallelise over

@@ -1,10 +1,10 @@
 //go:build !cuda
 
 // Gorgonia v0.9.18 switches to its own CUDA ops under the same `cuda` tag
-// and then needs cuDNN; the reference graph is a CPU check, so it is left
-// out of CUDA builds.
+// and then needs cuDNN; the exported graph runs on the CPU, so the package
+// is left out of CUDA builds.
 
-package models
+package graph
 
 import (
 	"errors"
@@ -14,17 +14,21 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"fairdp/backend"
+	"fairdp/models"
 	"fairdp/nn"
 )
 
-// GraphModel is a model rebuilt as a Gorgonia v0.9.18 expression graph for
-// a fixed batch size, with the model's weights at the time Graph was called.
+func init() { tensor.Use(backend.Implementation()) }
+
+// Model is a fairdp model rebuilt as a Gorgonia v0.9.18 expression graph for
+// a fixed batch size, with the model's weights at the time Export was called.
 //
 // It is the independent slow path that proves the nn engine: Gorgonia's own
 // ops (Mul, Conv2d with its im2col, MaxPool2D, Rectify, LogSoftMax, …) and
 // its symbolic differentiation compute the logits and the gradient of the
 // summed loss, and the tests compare them with Model's.
-type GraphModel struct {
+type Model struct {
 	g       *G.ExprGraph
 	vm      G.VM
 	batch   int
@@ -51,43 +55,43 @@ type graphBuilder struct {
 	shapes [][]int
 }
 
-// Graph rebuilds m as a Gorgonia graph for batches of exactly batch samples.
+// Export rebuilds m as a Gorgonia graph for batches of exactly batch samples.
 // Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU and Flatten are
 // supported; other layers (GroupNorm) give an error naming the layer.
-func Graph[T nn.Float](m *Model[T], batch int) (*GraphModel, error) {
+func Export[T nn.Float](m *models.Model[T], batch int) (*Model, error) {
 	if batch < 1 {
-		return nil, fmt.Errorf("models: Graph: batch %d, want ≥ 1", batch)
+		return nil, fmt.Errorf("graph: Export: batch %d, want ≥ 1", batch)
 	}
 	dt := tensor.Float64
-	if dtypeOf[T]() == "float32" {
+	if _, single := any(T(0)).(float32); single {
 		dt = tensor.Float32
 	}
 	b := &graphBuilder{g: G.NewGraph(), dt: dt, batch: batch, shape: slices.Clone(m.InShape)}
 	full := append([]int{batch}, m.InShape...)
 	b.cur = G.NewTensor(b.g, dt, len(full), G.WithShape(full...), G.WithName("x"))
-	gm := &GraphModel{g: b.g, batch: batch, outDim: m.OutDim(), inSize: m.InSize(), x: b.cur}
+	gm := &Model{g: b.g, batch: batch, outDim: m.OutDim(), inSize: m.InSize(), x: b.cur}
 	for i, layer := range m.Layers {
 		if err := addLayer(b, layer); err != nil {
-			return nil, fmt.Errorf("models: Graph: layer %d %s: %w", i, layer.Name(), err)
+			return nil, fmt.Errorf("graph: Export: layer %d %s: %w", i, layer.Name(), err)
 		}
 		want := layer.OutShape(b.shape)
 		got := []int(b.cur.Shape())
 		if got[0] != batch || !slices.Equal(got[1:], want) {
-			return nil, fmt.Errorf("models: Graph: layer %d %s: Gorgonia output shape %v, nn says %v per sample",
+			return nil, fmt.Errorf("graph: Export: layer %d %s: Gorgonia output shape %v, nn says %v per sample",
 				i, layer.Name(), got, want)
 		}
 		b.shape = want
 	}
 	if len(b.shape) != 1 {
-		return nil, fmt.Errorf("models: Graph: model output has per-sample shape %v, want a vector of logits", b.shape)
+		return nil, fmt.Errorf("graph: Export: model output has per-sample shape %v, want a vector of logits", b.shape)
 	}
 	gm.logits, gm.params, gm.shapes = b.cur, b.params, b.shapes
 	if err := gm.addLoss(dt); err != nil {
-		return nil, fmt.Errorf("models: Graph: loss: %w", err)
+		return nil, fmt.Errorf("graph: Export: loss: %w", err)
 	}
 	var err error
 	if gm.grads, err = G.Grad(gm.loss, gm.params...); err != nil {
-		return nil, fmt.Errorf("models: Graph: gradient: %w", err)
+		return nil, fmt.Errorf("graph: Export: gradient: %w", err)
 	}
 	gm.vm = G.NewTapeMachine(gm.g)
 	return gm, nil
@@ -137,7 +141,7 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		}
 		b.cur, err = G.LeakyRelu(b.cur, slope)
 	case *nn.Flatten[T]:
-		b.cur, err = G.Reshape(b.cur, tensor.Shape{b.batch, shapeSize(b.shape)})
+		b.cur, err = G.Reshape(b.cur, tensor.Shape{b.batch, tensor.Shape(b.shape).TotalSize()})
 	case *nn.GroupNorm[T]:
 		return errors.New("GroupNorm has no Gorgonia reference here (Gorgonia v0.9.18 only has BatchNorm)")
 	default:
@@ -180,7 +184,7 @@ func addParam[T nn.Float](b *graphBuilder, p *nn.Param[T]) *G.Node {
 
 // addLoss builds L = Σ_i w_i·ℓ_i: softmax cross-entropy through LogSoftMax
 // for several logits, log(1+e^z) − y·z for one logit.
-func (gm *GraphModel) addLoss(dt tensor.Dtype) error {
+func (gm *Model) addLoss(dt tensor.Dtype) error {
 	var err error
 	if gm.outDim > 1 {
 		gm.weight = G.NewMatrix(gm.g, dt, G.WithShape(gm.batch, gm.outDim), G.WithName("onehot_w"))
@@ -255,7 +259,7 @@ func values(n *G.Node) []float64 {
 }
 
 // run binds x and the loss targets and runs the whole graph once.
-func (gm *GraphModel) run(x []float64, labels []int, weight []float64) error {
+func (gm *Model) run(x []float64, labels []int, weight []float64) error {
 	if len(x) != gm.batch*gm.inSize {
 		return fmt.Errorf("%d input values, want batch %d × %d", len(x), gm.batch, gm.inSize)
 	}
@@ -300,9 +304,9 @@ func (gm *GraphModel) run(x []float64, labels []int, weight []float64) error {
 
 // Forward returns the logits (batch×OutDim) of the input batch x
 // (batch×InSize values).
-func (gm *GraphModel) Forward(x []float64) ([]float64, error) {
+func (gm *Model) Forward(x []float64) ([]float64, error) {
 	if err := gm.run(x, nil, nil); err != nil {
-		return nil, fmt.Errorf("models: GraphModel.Forward: %w", err)
+		return nil, fmt.Errorf("graph: Model.Forward: %w", err)
 	}
 	return values(gm.logits), nil
 }
@@ -310,18 +314,18 @@ func (gm *GraphModel) Forward(x []float64) ([]float64, error) {
 // Gradients returns the summed loss Σ_i weight_i·ℓ_i of the batch (weight
 // nil: all ones) and its gradient with respect to every parameter block, in
 // Model.Params order and layout.
-func (gm *GraphModel) Gradients(x []float64, labels []int, weight []float64) (float64, [][]float64, error) {
+func (gm *Model) Gradients(x []float64, labels []int, weight []float64) (float64, [][]float64, error) {
 	if labels == nil {
-		return 0, nil, errors.New("models: GraphModel.Gradients: labels are nil")
+		return 0, nil, errors.New("graph: Model.Gradients: labels are nil")
 	}
 	if err := gm.run(x, labels, weight); err != nil {
-		return 0, nil, fmt.Errorf("models: GraphModel.Gradients: %w", err)
+		return 0, nil, fmt.Errorf("graph: Model.Gradients: %w", err)
 	}
 	grads := make([][]float64, len(gm.grads))
 	for i, g := range gm.grads {
 		grads[i] = values(g)
-		if len(grads[i]) != shapeSize(gm.shapes[i]) {
-			return 0, nil, fmt.Errorf("models: GraphModel.Gradients: gradient %d has %d values, parameter shape %v",
+		if len(grads[i]) != tensor.Shape(gm.shapes[i]).TotalSize() {
+			return 0, nil, fmt.Errorf("graph: Model.Gradients: gradient %d has %d values, parameter shape %v",
 				i, len(grads[i]), gm.shapes[i])
 		}
 	}
@@ -329,4 +333,4 @@ func (gm *GraphModel) Gradients(x []float64, labels []int, weight []float64) (fl
 }
 
 // Close releases the graph's machine.
-func (gm *GraphModel) Close() error { return gm.vm.Close() }
+func (gm *Model) Close() error { return gm.vm.Close() }

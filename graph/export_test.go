@@ -4,7 +4,7 @@
 // and then needs cuDNN; the reference graph is a CPU check, so it is left
 // out of CUDA builds.
 
-package models
+package graph
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"fairdp/models"
 	"fairdp/nn"
 )
 
@@ -35,7 +36,7 @@ func batchData(rng *rand.Rand, batch, inSize, classes int) (x []float64, labels 
 // engineGrads runs fairdp's engine: logits, the summed weighted loss and
 // the batch gradient of every parameter block. The taps stay in place for
 // SqNorms / ParamGrads(scale).
-func engineGrads[T nn.Float](m *Model[T], x []T, labels []int, weight []T) (logits []T, loss float64, grads [][]T) {
+func engineGrads[T nn.Float](m *models.Model[T], x []T, labels []int, weight []T) (logits []T, loss float64, grads [][]T) {
 	batch := len(labels)
 	logits = append([]T(nil), m.Forward(x, batch, true)...)
 	per := make([]T, batch)
@@ -84,16 +85,16 @@ func to[T nn.Float](v []float64) []T {
 // graphSpecs are the archs the Gorgonia reference checks, at full size for
 // the MNIST CNN and at 32×32 for the VGG-like network.
 var graphSpecs = []struct {
-	spec  Spec
+	spec  models.Spec
 	batch int
 }{
-	{Spec{Arch: "logistic", InShape: []int{7}, Classes: 2}, 5},
-	{Spec{Arch: "logistic", InShape: []int{7}, Classes: 4}, 5},
-	{Spec{Arch: "logistic", InShape: []int{7}, Classes: 2}, 1},
-	{Spec{Arch: "mlp", InShape: []int{7}, Classes: 2, Hidden: []int{6, 5}}, 4},
-	{Spec{Arch: "mlp", InShape: []int{2, 3, 3}, Classes: 3, Hidden: []int{6}}, 4},
-	{Spec{Arch: "mnist-cnn", InShape: []int{1, 28, 28}, Classes: 10}, 3},
-	{Spec{Arch: "vgg", InShape: []int{3, 32, 32}, Classes: 9}, 2},
+	{models.Spec{Arch: "logistic", InShape: []int{7}, Classes: 2}, 5},
+	{models.Spec{Arch: "logistic", InShape: []int{7}, Classes: 4}, 5},
+	{models.Spec{Arch: "logistic", InShape: []int{7}, Classes: 2}, 1},
+	{models.Spec{Arch: "mlp", InShape: []int{7}, Classes: 2, Hidden: []int{6, 5}}, 4},
+	{models.Spec{Arch: "mlp", InShape: []int{2, 3, 3}, Classes: 3, Hidden: []int{6}}, 4},
+	{models.Spec{Arch: "mnist-cnn", InShape: []int{1, 28, 28}, Classes: 10}, 3},
+	{models.Spec{Arch: "vgg", InShape: []int{3, 32, 32}, Classes: 9}, 2},
 }
 
 // TestGraphMatchesEngine is the independent check of the nn engine: logits,
@@ -101,9 +102,9 @@ var graphSpecs = []struct {
 // relative 1e-9 in float64.
 func TestGraphMatchesEngine(t *testing.T) {
 	for k, tc := range graphSpecs {
-		t.Run(fmt.Sprintf("%s/%s/batch%d", tc.spec.Arch, shapeString(tc.spec.InShape), tc.batch), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/batch%d", tc.spec.Arch, fmt.Sprint(tc.spec.InShape), tc.batch), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(k), 11))
-			m, err := New[float64](tc.spec, rng)
+			m, err := models.New[float64](tc.spec, rng)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,10 +114,10 @@ func TestGraphMatchesEngine(t *testing.T) {
 	}
 }
 
-func compareWithGraph[T nn.Float](t *testing.T, m *Model[T], x []float64, labels []int, weight []float64, tol float64) {
+func compareWithGraph[T nn.Float](t *testing.T, m *models.Model[T], x []float64, labels []int, weight []float64, tol float64) {
 	t.Helper()
 	batch := len(labels)
-	gm, err := Graph(m, batch)
+	gm, err := Export(m, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +159,12 @@ func TestGraphPerSample(t *testing.T) {
 		}
 		t.Run(tc.spec.Arch, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(k), 12))
-			m, err := New[float64](tc.spec, rng)
+			m, err := models.New[float64](tc.spec, rng)
 			if err != nil {
 				t.Fatal(err)
 			}
 			x, labels, weight := batchData(rng, tc.batch, m.InSize(), tc.spec.Classes)
-			gm, err := Graph(m, tc.batch)
+			gm, err := Export(m, tc.batch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +218,7 @@ func TestGraphOtherLayers(t *testing.T) {
 	conv.Init(rng)
 	lin := nn.NewLinear[float64](3*2*2, 3)
 	lin.Init(rng)
-	m := &Model[float64]{Arch: "custom", InShape: []int{2, 9, 9}, Classes: 3, Layers: []nn.Layer[float64]{
+	m := &models.Model[float64]{Arch: "custom", InShape: []int{2, 9, 9}, Classes: 3, Layers: []nn.Layer[float64]{
 		conv, nn.NewTanh[float64](), nn.NewMaxPool2d[float64](3, 6, 6, 3), nn.NewLeakyReLU[float64](0.1),
 		nn.NewFlatten[float64](), lin,
 	}}
@@ -229,7 +230,7 @@ func TestGraphOtherLayers(t *testing.T) {
 // float32 rounding.
 func TestGraphFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
-	m, err := New[float32](Spec{Arch: "mnist-cnn", InShape: []int{1, 16, 16}, Classes: 3}, rng)
+	m, err := models.New[float32](models.Spec{Arch: "mnist-cnn", InShape: []int{1, 16, 16}, Classes: 3}, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,17 +240,17 @@ func TestGraphFloat32(t *testing.T) {
 
 func TestGraphErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
-	gn := &Model[float64]{Arch: "custom", InShape: []int{4, 3, 3}, Classes: 2, Layers: []nn.Layer[float64]{
+	gn := &models.Model[float64]{Arch: "custom", InShape: []int{4, 3, 3}, Classes: 2, Layers: []nn.Layer[float64]{
 		nn.NewGroupNorm[float64](2, 4, 3, 3), nn.NewFlatten[float64](), nn.NewLinear[float64](36, 1),
 	}}
-	if _, err := Graph(gn, 2); err == nil || !strings.Contains(err.Error(), "layer 0 GroupNorm") {
+	if _, err := Export(gn, 2); err == nil || !strings.Contains(err.Error(), "layer 0 GroupNorm") {
 		t.Errorf("GroupNorm: error %v, want one naming layer 0 GroupNorm", err)
 	}
-	m, _ := New[float64](Spec{Arch: "logistic", InShape: []int{3}, Classes: 3}, rng)
-	if _, err := Graph(m, 0); err == nil {
+	m, _ := models.New[float64](models.Spec{Arch: "logistic", InShape: []int{3}, Classes: 3}, rng)
+	if _, err := Export(m, 0); err == nil {
 		t.Error("batch 0 accepted")
 	}
-	gm, err := Graph(m, 2)
+	gm, err := Export(m, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
