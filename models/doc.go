@@ -9,7 +9,8 @@
 // the raw parameters and the privacy receipt together, so a saved model can
 // never be separated from the guarantee it was trained under.
 //
-// Graph rebuilds any model as a Gorgonia expression graph with the same
-// weights. It is the slow, independent path that the tests use to prove the
-// fast nn engine computes the right logits and gradients.
+// Package graph (not this one, so the binary does not link Gorgonia)
+// rebuilds any model as a Gorgonia expression graph with the same weights:
+// the slow, independent path that proves the nn engine's logits and
+// gradients.
 package models
