@@ -194,13 +194,8 @@ func (a *Algorithm[T]) stepsPerEpoch() int {
 func (a *Algorithm[T]) PlannedEpsilon() (improved, classic float64) {
 	plan := &accounting.RDP{}
 	steps := a.cfg.Epochs * a.stepsPerEpoch()
-	if err := plan.Step(a.gradientMechanism(), steps); err != nil {
+	if err := plan.Step(a.stepMechanism(), steps); err != nil {
 		return math.NaN(), math.NaN()
-	}
-	if a.cfg.Policy != Flat {
-		if err := plan.Step(a.countMechanism(), steps); err != nil {
-			return math.NaN(), math.NaN()
-		}
 	}
 	improved, _ = plan.Epsilon(a.cfg.Delta)
 	classic, _ = plan.EpsilonClassic(a.cfg.Delta)
@@ -358,39 +353,45 @@ func (a *Algorithm[T]) record(perGroup []float64) {
 	}
 }
 
-// charge composes this step's releases into the accountant: the gradient
-// sum with σ2 and, for Naive and Adaptive, the counts with σ1 (L2
-// sensitivity 1: one record changes one count by one).
+// charge composes this step's releases into the accountant. Flat releases
+// only the gradient sum (σ2). Naive and Adaptive also release the group
+// counts (σ1, L2 sensitivity 1: one record changes one count by one)
+// computed on the same Poisson sample, so the two are one joint mechanism
+// with σ_eff = (σ1⁻² + σ2⁻²)^(-1/2), subsampled once (REFERENCE §8 row 10);
+// charging them as two independently sampled mechanisms would understate ε.
 func (a *Algorithm[T]) charge() error {
-	if err := a.acc.Step(a.gradientMechanism(), 1); err != nil {
-		return err
-	}
-	if a.cfg.Policy == Flat {
-		return nil
-	}
-	return a.acc.Step(a.countMechanism(), 1)
+	return a.acc.Step(a.stepMechanism(), 1)
 }
 
-func (a *Algorithm[T]) gradientMechanism() accounting.Mechanism {
+// stepMechanism is what one step releases, as the accountant charges it.
+func (a *Algorithm[T]) stepMechanism() accounting.Mechanism {
+	grad := a.gradientPart()
+	if a.cfg.Policy == Flat {
+		return accounting.SubsampledGaussian(a.q, grad.NoiseMultiplier, grad.Sensitivity, grad.Protects)
+	}
+	return accounting.JointSubsampledGaussian(a.q, a.countPart(), grad)
+}
+
+func (a *Algorithm[T]) gradientPart() accounting.Part {
 	switch a.cfg.Policy {
 	case Adaptive:
 		// The sensitivity max_k C^k changes every step (it is derived from
 		// the released counts); σ2 is relative to it, so it is left out.
-		return accounting.SubsampledGaussian(a.q, a.cfg.Sigma, 0,
-			"each record's whole gradient, clipped at its group's bound C^k (noise std σ2·max_k C^k)")
+		return accounting.Part{NoiseMultiplier: a.cfg.Sigma,
+			Protects: "each record's whole gradient, clipped at its group's bound C^k (noise std σ2·max_k C^k)"}
 	case Naive:
-		return accounting.SubsampledGaussian(a.q, a.cfg.Sigma, 0,
-			"each record's whole gradient, clipped at C0 and weighted by θ^k (noise std σ2·C0·max_k θ^k)")
+		return accounting.Part{NoiseMultiplier: a.cfg.Sigma,
+			Protects: "each record's whole gradient, clipped at C0 and weighted by θ^k (noise std σ2·C0·max_k θ^k)"}
 	}
-	return accounting.SubsampledGaussian(a.q, a.cfg.Sigma, a.cfg.Clip, "each record's whole gradient")
+	return accounting.Part{NoiseMultiplier: a.cfg.Sigma, Sensitivity: a.cfg.Clip, Protects: "each record's whole gradient"}
 }
 
-func (a *Algorithm[T]) countMechanism() accounting.Mechanism {
+func (a *Algorithm[T]) countPart() accounting.Part {
 	what := "per-group counts of clipped and unclipped gradients (m^k, o^k)"
 	if a.cfg.Policy == Naive {
 		what = "per-group batch counts b^k"
 	}
-	return accounting.SubsampledGaussian(a.q, a.sigma1, 1, what)
+	return accounting.Part{NoiseMultiplier: a.sigma1, Sensitivity: 1, Protects: what}
 }
 
 // Receipt implements trainer.Algorithm.

@@ -231,8 +231,8 @@ func TestDivisionGuards(t *testing.T) {
 				}
 			}
 			h := alg.acc.History()
-			if len(h) != 2 || h[0].Steps != 1 || h[1].Steps != 1 {
-				t.Errorf("both releases must be charged once: %+v", h)
+			if len(h) != 1 || h[0].Steps != 1 || len(h[0].Parts) != 2 {
+				t.Errorf("the counts and the gradient sum must be charged once, jointly: %+v", h)
 			}
 		})
 	}
@@ -297,7 +297,12 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 		improved, classic float64
 		mechanisms        int
 	}{
-		{Adaptive, 5.91, 6.55, 2},
+		// REFERENCE §8 row 10: the counts (σ1 = 8) and the gradients (σ2 =
+		// 0.8) share each Poisson sample, so they are one subsampled
+		// Gaussian with σ_eff = 0.7960: ε = 5.987 at the paper's 12,808
+		// steps, 5.981 at our 60·213 = 12,780 (the additive charge, 5.91,
+		// understated it).
+		{Adaptive, 5.981, 6.624, 1},
 		{Flat, 5.90, 6.55, 1},
 	} {
 		cfg := Config{Policy: tc.policy, Clip: 1, Sigma: 0.8, Delta: 1e-6, CountNoiseRatio: 10, Batch: 256,
@@ -320,16 +325,20 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 		if pe, pc := a.PlannedEpsilon(); math.Abs(pe-eps) > 1e-9 || math.Abs(pc-classic) > 1e-9 {
 			t.Errorf("%s: planned ε %.10f / %.10f, spent %.10f / %.10f", tc.policy, pe, pc, eps, classic)
 		}
-		if math.Abs(eps-tc.improved) > 0.05 || math.Abs(classic-tc.classic) > 0.05 {
-			t.Errorf("%s: ε = %.4f / classic %.4f, want %.2f / %.2f ± 0.05 (REFERENCE §8 row 10, §4)",
+		if math.Abs(eps-tc.improved) > 0.01 || math.Abs(classic-tc.classic) > 0.01 {
+			t.Errorf("%s: ε = %.4f / classic %.4f, want %.3f / %.3f ± 0.01 (REFERENCE §8 row 10, §4)",
 				tc.policy, eps, classic, tc.improved, tc.classic)
 		}
 		r := a.Receipt()
 		if len(r.Mechanisms) != tc.mechanisms || r.Mechanisms[0].Steps != steps {
 			t.Errorf("%s: receipt mechanisms %+v", tc.policy, r.Mechanisms)
 		}
-		if tc.policy == Adaptive && (r.Mechanisms[1].NoiseMultiplier != 8 || r.Mechanisms[1].Sensitivity != 1) {
-			t.Errorf("count release charged as %+v, want σ1 = 8, sensitivity 1", r.Mechanisms[1])
+		if tc.policy == Adaptive {
+			m := r.Mechanisms[0]
+			if len(m.Parts) != 2 || m.Parts[0].NoiseMultiplier != 8 || m.Parts[0].Sensitivity != 1 ||
+				m.Parts[1].NoiseMultiplier != 0.8 || math.Abs(m.NoiseMultiplier-0.7960297521679913) > 1e-12 {
+				t.Errorf("step charged as %+v, want the joint of σ1 = 8 (sensitivity 1) and σ2 = 0.8, σ_eff 0.79603", m)
+			}
 		}
 
 		// Calibration counts both releases: asking for the ε just spent

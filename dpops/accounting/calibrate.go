@@ -45,10 +45,12 @@ func WithEpsilonTolerance(tol float64) CalibrateOption {
 	}
 }
 
-// WithCompanion adds a second Poisson-subsampled Gaussian mechanism that runs
-// every step on the same sample with noise multiplier ratio·σ, e.g. DPSGD-F's
-// noisy group counts with σ1 = 10·σ2 (ratio 10). It may be given more than
-// once.
+// WithCompanion adds a second release that runs every step on the SAME
+// Poisson sample with noise multiplier ratio·σ, e.g. DPSGD-F's noisy group
+// counts with σ1 = 10·σ2 (ratio 10). The releases are charged jointly, as
+// one subsampled Gaussian with σ_eff = JointSigma(σ, ratio·σ, …) (see
+// JointSubsampledGaussian), not as separately sampled mechanisms whose RDP
+// adds, which would understate ε. It may be given more than once.
 func WithCompanion(ratio float64) CalibrateOption {
 	return func(c *calibration) error {
 		if !(ratio > 0) || math.IsInf(ratio, 1) {
@@ -86,6 +88,16 @@ func WithSpent(rdp []float64) CalibrateOption {
 	}
 }
 
+// jointSigma is the noise multiplier charged per step when the main release
+// has multiplier sigma: σ_eff of it and its companions.
+func (c *calibration) jointSigma(sigma float64) float64 {
+	sigmas := []float64{sigma}
+	for _, ratio := range c.companions {
+		sigmas = append(sigmas, ratio*sigma)
+	}
+	return JointSigma(sigmas...)
+}
+
 // CalibrateSigma returns the smallest noise multiplier σ for which steps
 // steps of the Poisson-subsampled Gaussian mechanism with rate q (plus any
 // companions) are (ε, δ)-DP with ε ≤ targetEps, found by bisection (ε
@@ -120,11 +132,7 @@ func CalibrateSigma(targetEps, delta, q float64, steps int, opts ...CalibrateOpt
 			if math.IsInf(sigma, 1) {
 				rdp[i] = 0
 			} else {
-				r := SubsampledGaussianRDP(q, sigma, a)
-				for _, ratio := range c.companions {
-					r += SubsampledGaussianRDP(q, ratio*sigma, a)
-				}
-				rdp[i] = scaleRDP(r, steps)
+				rdp[i] = scaleRDP(SubsampledGaussianRDP(q, c.jointSigma(sigma), a), steps)
 			}
 			if c.spent != nil {
 				rdp[i] += c.spent[i]

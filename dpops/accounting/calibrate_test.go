@@ -86,8 +86,14 @@ func TestCalibrateCompanionAndClassic(t *testing.T) {
 	if !(withCounts > plain) {
 		t.Errorf("companion σ %v should exceed plain σ %v", withCounts, plain)
 	}
-	if eps := epsilonFor(t, q, steps, delta, withCounts, 10*withCounts); eps > target || eps < target-1e-6 {
-		t.Errorf("both mechanisms at σ = %v: ε = %v, want just under %v", withCounts, eps, target)
+	joint := JointSigma(withCounts, 10*withCounts)
+	if eps := epsilonFor(t, q, steps, delta, joint); eps > target || eps < target-1e-6 {
+		t.Errorf("joint mechanism at σ = %v (σ_eff %v): ε = %v, want just under %v", withCounts, joint, eps, target)
+	}
+	// The old, additive charge of the two releases would have reported less
+	// than the target for the same σ: the calibration must not use it.
+	if eps := epsilonFor(t, q, steps, delta, withCounts, 10*withCounts); !(eps < target-1e-3) {
+		t.Errorf("additive charge at σ = %v gives ε = %v; expected it to understate the target %v", withCounts, eps, target)
 	}
 	classic, err := CalibrateSigma(target, delta, q, steps, WithClassic())
 	if err != nil {

@@ -6,8 +6,11 @@
 //   - RDP tracks the Rényi DP of Poisson-subsampled Gaussian mechanisms
 //     (DPSGD, DPSGD-F, DP-FERMI) at a list of orders and converts it to
 //     (ε, δ) with the conversion of Balle et al. 2020 (default) or the classic
-//     one of Mironov 2017. Several mechanisms can be composed in one step,
-//     e.g. DPSGD-F's noisy counts and noisy gradients.
+//     one of Mironov 2017. Releases made on the SAME Poisson sample (DPSGD-F's
+//     noisy counts and noisy gradient sum) are one mechanism, not two:
+//     JointSubsampledGaussian charges them once with σ_eff = (Σ σ_i⁻²)^-½,
+//     because adding their RDP as if independently sampled understates ε
+//     (REFERENCE §8 row 10). Independently sampled mechanisms add.
 //   - ZCDP adds ρ for the Gaussian mechanisms of privacy-budget tailoring and
 //     enforces a budget (stage 1 τ and stage 2 μ are separate budgets).
 //   - Pure composes pure ε-DP Laplace releases (Jagielski et al.) by basic

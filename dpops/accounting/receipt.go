@@ -244,6 +244,13 @@ func (m Mechanism) summary() string {
 	switch m.Kind {
 	case KindSubsampledGaussian:
 		fmt.Fprintf(&b, " q=%.4g σ=%.4g", m.SampleRate, m.NoiseMultiplier)
+		if len(m.Parts) > 0 {
+			sig := make([]string, len(m.Parts))
+			for i, p := range m.Parts {
+				sig[i] = fmt.Sprintf("%.4g", p.NoiseMultiplier)
+			}
+			fmt.Fprintf(&b, " (joint: parts σ = %s on one Poisson sample, charged once)", strings.Join(sig, ", "))
+		}
 	case KindGaussian:
 		fmt.Fprintf(&b, " σ=%.4g ρ=%.4g", m.NoiseMultiplier, m.Rho)
 	case KindZCDP:
