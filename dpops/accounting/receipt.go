@@ -197,6 +197,12 @@ func (r Receipt) String() string {
 		fmt.Fprintf(&b, ", order %g", *r.Order)
 	}
 	b.WriteString("]")
+	if r.Seeded {
+		// A seed the user typed is guessable: anyone who knows it can
+		// regenerate and subtract the noise. Say so on the guarantee's own
+		// line, where a reader cannot miss it.
+		b.WriteString(" NOT secure (seeded): the noise is reproducible from the seed")
+	}
 	if r.RDPValid != nil && !*r.RDPValid {
 		b.WriteString(" NOT A GUARANTEE: shuffled batches are outside the RDP analysis")
 	}

@@ -245,6 +245,15 @@ func TestReceiptText(t *testing.T) {
 	if !strings.Contains(shuffled.String(), "NOT A GUARANTEE") {
 		t.Errorf("shuffle headline = %q, want the caveat", shuffled.String())
 	}
+	// Issue 19: a seeded run says it is not secure on the guarantee's line;
+	// a crypto-seeded one does not.
+	if first := strings.SplitN(text, "\n", 2)[0]; !strings.Contains(first, "(ε = 7.329, δ = 1e-05)-DP") ||
+		!strings.Contains(first, "NOT secure (seeded)") {
+		t.Errorf("seeded guarantee line %q lacks (ε, δ) and NOT secure (seeded) together", first)
+	}
+	if strings.Contains(shuffled.String(), "seeded") {
+		t.Errorf("unseeded headline %q claims to be seeded", shuffled.String())
+	}
 }
 
 func receiptText(t *testing.T, r Receipt) string {
