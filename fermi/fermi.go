@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
@@ -104,17 +105,18 @@ type DPFERMI[T nn.Float] struct {
 	Reg                          *Regularizer
 	Seed                         *uint64
 
-	target  float64 // --epsilon
-	noise   *rand.Rand
-	acc     *accounting.RDP
-	clipper dpops.Clipper[T]
-	w       *wBlock[T]
-	probs   []T
-	loss    []T
-	dl      []T
-	weights []T
-	coef    []float64
-	row     []float64
+	target   float64   // --epsilon
+	released []float64 // the noisy group counts as released (floored at 1)
+	noise    *rand.Rand
+	acc      *accounting.RDP
+	clipper  dpops.Clipper[T]
+	w        *wBlock[T]
+	probs    []T
+	loss     []T
+	dl       []T
+	weights  []T
+	coef     []float64
+	row      []float64
 
 	// per-epoch statistics for EpochFields
 	psiSum        float64
@@ -125,6 +127,20 @@ type DPFERMI[T nn.Float] struct {
 // counts unless --public-group-sizes), the noise (calibrated by the RDP
 // accountant, or --calibration paper, or given by --sigma) and W = 0.
 func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
+	return newDPFERMI[T](job, nil)
+}
+
+// NewWithReleasedCounts is New for a party that has already released its
+// noisy group counts (a SteFFLe silo restarted from its state): it reuses
+// released (ReleasedCounts of the earlier instance) instead of drawing new
+// noise, so a restart releases nothing new, and charges the accountant for
+// that one release exactly as the first start did. released must have the
+// length and noise of this job's count release; nil behaves as New.
+func NewWithReleasedCounts[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], error) {
+	return newDPFERMI[T](job, released)
+}
+
+func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], error) {
 	cfg, train := job.Cfg, job.Train
 	n := train.N()
 	p, f := cfg.Privacy, cfg.Fair
@@ -165,7 +181,7 @@ func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
 			a.Sensitivity, a.CountSensitivity = 2*p.Clip, math.Sqrt2
 		}
 	}
-	freq, err := a.groupFrequencies(train, k, l, eo, f.PublicGroupSizes, p.Sigma, job.Source.Derive("fermi-counts"))
+	freq, err := a.groupFrequencies(train, k, l, eo, f.PublicGroupSizes, p.Sigma, job.Source.Derive("fermi-counts"), released)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +198,19 @@ func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
 	return a, nil
 }
 
+// StepMechanism is the release one private step makes (the jointly clipped
+// θ and W sums with one Gaussian noise, charged once), as the accountant
+// charges it; its Steps is 0.
+func (a *DPFERMI[T]) StepMechanism() accounting.Mechanism {
+	return accounting.SubsampledGaussian(a.Q, a.Sigma, a.Sensitivity, a.protects())
+}
+
+// ReleasedCounts is the noisy group counts this instance released (floored
+// at 1, before normalising), nil when none were released (public group
+// sizes, or not private). A party that must survive restarts persists them
+// and passes them to NewWithReleasedCounts.
+func (a *DPFERMI[T]) ReleasedCounts() []float64 { return slices.Clone(a.released) }
+
 // numGroups is the number of sensitive groups of d (its names, or the
 // largest group index + 1).
 func numGroups(d *loaders.Dataset) int {
@@ -197,7 +226,7 @@ func numGroups(d *loaders.Dataset) int {
 // releases every count once with Gaussian noise (the floating-point-safe
 // scalar sampler), charges that release to the accountant, floors noisy
 // counts at 1 and normalises (post-processing).
-func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public bool, sigma float64, r *rand.Rand) ([]float64, error) {
+func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public bool, sigma float64, r *rand.Rand, released []float64) ([]float64, error) {
 	mats := 1
 	if eo {
 		mats = l
@@ -217,13 +246,27 @@ func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public b
 		default: // --sigma without a target ε: as much noise as all steps together at q = 1
 			a.CountSigma = sigma * math.Sqrt(float64(a.Steps))
 		}
-		for i, c := range counts {
-			noisy, err := dpops.ScalarGaussian(r, c, a.CountSensitivity, a.CountSigma)
-			if err != nil {
-				return nil, err
+		switch {
+		case released != nil:
+			if len(released) != len(counts) {
+				return nil, fmt.Errorf("fermi: %d released group counts, want %d", len(released), len(counts))
 			}
-			counts[i] = max(noisy, 1)
+			for i, c := range released {
+				if !(c >= 1) || math.IsInf(c, 1) {
+					return nil, fmt.Errorf("fermi: released group count %d is %v, want a finite number ≥ 1", i, c)
+				}
+			}
+			copy(counts, released)
+		default:
+			for i, c := range counts {
+				noisy, err := dpops.ScalarGaussian(r, c, a.CountSensitivity, a.CountSigma)
+				if err != nil {
+					return nil, err
+				}
+				counts[i] = max(noisy, 1)
+			}
 		}
+		a.released = slices.Clone(counts)
 		mech := accounting.SubsampledGaussian(1, a.CountSigma, a.CountSensitivity, "group counts behind p̂_S (released once)")
 		if err := a.acc.Step(mech, 1); err != nil {
 			return nil, err
@@ -372,8 +415,7 @@ func (a *DPFERMI[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, erro
 	if err := a.privateStep(m, b, logits, out); err != nil {
 		return 0, err
 	}
-	mech := accounting.SubsampledGaussian(a.Q, a.Sigma, a.Sensitivity, a.protects())
-	if err := a.acc.Step(mech, 1); err != nil {
+	if err := a.acc.Step(a.StepMechanism(), 1); err != nil {
 		return 0, err
 	}
 	return sum(a.loss[:n]), a.ascend()

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/fermi/federated"
 	"fairdp/metrics"
@@ -94,13 +93,6 @@ func runSilo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return fmt.Errorf("silo: unknown command %q (want serve or certs)", args[0])
 }
 
-// siloState is what a silo persists after every round, so a restarted
-// silo keeps counting its spent budget.
-type siloState struct {
-	Spent      int `json:"spent"`
-	Generation int `json:"generation"`
-}
-
 func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := trainer.Defaults()
 	cfg.Algo, cfg.Optimizer = federated.Name, "sgd"
@@ -113,7 +105,7 @@ func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	certs := fs.String("certs", "", "directory made by `fairdp silo certs` (required unless --insecure)")
 	insecure := fs.Bool("insecure", false, "no TLS (loopback tests only)")
 	index := fs.Int("silo-index", 0, "this silo's index in the federation (distinct per silo)")
-	statePath := fs.String("state", "", "file where the silo keeps its spent budget across restarts")
+	statePath := fs.String("state", "", "file where the silo keeps what it has released (its privacy ledger, released group counts, last answer) across restarts")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -121,14 +113,9 @@ func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	var st siloState
+	var st *federated.SiloState
 	if *statePath != "" {
-		if data, err := os.ReadFile(*statePath); err == nil {
-			if err := json.Unmarshal(data, &st); err != nil {
-				return fmt.Errorf("--state %s: %w", *statePath, err)
-			}
-			st.Generation++
-		} else if !errors.Is(err, os.ErrNotExist) {
+		if st, err = federated.LoadSiloState(*statePath); err != nil {
 			return err
 		}
 	}
@@ -136,40 +123,35 @@ func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	src := federated.SiloSource(job.Source, *index, st.Generation)
-	opts := federated.SiloOptions{Index: *index, Spent: st.Spent, Generation: st.Generation}
-	fmt.Fprintf(stdout, "silo %d: %d records from %s, listening on %s (%d rounds answered before)\n", *index, job.Train.N(), cfg.Dataset, lis.Addr(), st.Spent)
 	if cfg.DType == "float64" {
-		return serveSilo[float64](ctx, cfg, job, src, opts, lis, tlsCfg, *statePath, st)
+		return serveSilo[float64](ctx, cfg, job, *index, st, *statePath, *listen, tlsCfg, stdout)
 	}
-	return serveSilo[float32](ctx, cfg, job, src, opts, lis, tlsCfg, *statePath, st)
+	return serveSilo[float32](ctx, cfg, job, *index, st, *statePath, *listen, tlsCfg, stdout)
 }
 
-func serveSilo[T nn.Float](ctx context.Context, cfg trainer.Config, job *trainer.Job, src dpops.Source, opts federated.SiloOptions,
-	lis net.Listener, tlsCfg *tls.Config, statePath string, st siloState) error {
-	silo, err := federated.NewSilo[T](cfg, job.Train, src, opts)
+// serveSilo builds the silo (which writes its state file first, so a silo
+// that cannot record its spending never listens) and serves it.
+func serveSilo[T nn.Float](ctx context.Context, cfg trainer.Config, job *trainer.Job, index int, st *federated.SiloState, statePath, listen string,
+	tlsCfg *tls.Config, stdout io.Writer) error {
+	gen := 0
+	if st != nil {
+		gen = st.Generation + 1
+	}
+	silo, err := federated.NewSilo[T](cfg, job.Train, federated.SiloSource(job.Source, index, gen),
+		federated.SiloOptions{Index: index, State: st, StatePath: statePath})
+	if err != nil {
+		if statePath != "" {
+			return fmt.Errorf("--state %s: %w", statePath, err)
+		}
+		return err
+	}
+	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}
-	save := func(s *federated.Silo[T]) error {
-		if statePath == "" {
-			return nil
-		}
-		data, _ := json.Marshal(siloState{Spent: s.Spent(), Generation: st.Generation})
-		tmp := statePath + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return err
-		}
-		return os.Rename(tmp, statePath)
-	}
-	if err := save(silo); err != nil {
-		return fmt.Errorf("--state %s: %w", statePath, err)
-	}
-	return federated.Serve(ctx, lis, silo, tlsCfg, save)
+	fmt.Fprintf(stdout, "silo %d: %d records from %s, listening on %s (%d rounds answered before, ε spent %.4g of %.4g)\n",
+		index, job.Train.N(), cfg.Dataset, lis.Addr(), silo.Spent(), silo.SpentEpsilon(), silo.Info().Epsilon)
+	return federated.Serve(ctx, lis, silo, tlsCfg, nil)
 }
 
 func siloTLS(dir string, insecure bool, role string) (*tls.Config, error) {

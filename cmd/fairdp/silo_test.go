@@ -238,3 +238,19 @@ func TestFederateOutputs(t *testing.T) {
 		t.Errorf("model.ckpt receipt ε %v (%v), want %v", ck.Epsilon, err, top)
 	}
 }
+
+// TestSiloStateDirMissing: a silo whose --state cannot be written refuses
+// to start, before it listens (issue 13 item 8).
+func TestSiloStateDirMissing(t *testing.T) {
+	addr := freeAddr(t)
+	state := filepath.Join(t.TempDir(), "missing", "silo.json")
+	var out bytes.Buffer
+	err := runSiloServe(context.Background(), []string{"--listen", addr, "--insecure", "--dataset", "adult", "--limit", "300",
+		"--seed", "1", "--epochs", "1", "--epsilon", "1", "--state", state}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--state "+state) {
+		t.Fatalf("got %v, want an error naming --state", err)
+	}
+	if strings.Contains(out.String(), "listening") {
+		t.Errorf("the silo said it was listening: %s", out.String())
+	}
+}

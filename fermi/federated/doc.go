@@ -37,8 +37,16 @@
 // The parts:
 //
 //   - Silo is one DP-FERMI party (a silo, or in a hybrid federation a
-//     lane): its data, sampler, DP-FERMI instance, accountant mirror that
-//     refuses over-budget rounds, and request validation.
+//     lane): its data, sampler, DP-FERMI instance, a ledger (the RDP
+//     accountant of everything it ever released) that refuses over-budget
+//     rounds, and request validation.
+//   - SiloState (state.go) is the ledger on disk, the released noisy
+//     group counts and the last answer, written atomically and synced
+//     before an answer leaves the silo. A restarted silo continues it (new
+//     flags add receipt lines, never rewrite history; the budget can only
+//     go down), reuses the counts, and answers a resumed round with the
+//     stored message, so any crash of any party resumes without losing or
+//     double-spending budget. Each silo's δ is 1/ñ² of its own records.
 //   - Server runs the rounds against any []Client (in-process silos or
 //     gRPC connections), retries unreachable silos with back-off,
 //     checkpoints after every round so a stopped run can resume, and

@@ -435,7 +435,8 @@ func TestKillAndResume(t *testing.T) {
 	// against its budget, and its noise streams are fresh (generation 1).
 	_, src := dpops.NewRand(cfg.Seed)
 	spent := silos[2].Spent()
-	restarted, err := NewSilo[float64](cfg, silos[2].data, SiloSource(src, 2, 1), SiloOptions{Index: 2, Spent: spent, Generation: 1})
+	st := silos[2].State()
+	restarted, err := NewSilo[float64](cfg, silos[2].data, SiloSource(src, 2, 1), SiloOptions{Index: 2, State: &st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func TestKillAndResume(t *testing.T) {
 	if srv2.Round != planned || restarted.Spent() != planned {
 		t.Errorf("finished %d rounds (silo 2 answered %d), want %d", srv2.Round, restarted.Spent(), planned)
 	}
-	if e, _ := restarted.Epsilon(restarted.Spent()); e > cfg.Privacy.Epsilon+1e-9 {
+	if e := restarted.SpentEpsilon(); e > cfg.Privacy.Epsilon+1e-9 {
 		t.Errorf("restarted silo spent ε %v > %v", e, cfg.Privacy.Epsilon)
 	}
 	// The federation's receipt counts every round silo 2 answered, before

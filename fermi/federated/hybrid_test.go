@@ -72,7 +72,7 @@ func TestHybridEqualsHorizontal(t *testing.T) {
 	}
 	worst := 0.0
 	for _, s := range algS.Silos {
-		e, _ := s.Epsilon(s.Spent())
+		e := s.SpentEpsilon()
 		worst = max(worst, e)
 	}
 	if s := per[3]; s.Epsilon == nil || *s.Epsilon != worst || s.Records != 600 || !slices.Equal(s.Lanes, []int{0, 1, 2}) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
@@ -54,22 +55,28 @@ type Request struct {
 // not protected (--scope sensitive, or not private); Epsilon is the silo's
 // ε spent so far.
 type Message struct {
-	Round   int
-	Theta   []float64
-	W       []float64
-	LossSum float64
-	Epsilon float64
+	Round   int       `json:"round"`
+	Theta   []float64 `json:"theta"`
+	W       []float64 `json:"w"`
+	LossSum float64   `json:"loss_sum"`
+	Epsilon float64   `json:"epsilon"`
 }
 
 // ErrBudget marks a round the silo refused because it would exceed its ε.
 var ErrBudget = errors.New("privacy budget exhausted")
+
+// faultBeforeSave, set only by tests, is called after a round's message is
+// computed and charged in memory but before it is saved, and may fail the
+// round there, as a crash at that moment would.
+var faultBeforeSave func(silo, round int) error
 
 // ErrMalformed marks a request the silo rejected as malformed.
 var ErrMalformed = errors.New("malformed request")
 
 // Silo is one party of the federation: its records, its own sampler and
 // noise streams, one DP-FERMI instance calibrated with its own record count
-// ñ, and an accountant that refuses rounds past its ε budget.
+// ñ, and a ledger (the accountant of everything it has ever released,
+// across restarts) that refuses rounds past its ε budget.
 type Silo[T nn.Float] struct {
 	index  int
 	data   *loaders.Dataset
@@ -78,12 +85,19 @@ type Silo[T nn.Float] struct {
 	sample dpops.Sampler
 	info   Info
 	budget float64 // ε the silo will not exceed (+Inf: not private)
-	fixed  []float64
-	spent  int
+	delta  float64 // δ of its guarantee (the first start's)
 	batch  trainer.Batch[T]
 	drawn  bool
-	last   *Message // the last answer, returned again for a repeated round
-	lastRq []float64
+
+	// ledger composes every release: the group counts (once) and every
+	// round's message, at the noise it was actually sent with.
+	ledger *accounting.RDP
+	// state mirrors the ledger on disk (statePath, "" for none) and is
+	// saved before any answer leaves the silo; saved says the last answer
+	// is on disk.
+	state     SiloState
+	statePath string
+	saved     bool
 }
 
 // SiloOptions configure NewSilo.
@@ -96,11 +110,13 @@ type SiloOptions struct {
 	Batch int
 	// Budget is the ε the silo refuses to exceed (0: cfg.Privacy.Epsilon).
 	Budget float64
-	// Spent is the number of rounds already answered before a restart; the
-	// accountant resumes from it and the noise streams are fresh.
-	Spent int
-	// Generation distinguishes the random streams of restarts (0: first start).
-	Generation int
+	// State is what the silo released before a restart (LoadSiloState); nil
+	// for a first start. The silo continues its ledger, reuses its released
+	// group counts and answers its last round again if asked.
+	State *SiloState
+	// StatePath, if set, is where the silo saves its state (atomically,
+	// synced) after every release and before the answer is returned.
+	StatePath string
 }
 
 // SiloSource returns silo index's randomness for restart generation gen.
@@ -124,7 +140,10 @@ func SiloSource(run dpops.Source, index, gen int) dpops.Source {
 }
 
 // NewSilo builds silo opts.Index over its records with cfg's settings
-// (epochs, batch, privacy, fairness) and the randomness src.
+// (epochs, batch, privacy, fairness) and the randomness src (for a restart,
+// SiloSource with the next generation). With opts.State it continues the
+// earlier start's ledger; with opts.StatePath it writes its state before
+// returning, so a silo that cannot record its spending never starts.
 func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.Source, opts SiloOptions) (*Silo[T], error) {
 	if data == nil || data.N() == 0 {
 		return nil, fmt.Errorf("federated: silo %d has no records", opts.Index)
@@ -133,8 +152,30 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 		cfg.Batch = opts.Batch
 	}
 	cfg.Batch = min(cfg.Batch, data.N())
+	st := opts.State
+	fingerprint := DataFingerprint(data)
+	if st != nil {
+		switch {
+		case st.Silo != opts.Index:
+			return nil, fmt.Errorf("silo %d: the state was written by silo %d", opts.Index, st.Silo)
+		case st.Fingerprint != fingerprint || st.Records != data.N():
+			return nil, fmt.Errorf("silo %d: the state was written for other data (%d records, fingerprint %.12s…; these %d records: %.12s…): "+
+				"its spent budget belongs to those records", opts.Index, st.Records, st.Fingerprint, data.N(), fingerprint)
+		}
+		// ε is reported at the first start's δ whatever the flags say now.
+		cfg.Privacy.Delta = st.Delta
+	}
+	private := !(math.IsInf(cfg.Privacy.Epsilon, 1) && cfg.Privacy.Sigma == 0)
+	if st != nil && st.Private != private {
+		return nil, fmt.Errorf("silo %d: the state was written by a silo that was %s; restart it with the same privacy setting",
+			opts.Index, map[bool]string{true: "private", false: "not private"}[st.Private])
+	}
 	job := &trainer.Job{Cfg: cfg, Train: data, Test: data, Source: src}
-	alg, err := fermi.New[T](job)
+	var counts []float64
+	if st != nil {
+		counts = st.Counts
+	}
+	alg, err := fermi.NewWithReleasedCounts[T](job, counts)
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
 	}
@@ -151,7 +192,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	// WGrad); the server owns the step size and the projection, so the
 	// silo's own ascent step is a no-op.
 	alg.LRW, alg.Radius = 0, math.Inf(1)
-	s := &Silo[T]{index: opts.Index, data: data, alg: alg, model: m, sample: sampler, spent: opts.Spent}
+	s := &Silo[T]{index: opts.Index, data: data, alg: alg, model: m, sample: sampler, statePath: opts.StatePath, delta: alg.Delta}
 	s.budget = opts.Budget
 	if s.budget == 0 {
 		s.budget = cfg.Privacy.Epsilon
@@ -159,10 +200,46 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	if !alg.Private {
 		s.budget = math.Inf(1)
 	}
-	if alg.CountSigma > 0 {
-		for _, order := range accounting.OpacusOrders() {
-			s.fixed = append(s.fixed, accounting.SubsampledGaussianRDP(1, alg.CountSigma, order))
+	if s.ledger, err = accounting.NewRDP(nil); err != nil {
+		return nil, err
+	}
+	if st != nil {
+		// A restart continues the stored ledger, never a fresh one, and may
+		// lower the budget but not raise it.
+		s.state = *st
+		s.state.Generation++
+		s.budget = min(s.budget, st.Budget)
+		for _, mech := range st.Mechanisms {
+			if err := s.ledger.Step(mech, mech.Steps); err != nil {
+				return nil, fmt.Errorf("silo %d: state: %w", opts.Index, err)
+			}
 		}
+		s.saved = true
+	} else {
+		s.state = SiloState{Version: SiloStateVersion, Silo: opts.Index, Fingerprint: fingerprint, Records: data.N(),
+			Private: alg.Private, Budget: s.budget, Delta: alg.Delta}
+		if alg.Private {
+			// The first start's count release, as DP-FERMI charged it.
+			for _, mech := range alg.Receipt().Mechanisms {
+				if mech.SampleRate == 1 {
+					if err := s.ledger.Step(mech, 1); err != nil {
+						return nil, err
+					}
+				}
+			}
+			s.state.Counts = alg.ReleasedCounts()
+		}
+	}
+	if math.IsInf(s.state.Budget, 1) {
+		s.state.Budget = math.MaxFloat64 // JSON has no +Inf; a non-private silo has no budget to keep
+	}
+	if alg.Private {
+		if _, err := s.ledger.Receipt(s.delta, s.runInfo()); err != nil {
+			return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
+		}
+	}
+	if err := s.persist(); err != nil {
+		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
 	}
 	records := opts.Records
 	if records == 0 {
@@ -171,71 +248,113 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	reg := alg.Reg
 	s.info = Info{Index: opts.Index, Records: records, Spec: spec, NumParams: m.NumParams(), Groups: reg.Groups,
 		Classes: reg.Classes, WLen: len(reg.W), Rounds: cfg.Epochs * sampler.StepsPerEpoch(), Epsilon: s.budget,
-		Delta: alg.Delta, Private: alg.Private, Spent: opts.Spent}
+		Delta: s.delta, Private: alg.Private}
 	return s, nil
+}
+
+// persist saves the state (when the silo has a state file) and marks the
+// last answer as saved.
+func (s *Silo[T]) persist() error {
+	s.state.Mechanisms = s.ledger.History()
+	if s.statePath != "" {
+		if err := s.state.save(s.statePath); err != nil {
+			return err
+		}
+	}
+	s.saved = true
+	return nil
+}
+
+func (s *Silo[T]) runInfo() accounting.RunInfo {
+	return accounting.RunInfo{Scope: s.alg.Scope, Sampling: s.alg.Sampling, Seed: s.alg.Seed}
+}
+
+// State is a copy of what the silo has released so far (what its state
+// file holds).
+func (s *Silo[T]) State() SiloState {
+	st := s.state
+	st.Mechanisms = s.ledger.History()
+	return st
 }
 
 // Info describes the silo for the server.
 func (s *Silo[T]) Info() Info {
-	s.info.Spent = s.spent
+	s.info.Spent = s.state.Rounds
 	s.info.Sigma, s.info.SampleRate = s.alg.Sigma, s.alg.Q
 	s.info.Receipt = s.FullReceipt()
 	return s.info
 }
 
-// FullReceipt is the silo's receipt for every round it has answered,
-// across restarts (Receipt covers the rounds of this start only): the
-// group-count release, if any, and Spent subsampled Gaussian steps, with
-// DP-FERMI's description of the noise.
+// FullReceipt is the silo's receipt for everything it has released, across
+// restarts: its ledger (the group-count release, and every round at the
+// noise it was sent with), at its first δ.
 func (s *Silo[T]) FullReceipt() accounting.Receipt {
 	cur := s.alg.Receipt()
 	if !s.alg.Private {
 		return cur
 	}
-	acc, err := accounting.NewRDP(nil)
-	if err != nil {
-		return cur
-	}
-	grad := "each record's DP-FERMI gradient contribution (silo " + fmt.Sprint(s.index) + ")"
-	for _, m := range cur.Mechanisms {
-		if m.SampleRate == 1 && s.alg.CountSigma > 0 && m.NoiseMultiplier == s.alg.CountSigma {
-			err = acc.Step(m, 1) // the group counts, released once
-		} else {
-			grad = m.Protects
-		}
-	}
-	if err == nil && s.spent > 0 {
-		err = acc.Step(accounting.SubsampledGaussian(s.alg.Q, s.alg.Sigma, s.alg.Sensitivity, grad), s.spent)
-	}
-	if err != nil {
-		return cur
-	}
-	r, err := acc.Receipt(s.alg.Delta, accounting.RunInfo{Scope: s.alg.Scope, Sampling: s.alg.Sampling, Seed: s.alg.Seed})
-	if err != nil {
+	r, err := s.ledger.Receipt(s.delta, s.runInfo())
+	if err != nil { // unreachable: checked in NewSilo
+		cur.Note = "receipt failed: " + err.Error()
 		return cur
 	}
 	r.Note = cur.Note
+	if s.state.Generation > 0 {
+		r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; silo %d restarted %d times: the receipt covers every start (its state file's ledger)",
+			s.index, s.state.Generation), "; ")
+	}
 	return r
 }
 
-// Spent is the number of rounds the silo has answered.
-func (s *Silo[T]) Spent() int { return s.spent }
+// Spent is the number of rounds the silo has answered, across restarts.
+func (s *Silo[T]) Spent() int { return s.state.Rounds }
 
-// Epsilon is the ε the silo has spent after rounds rounds (its accountant:
-// the group-count release plus rounds subsampled Gaussian steps).
+// SpentEpsilon is the ε of everything the silo has released (its ledger)
+// at its δ; 0 for a silo that is not private.
+func (s *Silo[T]) SpentEpsilon() float64 {
+	if !s.alg.Private {
+		return 0
+	}
+	eps, _ := s.ledger.Epsilon(s.delta)
+	return eps
+}
+
+// Epsilon is the ε the silo would have spent after rounds rounds at its
+// current noise from a first start (the group-count release plus rounds
+// subsampled Gaussian steps): a plan. What it has actually spent, across
+// restarts, is SpentEpsilon.
 func (s *Silo[T]) Epsilon(rounds int) (float64, error) {
 	if !s.alg.Private {
 		return 0, nil
 	}
-	orders := accounting.OpacusOrders()
-	rdp := make([]float64, len(orders))
-	for i, a := range orders {
-		rdp[i] = float64(rounds) * accounting.SubsampledGaussianRDP(s.alg.Q, s.alg.Sigma, a)
-		if s.fixed != nil {
-			rdp[i] += s.fixed[i]
+	plan, err := accounting.NewRDP(nil)
+	if err != nil {
+		return 0, err
+	}
+	for _, mech := range s.ledger.History() {
+		if mech.SampleRate == 1 {
+			if err := plan.Step(mech, 1); err != nil {
+				return 0, err
+			}
 		}
 	}
-	eps, _, err := accounting.EpsilonFromRDP(orders, rdp, s.alg.Delta)
+	if err := plan.Step(s.stepMechanism(), rounds); err != nil {
+		return 0, err
+	}
+	eps, _ := plan.Epsilon(s.delta)
+	return eps, nil
+}
+
+// stepMechanism is what one round releases, as the ledger charges it.
+func (s *Silo[T]) stepMechanism() accounting.Mechanism { return s.alg.StepMechanism() }
+
+// epsilonWithNextRound is the ε of the ledger plus one more round.
+func (s *Silo[T]) epsilonWithNextRound() (float64, error) {
+	values, orders := s.ledger.Values(), s.ledger.Orders()
+	for i, a := range orders {
+		values[i] += accounting.SubsampledGaussianRDP(s.alg.Q, s.alg.Sigma, a)
+	}
+	eps, _, err := accounting.EpsilonFromRDP(orders, values, s.delta)
 	return eps, err
 }
 
@@ -267,6 +386,7 @@ func (s *Silo[T]) draw() []int {
 
 // Validate checks a request's shapes, round number and values.
 func (s *Silo[T]) Validate(rq Request) error {
+	last := s.state.Last
 	switch {
 	case len(rq.Theta) != s.info.NumParams:
 		return fmt.Errorf("%w: silo %d got %d θ values, want %d", ErrMalformed, s.index, len(rq.Theta), s.info.NumParams)
@@ -274,8 +394,9 @@ func (s *Silo[T]) Validate(rq Request) error {
 		return fmt.Errorf("%w: silo %d got %d W values, want %d", ErrMalformed, s.index, len(rq.W), s.info.WLen)
 	case rq.Round < 1:
 		return fmt.Errorf("%w: silo %d got round %d, want ≥ 1", ErrMalformed, s.index, rq.Round)
-	case rq.Round != s.spent+1 && !(s.last != nil && rq.Round == s.last.Round):
-		return fmt.Errorf("%w: silo %d got round %d but has answered %d rounds (want round %d)", ErrMalformed, s.index, rq.Round, s.spent, s.spent+1)
+	case rq.Round != s.state.Rounds+1 && !(last != nil && rq.Round == last.Round):
+		return fmt.Errorf("%w: silo %d got round %d but has answered %d rounds (want round %d, or %d again)",
+			ErrMalformed, s.index, rq.Round, s.state.Rounds, s.state.Rounds+1, s.state.Rounds)
 	}
 	for i, v := range rq.Theta {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -290,35 +411,46 @@ func (s *Silo[T]) Validate(rq Request) error {
 	return nil
 }
 
-// Round answers one round: validate, check the budget, run DP-FERMI's
-// step on the silo's batch at the server's θ and W, and return the
-// message. A repeated request for the round just answered (the server
-// retrying after a lost reply) gets the same message again, so no new
-// noise is drawn and no budget spent.
+// Round answers one round: validate, check the budget, run DP-FERMI's step
+// on the silo's batch at the server's θ and W, charge the ledger, save the
+// state, and only then return the message. A repeated request for the round
+// last answered (the server retrying after a lost reply, or resuming after
+// its own crash, even across a restart of the silo) gets the identical
+// message again: no new noise is drawn and nothing is charged.
 func (s *Silo[T]) Round(rq Request) (Message, error) {
 	if err := s.Validate(rq); err != nil {
 		return Message{}, err
 	}
-	if s.last != nil && rq.Round == s.last.Round {
-		if !equalFloats(rq.Theta, s.lastRq) {
-			return Message{}, fmt.Errorf("%w: silo %d already answered round %d for a different θ", ErrMalformed, s.index, rq.Round)
+	if last := s.state.Last; last != nil && rq.Round == last.Round {
+		if requestDigest(rq) != last.Request {
+			return Message{}, fmt.Errorf("%w: silo %d already answered round %d for a different θ and W: it will not release a second answer for the same round",
+				ErrMalformed, s.index, rq.Round)
 		}
-		return *s.last, nil
+		if !s.saved { // the answer was computed but never recorded: record it before it leaves
+			if err := s.persist(); err != nil {
+				return Message{}, fmt.Errorf("silo %d round %d: %w", s.index, rq.Round, err)
+			}
+		}
+		return last.Message, nil
 	}
-	eps, err := s.Epsilon(s.spent + 1)
+	eps, err := s.epsilonWithNextRound()
 	if err != nil {
 		return Message{}, err
 	}
-	if eps > s.budget*(1+1e-9) {
+	if s.alg.Private && eps > s.budget*(1+1e-9) {
 		return Message{}, fmt.Errorf("%w: silo %d refuses round %d: it would spend ε = %.4g, above its budget %.4g (%d rounds answered)",
-			ErrBudget, s.index, rq.Round, eps, s.budget, s.spent)
+			ErrBudget, s.index, rq.Round, eps, s.budget, s.state.Rounds)
 	}
-	theta := rq.Theta
+	if !s.alg.Private {
+		eps = 0
+	}
+	digest := requestDigest(rq)
 	s.draw()
+	theta := rq.Theta
 	for _, p := range s.model.Params() {
 		for i := range p.Value {
-			p.Value[i] = T(rq.Theta[0])
-			rq.Theta = rq.Theta[1:]
+			p.Value[i] = T(theta[0])
+			theta = theta[1:]
 		}
 	}
 	copy(s.alg.Reg.W, rq.W)
@@ -327,7 +459,6 @@ func (s *Silo[T]) Round(rq Request) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("silo %d round %d: %w", s.index, rq.Round, err)
 	}
-	s.spent++
 	msg := Message{Round: rq.Round, Theta: make([]float64, 0, s.info.NumParams), W: s.alg.WGrad(), Epsilon: eps}
 	for _, p := range s.model.Params() {
 		for _, g := range p.Grad {
@@ -337,8 +468,24 @@ func (s *Silo[T]) Round(rq Request) (Message, error) {
 	if !s.alg.Private || s.alg.Scope == accounting.ScopeSensitive {
 		msg.LossSum = loss
 	}
-	s.last = &msg
-	s.lastRq = append(s.lastRq[:0], theta...)
+	if s.alg.Private {
+		if err := s.ledger.Step(s.stepMechanism(), 1); err != nil {
+			return Message{}, err
+		}
+	}
+	if faultBeforeSave != nil {
+		if err := faultBeforeSave(s.index, rq.Round); err != nil {
+			return Message{}, err // a crash here: nothing was saved, nothing leaves
+		}
+	}
+	s.state.Rounds++
+	s.state.Last = &Answer{Round: rq.Round, Request: digest, Message: msg}
+	s.saved = false
+	if err := s.persist(); err != nil {
+		// The answer stays unreleased; a retry of this round saves it and
+		// returns this same message.
+		return Message{}, fmt.Errorf("silo %d round %d: %w", s.index, rq.Round, err)
+	}
 	return msg, nil
 }
 

@@ -196,7 +196,7 @@ func (a *Steffle[T]) Step(m *models.Model[T], _ trainer.Batch[T]) (float64, erro
 func (a *Steffle[T]) Receipt() accounting.Receipt {
 	worst, best := 0, math.Inf(-1)
 	for i, s := range a.Silos {
-		if e, err := s.Epsilon(s.Spent()); err == nil && e > best {
+		if e := s.SpentEpsilon(); e > best {
 			worst, best = i, e
 		}
 	}
@@ -216,10 +216,10 @@ func (a *Steffle[T]) SiloPrivacy() []SiloPrivacy {
 		p := &out[l.Sensitive]
 		p.Lanes = append(p.Lanes, i)
 		p.Records += len(l.Records)
-		e, err := s.Epsilon(s.Spent())
-		if err != nil || !s.alg.Private {
+		if !s.alg.Private {
 			continue
 		}
+		e := s.SpentEpsilon()
 		p.Delta = max(p.Delta, s.alg.Delta) // parallel composition: (largest ε, largest δ)
 		if p.Epsilon == nil || e > *p.Epsilon {
 			p.Epsilon = &e
@@ -244,7 +244,7 @@ func (a *Steffle[T]) EpochFields() map[string]any {
 func (a *Steffle[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
 	var lanes []map[string]any
 	for i, s := range a.Silos {
-		e, _ := s.Epsilon(s.Spent())
+		e := s.SpentEpsilon()
 		lanes = append(lanes, map[string]any{"features_silo": a.Lanes[i].Features, "sensitive_silo": a.Lanes[i].Sensitive,
 			"records": len(a.Lanes[i].Records), "batch": s.alg.Batch, "rounds": s.Spent(),
 			"epsilon": e, "sigma": s.alg.Sigma, "group_freq": s.alg.Reg.Freq()})
