@@ -38,7 +38,9 @@ type Config struct {
 	// release of Naive and Adaptive too).
 	Sigma   float64
 	Epsilon float64 // target ε when Sigma is 0 (ignored otherwise)
-	Delta   float64 // δ of the reported (ε, δ); 0 = trainer.DefaultDelta(n)
+	Delta   float64 // δ of the reported (ε, δ); 0 = accounting.DefaultDelta(n)
+	// AllowLargeDelta accepts δ ≥ 1/n (refused otherwise).
+	AllowLargeDelta bool
 	// CountNoiseRatio sets σ1 = CountNoiseRatio·σ2, the noise multiplier of
 	// the group counts (Naive and Adaptive; the paper uses 10).
 	CountNoiseRatio float64
@@ -93,7 +95,10 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 	a := &Algorithm[T]{cfg: cfg, n: n, q: float64(cfg.Batch) / float64(n),
 		noise: src.Derive("noise"), countNoise: src.Derive("count-noise")}
 	if a.cfg.Delta == 0 {
-		a.cfg.Delta = trainer.DefaultDelta(n)
+		a.cfg.Delta = accounting.DefaultDelta(n)
+	}
+	if err := accounting.CheckDelta(a.cfg.Delta, n, a.cfg.AllowLargeDelta); err != nil {
+		return nil, fmt.Errorf("dpsgdf: %w", err)
 	}
 	if a.cfg.Sampling == "" {
 		a.cfg.Sampling = accounting.SamplingPoisson
@@ -396,7 +401,7 @@ func (a *Algorithm[T]) countPart() accounting.Part {
 
 // Receipt implements trainer.Algorithm.
 func (a *Algorithm[T]) Receipt() accounting.Receipt {
-	r, err := a.acc.Receipt(a.cfg.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.cfg.Sampling, Seed: a.cfg.Seed})
+	r, err := a.acc.Receipt(a.cfg.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.cfg.Sampling, Seed: a.cfg.Seed, Records: a.n})
 	if err != nil {
 		r = accounting.NotPrivate()
 		r.Note = "receipt failed: " + err.Error()

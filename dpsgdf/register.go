@@ -38,7 +38,7 @@ func NewForJob[T nn.Float](job *trainer.Job, p Policy) (*Algorithm[T], error) {
 	if c.Fair.Calibration == "paper" {
 		return nil, fmt.Errorf("%s: --calibration paper is DP-FERMI's closed form; %s calibrates with the RDP accountant", p, p)
 	}
-	cfg := Config{Policy: p, Clip: pr.Clip, Sigma: pr.Sigma, Epsilon: pr.Epsilon, Delta: pr.Delta,
+	cfg := Config{Policy: p, Clip: pr.Clip, Sigma: pr.Sigma, Epsilon: pr.Epsilon, Delta: pr.Delta, AllowLargeDelta: pr.AllowLargeDelta,
 		CountNoiseRatio: c.Fair.CountNoiseRatio, Batch: c.Batch, Epochs: c.Epochs, Sampling: pr.Sampling,
 		Groups: job.Train.GroupNames, Seed: c.Seed}
 	a, err := New[T](cfg, job.Train.N(), job.Source)

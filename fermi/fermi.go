@@ -107,6 +107,7 @@ type DPFERMI[T nn.Float] struct {
 
 	target   float64   // --epsilon
 	released []float64 // the noisy group counts as released (floored at 1)
+	records  int       // training records the guarantee covers
 	noise    *rand.Rand
 	acc      *accounting.RDP
 	clipper  dpops.Clipper[T]
@@ -160,8 +161,14 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 		a.Sampling = accounting.SamplingShuffle
 	}
 	if a.Delta == 0 {
-		a.Delta = 1 / (float64(n) * float64(n)) // the paper's δ = 1/n²
+		a.Delta = accounting.DefaultDelta(n) // 1/n², the paper's δ
 	}
+	if a.Private {
+		if err := accounting.CheckDelta(a.Delta, n, p.AllowLargeDelta); err != nil {
+			return nil, fmt.Errorf("fermi: %w", err)
+		}
+	}
+	a.records = n
 	if a.Sampling == accounting.SamplingShuffle {
 		a.Steps = cfg.Epochs * ((n + cfg.Batch - 1) / cfg.Batch)
 	} else {
@@ -586,7 +593,7 @@ func (a *DPFERMI[T]) Receipt() accounting.Receipt {
 	if !a.Private {
 		return accounting.NotPrivate()
 	}
-	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: a.Scope, Sampling: a.Sampling, Seed: a.Seed})
+	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: a.Scope, Sampling: a.Sampling, Seed: a.Seed, Records: a.records})
 	if err != nil {
 		r = accounting.NotPrivate()
 		r.Note = "receipt failed: " + err.Error()

@@ -121,9 +121,12 @@ type FairConfig struct {
 // DPConfig holds the differential-privacy flags shared by the private algorithms.
 type DPConfig struct {
 	Epsilon float64 // target ε (+Inf = not private)
-	Delta   float64 // target δ (0 = 1/n rounded down to a power of ten below 1/n)
-	Clip    float64 // per-sample clip bound C
-	Sigma   float64 // noise multiplier; 0 = calibrate from Epsilon
+	Delta   float64 // target δ (0 = accounting.DefaultDelta: 1/n² of the training records)
+	// AllowLargeDelta accepts a δ ≥ 1/n (refused otherwise); the receipt
+	// then says the guarantee is weak.
+	AllowLargeDelta bool
+	Clip            float64 // per-sample clip bound C
+	Sigma           float64 // noise multiplier; 0 = calibrate from Epsilon
 	// Sampling is "poisson" (default; RDP accounting valid) or "shuffle".
 	Sampling string
 }

@@ -23,18 +23,13 @@ type DPSGD[T nn.Float] struct {
 	Sampling string  // "poisson" or "shuffle"
 	Batch    int     // expected batch size
 	Seed     *uint64 // for the receipt
+	Records  int     // training records the guarantee covers (for the receipt's δ check)
 
 	noise   *rand.Rand
 	acc     *accounting.RDP
 	clipper dpops.Clipper[T]
 	loss    []T
 	dl      []T
-}
-
-// DefaultDelta is δ when the user gives none: the largest power of ten not
-// above 1/n (1e-5 for Adult's 33,916 training records).
-func DefaultDelta(n int) float64 {
-	return math.Pow(10, math.Floor(math.Log10(1/float64(n))))
 }
 
 // NewDPSGD builds DP-SGD for a job, calibrating σ to --epsilon when --sigma
@@ -45,8 +40,12 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 	a := &DPSGD[T]{Clip: p.Clip, Sigma: p.Sigma, Delta: p.Delta, Sampling: p.Sampling, Batch: cfg.Batch,
 		Seed: cfg.Seed, noise: job.Source.Derive("noise")}
 	if a.Delta == 0 {
-		a.Delta = DefaultDelta(n)
+		a.Delta = accounting.DefaultDelta(n)
 	}
+	if err := accounting.CheckDelta(a.Delta, n, p.AllowLargeDelta); err != nil {
+		return nil, err
+	}
+	a.Records = n
 	if cfg.Batch > n {
 		return nil, fmt.Errorf("--batch %d is larger than the %d training records", cfg.Batch, n)
 	}
@@ -131,7 +130,7 @@ func NoiseAndScale[T nn.Float](r *rand.Rand, params []*nn.Param[T], std, scale f
 
 // Receipt implements Algorithm.
 func (a *DPSGD[T]) Receipt() accounting.Receipt {
-	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed})
+	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
 	if err != nil {
 		r = accounting.NotPrivate()
 		r.Note = "receipt failed: " + err.Error()

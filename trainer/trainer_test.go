@@ -120,8 +120,8 @@ func TestDPSGDSpendsAtMostItsBudget(t *testing.T) {
 	if rep.Privacy.Epsilon == nil || *rep.Privacy.Epsilon > 1 || *rep.Privacy.Epsilon < 0.9 {
 		t.Fatalf("privacy.epsilon = %v, want just below 1", rep.Privacy.Epsilon)
 	}
-	if rep.Privacy.Delta != 1e-5 {
-		t.Errorf("default δ = %v, want 1e-5 for n = 33,916", rep.Privacy.Delta)
+	if want := 1 / (33916.0 * 33916); math.Abs(rep.Privacy.Delta-want) > 1e-15*want {
+		t.Errorf("default δ = %v, want 1/n² = %v for n = 33,916", rep.Privacy.Delta, want)
 	}
 	if rep.Test.Error > 0.19 {
 		t.Errorf("DP-SGD ε=1 test error %.4f", rep.Test.Error)
@@ -154,16 +154,5 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := Prepare(Config{}, nil); err == nil {
 		t.Error("zero config accepted")
-	}
-}
-
-func TestDefaultDelta(t *testing.T) {
-	for _, tc := range []struct {
-		n    int
-		want float64
-	}{{33916, 1e-5}, {54649, 1e-5}, {100, 1e-2}, {99, 1e-2}} {
-		if got := DefaultDelta(tc.n); math.Abs(got-tc.want) > 1e-12*tc.want {
-			t.Errorf("DefaultDelta(%d) = %v, want %v", tc.n, got, tc.want)
-		}
 	}
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"fairdp/dpops/accounting"
 )
 
 // floatsFlag parses comma-separated numbers, "0,0.25,1". allowInf also takes
@@ -70,4 +73,14 @@ func positiveOrInf(x float64) error {
 		return fmt.Errorf("want positive numbers or inf")
 	}
 	return nil
+}
+
+// flagError adds to a library error the command-line flag that changes the
+// option it is about: library packages name options, not flags.
+func flagError(err error) error {
+	var large *accounting.LargeDeltaError
+	if errors.As(err, &large) {
+		return fmt.Errorf("%w (--allow-large-delta)", err)
+	}
+	return err
 }

@@ -38,7 +38,8 @@ type jagielskiConfig struct {
 	algo     string
 	gamma    float64
 	epsilon  float64
-	delta    float64
+	delta    float64 // oracle: < 0 means accounting.DefaultDelta of the training records
+	largeOK  bool    // accept δ ≥ 1/n
 	fairness string
 	allPairs bool
 	out      string
@@ -66,7 +67,7 @@ type jagielskiScoreColumns struct {
 func defaultJagielskiConfig() jagielskiConfig {
 	d := trainer.Defaults()
 	return jagielskiConfig{
-		data: d, gamma: 0.05, epsilon: 1, delta: 1e-5, fairness: "eo",
+		data: d, gamma: 0.05, epsilon: 1, delta: -1, fairness: "eo",
 		beta: linear.DefaultBeta, bins: 2, threshold: 0.5, l2: 1e-4,
 		scores: jagielskiScoreColumns{score: "score", group: "group", label: "label", positive: "1"},
 		rounds: linear.DefaultOracleRounds, bound: linear.DefaultOracleBound, eta: linear.DefaultOracleLearningRate,
@@ -87,7 +88,8 @@ func (c *jagielskiConfig) register(fs *flag.FlagSet) {
 	fs.Var(seedFlag{&d.Seed}, "seed", "seed for a bit-reproducible run (default: crypto-seeded, not reproducible)")
 	fs.StringVar(&c.fairness, "fairness", c.fairness, "eo (equal false- and true-positive rates) or fpr (equal false-positive rates)")
 	fs.BoolVar(&c.allPairs, "all-pairs", c.allPairs, "constrain every pair of groups, not every group against group 0 (the paper); same for two groups")
-	fs.Float64Var(&c.delta, "delta", c.delta, "oracle: δ of advanced composition (0: basic composition, pure ε-DP)")
+	fs.Float64Var(&c.delta, "delta", c.delta, "oracle: δ of advanced composition (-1: 1/n² of the training records; 0: basic composition, pure ε-DP)")
+	fs.BoolVar(&c.largeOK, "allow-large-delta", c.largeOK, "oracle: accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
 	fs.StringVar(&c.out, "out", c.out, "output directory")
 	fs.BoolVar(&c.quiet, "quiet", c.quiet, "print only the summary")
 	fs.Float64Var(&c.beta, "beta", c.beta, "postproc: failure probability of the LP's slack")
@@ -382,8 +384,17 @@ func runJagielskiOnce(c *jagielskiConfig, fair linear.Fairness, d *jagielskiData
 		}
 		res.model = model
 	case "oracle":
+		delta := c.delta
+		if delta < 0 {
+			delta = accounting.DefaultDelta(d.train.n())
+		}
+		if delta > 0 {
+			if err := accounting.CheckDelta(delta, d.train.n(), c.largeOK); err != nil {
+				return nil, err
+			}
+		}
 		or, err := linear.TrainOracle(noise, d.train.x, d.train.n(), d.train.dim, d.train.label, d.train.group, groups,
-			linear.OracleConfig{Gamma: gamma, Epsilon: epsilon, Delta: c.delta, Rounds: c.rounds, Bound: c.bound,
+			linear.OracleConfig{Gamma: gamma, Epsilon: epsilon, Delta: delta, Rounds: c.rounds, Bound: c.bound,
 				LearningRate: c.eta, CountShare: c.share, Ridge: c.ridge, Fairness: fair, AllPairs: c.allPairs})
 		if err != nil {
 			return nil, err

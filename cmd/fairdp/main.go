@@ -43,7 +43,13 @@ func main() {
 	}
 }
 
+// run runs one command; library errors that name an option get the flag
+// that sets it (flagError).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return flagError(runCommand(ctx, args, stdout, stderr))
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("missing command")

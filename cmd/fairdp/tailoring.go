@@ -31,7 +31,7 @@ type tailoringConfig struct {
 	seed                                                         *uint64
 	delta, trainFrac, tauShare, lr, clip, lossClip, residClip    float64
 	box, eta, multiplier, xBound, yBound, ridge, noiseRidge      float64
-	average, quiet                                               bool
+	average, quiet, largeOK                                      bool
 }
 
 const tailoringSynopsis = "train --algo tailoring|dpnose --task regression --rho R[,R…] --trials N [flags]"
@@ -59,7 +59,8 @@ func runTailoring(args []string, stdout, stderr io.Writer) error {
 	fs.Var(floatsFlag{p: &cfg.noise}, "noise", "synthetic: noise sd σ_e, one for all groups or one per group")
 	fs.StringVar(&cfg.out, "out", "", "directory for report.json (and sweep.csv, ratio.png for a sweep)")
 	fs.Var(seedFlag{&cfg.seed}, "seed", "seed for a bit-reproducible run (default: crypto-seeded, not reproducible)")
-	fs.Float64Var(&cfg.delta, "delta", 0, "δ of the reported (ε, δ) (0: 1/n rounded down to a power of 10)")
+	fs.Float64Var(&cfg.delta, "delta", 0, "δ of the reported (ε, δ) (0: 1/n², n = training records); δ ≥ 1/n is refused unless --allow-large-delta")
+	fs.BoolVar(&cfg.largeOK, "allow-large-delta", false, "accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
 	fs.StringVar(&cfg.model, "model", cfg.model, "pooled (one β for all groups) or per-group (one coefficient block per group)")
 	fs.StringVar(&cfg.variant, "variant", cfg.variant, "gd (stage 2: Lagrangian gradient descent) or ols (unconstrained sufficient statistics, the paper's Algorithm 3)")
 	fs.StringVar(&cfg.noseBudget, "nose-budget", cfg.noseBudget, "DPNoSE spends all of ρ (rho) or only μ, DPSE's stage-2 budget (mu)")
@@ -93,10 +94,10 @@ func runTailoring(args []string, stdout, stderr io.Writer) error {
 	}
 	opts.Bounds = linear.Bounds{XNorm: cfg.xBound, Y: cfg.yBound}
 	if cfg.delta == 0 {
-		cfg.delta = math.Pow(10, -math.Ceil(math.Log10(float64(len(train.Y)))))
+		cfg.delta = accounting.DefaultDelta(len(train.Y))
 	}
-	if !(cfg.delta > 0 && cfg.delta < 1) {
-		return fmt.Errorf("--delta %v, want a number in (0, 1)", cfg.delta)
+	if err := accounting.CheckDelta(cfg.delta, len(train.Y), cfg.largeOK); err != nil {
+		return err
 	}
 	variant := tailoring.GD
 	if cfg.variant == "ols" {

@@ -40,6 +40,9 @@ type RunInfo struct {
 	Scope    string  // ScopeAll (default when empty) or ScopeSensitive
 	Sampling string  // SamplingPoisson (default when empty) or SamplingShuffle
 	Seed     *uint64 // nil: the noise was seeded from crypto/rand
+	// Records is the number of records the guarantee covers (0: not
+	// stated); a δ ≥ 1/Records gets a note saying the guarantee is weak.
+	Records int
 }
 
 func (r RunInfo) normalised() (RunInfo, error) {
@@ -97,6 +100,9 @@ func finite(x float64) *float64 {
 
 func (r *Receipt) setRun(run RunInfo) {
 	r.Scope, r.Sampling = run.Scope, run.Sampling
+	if run.Records > 0 && r.Delta >= 1/float64(run.Records) {
+		r.addNote(largeDeltaNote(r.Delta, run.Records))
+	}
 	r.Seeded = run.Seed != nil
 	if run.Seed != nil {
 		s := *run.Seed

@@ -266,7 +266,7 @@ func (s *Silo[T]) persist() error {
 }
 
 func (s *Silo[T]) runInfo() accounting.RunInfo {
-	return accounting.RunInfo{Scope: s.alg.Scope, Sampling: s.alg.Sampling, Seed: s.alg.Seed}
+	return accounting.RunInfo{Scope: s.alg.Scope, Sampling: s.alg.Sampling, Seed: s.alg.Seed, Records: s.data.N()}
 }
 
 // State is a copy of what the silo has released so far (what its state
