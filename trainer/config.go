@@ -28,6 +28,10 @@ type Config struct {
 	ImageSize int        // UTKFace resize
 	Limit     int        // use at most this many records (0 = all), for quick runs
 	Seed      *uint64    // nil: crypto-seeded
+	// SplitSeed, if set, seeds the train/test split alone (Seed then seeds
+	// everything else), so a sweep's runs share one split while each draws
+	// its own noise; nil: the split comes from Seed.
+	SplitSeed *uint64 `json:",omitempty"`
 	Out       string     // output directory ("" = no files)
 	Quiet     bool       // no progress lines
 	Device    string     // "cpu" (default) or "cuda" (needs a build with -tags cuda and a GPU)
@@ -124,7 +128,7 @@ type DPConfig struct {
 	Delta   float64 // target δ (0 = accounting.DefaultDelta: 1/n² of the training records)
 	// AllowLargeDelta accepts a δ ≥ 1/n (refused otherwise); the receipt
 	// then says the guarantee is weak.
-	AllowLargeDelta bool
+	AllowLargeDelta bool `json:",omitempty"`
 	Clip            float64 // per-sample clip bound C
 	Sigma           float64 // noise multiplier; 0 = calibrate from Epsilon
 	// Sampling is "poisson" (default; RDP accounting valid) or "shuffle".

@@ -99,7 +99,11 @@ func Prepare(cfg Config, log io.Writer) (*Job, error) {
 		return nil, err
 	}
 	r, src := dpops.NewRand(cfg.Seed)
-	train, test, prep, err := LoadData(cfg, src.Derive("data"))
+	split := src
+	if cfg.SplitSeed != nil {
+		_, split = dpops.NewRand(cfg.SplitSeed)
+	}
+	train, test, prep, err := LoadData(cfg, split.Derive("data"))
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -45,6 +47,21 @@ type Sweep struct {
 	Preprocess  json.RawMessage
 	Workers     int // runs at a time (0: GOMAXPROCS)
 }
+
+// SweepSeed is the seed of run `run` of the sweep cell named cell (its key,
+// e.g. "1,0.5" for ε, λ) in a sweep seeded with base: the first 8 bytes of
+// SHA-256("fairdp sweep seed v1", base, cell, run). Every cell and run gets
+// its own noise stream, so two cells that differ only in λ do not share
+// their noise (with base+run they did), and a rerun of the same sweep is
+// bit-identical. The runs share the data split of base (Config.SplitSeed).
+func SweepSeed(base uint64, cell string, run int) uint64 {
+	h := sha256.New()
+	fmt.Fprintf(h, "fairdp sweep seed v1\x00%d\x00%s\x00%d", base, cell, run)
+	return binary.LittleEndian.Uint64(h.Sum(nil)[:8])
+}
+
+// SweepSeedDerivation names SweepSeed in a sweep's settings file.
+const SweepSeedDerivation = "sha256(base seed, cell, run) v1"
 
 // NewSweep loads and splits the data cfg names once, with the split seed
 // given (the split of `fairdp train --seed splitSeed`).

@@ -34,8 +34,10 @@ against the fairness violation (--fairness), one curve per ε (mean over seeds,
 error bars one standard deviation), and a summary table is printed. Run the
 same command again to resume an interrupted sweep: finished runs are kept.
 The data split comes from --seed (default 0); with --seed S run i of a cell
-uses seed S+i (bit-reproducible, NOT secure noise), without it the noise
-comes from crypto/rand. Note that choosing λ or ε by looking at the results
+gets its own seed, derived from S, the cell and i (sweep.csv's seed column;
+bit-reproducible, NOT secure noise; the row is the run of fairdp train
+--seed SEED --split-seed S), so no two cells share noise; without --seed
+the noise comes from crypto/rand. Note that choosing λ or ε by looking at the results
 of private runs is itself not covered by any run's privacy receipt.
 --algo steffle also sweeps the number of silos N (--silos) and the
 heterogeneity h (--heterogeneity): sweep.csv then starts with the columns
@@ -124,6 +126,10 @@ type sweepSettings struct {
 	Config   json.RawMessage `json:"config"`
 	Seeded   bool            `json:"seeded"`
 	BaseSeed uint64          `json:"base_seed"`
+	// SeedDerivation says how a seeded run's seed comes from BaseSeed:
+	// trainer.SweepSeedDerivation; empty in sweeps made before it, whose
+	// run i of every cell has seed BaseSeed+i (kept, so they resume).
+	SeedDerivation string `json:"seed_derivation,omitempty"`
 }
 
 // runSweep is `fairdp sweep`.
@@ -211,6 +217,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	settings := sweepSettings{Version: trainer.Version, Seeded: cfg.Seed != nil}
 	if cfg.Seed != nil {
 		settings.BaseSeed = *cfg.Seed
+		settings.SeedDerivation = trainer.SweepSeedDerivation
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out %s: %w", dir, err)
@@ -243,7 +250,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			seed := uint64(i)
 			if settings.Seeded {
-				seed = settings.BaseSeed + uint64(i)
+				seed = settings.BaseSeed + uint64(i) // sweeps made before per-cell seeds
+				if settings.SeedDerivation != "" {
+					seed = trainer.SweepSeed(settings.BaseSeed, strings.Join(ax.key(g), ","), i)
+					split := settings.BaseSeed
+					c.SplitSeed = &split
+				}
 				c.Seed = &seed
 			}
 			if k := strings.Join(append(ax.key(g), strconv.FormatUint(seed, 10)), ","); !log.Done(k) {
@@ -322,6 +334,7 @@ func checkSweepSettings(dir string, base trainer.Config, s *sweepSettings) error
 	if err := json.Unmarshal(old, &prev); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	s.SeedDerivation = prev.SeedDerivation // a resumed sweep keeps the seeds it started with
 	var a, b bytes.Buffer
 	if err := json.Compact(&a, prev.Config); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

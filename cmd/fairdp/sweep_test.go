@@ -8,10 +8,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"fairdp/trainer"
 )
 
 // cancelAfter is stdout for a sweep that is "killed" (its context
@@ -112,9 +116,12 @@ func TestSweepResume(t *testing.T) {
 			t.Errorf("non-private run reports spent ε %s", r[5])
 		}
 	}
-	for _, k := range []string{"1,0,1", "1,0,2", "1,2,1", "1,2,2", "inf,0,1", "inf,0,2", "inf,2,1", "inf,2,2"} {
-		if !keys[k] {
-			t.Errorf("run %s missing from sweep.csv", k)
+	// Run i of cell (ε, λ) has seed SweepSeed(1, "ε,λ", i): its own noise.
+	for _, cell := range []string{"1,0", "1,2", "inf,0", "inf,2"} {
+		for i := range 2 {
+			if k := cell + "," + strconv.FormatUint(trainer.SweepSeed(1, cell, i), 10); !keys[k] {
+				t.Errorf("run %s missing from sweep.csv", k)
+			}
 		}
 	}
 	for _, want := range []string{"summary", "test error", "demographic-parity violation", "pareto.png"} {
@@ -148,7 +155,13 @@ func TestSweepRowMatchesTrain(t *testing.T) {
 	}
 	recs, _ := readSweepCSV(t, dir)
 	tdir := t.TempDir()
-	if _, _, err := runCLI(t, append([]string{"train", "--quiet", "--lambda", "2", "--epsilon", "3"}, append(args, tdir)...)...); err != nil {
+	// The row's seed is the run's own; the split is the sweep's --seed.
+	if recs[1][2] != strconv.FormatUint(trainer.SweepSeed(4, "3,2", 0), 10) {
+		t.Fatalf("row seed %s, want SweepSeed(4, \"3,2\", 0)", recs[1][2])
+	}
+	targs := []string{"train", "--quiet", "--lambda", "2", "--epsilon", "3", "--seed", recs[1][2], "--split-seed", "4", "--algo", "fermi",
+		"--limit", "600", "--epochs", "1", "--batch", "64", "--out", tdir}
+	if _, _, err := runCLI(t, targs...); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(tdir, "report.json"))
@@ -258,7 +271,8 @@ func TestSteffleSweepResume(t *testing.T) {
 	for _, n := range []string{"1", "3"} {
 		for _, h := range []string{"0", "0.75"} {
 			for _, l := range []string{"0", "1"} {
-				if k := n + "," + h + ",1," + l + ",1"; !keys[k] {
+				cell := n + "," + h + ",1," + l
+				if k := cell + "," + strconv.FormatUint(trainer.SweepSeed(1, cell, 0), 10); !keys[k] {
 					t.Errorf("run %s missing", k)
 				}
 			}
@@ -314,7 +328,12 @@ func TestSteffleSweepRowMatchesTrain(t *testing.T) {
 	}
 	recs, _ := readSweepCSV(t, dir)
 	tdir := t.TempDir()
-	if _, _, err := runCLI(t, append([]string{"train", "--quiet"}, append(args, tdir)...)...); err != nil {
+	seed := trainer.SweepSeed(4, "3,0.75,3,1", 0)
+	if recs[1][4] != strconv.FormatUint(seed, 10) {
+		t.Fatalf("row seed %s, want %d", recs[1][4], seed)
+	}
+	args[slices.Index(args, "--seed")+1] = recs[1][4]
+	if _, _, err := runCLI(t, append([]string{"train", "--quiet", "--split-seed", "4"}, append(args, tdir)...)...); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(tdir, "report.json"))
@@ -334,5 +353,41 @@ func TestSteffleSweepRowMatchesTrain(t *testing.T) {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	if r := recs[1]; r[0] != "3" || r[1] != "0.75" || r[5] != f(rep.Test.Error) || r[9] != f(rep.Test.DPViolation) || r[7] != f(rep.Privacy.Epsilon) {
 		t.Errorf("sweep row %v; train gave test error %v, DP violation %v, ε %v", r, rep.Test.Error, rep.Test.DPViolation, rep.Privacy.Epsilon)
+	}
+}
+
+// TestSweepLegacySeeds: a sweep started before per-cell seeds (its
+// sweep.json has no seed_derivation) resumes with its own seeds, S+i, so
+// its finished runs are still recognised.
+func TestSweepLegacySeeds(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--algo", "fermi", "--limit", "300", "--epochs", "1", "--batch", "64", "--seed", "5", "--lambda", "0",
+		"--epsilon", "2", "--seeds", "2", "--workers", "1", "--out", dir}
+	if err := runSweep(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "sweep.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m["seed_derivation"] != trainer.SweepSeedDerivation {
+		t.Fatalf("sweep.json %s (%v): want the seed derivation recorded", raw, err)
+	}
+	legacy := regexp.MustCompile(`,\s*"seed_derivation": "[^"]*"`).ReplaceAll(raw, nil)
+	if bytes.Equal(legacy, raw) {
+		t.Fatalf("could not remove seed_derivation from %s", raw)
+	}
+	if err := os.WriteFile(path, legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "sweep.csv"))
+	if err := runSweep(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readSweepCSV(t, dir)
+	if len(recs) != 3 || recs[1][2] != "5" && recs[1][2] != "6" || recs[2][2] != "5" && recs[2][2] != "6" || recs[1][2] == recs[2][2] {
+		t.Errorf("legacy sweep rows %v, want seeds 5 and 6", recs)
 	}
 }

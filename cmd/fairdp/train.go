@@ -92,6 +92,7 @@ func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.IntVar(&c.ImageSize, "image-size", c.ImageSize, "UTKFace images are resized to this many pixels square")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "use at most this many records (0: all), for quick runs")
 	fs.Var(seedFlag{&c.Seed}, "seed", "seed for a bit-reproducible run (default: crypto-seeded, not reproducible)")
+	fs.Var(seedFlag{&c.SplitSeed}, "split-seed", "seed of the train/test split alone (default: from --seed); a sweep row's run is --seed ROW_SEED --split-seed SWEEP_SEED")
 }
 
 func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
