@@ -508,3 +508,48 @@ func BenchmarkScalarLaplace(b *testing.B) {
 		_, _ = ScalarLaplace(r, 1000, 1, 1)
 	}
 }
+
+// TestAddGaussianHardened: the hardened buffer noise has the requested
+// spread, leaves a zero std alone, and every output lies on ScalarGaussian's
+// lattice (a multiple of a power of two far below the std).
+func TestAddGaussianHardened(t *testing.T) {
+	seed := uint64(5)
+	r, _ := NewRand(&seed)
+	const n, std = 20000, 3.0
+	x := make([]float64, n)
+	if err := AddGaussianHardened(r, x, std); err != nil {
+		t.Fatal(err)
+	}
+	var s, s2 float64
+	for _, v := range x {
+		s += v
+		s2 += v * v
+	}
+	mean, sd := s/n, math.Sqrt(s2/n-(s/n)*(s/n))
+	// 5 standard errors: the mean's is std/√n, the sd's about std/√(2n).
+	if math.Abs(mean) > 5*std/math.Sqrt(n) || math.Abs(sd-std) > 5*std/math.Sqrt(2*n) {
+		t.Errorf("mean %v, sd %v; want 0, %v", mean, sd, std)
+	}
+	g := ceilPowerOfTwo(2 * std / binomialBound)
+	for i, v := range x[:100] {
+		if math.Mod(v, g) != 0 {
+			t.Fatalf("element %d = %v is not a multiple of the lattice %v", i, v, g)
+		}
+	}
+	y := []float32{1, 2}
+	if err := AddGaussianHardened(r, y, 0); err != nil || y[0] != 1 || y[1] != 2 {
+		t.Errorf("std 0 changed the buffer: %v %v", y, err)
+	}
+	if err := AddGaussianHardened(r, y, -1); err == nil {
+		t.Error("negative std accepted")
+	}
+}
+
+func BenchmarkAddGaussianHardened(b *testing.B) {
+	seed := uint64(1)
+	r, _ := NewRand(&seed)
+	x := make([]float64, 1000)
+	for b.Loop() {
+		AddGaussianHardened(r, x, 1)
+	}
+}

@@ -104,6 +104,10 @@ type DPFERMI[T nn.Float] struct {
 	CountSigma, CountSensitivity float64
 	Reg                          *Regularizer
 	Seed                         *uint64
+	// HardenedNoise draws the θ and W noise with the floating-point-safe
+	// sampler (dpops.AddGaussianHardened): set for a SteFFLe silo served
+	// over the network, whose noisy sums leave it as they are.
+	HardenedNoise bool
 
 	target   float64   // --epsilon
 	released []float64 // the noisy group counts as released (floored at 1)
@@ -453,10 +457,14 @@ func (a *DPFERMI[T]) privateStep(m *models.Model[T], b trainer.Batch[T], logits 
 	if a.lambdaAfterClip() {
 		thetaScale = a.Lambda * inv
 	}
-	if err := trainer.NoiseAndScale(a.noise, m.Params(), a.StdTheta, thetaScale); err != nil {
+	noise, addW := trainer.NoiseAndScale[T], dpops.AddGaussian[float64]
+	if a.HardenedNoise {
+		noise, addW = trainer.NoiseAndScaleHardened[T], dpops.AddGaussianHardened[float64]
+	}
+	if err := noise(a.noise, m.Params(), a.StdTheta, thetaScale); err != nil {
 		return err
 	}
-	if err := dpops.AddGaussian(a.noise, a.w.Grad, a.StdW); err != nil {
+	if err := addW(a.noise, a.w.Grad, a.StdW); err != nil {
 		return err
 	}
 	for i := range a.w.Grad {

@@ -167,7 +167,8 @@ func DPGD(r *rand.Rand, ex *Examples, opts DPGDOptions, acct *accounting.ZCDP) (
 			return nil, err
 		}
 		ex.ClippedSums(beta, opts.Loss, opts.Clip, math.Inf(1), grad)
-		if err := dpops.AddGaussian(r, grad, std); err != nil {
+		// The float64 iterate is released as it is: hardened noise.
+		if err := dpops.AddGaussianHardened(r, grad, std); err != nil {
 			return nil, err
 		}
 		for j := range beta {

@@ -207,7 +207,8 @@ func gradientDescent(r *rand.Rand, d *Data, o Options, res *Result, acct *accoun
 			if err := acct.SpendGaussian(o.GradClip, gradStd[g], "stage 2 gradient "+d.Names[g]); err != nil {
 				return err
 			}
-			if err := dpops.AddGaussian(r, grads[g], gradStd[g]); err != nil {
+			// The float64 iterate is released as it is: hardened noise.
+			if err := dpops.AddGaussianHardened(r, grads[g], gradStd[g]); err != nil {
 				return err
 			}
 			inv := 1 / float64(d.Sizes[g])

@@ -210,6 +210,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		seed := job.Source.Seed
 		rep.Privacy.Seed = &seed
 	}
+	if cfg.DType == "float64" && rep.Privacy.Private() {
+		rep.Privacy.AddNote(float64NoiseNote)
+	}
 	if cfg.Out != "" {
 		if err := jsonl.Commit(); err != nil {
 			return nil, nil, err
@@ -220,6 +223,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	return rep, m, nil
 }
+
+// float64NoiseNote is the receipt's exception to dpops' noise rule for
+// float64 training (see dpops/noise.go).
+const float64NoiseNote = "noise: the gradient sums were noised with the fast textbook Gaussian sampler on float64 parameters, " +
+	"which is not hardened against floating-point attacks (Mironov 2012; Jin et al. 2022); with --dtype float32 the " +
+	"weights' rounding mitigates them"
 
 // ModelSpec picks the architecture: cfg.Model, else the dataset's default.
 func ModelSpec(cfg Config, d *loaders.Dataset) models.Spec {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"fairdp/models"
@@ -154,5 +155,25 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := Prepare(Config{}, nil); err == nil {
 		t.Error("zero config accepted")
+	}
+}
+
+// TestFloat64NoiseNote: a private float64 run's receipt says its noise was
+// not drawn with the hardened sampler (issue 19 item 5); float32 runs and
+// non-private runs say nothing of it.
+func TestFloat64NoiseNote(t *testing.T) {
+	for _, tc := range []struct {
+		dtype, algo string
+		want        bool
+	}{{"float64", "dpsgd", true}, {"float32", "dpsgd", false}, {"float64", "sgd", false}} {
+		rep, _ := quick(t, func(c *Config) {
+			c.Algo, c.DType, c.Privacy.Epsilon, c.Epochs = tc.algo, tc.dtype, 2, 1
+			if tc.algo == "sgd" {
+				c.Privacy.Epsilon = math.Inf(1)
+			}
+		})
+		if got := strings.Contains(rep.Privacy.Note, "not hardened against floating-point attacks"); got != tc.want {
+			t.Errorf("%s %s: note %q", tc.dtype, tc.algo, rep.Privacy.Note)
+		}
 	}
 }

@@ -110,6 +110,10 @@ func (r *Receipt) setRun(run RunInfo) {
 	}
 }
 
+// AddNote appends a sentence to the receipt's note: an assumption or an
+// exception the analysis does not show by itself.
+func (r *Receipt) AddNote(note string) { r.addNote(note) }
+
 func (r *Receipt) addNote(note string) {
 	if r.Note != "" {
 		r.Note += "; "

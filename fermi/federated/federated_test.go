@@ -262,8 +262,12 @@ func TestLoopbackMatchesInProcess(t *testing.T) {
 	train := synthetic(600, 2)
 	ctx := context.Background()
 
+	// Served silos draw their noise with the hardened sampler (their
+	// messages leave the process); the in-process twins do the same here, so
+	// the two differ only in transport.
 	var local []Client
 	for _, s := range buildSilos(t, cfg, train) {
+		s.alg.HardenedNoise = true
 		local = append(local, Local(s))
 	}
 	inProc, err := NewServer[float64](ctx, serverConfig(cfg), local)
@@ -303,6 +307,9 @@ func TestLoopbackMatchesInProcess(t *testing.T) {
 	alg, err := New[float64](job, Settings{Silos: 3, Heterogeneity: 0.75, SiloAttribute: "age"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, s := range alg.Silos {
+		s.alg.HardenedNoise = true
 	}
 	_, m, err := trainer.Run(ctx, job, trainer.Algorithm[float64](alg))
 	if err != nil {

@@ -108,8 +108,16 @@ var serviceDesc = grpc.ServiceDesc{
 
 // Serve runs silo on lis until ctx ends, with mutual TLS from tlsCfg (nil:
 // no TLS, for tests only). after, if not nil, runs after every answered
-// round before the answer is sent (e.g. to persist the silo's spent budget).
+// round, after the silo saved its state, before the answer is sent (tests
+// inject faults there).
+//
+// A served silo's noisy sums are its messages and leave the process as they
+// are, so Serve switches its noise to the floating-point-safe sampler
+// (dpops.AddGaussianHardened). In-process federations keep the fast sampler:
+// their messages never leave the process, and N = 1 stays bit-identical to
+// central DP-FERMI.
 func Serve[T nn.Float](ctx context.Context, lis net.Listener, silo *Silo[T], tlsCfg *tls.Config, after func(*Silo[T]) error) error {
+	silo.alg.HardenedNoise = true
 	opts := []grpc.ServerOption{grpc.ForceServerCodec(gobCodec{}), grpc.MaxRecvMsgSize(1 << 30), grpc.MaxSendMsgSize(1 << 30)}
 	if tlsCfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
