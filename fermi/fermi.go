@@ -123,7 +123,9 @@ type DPFERMI[T nn.Float] struct {
 	coef     []float64
 	row      []float64
 
-	// per-epoch statistics for EpochFields
+	publicSizes bool // --public-group-sizes: the exact group frequencies were used
+	// per-epoch statistics for EpochFields, reported only when exact
+	exact         bool
 	psiSum        float64
 	seen, clipped int
 }
@@ -155,7 +157,7 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 	if cfg.Batch > n {
 		return nil, fmt.Errorf("fermi: --batch %d is larger than the %d training records", cfg.Batch, n)
 	}
-	a := &DPFERMI[T]{
+	a := &DPFERMI[T]{publicSizes: f.PublicGroupSizes,
 		Lambda: f.Lambda, LRW: f.LRW, Radius: f.Radius, Clip: p.Clip, Scope: f.Scope, Sampling: p.Sampling,
 		Calibration: f.Calibration, Private: !(math.IsInf(p.Epsilon, 1) && p.Sigma == 0),
 		Delta: p.Delta, Q: float64(cfg.Batch) / float64(n), Batch: cfg.Batch, Seed: cfg.Seed, target: p.Epsilon,
@@ -625,12 +627,28 @@ func (a *DPFERMI[T]) Receipt() accounting.Receipt {
 	return r
 }
 
-// EpochFields implements trainer.EpochLogger: the mean ψ of the epoch's
-// samples (near the ERMI of the training batches when W is near W*), ‖W‖
+// NotCovered implements trainer.NotCoverer: group frequencies taken as
+// public are exact statistics of the training records.
+func (a *DPFERMI[T]) NotCovered() []accounting.NotCovered {
+	if !a.publicSizes || !a.Private {
+		return nil
+	}
+	return []accounting.NotCovered{{Item: "group_sizes", Detail: "the sensitive groups' frequencies p̂_S were computed " +
+		"from the exact training counts and treated as public (public group sizes): they are in report.json extra.fermi.group_freq"}}
+}
+
+// ExactStatistics says whether EpochFields may report exact statistics of
+// the training data (the trainer turns it off for a private run unless the
+// user asks for them).
+func (a *DPFERMI[T]) ExactStatistics(on bool) { a.exact = on }
+
+// EpochFields implements trainer.EpochLogger: ‖W‖ (a function of released
+// quantities) and, when exact statistics are allowed, the mean ψ of the
+// epoch's samples (near the ERMI of the training batches when W is near W*)
 // and, for private runs, the fraction of samples clipped.
 func (a *DPFERMI[T]) EpochFields() map[string]any {
 	out := map[string]any{"w_norm": a.Reg.Norm()}
-	if a.seen > 0 {
+	if a.seen > 0 && a.exact {
 		out["psi_mean"] = a.psiSum / float64(a.seen)
 		if a.Private {
 			out["clipped_frac"] = float64(a.clipped) / float64(a.seen)

@@ -31,15 +31,19 @@ type Config struct {
 	// SplitSeed, if set, seeds the train/test split alone (Seed then seeds
 	// everything else), so a sweep's runs share one split while each draws
 	// its own noise; nil: the split comes from Seed.
-	SplitSeed *uint64    `json:",omitempty"`
-	Out       string     // output directory ("" = no files)
-	Quiet     bool       // no progress lines
-	Device    string     // "cpu" (default) or "cuda" (needs a build with -tags cuda and a GPU)
-	Baseline  bool       // also train the non-private twin and report the cost of privacy
-	Tau       float64    // "equal cost" tolerance for the cost of privacy (DPSGD-F's τ)
-	Privacy   DPConfig   `json:"privacy"` // used by the private algorithms
-	Fair      FairConfig `json:"fair"`
-	Preset    string     // name of the preset applied first (recorded for the report)
+	SplitSeed *uint64 `json:",omitempty"`
+	Out       string  // output directory ("" = no files)
+	Quiet     bool    // no progress lines
+	Device    string  // "cpu" (default) or "cuda" (needs a build with -tags cuda and a GPU)
+	Baseline  bool    // also train the non-private twin and report the cost of privacy
+	// ReportTrainStats writes exact statistics of the training split (per
+	// group metrics, loss, sampled batch sizes) for a private run too,
+	// marked not private; by default a private run leaves them out.
+	ReportTrainStats bool       `json:",omitempty"`
+	Tau              float64    // "equal cost" tolerance for the cost of privacy (DPSGD-F's τ)
+	Privacy          DPConfig   `json:"privacy"` // used by the private algorithms
+	Fair             FairConfig `json:"fair"`
+	Preset           string     // name of the preset applied first (recorded for the report)
 	// Federation is SteFFLe's (--algo steffle) split of the training data
 	// over silos; other algorithms ignore it, and sweeps of them zero it so
 	// it is left out of their settings JSON.

@@ -58,8 +58,12 @@ func (p *progress) epoch(l EpochLog) {
 	if l.Epsilon != nil {
 		e = fmt.Sprintf("%.4f", *l.Epsilon)
 	}
-	fmt.Fprintf(p.w, "epoch %d: train loss %.4f  test error %.4f  DP %.4f  EO %.4f  ε %s  %.0f samples/s\n",
-		l.Epoch, l.TrainLoss, l.TestError, l.TestDP, l.TestEO, e, l.SamplesPerS)
+	loss := ""
+	if l.TrainLoss != nil {
+		loss = fmt.Sprintf("train loss %.4f  ", *l.TrainLoss)
+	}
+	fmt.Fprintf(p.w, "epoch %d: %stest error %.4f  DP %.4f  EO %.4f  ε %s  %.0f samples/s\n",
+		l.Epoch, loss, l.TestError, l.TestDP, l.TestEO, e, l.SamplesPerS)
 	p.start = time.Now()
 }
 

@@ -27,20 +27,27 @@ const Version = "0.1.0-dev"
 // Report is report.json: the results contract later issues and outside tools
 // read. Privacy is the receipt; "epsilon": null means not private.
 type Report struct {
-	Algorithm string             `json:"algorithm"`
-	Dataset   string             `json:"dataset"`
-	Model     string             `json:"model"`
-	Params    int                `json:"params"`
-	DType     string             `json:"dtype"`
-	Backend   string             `json:"backend"`
-	Epochs    int                `json:"epochs"`
-	Batch     int                `json:"batch"`
-	LR        float64            `json:"lr"`
-	Train     metrics.Split      `json:"train"`
-	Test      metrics.Split      `json:"test"`
-	Privacy   accounting.Receipt `json:"privacy"`
-	Seconds   float64            `json:"seconds"`
-	Version   string             `json:"fairdp_version"`
+	Algorithm string  `json:"algorithm"`
+	Dataset   string  `json:"dataset"`
+	Model     string  `json:"model"`
+	Params    int     `json:"params"`
+	DType     string  `json:"dtype"`
+	Backend   string  `json:"backend"`
+	Epochs    int     `json:"epochs"`
+	Batch     int     `json:"batch"`
+	LR        float64 `json:"lr"`
+	// TrainRecords is the size of the training split (treated as public:
+	// the sampling rate and the default δ are computed from it).
+	TrainRecords int `json:"train_records"`
+	// Train holds exact statistics of the training split. A private run
+	// leaves it out (they are exactly what the receipt protects) unless
+	// Config.ReportTrainStats asks for it, and then TrainNotPrivate is set.
+	Train           *metrics.Split     `json:"train,omitempty"`
+	TrainNotPrivate bool               `json:"train_not_private,omitempty"`
+	Test            metrics.Split      `json:"test"`
+	Privacy         accounting.Receipt `json:"privacy"`
+	Seconds         float64            `json:"seconds"`
+	Version         string             `json:"fairdp_version"`
 	// Config is every setting of the run, so it can be repeated.
 	Config Config `json:"config"`
 	// CostOfPrivacy and Baseline are set by --baseline: the identical
@@ -52,17 +59,21 @@ type Report struct {
 }
 
 // EpochLog is one line of metrics.jsonl.
+//
+// A private run without Config.ReportTrainStats leaves out the exact
+// training statistics (TrainLoss, MeanBatch, EmptyBatches) and reports
+// throughput from the expected batch size.
 type EpochLog struct {
 	Epoch        int      `json:"epoch"`
 	Steps        int      `json:"steps"`
-	TrainLoss    float64  `json:"train_loss"`
+	TrainLoss    *float64 `json:"train_loss,omitempty"`
 	TestError    float64  `json:"test_error"`
 	TestDP       float64  `json:"test_dp_violation"`
 	TestEO       float64  `json:"test_eo_violation"`
 	Epsilon      *float64 `json:"epsilon"`
 	Seconds      float64  `json:"seconds"`
 	SamplesPerS  float64  `json:"samples_per_s"`
-	MeanBatch    float64  `json:"mean_batch"`
+	MeanBatch    *float64 `json:"mean_batch,omitempty"`
 	EmptyBatches int      `json:"empty_batches,omitempty"`
 	// Algo holds what an EpochLogger adds (e.g. DPSGD-F's clip bounds).
 	Algo map[string]any `json:"algo,omitempty"`
@@ -146,6 +157,14 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	stepsPerEpoch := sampler.StepsPerEpoch()
 	prog := newProgress(job.Log, cfg.Quiet, cfg.Epochs*stepsPerEpoch)
+	// A private run releases only what its receipt covers: exact statistics
+	// of the training data (loss, sampled batch sizes) stay inside unless
+	// the user asks for them (and they are then marked not private).
+	private := alg.Receipt().Private()
+	exact := !private || cfg.ReportTrainStats
+	if el, ok := alg.(interface{ ExactStatistics(bool) }); ok {
+		el.ExactStatistics(exact)
+	}
 	inSize := prod(spec.InShape)
 	var b Batch[T]
 	start := time.Now()
@@ -176,11 +195,15 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 			prog.step(seen, func() *float64 { return alg.Receipt().Epsilon })
 		}
 		test := ev.evaluate(job.Test)
-		el := EpochLog{Epoch: epoch, Steps: stepsPerEpoch, TrainLoss: lossSum / math.Max(1, float64(seen)),
+		el := EpochLog{Epoch: epoch, Steps: stepsPerEpoch,
 			TestError: test.Error, TestDP: test.DPViolation, TestEO: test.EOViolation,
-			Epsilon: alg.Receipt().Epsilon, Seconds: time.Since(epStart).Seconds(),
-			MeanBatch: float64(seen) / float64(stepsPerEpoch), EmptyBatches: empty}
-		el.SamplesPerS = float64(seen) / el.Seconds
+			Epsilon: alg.Receipt().Epsilon, Seconds: time.Since(epStart).Seconds()}
+		el.SamplesPerS = float64(stepsPerEpoch*cfg.Batch) / el.Seconds // expected batch: public
+		if exact {
+			loss, mean := lossSum/math.Max(1, float64(seen)), float64(seen)/float64(stepsPerEpoch)
+			el.TrainLoss, el.MeanBatch, el.EmptyBatches = &loss, &mean, empty
+			el.SamplesPerS = float64(seen) / el.Seconds
+		}
 		if lg, ok := alg.(EpochLogger); ok {
 			el.Algo = lg.EpochFields()
 		}
@@ -195,8 +218,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	rep := &Report{
 		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: spec.Arch, Params: m.NumParams(),
 		DType: cfg.DType, Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,
-		Train: ev.evaluate(job.Train), Test: ev.evaluate(job.Test), Privacy: alg.Receipt(),
+		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: alg.Receipt(),
 		Seconds: time.Since(start).Seconds(), Version: Version, Config: cfg,
+	}
+	if exact {
+		train := ev.evaluate(job.Train)
+		rep.Train, rep.TrainNotPrivate = &train, private
 	}
 	if f, ok := alg.(Finisher[T]); ok {
 		if err := f.Finish(m, job, rep); err != nil {
@@ -212,6 +239,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	if cfg.DType == "float64" && rep.Privacy.Private() {
 		rep.Privacy.AddNote(float64NoiseNote)
+	}
+	DeclareNotCovered(&rep.Privacy, job.Train.N(), job.Preprocess, cfg)
+	if nc, ok := alg.(NotCoverer); ok && rep.Privacy.Private() {
+		for _, n := range nc.NotCovered() {
+			rep.Privacy.AddNotCovered(n.Item, n.Detail)
+		}
 	}
 	if cfg.Out != "" {
 		if err := jsonl.Commit(); err != nil {

@@ -109,7 +109,7 @@ func must(b []byte, err error) []byte {
 func TestSeedReproduces(t *testing.T) {
 	a, _ := quick(t, func(c *Config) { c.Algo = "dpsgd"; c.Privacy.Epsilon = 2 })
 	b, _ := quick(t, func(c *Config) { c.Algo = "dpsgd"; c.Privacy.Epsilon = 2 })
-	if a.Test.Error != b.Test.Error || a.Train.DPViolation != b.Train.DPViolation {
+	if a.Test.Error != b.Test.Error || a.Test.DPViolation != b.Test.DPViolation {
 		t.Errorf("same seed, different results: %v vs %v", a.Test.Error, b.Test.Error)
 	}
 }

@@ -8,6 +8,7 @@ package main
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +45,9 @@ type jagielskiConfig struct {
 	allPairs bool
 	out      string
 	quiet    bool
+	// trainStats keeps exact training-split statistics in a private run's
+	// output (marked not private); by default they are left out.
+	trainStats bool
 
 	// Post-processing.
 	beta      float64
@@ -92,6 +96,7 @@ func (c *jagielskiConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.largeOK, "allow-large-delta", c.largeOK, "oracle: accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
 	fs.StringVar(&c.out, "out", c.out, "output directory")
 	fs.BoolVar(&c.quiet, "quiet", c.quiet, "print only the summary")
+	fs.BoolVar(&c.trainStats, "report-train-stats", c.trainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
 	fs.Float64Var(&c.beta, "beta", c.beta, "postproc: failure probability of the LP's slack")
 	fs.IntVar(&c.bins, "bins", c.bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles")
 	fs.Float64Var(&c.threshold, "threshold", c.threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
@@ -143,6 +148,7 @@ type jagielskiData struct {
 	name        string
 	groupNames  []string
 	train, test *jagielskiSplit
+	preprocess  json.RawMessage // the preprocessing fitted on the training split (nil with --scores)
 }
 
 type jagielskiSplit struct {
@@ -161,7 +167,7 @@ func loadJagielski(c *jagielskiConfig, r *rand.Rand) (*jagielskiData, *linear.Li
 		d, err := readJagielskiScores(c.scores, c.data.TrainFrac, r)
 		return d, nil, err
 	}
-	train, test, _, err := trainer.LoadData(c.data, r)
+	train, test, prep, err := trainer.LoadData(c.data, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -174,7 +180,7 @@ func loadJagielski(c *jagielskiConfig, r *rand.Rand) (*jagielskiData, *linear.Li
 	if len(train.GroupNames) < 2 {
 		return nil, nil, fmt.Errorf("data set %s has %d sensitive group(s); fairness needs at least 2", train.Name, len(train.GroupNames))
 	}
-	d := &jagielskiData{name: train.Name, groupNames: train.GroupNames}
+	d := &jagielskiData{name: train.Name, groupNames: train.GroupNames, preprocess: prep}
 	split := func(ds *loaders.Dataset) *jagielskiSplit {
 		return &jagielskiSplit{x: ds.X, dim: ds.Dim, label: ds.Labels, group: ds.Groups}
 	}
@@ -308,6 +314,9 @@ type jagielskiResult struct {
 	expTrain      linear.ExpectedRates
 	expTest       linear.ExpectedRates
 	privacyString string
+	// noTrain: the training-split statistics were left out (a private run
+	// without --report-train-stats).
+	noTrain bool
 }
 
 // runJagielskiOnce runs the algorithm on loaded data with the given γ, ε and noise
@@ -330,6 +339,8 @@ func runJagielskiOnce(c *jagielskiConfig, fair linear.Fairness, d *jagielskiData
 	}
 	rep := &res.report
 	rep.Algorithm, rep.Dataset, rep.DType, rep.Backend, rep.Version = c.algo, d.name, "float64", trainer.BackendName(), trainer.Version
+	rep.TrainRecords = d.train.n()
+	rep.Train = &metrics.Split{}
 
 	switch c.algo {
 	case "postproc":
@@ -417,6 +428,14 @@ func runJagielskiOnce(c *jagielskiConfig, fair linear.Fairness, d *jagielskiData
 		}
 		res.model = map[string]any{"groups": d.groupNames, "mixture": or.Model}
 	}
+	trainer.DeclareNotCovered(&rec, d.train.n(), d.preprocess, trainer.Config{ReportTrainStats: c.trainStats})
+	if c.algo == "postproc" && rec.Private() {
+		what := "the external model's scores (--scores) are taken as given"
+		if base != nil {
+			what = "the base logistic regression was fitted on the training records WITHOUT privacy"
+		}
+		rec.AddNotCovered("base_classifier", what+": only the post-processing of its predictions is ε-DP")
+	}
 	rep.Privacy = rec
 	res.privacyString = rec.String()
 	if res.failed {
@@ -435,13 +454,27 @@ func runJagielskiOnce(c *jagielskiConfig, fair linear.Fairness, d *jagielskiData
 			prob  []float64
 			split *jagielskiSplit
 			dst   *metrics.Split
-		}{{probTrain, d.train, &rep.Train}, {probTest, d.test, &rep.Test}} {
+		}{{probTrain, d.train, rep.Train}, {probTest, d.test, &rep.Test}} {
 			pred, err := linear.SamplePredictions(coins, p.prob)
 			if err != nil {
 				return nil, err
 			}
 			*p.dst = metrics.Evaluate(pred, p.split.label, p.split.group, 2, d.groupNames)
 		}
+	}
+	// Exact statistics of the private training split (the base classifier's
+	// and the post-processed model's cell rates) would let a reader recover
+	// what the noise protects: a private run leaves them out unless asked.
+	private := !math.IsInf(epsilon, 1)
+	if private && !c.trainStats {
+		delete(extra, "base_train")
+		delete(extra, "expected_train")
+		rep.Train, res.expTrain, res.noTrain = nil, linear.ExpectedRates{}, true
+	} else {
+		rep.TrainNotPrivate = private
+	}
+	if res.failed {
+		rep.Train = nil
 	}
 	rep.Extra = extra
 	rep.Seconds = time.Since(start).Seconds()
@@ -507,14 +540,19 @@ func runJagielski(args []string, stdout, stderr io.Writer) error {
 	}
 	rep := res.report
 	if !c.quiet {
-		fmt.Fprintln(stdout)
-		metrics.WriteTable(stdout, "train (randomised predictions)", rep.Train)
+		if rep.Train != nil {
+			fmt.Fprintln(stdout)
+			metrics.WriteTable(stdout, trainTableTitle("train (randomised predictions)", rep.TrainNotPrivate), *rep.Train)
+		}
 		fmt.Fprintln(stdout)
 		metrics.WriteTable(stdout, "test (randomised predictions)", rep.Test)
 		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintf(stdout, "expected over the classifier's coins: train error %.4f EO violation %.4f; test error %.4f EO violation %.4f\n",
-		res.expTrain.Error, res.expTrain.EOViolation, res.expTest.Error, res.expTest.EOViolation)
+	fmt.Fprint(stdout, "expected over the classifier's coins: ")
+	if !res.noTrain {
+		fmt.Fprintf(stdout, "train error %.4f EO violation %.4f; ", res.expTrain.Error, res.expTrain.EOViolation)
+	}
+	fmt.Fprintf(stdout, "test error %.4f EO violation %.4f\n", res.expTest.Error, res.expTest.EOViolation)
 	fmt.Fprintf(stdout, "%s, %s, %.1f s\n", rep.Algorithm, rep.Model, rep.Seconds)
 	if err := rep.Privacy.WriteText(stdout); err != nil {
 		return err
@@ -686,10 +724,13 @@ func writeJagielskiSweep(path, algo string, rows []jagielskiSweepRow) error {
 				spent = f(*res.report.Privacy.Epsilon)
 			}
 			rec := []string{algo, jagielskiEpsilon(r.epsilon), f(r.gamma), strconv.FormatUint(r.seed, 10), strconv.FormatBool(res.failed)}
-			if res.failed {
+			switch rep := res.report; {
+			case res.failed:
 				rec = append(rec, "", "", "", "", "", "", "", "")
-			} else {
-				rep := res.report
+			case res.noTrain: // a private run's training statistics are not released
+				rec = append(rec, "", "", f(rep.Test.Error), f(rep.Test.EOViolation),
+					"", "", f(res.expTest.Error), f(res.expTest.EOViolation))
+			default:
 				rec = append(rec, f(rep.Train.Error), f(rep.Train.EOViolation), f(rep.Test.Error), f(rep.Test.EOViolation),
 					f(res.expTrain.Error), f(res.expTrain.EOViolation), f(res.expTest.Error), f(res.expTest.EOViolation))
 			}

@@ -357,7 +357,17 @@ func federationReport[T nn.Float](srv *federated.Server[T], f federation, receip
 		addrs = append(addrs, c.Name())
 	}
 	info := srv.Infos[0]
-	rep := &trainer.Report{Algorithm: federated.Name, Dataset: job.Test.Name, Model: info.Spec.Arch, Params: srv.Model.NumParams(),
+	records := 0
+	for _, in := range srv.Infos {
+		records += in.Records
+	}
+	if receipt.Private() {
+		trainer.DeclareNotCovered(&receipt, records, nil, trainer.Config{})
+		receipt.AddNotCovered("silo_record_counts", "each silo's record count ñ_i is treated as public: the server weights the silos' messages by ñ_i / n")
+		receipt.AddNotCovered(accounting.NotCoveredPreprocessing, "each silo preprocesses its records with statistics fitted on "+
+			"them without noise (the schema's z-scores and category lists); they stay on the silo but shape its messages")
+	}
+	rep := &trainer.Report{TrainRecords: records, Algorithm: federated.Name, Dataset: job.Test.Name, Model: info.Spec.Arch, Params: srv.Model.NumParams(),
 		DType: cfg.DType, Backend: trainer.BackendName(), LR: f.sc.LR, Test: test, Privacy: receipt, Seconds: seconds,
 		Version: trainer.Version, Config: cfg,
 		Extra: map[string]any{"steffle": map[string]any{"silos": addrs, "rounds": srv.Round, "per_silo": silos,

@@ -393,8 +393,12 @@ func sweepRow(run trainer.SweepRun, rep *trainer.Report) []string {
 	if rep.Privacy.Private() {
 		delta = f(rep.Privacy.Delta)
 	}
+	trainErr := "" // a private run's training error is not released
+	if rep.Train != nil {
+		trainErr = f(rep.Train.Error)
+	}
 	return append(strings.Split(run.Key, ","), f(rep.Test.Error), f(violation), opt(rep.Privacy.Epsilon), delta,
-		f(rep.Test.DPViolation), f(rep.Test.EOViolation), f(rep.Train.Error), ermi, sigma, strconv.FormatFloat(rep.Seconds, 'f', 2, 64))
+		f(rep.Test.DPViolation), f(rep.Test.EOViolation), trainErr, ermi, sigma, strconv.FormatFloat(rep.Seconds, 'f', 2, 64))
 }
 
 // sweepCell is the mean and spread over seeds of one (N, h, ε, λ) (N and h
@@ -474,6 +478,8 @@ func printSweepSummary(w io.Writer, cells []sweepCell, fairness string, federate
 			c.runs, c.err, c.errSD, c.viol, c.violSD, c.spent)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "not covered (hyperparameter_choice): the test metrics above are exact; choosing λ or ε by looking at them "+
+		"spends privacy that no run's receipt counts")
 }
 
 func violationName(fairness string) string {

@@ -109,6 +109,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "SGD momentum")
 	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json, metrics.jsonl and model.ckpt")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "no progress output")
+	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE); a private run leaves them out by default")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also train the identical non-private model and report the cost of privacy per group")
 	fs.Float64Var(&c.Tau, "tau", c.Tau, "cost-of-privacy tolerance: equal when max |Δ^i − Δ^j| ≤ tau")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "target ε for private algorithms (inf: not private)")
@@ -197,8 +198,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func printReport(w io.Writer, rep *trainer.Report) {
-	fmt.Fprintln(w)
-	metrics.WriteTable(w, "train", rep.Train)
+	if rep.Train != nil {
+		fmt.Fprintln(w)
+		metrics.WriteTable(w, trainTableTitle("train", rep.TrainNotPrivate), *rep.Train)
+	}
 	fmt.Fprintln(w)
 	metrics.WriteTable(w, "test", rep.Test)
 	fmt.Fprintln(w)
@@ -207,6 +210,14 @@ func printReport(w io.Writer, rep *trainer.Report) {
 }
 
 func versionString() string { return trainer.Version }
+
+// trainTableTitle marks exact training statistics of a private run.
+func trainTableTitle(title string, notPrivate bool) string {
+	if notPrivate {
+		return title + " — NOT PRIVATE: exact statistics of the private training data (--report-train-stats)"
+	}
+	return title
+}
 
 func printCost(w io.Writer, c *metrics.CostReport) {
 	fmt.Fprintln(w, "\ncost of privacy (test accuracy, private − non-private baseline)")

@@ -79,6 +79,38 @@ type Receipt struct {
 	Note           string      `json:"note,omitempty"`
 	Seeded         bool        `json:"seeded"`
 	Seed           *uint64     `json:"seed,omitempty"`
+	// NotCovered lists what the run released or assumed that the guarantee
+	// above does not cover (exact test metrics, preprocessing fitted on the
+	// training data, a non-private baseline, …), so no release goes
+	// unmentioned. Private runs always state it.
+	NotCovered []NotCovered `json:"not_covered,omitempty"`
+}
+
+// NotCovered is one release or assumption outside a receipt's guarantee.
+type NotCovered struct {
+	Item   string `json:"item"`   // a stable identifier, e.g. "test_evaluation"
+	Detail string `json:"detail"` // what it is and why it is not covered
+}
+
+// Items of NotCovered that more than one algorithm declares.
+const (
+	NotCoveredTestEvaluation = "test_evaluation"
+	NotCoveredRecordCount    = "record_count"
+	NotCoveredPreprocessing  = "preprocessing"
+	NotCoveredTrainStats     = "training_statistics"
+	NotCoveredBaseline       = "baseline"
+	NotCoveredHyperparams    = "hyperparameter_choice"
+)
+
+// AddNotCovered records a release or assumption the guarantee does not
+// cover; an item already listed is not repeated.
+func (r *Receipt) AddNotCovered(item, detail string) {
+	for _, n := range r.NotCovered {
+		if n.Item == item {
+			return
+		}
+	}
+	r.NotCovered = append(r.NotCovered, NotCovered{Item: item, Detail: detail})
 }
 
 // NotPrivate is the receipt of a run that added no noise (plain SGD).
@@ -248,6 +280,9 @@ func (r Receipt) WriteText(w io.Writer) error {
 	}
 	if r.Note != "" {
 		fmt.Fprintf(&b, "  note: %s\n", r.Note)
+	}
+	for _, n := range r.NotCovered {
+		fmt.Fprintf(&b, "  not covered (%s): %s\n", n.Item, n.Detail)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

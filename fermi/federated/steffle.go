@@ -229,6 +229,21 @@ func (a *Steffle[T]) SiloPrivacy() []SiloPrivacy {
 	return out
 }
 
+// NotCovered implements trainer.NotCoverer: the silos' record counts weight
+// the average and are public; a hybrid federation ships the sampled
+// records' features and labels between silos; public group sizes are
+// exact.
+func (a *Steffle[T]) NotCovered() []accounting.NotCovered {
+	out := []accounting.NotCovered{{Item: "silo_record_counts", Detail: "each silo's record count ñ_i is treated as public: " +
+		"the server weights the silos' messages by ñ_i / n"}}
+	if a.Settings.Mode != trainer.FederationHorizontal {
+		out = append(out, accounting.NotCovered{Item: "shipped_features", Detail: "in this hybrid federation a feature silo ships " +
+			"the sampled records' features and labels to the silo holding their sensitive attribute; that is allowed under scope " +
+			"sensitive (only the sensitive attribute is private) and is not covered by any receipt"})
+	}
+	return append(out, a.Silos[0].alg.NotCovered()...)
+}
+
 // EpochFields implements trainer.EpochLogger: every silo's ε so far and ‖W‖.
 func (a *Steffle[T]) EpochFields() map[string]any {
 	eps := make([]float64, a.Mapping.Silos)

@@ -1,0 +1,44 @@
+package trainer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"fairdp/dpops/accounting"
+)
+
+// DeclareNotCovered adds to a private run's receipt what every fairdp run
+// releases or assumes beyond its guarantee: exact test-split metrics, the
+// training record count, preprocessing fitted on the training records (when
+// preprocess is the fitted preprocessing's JSON), exact training statistics
+// reported on request, and a non-private baseline. Every entry point that
+// writes a report (train, sweep runs, post-processing, tailoring, federate)
+// calls it, so the list is the same wherever a run comes from.
+func DeclareNotCovered(r *accounting.Receipt, trainRecords int, preprocess json.RawMessage, cfg Config) {
+	if !r.Private() {
+		return
+	}
+	r.AddNotCovered(accounting.NotCoveredTestEvaluation, "metrics of the test split (report.json test, metrics.jsonl test_*, "+
+		"the printed test table) are exact statistics of the held-out records: the guarantee covers the training records only")
+	r.AddNotCovered(accounting.NotCoveredRecordCount, fmt.Sprintf("the number of training records (%d) is treated as public: "+
+		"the sampling rate and the default δ are computed from it", trainRecords))
+	if p := bytes.TrimSpace(preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+		r.AddNotCovered(accounting.NotCoveredPreprocessing, "the preprocessing (numeric columns' means and standard deviations, "+
+			"categorical columns' category lists) was fitted on the training records without noise and is stored in model.ckpt")
+	}
+	if cfg.ReportTrainStats {
+		r.AddNotCovered(accounting.NotCoveredTrainStats, "exact statistics of the training records (per-group metrics, losses, "+
+			"batch sizes) were reported on request and are NOT private")
+	}
+	if cfg.Baseline {
+		r.AddNotCovered(accounting.NotCoveredBaseline, "the non-private baseline was trained on the same training records; "+
+			"its results (baseline_test, cost_of_privacy) are NOT private")
+	}
+}
+
+// NotCoverer is implemented by algorithms that release or assume something
+// of their own beyond the guarantee (e.g. DP-FERMI's public group sizes).
+type NotCoverer interface {
+	NotCovered() []accounting.NotCovered
+}
