@@ -259,11 +259,17 @@ func isDir(path string) bool {
 // files. An explicit dataDir that does not exist is an error, never a
 // silent fallback.
 func LoadBuiltin(name, dataDir string, split SplitOptions) (train, test *Dataset, prep *Preprocessor, err error) {
+	return LoadBuiltinFitted(name, dataDir, split, nil)
+}
+
+// LoadBuiltinFitted is LoadBuiltin that encodes with a preprocessing fitted
+// before (CSVOptions.Fitted; nil fits a new one).
+func LoadBuiltinFitted(name, dataDir string, split SplitOptions, fitted *Preprocessor) (train, test *Dataset, prep *Preprocessor, err error) {
 	s, err := Builtin(name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := CSVOptions{Schema: s, Split: split}
+	opts := CSVOptions{Schema: s, Split: split, Fitted: fitted}
 	embeddedNote := ""
 	switch {
 	case dataDir != "":

@@ -803,6 +803,10 @@ type CSVOptions struct {
 	FS     fs.FS
 	FSName string
 	Split  SplitOptions
+	// Fitted, if set, is a preprocessing fitted before (a checkpoint's): it
+	// encodes both splits and nothing is fitted on this data. The Schema
+	// still says how to read the files and must be CompatibleWith it.
+	Fitted *Preprocessor
 }
 
 // defaultTrainFrac is DP-FERMI's 75/25 split.
@@ -813,9 +817,19 @@ const defaultTrainFrac = 0.75
 // both splits.
 func LoadCSV(opts CSVOptions) (train, test *Dataset, prep *Preprocessor, err error) {
 	s := opts.Schema
-	p, err := NewPreprocessor(s)
-	if err != nil {
+	p := opts.Fitted
+	if p == nil {
+		if p, err = NewPreprocessor(s); err != nil {
+			return nil, nil, nil, err
+		}
+	} else if err := p.CompatibleWith(s); err != nil {
 		return nil, nil, nil, err
+	}
+	fit := func(t *Table, recs []record, extraGroups []string) error {
+		if opts.Fitted != nil {
+			return nil
+		}
+		return p.fit(t, recs, extraGroups)
 	}
 	files, testFiles := opts.Files, opts.TestFiles
 	if len(files) == 0 {
@@ -848,7 +862,7 @@ func LoadCSV(opts CSVOptions) (train, test *Dataset, prep *Preprocessor, err err
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if err := p.fit(trainTab, trainRecs, recordGroups(testRecs)); err != nil {
+		if err := fit(trainTab, trainRecs, recordGroups(testRecs)); err != nil {
 			return nil, nil, nil, err
 		}
 		if train, err = p.encodeSplit(trainTab, trainRecs, trainDropped, false, name+"/train", "train split: the given training files"); err != nil {
@@ -882,7 +896,7 @@ func LoadCSV(opts CSVOptions) (train, test *Dataset, prep *Preprocessor, err err
 		strata = recordStrata(recs)
 	}
 	trainIdx, testIdx := splitIndices(len(recs), frac, strata, opts.Split.Rand)
-	if err := p.fit(trainTab, pick(recs, trainIdx), recordGroups(recs)); err != nil {
+	if err := fit(trainTab, pick(recs, trainIdx), recordGroups(recs)); err != nil {
 		return nil, nil, nil, err
 	}
 	how := fmt.Sprintf("of %d records (train fraction %v, seeded, stratified: %v)", len(recs), frac, opts.Split.Stratify)

@@ -24,7 +24,18 @@ func DatasetNames() []string {
 // Tabular data gets its preprocessing fitted on the training split; the
 // fitted preprocessor is returned as JSON for the checkpoint.
 func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
+	return LoadDataFitted(cfg, r, nil)
+}
+
+// LoadDataFitted is LoadData for tabular data encoded with a preprocessing
+// fitted before (a checkpoint's): nothing is fitted on this data, and data
+// whose columns do not match it is refused (loaders.Preprocessor.
+// CompatibleWith). nil fits a new one, as LoadData.
+func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
 	split := loaders.SplitOptions{TrainFrac: cfg.TrainFrac, Rand: r}
+	if fitted != nil && (cfg.Dataset == "mnist" || cfg.Dataset == "mnist-unbalanced" || cfg.Dataset == "utkface") {
+		return nil, nil, nil, fmt.Errorf("the model was trained on tabular data (it carries a fitted preprocessing); %s is image data", cfg.Dataset)
+	}
 	switch {
 	case cfg.Dataset == "mnist" || cfg.Dataset == "mnist-unbalanced":
 		dir, err := dataSubdir(cfg.DataDir, "mnist")
@@ -59,7 +70,7 @@ func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json
 		train, test = loaders.Split(all, cfg.TrainFrac, r)
 	case isBuiltin(cfg.Dataset):
 		var p *loaders.Preprocessor
-		train, test, p, err = loaders.LoadBuiltin(cfg.Dataset, cfg.DataDir, split)
+		train, test, p, err = loaders.LoadBuiltinFitted(cfg.Dataset, cfg.DataDir, split, fitted)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -67,16 +78,20 @@ func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json
 			return nil, nil, nil, err
 		}
 	default:
-		if cfg.Schema == "" {
+		var s loaders.Schema
+		switch {
+		case cfg.Schema != "":
+			if s, err = loaders.LoadSchema(cfg.Schema); err != nil {
+				return nil, nil, nil, err
+			}
+		case fitted != nil: // a model's own schema reads its kind of file
+			s = fitted.Schema()
+		default:
 			return nil, nil, nil, fmt.Errorf("--dataset %q is not a built-in (%s); a CSV file needs --schema FILE.json",
 				cfg.Dataset, strings.Join(DatasetNames(), ", "))
 		}
-		s, err := loaders.LoadSchema(cfg.Schema)
-		if err != nil {
-			return nil, nil, nil, err
-		}
 		var p *loaders.Preprocessor
-		train, test, p, err = loaders.LoadCSV(loaders.CSVOptions{Schema: s, Files: []string{cfg.Dataset}, Split: split})
+		train, test, p, err = loaders.LoadCSV(loaders.CSVOptions{Schema: s, Files: []string{cfg.Dataset}, Split: split, Fitted: fitted})
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -91,6 +106,16 @@ func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json
 	if train.N() == 0 || test.N() == 0 {
 		return nil, nil, nil, fmt.Errorf("data set %s: the split left %d training and %d test records; both must be non-empty",
 			train.Name, train.N(), test.N())
+	}
+	if len(train.LabelNames) == 0 {
+		// Every algorithm that loads through here trains a classifier.
+		return nil, nil, nil, fmt.Errorf("data set %s has a regression target and no class label: algorithm %s trains classifiers "+
+			"(sgd, dpsgd, dpsgdf, naive, fermi, steffle, postproc, oracle); for a regression target use tailoring or dpnose "+
+			"with task regression, or give the schema a \"label\"", train.Name, cfg.Algo)
+	}
+	if len(train.LabelNames) < 2 {
+		return nil, nil, nil, fmt.Errorf("data set %s has %d class (%v): a classifier needs at least 2", train.Name,
+			len(train.LabelNames), train.LabelNames)
 	}
 	return train, test, prep, nil
 }

@@ -103,6 +103,12 @@ type Job struct {
 
 // Prepare loads the data named in cfg and seeds the run.
 func Prepare(cfg Config, log io.Writer) (*Job, error) {
+	return PrepareFitted(cfg, log, nil)
+}
+
+// PrepareFitted is Prepare for evaluating a trained model: tabular data is
+// encoded with the model's fitted preprocessing (LoadDataFitted).
+func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -114,7 +120,7 @@ func Prepare(cfg Config, log io.Writer) (*Job, error) {
 	if cfg.SplitSeed != nil {
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
-	train, test, prep, err := LoadData(cfg, split.Derive("data"))
+	train, test, prep, err := LoadDataFitted(cfg, split.Derive("data"), fitted)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +175,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	var b Batch[T]
 	start := time.Now()
 	ev := newEvaluator[T](m)
+	firstLoss := -1.0 // mean loss of the first non-empty batch
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		epStart := time.Now()
 		var lossSum float64
@@ -184,7 +191,19 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 				return nil, nil, fmt.Errorf("epoch %d step %d: %w", epoch, s+1, err)
 			}
 			if math.IsNaN(l) || math.IsInf(l, 0) {
-				return nil, nil, fmt.Errorf("epoch %d step %d: the loss diverged (%v); lower --lr", epoch, s+1, l)
+				return nil, nil, fmt.Errorf("epoch %d step %d: the loss diverged (%v); lower the learning rate", epoch, s+1, l)
+			}
+			if n := b.N(); n > 0 {
+				// Divergence that has not (yet) overflowed: the mean loss of a
+				// batch far above the first batch's means the steps are
+				// running away; stop rather than write a normal report.
+				perSample := l / float64(n)
+				if firstLoss < 0 {
+					firstLoss = perSample
+				} else if perSample > divergenceFactor*max(firstLoss, 1) {
+					return nil, nil, fmt.Errorf("epoch %d step %d: training diverged (mean batch loss %.3g, first batch %.3g); lower the learning rate",
+						epoch, s+1, perSample, firstLoss)
+				}
 			}
 			opt.Step(m.Params())
 			lossSum += l
@@ -256,6 +275,11 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	return rep, m, nil
 }
+
+// divergenceFactor: a batch whose mean loss exceeds this multiple of the
+// first batch's (or of 1) ends the run as diverged. Cross-entropy starts
+// near ln(classes); no converging run comes near a million times that.
+const divergenceFactor = 1e6
 
 // float64NoiseNote is the receipt's exception to dpops' noise rule for
 // float64 training (see dpops/noise.go).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,9 +34,23 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if cfg.Seed == nil {
 		fmt.Fprintln(stderr, "fairdp eval: no --seed: the test split is a fresh random one, not necessarily the one held out in training")
 	}
-	job, err := trainer.Prepare(cfg, stdout)
+	// Tabular data is encoded with the checkpoint's own fitted
+	// preprocessing, never refitted: a refit from another schema file could
+	// put the features in another order and score the model on nonsense.
+	var fitted *loaders.Preprocessor
+	if p := bytes.TrimSpace(meta.Preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+		fitted = new(loaders.Preprocessor)
+		if err := json.Unmarshal(p, fitted); err != nil {
+			return fmt.Errorf("%s: stored preprocessing: %w", ckpt, err)
+		}
+	}
+	job, err := trainer.PrepareFitted(cfg, stdout, fitted)
 	if err != nil {
 		return err
+	}
+	if fitted == nil && job.Test.X != nil {
+		return fmt.Errorf("%s has no stored preprocessing, so tabular data cannot be encoded the way the model was trained; "+
+			"retrain it with this version of fairdp", ckpt)
 	}
 	var sp metrics.Split
 	switch mm := m.(type) {

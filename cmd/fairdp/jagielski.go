@@ -167,7 +167,9 @@ func loadJagielski(c *jagielskiConfig, r *rand.Rand) (*jagielskiData, *linear.Li
 		d, err := readJagielskiScores(c.scores, c.data.TrainFrac, r)
 		return d, nil, err
 	}
-	train, test, prep, err := trainer.LoadData(c.data, r)
+	dc := c.data
+	dc.Algo = c.algo
+	train, test, prep, err := trainer.LoadData(dc, r)
 	if err != nil {
 		return nil, nil, err
 	}
