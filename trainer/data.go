@@ -90,10 +90,17 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 			return nil, nil, nil, fmt.Errorf("--dataset %q is not a built-in (%s); a CSV file needs --schema FILE.json",
 				cfg.Dataset, strings.Join(DatasetNames(), ", "))
 		}
-		var p *loaders.Preprocessor
-		train, test, p, err = loaders.LoadCSV(loaders.CSVOptions{Schema: s, Files: []string{cfg.Dataset}, Split: split, Fitted: fitted})
+		opts, note, err := csvFiles(cfg, s)
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		opts.Split, opts.Fitted = split, fitted
+		var p *loaders.Preprocessor
+		if train, test, p, err = loaders.LoadCSV(opts); err != nil {
+			return nil, nil, nil, err
+		}
+		if note != "" {
+			train.Notes, test.Notes = append(train.Notes, note), append(test.Notes, note)
 		}
 		if prep, err = json.Marshal(p); err != nil {
 			return nil, nil, nil, err
@@ -152,4 +159,52 @@ func dataSubdir(dataDir, sub string) (string, error) {
 func isBuiltin(name string) bool {
 	_, err := loaders.Builtin(name)
 	return err == nil
+}
+
+// csvFiles says which files a CSV run reads. Without a data file (Dataset
+// "") the schema's files and test_files are read, relative to the schema
+// file. A data file replaces the schema's files; the schema's test_files
+// are then the test split only if the data file is one of the schema's
+// files (as in the README's example), and otherwise the note says they
+// were not used.
+func csvFiles(cfg Config, s loaders.Schema) (opts loaders.CSVOptions, note string, err error) {
+	opts.Schema = s
+	dir := filepath.Dir(cfg.Schema)
+	if cfg.Dataset == "" {
+		if len(s.Files) == 0 {
+			return opts, "", fmt.Errorf("schema %s declares no \"files\": give the data file (--dataset FILE.csv) or list it in the schema", cfg.Schema)
+		}
+		opts.Files, opts.TestFiles, opts.Dir = s.Files, s.TestFiles, dir
+		return opts, "", nil
+	}
+	opts.Files = []string{cfg.Dataset}
+	if len(s.TestFiles) == 0 {
+		return opts, "", nil
+	}
+	abs := func(f string) string {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(dir, f)
+		}
+		a, err := filepath.Abs(f)
+		if err != nil {
+			return filepath.Clean(f)
+		}
+		return a
+	}
+	data := abs(cfg.Dataset)
+	if !filepath.IsAbs(cfg.Dataset) { // a data file on the command line is relative to the working directory
+		if a, err := filepath.Abs(cfg.Dataset); err == nil {
+			data = a
+		}
+	}
+	for _, f := range s.Files {
+		if abs(f) == data {
+			for _, t := range s.TestFiles {
+				opts.TestFiles = append(opts.TestFiles, abs(t))
+			}
+			return opts, "", nil
+		}
+	}
+	return opts, fmt.Sprintf("the schema's test_files (%s) were not used: the data file given replaces the schema's files, "+
+		"so the test split is a random part of it", strings.Join(s.TestFiles, ", ")), nil
 }

@@ -66,3 +66,35 @@ func TestCLIErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaFiles is issue 13 item 4: --schema alone trains on the
+// schema's files and test_files (not on the default built-in data), the
+// README's --dataset + --schema honours the declared test file, and a data
+// file outside the schema's files says the test_files were not used.
+func TestSchemaFiles(t *testing.T) {
+	schema := filepath.Join("..", "..", "loaders", "testdata", "adult_sample.schema.json")
+	data := filepath.Join("..", "..", "loaders", "testdata", "adult_sample.data")
+	other := filepath.Join("..", "..", "loaders", "testdata", "adult_sample.test")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"schema alone", []string{"--schema", schema}, []string{"on adult-sample/train (186 train / 90 test records)", "the given training files"}},
+		{"dataset in schema", []string{"--dataset", data, "--schema", schema}, []string{"(186 train / 90 test records)"}},
+		{"other dataset", []string{"--dataset", other, "--schema", schema}, []string{"test_files (adult_sample.test) were not used"}},
+	} {
+		out, _, err := runCLI(t, append([]string{"train", "--algo", "sgd", "--epochs", "1", "--batch", "16", "--quiet", "--seed", "1"}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+		if strings.Contains(out, "adult/train") {
+			t.Errorf("%s: trained on the built-in Adult data:\n%s", tc.name, out)
+		}
+	}
+}

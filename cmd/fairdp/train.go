@@ -147,6 +147,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with -)", fs.Arg(0))
 	}
+	// --schema without --dataset means the schema's own files, not the
+	// default built-in data set next to a schema that is then ignored.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["schema"] && !set["dataset"] && fs.Lookup("dataset") != nil {
+		return fs.Set("dataset", "")
+	}
 	return nil
 }
 
@@ -183,6 +190,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records), %s, backend %s, %s\n",
 		versionString(), algo, job.Train.Name, job.Train.N(), job.Test.N(), cfg.DType,
 		trainer.BackendName(), job.Source)
+	for _, n := range job.Train.Notes {
+		fmt.Fprintln(stdout, "data:", n)
+	}
 	rep, err := trainer.Train(ctx, job)
 	if err != nil {
 		return err
