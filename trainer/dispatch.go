@@ -65,6 +65,11 @@ func AlgorithmNames() []string {
 	return s
 }
 
+// groupAlgorithms are the algorithms defined in terms of several sensitive
+// groups (fairness penalties, group-wise clipping or weights): with one
+// group they are refused rather than run as something else.
+var groupAlgorithms = map[string]bool{"fermi": true, "steffle": true, "dpsgdf": true, "naive": true}
+
 // BackendName is the BLAS in use ("openblas" or "gonum").
 func BackendName() string { return backend.Name() }
 
@@ -76,6 +81,11 @@ func Train(ctx context.Context, job *Job) (*Report, error) {
 	a, ok := algorithms[job.Cfg.Algo]
 	if !ok {
 		return nil, fmt.Errorf("unknown --algo %q (known: %v)", job.Cfg.Algo, AlgorithmNames())
+	}
+	if groupAlgorithms[job.Cfg.Algo] && len(job.Train.GroupNames) < 2 {
+		return nil, fmt.Errorf("algorithm %s balances or constrains sensitive groups, and data set %s has %d group (%v): "+
+			"it is undefined there; use dpsgd or sgd, or a sensitive column with at least two groups",
+			job.Cfg.Algo, job.Train.Name, len(job.Train.GroupNames), job.Train.GroupNames)
 	}
 	if job.Cfg.DType == "float64" {
 		return train(ctx, job, a.f64)

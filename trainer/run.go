@@ -56,6 +56,8 @@ type Report struct {
 	Baseline      *metrics.Split      `json:"baseline_test,omitempty"`
 	// Extra holds algorithm-specific results (see Finisher).
 	Extra map[string]any `json:"extra,omitempty"`
+	// Warnings say when a result should not be read as normal (Warnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // EpochLog is one line of metrics.jsonl.
@@ -244,6 +246,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		train := ev.evaluate(job.Train)
 		rep.Train, rep.TrainNotPrivate = &train, private
 	}
+	rep.Warnings = Warnings(rep.Test, job.Test.Labels, job.Test.GroupNames)
 	if f, ok := alg.(Finisher[T]); ok {
 		if err := f.Finish(m, job, rep); err != nil {
 			return nil, nil, err

@@ -478,6 +478,14 @@ func runJagielskiOnce(c *jagielskiConfig, fair linear.Fairness, d *jagielskiData
 	if res.failed {
 		rep.Train = nil
 	}
+	if !res.failed {
+		rep.Warnings = trainer.Warnings(rep.Test, d.test.label, d.groupNames)
+	}
+	if pp, ok := extra["postprocessing"].(*linear.PostProcessResult); ok && !pp.Failed && gamma+pp.Slack >= 1 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the privacy slack %.3g makes the fairness constraints vacuous "+
+			"(γ + slack ≥ 1 bounds nothing between rates in [0, 1]): the result is the unconstrained classifier, not a fair one; "+
+			"groups this small need a larger ε or fewer groups", pp.Slack))
+	}
 	rep.Extra = extra
 	rep.Seconds = time.Since(start).Seconds()
 	return res, nil
@@ -559,6 +567,7 @@ func runJagielski(args []string, stdout, stderr io.Writer) error {
 	if err := rep.Privacy.WriteText(stdout); err != nil {
 		return err
 	}
+	printWarnings(stdout, rep.Warnings)
 	if c.out != "" {
 		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(c.out, "report.json"))
 	}

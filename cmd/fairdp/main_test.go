@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -96,5 +98,34 @@ func TestSchemaFiles(t *testing.T) {
 		if strings.Contains(out, "adult/train") {
 			t.Errorf("%s: trained on the built-in Adult data:\n%s", tc.name, out)
 		}
+	}
+}
+
+// TestOneGroup is issue 13 item 6: a sensitive column with one group is
+// refused by the algorithms defined over groups and warned about by the
+// others, on screen and in report.json.
+func TestOneGroup(t *testing.T) {
+	dir := t.TempDir()
+	csv := "x,s,y\n"
+	for i := range 200 {
+		csv += strconv.Itoa(i%7) + ",a," + strconv.Itoa(i%2) + "\n"
+	}
+	data, schema := filepath.Join(dir, "one.csv"), filepath.Join(dir, "one.json")
+	os.WriteFile(data, []byte(csv), 0o644)
+	os.WriteFile(schema, []byte(`{"format": {"header": true}, "label": {"column": "y", "positive": ["1"]}, "sensitive": {"columns": ["s"]}, "numeric": ["x"]}`), 0o644)
+	for _, algo := range []string{"fermi", "dpsgdf", "naive", "steffle"} {
+		_, _, err := runCLI(t, "train", "--algo", algo, "--dataset", data, "--schema", schema, "--epochs", "1", "--batch", "16", "--quiet")
+		if err == nil || !strings.Contains(err.Error(), "undefined there") {
+			t.Errorf("%s with one group: %v", algo, err)
+		}
+	}
+	out, _, err := runCLI(t, "train", "--algo", "sgd", "--dataset", data, "--schema", schema, "--epochs", "1", "--batch", "16",
+		"--quiet", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if !strings.Contains(out, "warning: the sensitive attribute has one group") || !strings.Contains(string(raw), `"warnings"`) {
+		t.Errorf("no one-group warning:\n%s\n%s", out, raw)
 	}
 }

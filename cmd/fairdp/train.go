@@ -217,6 +217,15 @@ func printReport(w io.Writer, rep *trainer.Report) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s, %s (%d parameters), %.1f s\n", rep.Algorithm, rep.Model, rep.Params, rep.Seconds)
 	rep.Privacy.WriteText(w) // the full receipt: guarantee, mechanisms, assumptions
+	printWarnings(w, rep.Warnings)
+}
+
+// printWarnings prints a report's warnings where a reader of the results
+// will see them.
+func printWarnings(w io.Writer, warnings []string) {
+	for _, s := range warnings {
+		fmt.Fprintln(w, "warning:", s)
+	}
 }
 
 func versionString() string { return trainer.Version }
