@@ -39,10 +39,27 @@ func (e *DataError) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Field != "" {
-		fmt.Fprintf(&b, "column %q: ", e.Field)
+		fmt.Fprintf(&b, "column %q: ", capText(e.Field))
 	}
-	b.WriteString(e.Msg)
+	b.WriteString(capText(e.Msg))
 	return b.String()
+}
+
+// maxErrorText caps what an error quotes from a file: a malformed file can
+// hold a field of megabytes, and an error message must stay readable.
+const maxErrorText = 400
+
+// capText shortens s to maxErrorText bytes (at a rune boundary) and says
+// how much was cut.
+func capText(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes not shown)", s[:cut], len(s)-cut)
 }
 
 // CSVFormat says how a delimited text file is written. The zero value reads a
@@ -241,6 +258,10 @@ func ReadCSVFrom(r io.Reader, name string, f CSVFormat) (*Table, error) {
 	if head, _ := br.Peek(len(utf8BOM)); string(head) == string(utf8BOM) {
 		_, _ = br.Discard(len(utf8BOM))
 	}
+	if enc := utf16Encoding(br); enc != "" {
+		return nil, &DataError{File: name, Line: 1, Msg: "the file is " + enc + " text; fairdp reads UTF-8: convert it first " +
+			"(e.g. iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8.csv)"}
+	}
 	skipped, err := skipLines(br, f.SkipLines)
 	if err != nil {
 		return nil, &DataError{File: name, Line: skipped + 1, Msg: err.Error()}
@@ -379,4 +400,30 @@ func parseNumber(s string) (float64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// utf16Encoding recognises UTF-16 text by its byte-order mark, or, without
+// one, by NUL bytes between the characters of the first line (ASCII written
+// as UTF-16); "" means not UTF-16.
+func utf16Encoding(br *bufio.Reader) string {
+	head, _ := br.Peek(512)
+	switch {
+	case len(head) >= 2 && head[0] == 0xFF && head[1] == 0xFE:
+		return "UTF-16 (little-endian, with a byte-order mark)"
+	case len(head) >= 2 && head[0] == 0xFE && head[1] == 0xFF:
+		return "UTF-16 (big-endian, with a byte-order mark)"
+	}
+	if len(head) < 8 {
+		return ""
+	}
+	zeros := 0
+	for _, c := range head {
+		if c == 0 {
+			zeros++
+		}
+	}
+	if zeros*3 >= len(head) { // about every other byte is NUL
+		return "UTF-16 (no byte-order mark)"
+	}
+	return ""
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestReadCSVFromHandlesRealFileQuirks(t *testing.T) {
@@ -293,5 +296,45 @@ func TestDataErrorFormat(t *testing.T) {
 		if got := c.e.Error(); got != c.want {
 			t.Errorf("got %q, want %q", got, c.want)
 		}
+	}
+}
+
+// TestHostileFiles is issue 13 item 8: a UTF-16 file is named as such (not
+// "expected 5 fields, got 1"), and a huge field is not echoed whole.
+func TestHostileFiles(t *testing.T) {
+	utf16 := func(s string, bom []byte, le bool) []byte {
+		out := append([]byte(nil), bom...)
+		for _, c := range []byte(s) {
+			if le {
+				out = append(out, c, 0)
+			} else {
+				out = append(out, 0, c)
+			}
+		}
+		return out
+	}
+	text := "a,b,c,d,e\n1,2,3,4,5\n"
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"le bom", utf16(text, []byte{0xFF, 0xFE}, true)},
+		{"be bom", utf16(text, []byte{0xFE, 0xFF}, false)},
+		{"no bom", utf16(text, nil, true)},
+	} {
+		_, err := ReadCSVFrom(bytes.NewReader(tc.data), "x.csv", CSVFormat{Header: true})
+		if err == nil || !strings.Contains(err.Error(), "UTF-16") || !strings.Contains(err.Error(), "iconv") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	huge := strings.Repeat("z", 10<<20)
+	s, err := ParseSchema([]byte(`{"format":{"header":true},"label":{"column":"y","positive":["1"]},"sensitive":{"columns":["s"]},"numeric":["a"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{"x.csv": &fstest.MapFile{Data: []byte("a,s,y\n1,p,1\n" + huge + ",q,0\n")}}
+	_, _, _, err = LoadCSV(CSVOptions{Schema: s, Files: []string{"x.csv"}, FS: fsys, Split: SplitOptions{Rand: rand.New(rand.NewPCG(1, 1))}})
+	if err == nil || len(err.Error()) > 1000 || !strings.Contains(err.Error(), "more bytes not shown") {
+		t.Errorf("a 10 MB field gave an error of %d bytes: %.200s", len(fmt.Sprint(err)), fmt.Sprint(err))
 	}
 }

@@ -553,16 +553,28 @@ func featureNames(num []numericFit, cat []categoricalFit) []string {
 
 // meanStd is the two-pass mean and population standard deviation (as
 // scikit-learn's StandardScaler).
+//
+// It works on the values divided by the largest magnitude, so values near
+// ±1.8e308 (legal float64 cells) cannot overflow the sums, and the results
+// are finite for any finite input.
 func meanStd(vals []float64) (mean, std float64) {
+	var top float64
 	for _, v := range vals {
-		mean += v
+		top = max(top, math.Abs(v))
+	}
+	if top == 0 {
+		return 0, 0
+	}
+	for _, v := range vals {
+		mean += v / top
 	}
 	mean /= float64(len(vals))
 	var ss float64
 	for _, v := range vals {
-		ss += (v - mean) * (v - mean)
+		d := v/top - mean
+		ss += d * d
 	}
-	return mean, math.Sqrt(ss / float64(len(vals)))
+	return mean * top, math.Sqrt(ss/float64(len(vals))) * top
 }
 
 // numericMode is the most frequent value (the smallest among ties).
@@ -622,7 +634,13 @@ func (p *Preprocessor) encode(t *Table, recs []record) (*Dataset, Report, error)
 			if scale == 0 {
 				scale = 1
 			}
-			x[k] = (v - n.Mean) / scale
+			// v/scale − mean/scale: v − mean itself can overflow for
+			// cells near ±1.8e308.
+			x[k] = v/scale - n.Mean/scale
+			if math.IsInf(x[k], 0) {
+				return nil, Report{}, &DataError{File: t.Sources[t.SourceOf[r.row]], Line: t.Line[r.row], Field: n.Column,
+					Msg: fmt.Sprintf("value %g is %g standard deviations from the training mean, beyond float64's range", v, x[k])}
+			}
 		}
 		off := len(p.numeric)
 		for k, c := range p.categorical {
@@ -899,7 +917,7 @@ func LoadCSV(opts CSVOptions) (train, test *Dataset, prep *Preprocessor, err err
 	if err := fit(trainTab, pick(recs, trainIdx), recordGroups(recs)); err != nil {
 		return nil, nil, nil, err
 	}
-	how := fmt.Sprintf("of %d records (train fraction %v, seeded, stratified: %v)", len(recs), frac, opts.Split.Stratify)
+	how := fmt.Sprintf("of %d records (train fraction %v, stratified: %v)", len(recs), frac, opts.Split.Stratify)
 	if train, err = p.encodeSplit(trainTab, pick(recs, trainIdx), dropped, true, name+"/train",
 		fmt.Sprintf("train split: %d %s", len(trainIdx), how)); err != nil {
 		return nil, nil, nil, err

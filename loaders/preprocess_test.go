@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // tabTable reads an inline CSV for a test.
@@ -668,5 +669,31 @@ func TestLoadCSVGroupOnlyInTestFile(t *testing.T) {
 	// The test value is z-scored with the training mean 1.5 and std 0.5.
 	if te.X[0] != 3 {
 		t.Errorf("test x = %v, want (3-1.5)/0.5 = 3", te.X[0])
+	}
+}
+
+// TestExtremeValues is issue 13 item 8: cells near ±1.8e308 are legal
+// float64 and must standardise to finite features, not overflow into an
+// internal error far from the file.
+func TestExtremeValues(t *testing.T) {
+	csv := "a,s,y\n1,x,1\n1e308,y,0\n-1e308,x,1\n2,y,0\n3,x,1\n4,y,0\n5,x,1\n6,y,0\n"
+	s, err := ParseSchema([]byte(`{"format":{"header":true},"label":{"column":"y","positive":["1"]},"sensitive":{"columns":["s"]},"numeric":["a"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{"big.csv": &fstest.MapFile{Data: []byte(csv)}}
+	train, test, p, err := LoadCSV(CSVOptions{Schema: s, Files: []string{"big.csv"}, FS: fsys, Split: SplitOptions{Rand: rand.New(rand.NewPCG(1, 2))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*Dataset{train, test} {
+		for i, v := range d.X {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("%s: feature %d is %v", d.Name, i, v)
+			}
+		}
+	}
+	if _, err := json.Marshal(p); err != nil {
+		t.Errorf("the fitted preprocessing does not serialise: %v", err)
 	}
 }

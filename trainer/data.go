@@ -64,7 +64,8 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		all.Notes = append(all.Notes, fmt.Sprintf("UTKFace: %d images loaded, %d names skipped", stats.Loaded, len(stats.Skipped)),
+		all.Notes = append(all.Notes, fmt.Sprintf("UTKFace: %d images loaded, %d files skipped%s", stats.Loaded, len(stats.Skipped),
+			skippedList(stats.Skipped)),
 			"pixels standardised with ImageNet's public channel means and deviations (no privacy spent)")
 		all.Standardise, all.Mean, all.Std = true, slices.Clone(loaders.ImageNetMean), slices.Clone(loaders.ImageNetStd)
 		train, test = loaders.Split(all, cfg.TrainFrac, r)
@@ -207,4 +208,24 @@ func csvFiles(cfg Config, s loaders.Schema) (opts loaders.CSVOptions, note strin
 	}
 	return opts, fmt.Sprintf("the schema's test_files (%s) were not used: the data file given replaces the schema's files, "+
 		"so the test split is a random part of it", strings.Join(s.TestFiles, ", ")), nil
+}
+
+// maxSkippedListed caps how many skipped files a note names.
+const maxSkippedListed = 10
+
+// skippedList names the skipped files with their reasons (the first
+// maxSkippedListed, then how many more).
+func skippedList(skipped []loaders.UTKSkip) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	var parts []string
+	for i, s := range skipped {
+		if i == maxSkippedListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(skipped)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", s.Name, s.Reason))
+	}
+	return ": " + strings.Join(parts, "; ")
 }

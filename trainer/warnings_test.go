@@ -1,9 +1,11 @@
 package trainer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"fairdp/loaders"
 	"fairdp/metrics"
 )
 
@@ -33,5 +35,19 @@ func TestWarnings(t *testing.T) {
 				t.Errorf("%s: warning %q lacks %q", tc.name, got[i], w)
 			}
 		}
+	}
+}
+
+func TestSkippedList(t *testing.T) {
+	var s []loaders.UTKSkip
+	if skippedList(s) != "" {
+		t.Error("nothing skipped, yet a list")
+	}
+	for i := range 12 {
+		s = append(s, loaders.UTKSkip{Name: fmt.Sprintf("f%d.jpg", i), Reason: "no race field"})
+	}
+	got := skippedList(s)
+	if !strings.HasPrefix(got, ": f0.jpg (no race field); f1.jpg") || !strings.HasSuffix(got, "f9.jpg (no race field); and 2 more") {
+		t.Errorf("list %q", got)
 	}
 }
