@@ -159,6 +159,8 @@ type Table struct {
 	Line     []int      // 1-based physical line where row i starts in its file
 	SourceOf []int      // row i came from Sources[SourceOf[i]]
 	Sources  []string
+
+	filtered int // rows the schema's filter dropped in the last parse (for the notes)
 }
 
 // Len is the number of data rows.
@@ -373,10 +375,11 @@ func headerColumns(rec, want []string) ([]string, error) {
 		if c == "" {
 			c = "column" + strconv.Itoa(j+1)
 		}
-		if k, dup := seen[c]; dup {
-			return nil, fmt.Errorf("header names column %q twice (fields %d and %d); expected unique names", c, k+1, j+1)
+		// A repeated name is kept: the schema may rename one of them
+		// ("rename": {"#N": …}); using it unrenamed is an error there.
+		if _, dup := seen[c]; !dup {
+			seen[c] = j
 		}
-		seen[c] = j
 		cols[j] = c
 	}
 	if len(want) > 0 {

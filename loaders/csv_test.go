@@ -128,8 +128,6 @@ func TestReadCSVErrorsNameFileLineAndExpectation(t *testing.T) {
 			[]string{"bad.csv:2:", "malformed field", "quote"}, 2},
 		{"unterminated quote", "a,b\n1,\"open\n2,3\n", CSVFormat{Header: true},
 			[]string{"bad.csv:3:", "malformed field", "record that starts on line 2"}, 3},
-		{"duplicate header", "a,b,a\n1,2,3\n", CSVFormat{Header: true},
-			[]string{"bad.csv:1:", `names column "a" twice (fields 1 and 3)`}, 1},
 		{"header differs from format.columns", "a,c\n1,2\n", CSVFormat{Header: true, Columns: []string{"a", "b"}},
 			[]string{"bad.csv:1:", `header field 2 is "c", format.columns expects "b"`}, 1},
 		{"empty file with header", "", CSVFormat{Header: true},

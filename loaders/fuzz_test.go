@@ -136,6 +136,8 @@ func FuzzParseSchema(f *testing.F) {
 	}
 	f.Add([]byte(`{"label": {"column": "income", "positive": [">50K", ">50K."]}, "numeric": ["age", "score"],
 		"sensitive": {"columns": ["sex", "race"], "map": {"sex": {"Male": "M", "Female": "F"}}}, "on_missing": "impute-mean"}`))
+	f.Add([]byte(`{"label": {"column": "y", "positive": ["1"]}, "sensitive": {"columns": ["s"]}, "numeric": ["x"],
+		"rename": {"#4": "x2", "old": "new"}, "filter": {"kind": ["keep", "1.0"]}, "drop": [""], "drop_rest": true}`))
 	f.Add([]byte(`{"target": "score", "label": {"column": "age", "threshold": 40}, "categorical": ["race", "income"],
 		"sensitive": {"columns": ["sex"], "groups": ["Male", "Female"]}, "on_unseen": "zero"}`))
 	f.Add([]byte(`{"label": {"column": "race", "classes": ["White", "Black", "Asian"]}, "drop": ["income", "score"],

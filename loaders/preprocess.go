@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ func plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-func sortedKeys(m map[string]int) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -174,6 +175,7 @@ type layout struct {
 	sensitive            []int
 	numeric, categorical []int
 	numCols, catCols     []string
+	filters              []columnFilter
 	sensCols             []string
 	targetCol            string
 	sourceList           string
@@ -186,17 +188,31 @@ type layout struct {
 func (p *Preprocessor) resolve(t *Table) (*layout, error) {
 	s := p.schema
 	lay := &layout{label: -1, target: -1, sourceList: strings.Join(t.Sources, ", ")}
-	used := make([]bool, len(t.Columns))
-	find := func(col, role string) (int, error) {
-		j := t.ColumnIndex(col)
-		if j < 0 {
-			return -1, &DataError{File: lay.sourceList, Field: col,
-				Msg: fmt.Sprintf("the schema's %s column is not in the file; the file's columns are %s", role, quoteList(t.Columns, 40))}
-		}
-		used[j] = true
-		return j, nil
+	cols, err := renamedColumns(t.Columns, s.Rename)
+	if err != nil {
+		return nil, &DataError{File: lay.sourceList, Msg: err.Error()}
 	}
-	var err error
+	used := make([]bool, len(cols))
+	find := func(col, role string) (int, error) {
+		var at []int
+		for j, c := range cols {
+			if c == col {
+				at = append(at, j)
+			}
+		}
+		switch {
+		case len(at) == 0:
+			return -1, &DataError{File: lay.sourceList, Field: col,
+				Msg: fmt.Sprintf("the schema's %s column is not in the file; the file's columns are %s", role, quoteList(cols, 40))}
+		case len(at) > 1 && role != "dropped":
+			return -1, &DataError{File: lay.sourceList, Field: col, Msg: fmt.Sprintf("the header names this column %d times "+
+				"(columns #%d and #%d…): give one another name with \"rename\": {\"#%d\": \"NEW NAME\"}", len(at), at[0]+1, at[1]+1, at[1]+1)}
+		}
+		for _, j := range at {
+			used[j] = true
+		}
+		return at[0], nil
+	}
 	if s.Label.Column != "" {
 		lay.hasLabel = true
 		if lay.label, err = find(s.Label.Column, "label"); err != nil {
@@ -233,22 +249,97 @@ func (p *Preprocessor) resolve(t *Table) (*layout, error) {
 		lay.categorical = append(lay.categorical, j)
 	}
 	for _, c := range s.Drop {
+		if c == "" { // every unnamed column (a header cell left empty, e.g. a pandas index)
+			for j := range cols {
+				if t.Columns[j] == "column"+strconv.Itoa(j+1) {
+					used[j] = true
+				}
+			}
+			continue
+		}
 		if _, err := find(c, "dropped"); err != nil {
 			return nil, err
 		}
 	}
-	for j, c := range t.Columns {
-		if !used[j] {
+	for _, c := range sortedKeys(s.Filter) {
+		j := slices.Index(cols, c)
+		if j < 0 {
 			return nil, &DataError{File: lay.sourceList, Field: c,
-				Msg: "column is not in the schema; list it under numeric, categorical or drop"}
+				Msg: fmt.Sprintf("the schema filters on this column, which is not in the file; the file's columns are %s", quoteList(cols, 40))}
+		}
+		lay.filters = append(lay.filters, columnFilter{col: j, name: c, keep: canonicalSet(s.Filter[c])})
+		if !used[j] && !slices.Contains(s.Drop, c) && !s.DropRest {
+			used[j] = true // a column used only to filter rows needs no other role
 		}
 	}
-	lay.labelPos, lay.labelNeg = setOf(s.Label.Positive), setOf(s.Label.Negative)
+	for j, c := range cols {
+		if !used[j] && !s.DropRest {
+			return nil, &DataError{File: lay.sourceList, Field: c,
+				Msg: "column is not in the schema; list it under numeric, categorical or drop, or set \"drop_rest\": true to drop every column without a role"}
+		}
+	}
+	lay.labelPos, lay.labelNeg = canonicalSet(s.Label.Positive), canonicalSet(s.Label.Negative)
 	lay.classIndex = make(map[string]int, len(s.Label.Classes))
 	for i, c := range s.Label.Classes {
-		lay.classIndex[c] = i
+		lay.classIndex[canonicalValue(c)] = i
 	}
 	return lay, nil
+}
+
+// renamedColumns applies a schema's rename map ("name" or "#N" → new name).
+func renamedColumns(cols []string, rename map[string]string) ([]string, error) {
+	if len(rename) == 0 {
+		return cols, nil
+	}
+	out := slices.Clone(cols)
+	for _, from := range sortedKeys(rename) {
+		to := rename[from]
+		if n, err := strconv.Atoi(strings.TrimPrefix(from, "#")); strings.HasPrefix(from, "#") {
+			if err != nil || n < 1 || n > len(cols) {
+				return nil, fmt.Errorf("rename %q: want #1 … #%d, the file's column positions", from, len(cols))
+			}
+			out[n-1] = to
+			continue
+		}
+		found := false
+		for j, c := range cols {
+			if c == from {
+				if found {
+					return nil, fmt.Errorf("rename %q: the header names %q more than once; rename by position (\"#%d\")", from, from, j+1)
+				}
+				out[j], found = to, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("rename %q: no such column; the file's columns are %s", from, quoteList(cols, 40))
+		}
+	}
+	return out, nil
+}
+
+// columnFilter keeps the rows whose value in column col is in keep.
+type columnFilter struct {
+	col  int
+	name string
+	keep map[string]bool
+}
+
+// canonicalValue is how label, class and filter values are compared: a
+// number by its value (so "1", "1.0" and "1e0" are the same), anything
+// else as written.
+func canonicalValue(v string) string {
+	if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && !math.IsNaN(x) && !math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return v
+}
+
+func canonicalSet(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, v := range list {
+		m[canonicalValue(v)] = true
+	}
+	return m
 }
 
 func setOf(list []string) map[string]bool {
@@ -297,7 +388,21 @@ func (p *Preprocessor) parse(t *Table) ([]record, int, error) {
 	policy := s.onMissing()
 	recs := make([]record, 0, t.Len())
 	dropped := 0
+	t.filtered = 0
+rows:
 	for i, cells := range t.Cells {
+		for _, f := range lay.filters {
+			v := cells[f.col]
+			if m, ok := s.Recode[f.name]; ok {
+				if r, ok := m[v]; ok {
+					v = r
+				}
+			}
+			if !f.keep[canonicalValue(v)] {
+				t.filtered++
+				continue rows
+			}
+		}
 		errAt := func(col, msg string) error {
 			return &DataError{File: t.Sources[t.SourceOf[i]], Line: t.Line[i], Field: col, Msg: msg}
 		}
@@ -423,16 +528,16 @@ func (p *Preprocessor) parseLabel(lay *layout, value func(int, string, bool) (st
 		}
 		return 0, nil
 	case len(l.Classes) > 0:
-		c, ok := lay.classIndex[v]
+		c, ok := lay.classIndex[canonicalValue(v)]
 		if !ok {
 			return 0, errAt(l.Column, fmt.Sprintf("label %q is not one of the classes %s", v, quoteList(l.Classes, 20)))
 		}
 		return c, nil
 	default:
-		if lay.labelPos[v] {
+		if lay.labelPos[canonicalValue(v)] {
 			return 1, nil
 		}
-		if len(lay.labelNeg) > 0 && !lay.labelNeg[v] {
+		if len(lay.labelNeg) > 0 && !lay.labelNeg[canonicalValue(v)] {
 			return 0, errAt(l.Column, fmt.Sprintf("label %q is neither positive (%s) nor negative (%s)", v, quoteList(l.Positive, 10), quoteList(l.Negative, 10)))
 		}
 		return 0, nil
@@ -944,6 +1049,9 @@ func (p *Preprocessor) encodeSplit(t *Table, recs []record, dropped int, beforeS
 		if beforeSplit {
 			notes[0] += " before splitting"
 		}
+	}
+	if t.filtered > 0 {
+		notes = append(notes, fmt.Sprintf("the schema's filter dropped %s of %s", plural(t.filtered, "row"), strings.Join(t.Sources, ", ")))
 	}
 	d.Notes = append([]string{how}, notes...)
 	return d, nil

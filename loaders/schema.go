@@ -70,6 +70,19 @@ type Schema struct {
 	// credit's undocumented EDUCATION 0, 5, 6 to 4 "others").
 	Recode map[string]map[string]string `json:"recode,omitempty"`
 	Drop   []string                     `json:"drop,omitempty"`
+	// DropRest drops every column the schema gives no role, instead of
+	// rejecting the file (the default, so that a renamed or added column is
+	// noticed). For wide files from the wild.
+	DropRest bool `json:"drop_rest,omitempty"`
+	// Rename gives file columns new names before anything else: the key is
+	// a column name or "#N", the N-th column (1-based), which is how one of
+	// two columns with the same header name is told apart.
+	Rename map[string]string `json:"rename,omitempty"`
+	// Filter keeps only the rows whose value in each named column is one of
+	// the listed values (after recode; numbers compare by value, so "1"
+	// matches "1.0"); the other rows are dropped before the split and
+	// counted in the notes.
+	Filter map[string][]string `json:"filter,omitempty"`
 
 	OnMissing string `json:"on_missing,omitempty"` // MissingDropRow (default), MissingError, MissingImputeMean, MissingImputeMode
 	OnUnseen  string `json:"on_unseen,omitempty"`  // UnseenError (default) or UnseenZero
@@ -177,6 +190,9 @@ func (s Schema) Validate() error {
 	role := map[string]string{}
 	assign := func(col, r string) error {
 		if strings.TrimSpace(col) == "" {
+			if r == "drop" && col == "" {
+				return nil // "" drops every unnamed column
+			}
 			return bad("%s has an empty column name", r)
 		}
 		if prev, ok := role[col]; ok {
@@ -229,8 +245,18 @@ func (s Schema) Validate() error {
 		}
 	}
 	for c := range s.Recode {
-		if r := role[c]; r == "" || r == "drop" {
+		if r := role[c]; (r == "" && s.Filter[c] == nil) || r == "drop" {
 			return bad("recode[%q] is given but %q is not a used column", c, c)
+		}
+	}
+	for from, to := range s.Rename {
+		if strings.TrimSpace(from) == "" || strings.TrimSpace(to) == "" {
+			return bad("rename %q → %q: both names must be non-empty", from, to)
+		}
+	}
+	for c, keep := range s.Filter {
+		if strings.TrimSpace(c) == "" || len(keep) == 0 {
+			return bad("filter[%q] must name a column and list at least one value to keep", c)
 		}
 	}
 	return nil

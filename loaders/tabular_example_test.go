@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"testing/fstest"
 
 	"fairdp/loaders"
 )
@@ -70,4 +71,35 @@ func ExampleReadCSVFrom() {
 	// Output:
 	// ["name" "score"] [["Smith, Jane" "2.00E+05"] ["Doe" "?"]] lines [2 3]
 	// scores.csv:2: expected 2 fields (as in the header), got 1
+}
+
+// A schema for a file from the wild: an unnamed index column, a repeated
+// header name, columns without a role and a row filter.
+func ExampleSchema_wild() {
+	csv := ",age,income,income,country,sex,default\n" +
+		"0,25,10,11,US,1,0\n1,40,20,19,FR,2,1\n2,33,15,14,US,2,1\n3,51,30,33,US,1,0\n" +
+		"4,29,12,12,US,1,1\n5,45,25,26,US,2,0\n6,38,18,20,DE,1,0\n7,60,40,39,US,2,1\n"
+	s, err := loaders.ParseSchema([]byte(`{
+	  "format": {"header": true},
+	  "rename": {"#4": "income_2"},
+	  "label": {"column": "default", "positive": ["1.0"]},
+	  "sensitive": {"columns": ["sex"], "map": {"sex": {"1": "Male", "2": "Female"}}},
+	  "numeric": ["age", "income", "income_2"],
+	  "filter": {"country": ["US"]},
+	  "drop": [""],
+	  "drop_rest": true
+	}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fsys := fstest.MapFS{"wild.csv": &fstest.MapFile{Data: []byte(csv)}}
+	train, test, _, err := loaders.LoadCSV(loaders.CSVOptions{Schema: s, Files: []string{"wild.csv"}, FS: fsys,
+		Split: loaders.SplitOptions{Rand: rand.New(rand.NewPCG(1, 1))}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(train.N()+test.N(), "US records;", "features", train.FeatureNames, "groups", train.GroupNames)
+	// Output: 6 US records; features [age income income_2] groups [Female Male]
 }

@@ -308,8 +308,15 @@ func ModelSpec(cfg Config, d *loaders.Dataset) models.Spec {
 			arch = "logistic"
 		}
 	}
-	return models.Spec{Arch: arch, InShape: in, Classes: max(2, len(d.LabelNames)), Hidden: cfg.Hidden}
+	hidden := cfg.Hidden
+	if arch == "mlp" && len(hidden) == 0 {
+		hidden = DefaultHidden
+	}
+	return models.Spec{Arch: arch, InShape: in, Classes: max(2, len(d.LabelNames)), Hidden: hidden}
 }
+
+// DefaultHidden is the MLP's hidden widths when Config.Hidden is empty.
+var DefaultHidden = []int{64}
 
 // gather copies the batch's inputs, labels and groups into b's buffers.
 func gather[T nn.Float](d *loaders.Dataset, idx []int, inSize int, b *Batch[T]) {
