@@ -438,7 +438,7 @@ func (s *Silo[T]) Round(rq Request) (Message, error) {
 		return Message{}, err
 	}
 	if s.alg.Private && eps > s.budget*(1+1e-9) {
-		return Message{}, fmt.Errorf("%w: silo %d refuses round %d: it would spend ε = %.4g, above its budget %.4g (%d rounds answered)",
+		return Message{}, fmt.Errorf("%w: silo %d refuses round %d: it would spend ε = %.6g, above its budget %.6g (%d rounds answered)",
 			ErrBudget, s.index, rq.Round, eps, s.budget, s.state.Rounds)
 	}
 	if !s.alg.Private {
