@@ -30,7 +30,9 @@ func TestHostileInputsNeverPanic(t *testing.T) {
 	}
 	schema := write("s.json", `{"format": {"header": true}, "label": {"column": "y", "positive": ["1"]}, "sensitive": {"columns": ["s"]}, "numeric": ["x"]}`)
 	regression := write("r.json", `{"format": {"header": true}, "target": "y", "sensitive": {"columns": ["s"]}, "numeric": ["x"]}`)
-	good := write("good.csv", rows(120, func(i int) string { return strconv.Itoa(i%9) + "," + []string{"a", "b"}[i%2] + "," + strconv.Itoa(i%3%2) }))
+	good := write("good.csv", rows(120, func(i int) string {
+		return strconv.Itoa(i%9) + "," + []string{"a", "b"}[i%2] + "," + strconv.Itoa(i%3%2)
+	}))
 	oneClass := write("oneclass.csv", rows(60, func(i int) string { return strconv.Itoa(i) + "," + []string{"a", "b"}[i%2] + ",0" }))
 	empty := write("empty.csv", "x,s,y\n")
 	oneRow := write("one.csv", rows(1, func(int) string { return "1,a,1" }))
