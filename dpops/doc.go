@@ -16,6 +16,10 @@
 //     single released scalars (counts, sums, standard errors), which resist
 //     Mironov's 2012 attack on textbook floating-point noise.
 //
+//   - release.go: NoiseAndScale, the release step of every DP-SGD-style
+//     trainer (noise on the clipped sums, then division by the expected
+//     batch), and its hardened twin for sums that leave the process.
+//
 //   - sampler.go: Poisson subsampling (what the RDP accountant assumes) and
 //     shuffled fixed-size batches (paper fidelity, flagged as not covered by
 //     RDP accounting).

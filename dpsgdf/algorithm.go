@@ -276,7 +276,7 @@ func (a *Algorithm[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, er
 	if n > 0 {
 		m.ParamGrads(a.scale)
 	}
-	if err := trainer.NoiseAndScale(a.noise, m.Params(), a.cfg.Sigma*sens, 1/float64(a.cfg.Batch)); err != nil {
+	if err := dpops.NoiseAndScale(a.noise, m.Params(), a.cfg.Sigma*sens, 1/float64(a.cfg.Batch)); err != nil {
 		return 0, err
 	}
 	a.stats.noiseSum += sens

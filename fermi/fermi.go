@@ -459,9 +459,9 @@ func (a *DPFERMI[T]) privateStep(m *models.Model[T], b trainer.Batch[T], logits 
 	if a.lambdaAfterClip() {
 		thetaScale = a.Lambda * inv
 	}
-	noise, addW := trainer.NoiseAndScale[T], dpops.AddGaussian[float64]
+	noise, addW := dpops.NoiseAndScale[T], dpops.AddGaussian[float64]
 	if a.HardenedNoise {
-		noise, addW = trainer.NoiseAndScaleHardened[T], dpops.AddGaussianHardened[float64]
+		noise, addW = dpops.NoiseAndScaleHardened[T], dpops.AddGaussianHardened[float64]
 	}
 	if err := noise(a.noise, m.Params(), a.StdTheta, thetaScale); err != nil {
 		return err

@@ -106,36 +106,11 @@ func (a *DPSGD[T]) Step(m *models.Model[T], b Batch[T]) (float64, error) {
 		}
 		lossSum = sum(a.loss)
 	}
-	if err := NoiseAndScale(a.noise, m.Params(), a.Sigma*a.Clip, 1/float64(a.Batch)); err != nil {
+	if err := dpops.NoiseAndScale(a.noise, m.Params(), a.Sigma*a.Clip, 1/float64(a.Batch)); err != nil {
 		return 0, err
 	}
 	mech := accounting.SubsampledGaussian(a.Q, a.Sigma, a.Clip, "each record's whole gradient")
 	return lossSum, a.acc.Step(mech, 1)
-}
-
-// NoiseAndScale adds N(0, std²) to every gradient value and then scales the
-// gradients (by 1/expected batch size).
-func NoiseAndScale[T nn.Float](r *rand.Rand, params []*nn.Param[T], std, scale float64) error {
-	return noiseAndScale(dpops.AddGaussian[T], r, params, std, scale)
-}
-
-// NoiseAndScaleHardened is NoiseAndScale with the floating-point-safe
-// sampler (dpops.AddGaussianHardened), for sums released as they are.
-func NoiseAndScaleHardened[T nn.Float](r *rand.Rand, params []*nn.Param[T], std, scale float64) error {
-	return noiseAndScale(dpops.AddGaussianHardened[T], r, params, std, scale)
-}
-
-func noiseAndScale[T nn.Float](add func(*rand.Rand, []T, float64) error, r *rand.Rand, params []*nn.Param[T], std, scale float64) error {
-	for _, p := range params {
-		if err := add(r, p.Grad, std); err != nil {
-			return err
-		}
-		s := T(scale)
-		for i := range p.Grad {
-			p.Grad[i] *= s
-		}
-	}
-	return nil
 }
 
 // Receipt implements Algorithm.
