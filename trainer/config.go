@@ -88,29 +88,26 @@ func DefaultFederation() FederationConfig {
 
 // Validate reports what is wrong with the federation settings.
 func (f FederationConfig) Validate() error {
-	var errs []string
+	var errs FieldErrors
 	if f.Silos < 1 {
-		errs = append(errs, fmt.Sprintf("--silos must be ≥ 1 (got %d)", f.Silos))
+		errs.add("Federation.Silos", "must be ≥ 1 (got %d)", f.Silos)
 	}
 	if !(f.Heterogeneity >= 0 && f.Heterogeneity <= 1) {
-		errs = append(errs, fmt.Sprintf("--heterogeneity must be in [0,1] (got %v)", f.Heterogeneity))
+		errs.add("Federation.Heterogeneity", "must be in [0,1] (got %v)", f.Heterogeneity)
 	}
 	switch f.Mode {
 	case FederationHorizontal, FederationSensitiveSilo:
 		if f.MappingFile != "" {
-			errs = append(errs, fmt.Sprintf("--mapping is only read with --federation %s (got --federation %s)", FederationMapping, f.Mode))
+			errs.add("Federation.MappingFile", "is only read with Federation.Mode %s (got Federation.Mode %s)", FederationMapping, f.Mode)
 		}
 	case FederationMapping:
 		if f.MappingFile == "" {
-			errs = append(errs, "--federation mapping needs --mapping FILE.csv (columns record,features_silo,sensitive_silo)")
+			errs.add("Federation.Mode", "mapping needs Federation.MappingFile FILE.csv (columns record,features_silo,sensitive_silo)")
 		}
 	default:
-		errs = append(errs, fmt.Sprintf("--federation must be %s, %s or %s (got %q)", FederationHorizontal, FederationSensitiveSilo, FederationMapping, f.Mode))
+		errs.add("Federation.Mode", "must be %s, %s or %s (got %q)", FederationHorizontal, FederationSensitiveSilo, FederationMapping, f.Mode)
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return errs.err()
 }
 
 // FairConfig holds the fairness flags (DP-FERMI, SteFFLe, DPSGD-F).
@@ -156,74 +153,116 @@ func Defaults() Config {
 	}
 }
 
-// Validate reports every problem with c at once.
+// Validate reports every problem with c at once, as FieldErrors naming the
+// Config fields (the command line names its flags instead).
 func (c *Config) Validate() error {
-	var errs []string
+	var errs FieldErrors
 	if c.Epochs < 1 {
-		errs = append(errs, fmt.Sprintf("--epochs must be ≥ 1 (got %d)", c.Epochs))
+		errs.add("Epochs", "must be ≥ 1 (got %d)", c.Epochs)
 	}
 	if c.Batch < 1 {
-		errs = append(errs, fmt.Sprintf("--batch must be ≥ 1 (got %d)", c.Batch))
+		errs.add("Batch", "must be ≥ 1 (got %d)", c.Batch)
 	}
 	if !(c.LR > 0) || math.IsInf(c.LR, 0) {
-		errs = append(errs, fmt.Sprintf("--lr must be a positive number (got %v)", c.LR))
+		errs.add("LR", "must be a positive number (got %v)", c.LR)
 	}
 	if c.DType != "float32" && c.DType != "float64" {
-		errs = append(errs, fmt.Sprintf("--dtype must be float32 or float64 (got %q)", c.DType))
+		errs.add("DType", "must be float32 or float64 (got %q)", c.DType)
 	}
 	if c.Optimizer != "sgd" && c.Optimizer != "adam" {
-		errs = append(errs, fmt.Sprintf("--optimizer must be sgd or adam (got %q)", c.Optimizer))
+		errs.add("Optimizer", "must be sgd or adam (got %q)", c.Optimizer)
 	}
 	if !(c.TrainFrac > 0 && c.TrainFrac < 1) {
-		errs = append(errs, fmt.Sprintf("--train-frac must be in (0,1) (got %v)", c.TrainFrac))
+		errs.add("TrainFrac", "must be in (0,1) (got %v)", c.TrainFrac)
 	}
 	if c.Limit < 0 {
-		errs = append(errs, "--limit must be ≥ 0")
+		errs.add("Limit", "must be ≥ 0")
 	}
 	p := c.Privacy
 	if !(p.Epsilon > 0) {
-		errs = append(errs, fmt.Sprintf("--epsilon must be > 0 or inf (got %v)", p.Epsilon))
+		errs.add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
 	}
 	if p.Delta < 0 || p.Delta >= 1 {
-		errs = append(errs, fmt.Sprintf("--delta must be in [0,1) (got %v)", p.Delta))
+		errs.add("Privacy.Delta", "must be in [0,1) (got %v)", p.Delta)
 	}
 	if !(p.Clip > 0) {
-		errs = append(errs, fmt.Sprintf("--clip must be > 0 (got %v)", p.Clip))
+		errs.add("Privacy.Clip", "must be > 0 (got %v)", p.Clip)
 	}
 	if p.Sigma < 0 {
-		errs = append(errs, fmt.Sprintf("--sigma must be ≥ 0 (got %v)", p.Sigma))
+		errs.add("Privacy.Sigma", "must be ≥ 0 (got %v)", p.Sigma)
 	}
 	if p.Sampling != "poisson" && p.Sampling != "shuffle" {
-		errs = append(errs, fmt.Sprintf("--sampling must be poisson or shuffle (got %q)", p.Sampling))
+		errs.add("Privacy.Sampling", "must be poisson or shuffle (got %q)", p.Sampling)
 	}
 	if c.Device != "cpu" && c.Device != "cuda" {
-		errs = append(errs, fmt.Sprintf("--device must be cpu or cuda (got %q)", c.Device))
+		errs.add("Device", "must be cpu or cuda (got %q)", c.Device)
 	}
 	f := c.Fair
 	if f.Lambda < 0 || math.IsNaN(f.Lambda) {
-		errs = append(errs, fmt.Sprintf("--lambda must be ≥ 0 (got %v)", f.Lambda))
+		errs.add("Fair.Lambda", "must be ≥ 0 (got %v)", f.Lambda)
 	}
 	if f.Fairness != "dp" && f.Fairness != "eo" {
-		errs = append(errs, fmt.Sprintf("--fairness must be dp or eo (got %q)", f.Fairness))
+		errs.add("Fair.Fairness", "must be dp or eo (got %q)", f.Fairness)
 	}
 	if f.Scope != "all" && f.Scope != "sensitive" {
-		errs = append(errs, fmt.Sprintf("--scope must be all or sensitive (got %q)", f.Scope))
+		errs.add("Fair.Scope", "must be all or sensitive (got %q)", f.Scope)
 	}
 	if f.Calibration != "accountant" && f.Calibration != "paper" {
-		errs = append(errs, fmt.Sprintf("--calibration must be accountant or paper (got %q)", f.Calibration))
+		errs.add("Fair.Calibration", "must be accountant or paper (got %q)", f.Calibration)
 	}
-	if !(f.Radius > 0) || !(f.LRW >= 0) || f.WeightDecay < 0 || !(f.CountNoiseRatio > 0) {
-		errs = append(errs, "--radius and --count-noise-ratio must be > 0, --lr-w and --weight-decay ≥ 0")
+	if !(f.Radius > 0) {
+		errs.add("Fair.Radius", "must be > 0 (got %v)", f.Radius)
+	}
+	if !(f.CountNoiseRatio > 0) {
+		errs.add("Fair.CountNoiseRatio", "must be > 0 (got %v)", f.CountNoiseRatio)
+	}
+	if !(f.LRW >= 0) {
+		errs.add("Fair.LRW", "must be ≥ 0 (got %v)", f.LRW)
+	}
+	if f.WeightDecay < 0 {
+		errs.add("Fair.WeightDecay", "must be ≥ 0 (got %v)", f.WeightDecay)
 	}
 	if c.Algo == "steffle" {
-		if err := c.Federation.Validate(); err != nil {
-			errs = append(errs, err.Error())
+		var fe FieldErrors
+		if errors.As(c.Federation.Validate(), &fe) {
+			errs = append(errs, fe...)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
+	return errs.err()
+}
+
+// FieldError is one invalid Config setting: the field's path (e.g.
+// "Privacy.Epsilon") and what is wrong with it. Messages name fields, not
+// command-line flags, so library users read their own names; the fairdp
+// command renders the flags.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e FieldError) Error() string { return e.Field + " " + e.Msg }
+
+// FieldErrors are all the problems Validate found.
+type FieldErrors []FieldError
+
+func (es *FieldErrors) add(field, format string, a ...any) {
+	*es = append(*es, FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
+}
+
+func (es FieldErrors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
 	}
-	return nil
+	return strings.Join(s, "; ")
+}
+
+// err is es as an error (nil when empty).
+func (es FieldErrors) err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
 }
 
 // presets maps --preset names to functions that set a paper's settings.

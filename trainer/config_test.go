@@ -17,11 +17,11 @@ func TestFederationValidate(t *testing.T) {
 		{"defaults", func(*FederationConfig) {}, ""},
 		{"sensitive silo", func(f *FederationConfig) { f.Mode = FederationSensitiveSilo }, ""},
 		{"mapping", func(f *FederationConfig) { f.Mode, f.MappingFile = FederationMapping, "m.csv" }, ""},
-		{"no silos", func(f *FederationConfig) { f.Silos = 0 }, "--silos must be ≥ 1 (got 0)"},
-		{"h", func(f *FederationConfig) { f.Heterogeneity = 1.5 }, "--heterogeneity must be in [0,1] (got 1.5)"},
-		{"mode", func(f *FederationConfig) { f.Mode = "vertical" }, `--federation must be horizontal, sensitive-silo or mapping (got "vertical")`},
-		{"mapping without file", func(f *FederationConfig) { f.Mode = FederationMapping }, "--federation mapping needs --mapping FILE.csv"},
-		{"file without mapping", func(f *FederationConfig) { f.MappingFile = "m.csv" }, "--mapping is only read with --federation mapping"},
+		{"no silos", func(f *FederationConfig) { f.Silos = 0 }, "Federation.Silos must be ≥ 1 (got 0)"},
+		{"h", func(f *FederationConfig) { f.Heterogeneity = 1.5 }, "Federation.Heterogeneity must be in [0,1] (got 1.5)"},
+		{"mode", func(f *FederationConfig) { f.Mode = "vertical" }, `Federation.Mode must be horizontal, sensitive-silo or mapping (got "vertical")`},
+		{"mapping without file", func(f *FederationConfig) { f.Mode = FederationMapping }, "Federation.Mode mapping needs Federation.MappingFile FILE.csv"},
+		{"file without mapping", func(f *FederationConfig) { f.MappingFile = "m.csv" }, "Federation.MappingFile is only read with Federation.Mode mapping"},
 	} {
 		c := Defaults()
 		c.Algo = "steffle"

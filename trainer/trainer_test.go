@@ -148,7 +148,7 @@ func TestConfigErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, want := range []string{"--epochs", "--batch", "--lr", "--dtype"} {
+	for _, want := range []string{"Epochs must", "Batch must", "LR must", "DType must"} {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"fairdp/dpops/accounting"
+	"fairdp/trainer"
 )
 
 // floatsFlag parses comma-separated numbers, "0,0.25,1". allowInf also takes
@@ -82,5 +83,41 @@ func flagError(err error) error {
 	if errors.As(err, &large) {
 		return fmt.Errorf("%w (--allow-large-delta)", err)
 	}
+	var fields trainer.FieldErrors
+	if errors.As(err, &fields) {
+		s := make([]string, len(fields))
+		for i, f := range fields {
+			name, ok := fieldFlags[f.Field]
+			if !ok {
+				name = f.Field
+			}
+			s[i] = name + " " + fieldFlagNames.Replace(f.Msg)
+		}
+		return errors.New(strings.Replace(err.Error(), fields.Error(), strings.Join(s, "; "), 1))
+	}
 	return err
 }
+
+// fieldFlags names the flag that sets each trainer.Config field.
+var fieldFlags = map[string]string{
+	"Epochs": "--epochs", "Batch": "--batch", "LR": "--lr", "DType": "--dtype", "Optimizer": "--optimizer",
+	"TrainFrac": "--train-frac", "Limit": "--limit", "Device": "--device",
+	"Privacy.Epsilon": "--epsilon", "Privacy.Delta": "--delta", "Privacy.Clip": "--clip", "Privacy.Sigma": "--sigma",
+	"Privacy.Sampling": "--sampling",
+	"Fair.Lambda":      "--lambda", "Fair.Fairness": "--fairness", "Fair.Scope": "--scope", "Fair.Calibration": "--calibration",
+	"Fair.Radius": "--radius", "Fair.CountNoiseRatio": "--count-noise-ratio", "Fair.LRW": "--lr-w",
+	"Fair.WeightDecay": "--weight-decay",
+	"Federation.Silos": "--silos", "Federation.Heterogeneity": "--heterogeneity", "Federation.MappingFile": "--mapping",
+	"Federation.Mode": "--federation",
+}
+
+// fieldFlagNames rewrites field names inside messages as flags.
+var fieldFlagNames = func() *strings.Replacer {
+	var pairs []string
+	for f, flag := range fieldFlags {
+		if strings.Contains(f, ".") { // only unambiguous dotted paths; "LR" would hit "LRW"
+			pairs = append(pairs, f, flag)
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}()

@@ -129,3 +129,18 @@ func TestOneGroup(t *testing.T) {
 		t.Errorf("no one-group warning:\n%s\n%s", out, raw)
 	}
 }
+
+// TestFieldErrorsNameFlags: the library names Config fields; the command
+// line names the flags that set them (issue 14).
+func TestFieldErrorsNameFlags(t *testing.T) {
+	_, _, err := runCLI(t, "train", "--epochs", "0", "--lr-w", "-1", "--count-noise-ratio", "0")
+	for _, want := range []string{"--epochs must be ≥ 1 (got 0)", "--lr-w must be ≥ 0 (got -1)", "--count-noise-ratio must be > 0"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+	_, _, err = runCLI(t, "train", "--algo", "steffle", "--federation", "mapping")
+	if err == nil || !strings.Contains(err.Error(), "--federation mapping needs --mapping FILE.csv") {
+		t.Errorf("mapping without a file: %v", err)
+	}
+}

@@ -118,7 +118,7 @@ func TestSteffleTrainCLI(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--silos applies to --algo steffle only") {
 		t.Errorf("--algo fermi --silos 3: %v", err)
 	}
-	err = runTrain(context.Background(), []string{"--algo", "steffle", "--federation", "vertical", "--limit", "300"}, &out, &errOut)
+	err = run(context.Background(), []string{"train", "--algo", "steffle", "--federation", "vertical", "--limit", "300"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "--federation must be horizontal, sensitive-silo or mapping") {
 		t.Errorf("--federation vertical: %v", err)
 	}
