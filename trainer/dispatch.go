@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -81,6 +82,9 @@ func Train(ctx context.Context, job *Job) (*Report, error) {
 	a, ok := algorithms[job.Cfg.Algo]
 	if !ok {
 		return nil, fmt.Errorf("unknown --algo %q (known: %v)", job.Cfg.Algo, AlgorithmNames())
+	}
+	if job.Model != nil && job.Cfg.Baseline {
+		return nil, errors.New("Baseline cannot be combined with Job.Model: the model is trained in place, so there is no untrained twin")
 	}
 	if groupAlgorithms[job.Cfg.Algo] && len(job.Train.GroupNames) < 2 {
 		return nil, fmt.Errorf("algorithm %s balances or constrains sensitive groups, and data set %s has %d group (%v): "+

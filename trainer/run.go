@@ -3,12 +3,14 @@ package trainer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"fairdp/atomicfile"
@@ -101,6 +103,11 @@ type Job struct {
 	Rand        *rand.Rand
 	Source      dpops.Source
 	Log         io.Writer // progress and the final table (os.Stdout in the CLI)
+	// Model, if set, is the caller's own model (a *models.Model of the
+	// element type Cfg.DType names, e.g. built from nn layers): Run trains
+	// it in place instead of building the zoo model Cfg names. See
+	// TrainModel.
+	Model any
 }
 
 // Prepare loads the data named in cfg and seeds the run.
@@ -134,7 +141,7 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, *models.Model[T], error) {
 	cfg := job.Cfg
 	spec := ModelSpec(cfg, job.Train)
-	m, err := models.New[T](spec, job.Source.Derive("init"))
+	m, err := jobModel[T](job, spec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -289,6 +296,42 @@ const divergenceFactor = 1e6
 const float64NoiseNote = "noise: the gradient sums were noised with the fast textbook Gaussian sampler on float64 parameters, " +
 	"which is not hardened against floating-point attacks (Mironov 2012; Jin et al. 2022); with --dtype float32 the " +
 	"weights' rounding mitigates them"
+
+// jobModel is the caller's model (Job.Model) after checking it fits the
+// data, or a new zoo model for spec.
+func jobModel[T nn.Float](job *Job, spec models.Spec) (*models.Model[T], error) {
+	if job.Model == nil {
+		return models.New[T](spec, job.Source.Derive("init"))
+	}
+	m, ok := job.Model.(*models.Model[T])
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("Job.Model is a %T; this run's DType %s needs a *models.Model[%T]", job.Model, job.Cfg.DType, T(0))
+	case len(m.Layers) == 0:
+		return nil, errors.New("Job.Model has no layers")
+	case m.InSize() != prod(spec.InShape):
+		return nil, fmt.Errorf("Job.Model takes %d inputs (InShape %v), the data has %d (%v)", m.InSize(), m.InShape, prod(spec.InShape), spec.InShape)
+	case m.OutDim() != spec.Classes && !(spec.Classes == 2 && m.OutDim() == 1):
+		return nil, fmt.Errorf("Job.Model has %d outputs, the data has %d classes (want %d, or 1 sigmoid output for 2)",
+			m.OutDim(), spec.Classes, spec.Classes)
+	case job.Cfg.Out != "" && !slices.Contains(models.Archs, m.Arch):
+		return nil, fmt.Errorf("Job.Model has architecture %q, which checkpoints cannot store yet: leave Cfg.Out empty and save the parameters yourself", m.Arch)
+	}
+	if m.Classes == 0 {
+		m.Classes = spec.Classes
+	}
+	return m, nil
+}
+
+// TrainModel trains the caller's own model m (any stack of fairdp's nn
+// layers, zoo or not) with the algorithm job.Cfg.Algo names, privately when
+// that algorithm is (dpsgd, dpsgdf, naive, fermi, …), and returns the report
+// with its privacy receipt. m is trained in place.
+func TrainModel[T nn.Float](ctx context.Context, job *Job, m *models.Model[T]) (*Report, error) {
+	j := *job
+	j.Model = m
+	return Train(ctx, &j)
+}
 
 // ModelSpec picks the architecture: cfg.Model, else the dataset's default.
 func ModelSpec(cfg Config, d *loaders.Dataset) models.Spec {

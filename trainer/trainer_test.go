@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"fairdp/models"
+	"fairdp/nn"
 )
 
 func quick(t *testing.T, mutate func(*Config)) (*Report, string) {
@@ -175,5 +177,46 @@ func TestFloat64NoiseNote(t *testing.T) {
 		if got := strings.Contains(rep.Privacy.Note, "not hardened against floating-point attacks"); got != tc.want {
 			t.Errorf("%s %s: note %q", tc.dtype, tc.algo, rep.Privacy.Note)
 		}
+	}
+}
+
+// TestTrainModelRefusals: a caller's model that does not fit the data, or
+// a request the model cannot meet, is a clear error before training.
+func TestTrainModelRefusals(t *testing.T) {
+	seed := uint64(4)
+	cfg := Defaults()
+	cfg.Algo, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = "dpsgd", 1, &seed, true, 500
+	job, err := Prepare(cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mlp := func(in, out int) *models.Model[float32] {
+		return &models.Model[float32]{Arch: "mine", InShape: []int{in}, Classes: 2,
+			Layers: []nn.Layer[float32]{nn.NewLinear[float32](in, out)}}
+	}
+	dim := job.Train.Dim
+	for _, tc := range []struct {
+		name string
+		m    *models.Model[float32]
+		edit func(*Job)
+		want string
+	}{
+		{"inputs", mlp(dim+1, 1), nil, "takes"},
+		{"outputs", mlp(dim, 3), nil, "outputs"},
+		{"checkpoint", mlp(dim, 1), func(j *Job) { j.Cfg.Out = t.TempDir() }, "checkpoints cannot store"},
+		{"baseline", mlp(dim, 1), func(j *Job) { j.Cfg.Baseline = true }, "Baseline cannot"},
+	} {
+		j := *job
+		if tc.edit != nil {
+			tc.edit(&j)
+		}
+		if _, err := TrainModel(context.Background(), &j, tc.m); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	var wrongType Job = *job
+	wrongType.Model = &models.Model[float64]{}
+	if _, err := Train(context.Background(), &wrongType); err == nil || !strings.Contains(err.Error(), "DType") {
+		t.Errorf("a float64 model in a float32 run: %v", err)
 	}
 }
