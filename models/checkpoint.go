@@ -121,6 +121,8 @@ func paramShapes(plan []layerPlan) [][]int {
 			shapes = append(shapes, []int{p.in, p.out}, []int{p.out})
 		case kindConv:
 			shapes = append(shapes, []int{p.outC, p.c, p.k, p.k}, []int{p.outC})
+		case kindCustom:
+			shapes = append(shapes, p.shapes...)
 		}
 	}
 	return shapes

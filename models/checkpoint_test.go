@@ -353,3 +353,54 @@ func checkLoad(t *testing.T, data []byte) {
 		sameParams(t, again.(*Model[float64]), loaded.(*Model[float64]))
 	}
 }
+
+// TestCustomModelCheckpoint is issue 14's acceptance "a checkpoint of a
+// custom (non-zoo) model round-trips bit-exactly": a network assembled from
+// nn layers saves its layer list and loads back with the same layers and
+// every parameter bit for bit.
+func TestCustomModelCheckpoint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	conv, lin := nn.NewConv2d[float32](2, 6, 6, 3, 3, 1, 1), nn.NewLinear[float32](3*3*3, 4)
+	conv.Init(rng)
+	lin.Init(rng)
+	gn := nn.NewGroupNorm[float32](3, 3, 6, 6)
+	for i := range gn.Params()[1].Value {
+		gn.Params()[1].Value[i] = float32(i) / 7 // non-default β
+	}
+	m := &Model[float32]{Arch: "my-net", InShape: []int{2, 6, 6}, Classes: 4, Layers: []nn.Layer[float32]{
+		conv, gn, nn.NewLeakyReLU[float32](0.1), nn.NewMaxPool2d[float32](3, 6, 6, 2), nn.NewTanh[float32](), nn.NewFlatten[float32](), lin}}
+	var buf bytes.Buffer
+	if err := Save(&buf, m, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	anyModel, meta, err := Load(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := anyModel.(*Model[float32])
+	if meta.Spec.Arch != "my-net" || len(meta.Spec.Layers) != len(m.Layers) {
+		t.Fatalf("spec %+v", meta.Spec)
+	}
+	for i, l := range got.Layers {
+		if l.Name() != m.Layers[i].Name() {
+			t.Errorf("layer %d: %s, want %s", i, l.Name(), m.Layers[i].Name())
+		}
+	}
+	want, have := m.Params(), got.Params()
+	if len(want) != len(have) {
+		t.Fatalf("%d parameter blocks, want %d", len(have), len(want))
+	}
+	for i := range want {
+		for j := range want[i].Value {
+			if math.Float32bits(want[i].Value[j]) != math.Float32bits(have[i].Value[j]) {
+				t.Fatalf("parameter %d[%d] = %v, want %v", i, j, have[i].Value[j], want[i].Value[j])
+			}
+		}
+	}
+	// A description whose layers do not chain is refused.
+	bad := m.Spec()
+	bad.Layers[len(bad.Layers)-1].In = 5
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "takes 5 inputs") {
+		t.Errorf("broken chain: %v", err)
+	}
+}

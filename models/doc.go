@@ -9,6 +9,11 @@
 // the raw parameters and the privacy receipt together, so a saved model can
 // never be separated from the guarantee it was trained under.
 //
+// A network outside the zoo (any stack of nn layers, under an Arch name of
+// one's own) is described by Spec.Layers (nn.LayerSpec, which every nn layer
+// gives through Spec()), so it saves, loads and validates exactly like a zoo
+// model; `fairdp train --model-spec FILE.json` builds one from such a file.
+//
 // Package graph (not this one, so the binary does not link Gorgonia)
 // rebuilds any model as a Gorgonia expression graph with the same weights:
 // the slow, independent path that proves the nn engine's logits and

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"fairdp/nn"
 )
@@ -64,6 +65,8 @@ func buildLayer[T nn.Float](p layerPlan) (nn.Layer[T], error) {
 		return nn.NewReLU[T](), nil
 	case kindFlatten:
 		return nn.NewFlatten[T](), nil
+	case kindCustom:
+		return nn.NewLayer[T](*p.custom)
 	}
 	return nil, fmt.Errorf("unknown layer kind %d", p.kind)
 }
@@ -73,6 +76,12 @@ func buildLayer[T nn.Float](p layerPlan) (nn.Layer[T], error) {
 // (U(−1/√fan_in, 1/√fan_in) for both): matching PyTorch keeps the papers'
 // learning rates meaningful here.
 func initParams[T nn.Float](layer nn.Layer[T], p layerPlan, rng *rand.Rand) error {
+	if p.kind == kindCustom {
+		if initer, ok := layer.(interface{ Init(*rand.Rand) }); ok {
+			initer.Init(rng)
+		}
+		return nil
+	}
 	if p.kind != kindLinear && p.kind != kindConv {
 		return nil
 	}
@@ -85,9 +94,22 @@ func initParams[T nn.Float](layer nn.Layer[T], p layerPlan, rng *rand.Rand) erro
 }
 
 // Spec returns the spec that rebuilds m's layers.
+// For a network outside the zoo it lists the layers' descriptions
+// (Spec.Layers); a layer that cannot describe itself leaves Layers short,
+// which Save reports.
 func (m *Model[T]) Spec() Spec {
-	return Spec{Arch: m.Arch, InShape: append([]int(nil), m.InShape...), Classes: m.Classes,
+	s := Spec{Arch: m.Arch, InShape: append([]int(nil), m.InShape...), Classes: m.Classes,
 		Hidden: append([]int(nil), m.Hidden...)}
+	if !slices.Contains(Archs, m.Arch) {
+		for _, l := range m.Layers {
+			d, ok := l.(nn.Describer)
+			if !ok {
+				break
+			}
+			s.Layers = append(s.Layers, d.Spec())
+		}
+	}
+	return s
 }
 
 // InSize is the number of input values per sample.

@@ -1,7 +1,9 @@
 package models
 
 import (
+	"fairdp/nn"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +21,10 @@ type Spec struct {
 	Classes int `json:"classes"`
 	// Hidden lists the widths of the MLP's hidden layers (mlp only).
 	Hidden []int `json:"hidden,omitempty"`
+	// Layers describes a network outside the zoo (any Arch name not in
+	// Archs): the layers in order, as nn.LayerSpec. A model assembled from
+	// nn layers saves and loads through it exactly like a zoo model.
+	Layers []nn.LayerSpec `json:"layers,omitempty"`
 }
 
 // Archs lists the architectures New builds, in the order errors list them.
@@ -42,6 +48,7 @@ const (
 	kindMaxPool
 	kindReLU
 	kindFlatten
+	kindCustom // any nn layer, described by layerPlan.custom
 )
 
 // layerPlan describes one layer before it is built, so that a spec can be
@@ -54,6 +61,10 @@ type layerPlan struct {
 	k       int // Conv kernel side, MaxPool window side (= stride)
 	stride  int // Conv stride
 	pad     int // Conv zero padding
+	// custom is the description of a kindCustom layer, shapes its
+	// parameter shapes.
+	custom *nn.LayerSpec
+	shapes [][]int
 }
 
 // numParams is the number of parameters the planned layer holds. Plans are
@@ -64,6 +75,12 @@ func (p layerPlan) numParams() int {
 		return p.in*p.out + p.out
 	case kindConv:
 		return p.outC*p.c*p.k*p.k + p.outC
+	case kindCustom:
+		n := 0
+		for _, s := range p.shapes {
+			n += shapeSize(s)
+		}
+		return n
 	}
 	return 0
 }
@@ -127,6 +144,12 @@ func (s Spec) plan() ([]layerPlan, error) {
 			return nil, fmt.Errorf("models: spec %q: InShape %v has more than %d values per sample", s.Arch, s.InShape, maxInput)
 		}
 	}
+	if len(s.Layers) > 0 {
+		if slices.Contains(Archs, s.Arch) {
+			return nil, fmt.Errorf("models: spec %q: Layers describe a network of one's own; the zoo arch %q takes none", s.Arch, s.Arch)
+		}
+		return s.planCustom()
+	}
 	if s.Arch != "mlp" && len(s.Hidden) > 0 {
 		return nil, fmt.Errorf("models: spec %q: Hidden %v is only used by arch \"mlp\"", s.Arch, s.Hidden)
 	}
@@ -160,6 +183,57 @@ func (s Spec) plan() ([]layerPlan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// planCustom checks a network of one's own: every layer must accept the
+// shape the previous one gives, and the output must be Classes logits (or
+// one for two classes).
+func (s Spec) planCustom() ([]layerPlan, error) {
+	if len(s.Hidden) > 0 {
+		return nil, fmt.Errorf("models: spec %q: Hidden is only used by arch \"mlp\"", s.Arch)
+	}
+	shape := slices.Clone(s.InShape)
+	var plan []layerPlan
+	total := 0
+	for i, ls := range s.Layers {
+		l, err := nn.NewLayer[float32](ls)
+		if err != nil {
+			return nil, fmt.Errorf("models: spec %q: layer %d: %w", s.Arch, i, err)
+		}
+		if err := fits(ls, shape); err != nil {
+			return nil, fmt.Errorf("models: spec %q: layer %d %s: %w", s.Arch, i, l.Name(), err)
+		}
+		p := layerPlan{kind: kindCustom, custom: &s.Layers[i]}
+		for _, prm := range l.Params() {
+			p.shapes = append(p.shapes, slices.Clone(prm.Shape))
+		}
+		if total += p.numParams(); total > maxParams {
+			return nil, fmt.Errorf("models: spec %s has more than %d parameters", s, maxParams)
+		}
+		plan = append(plan, p)
+		shape = l.OutShape(shape)
+	}
+	out := shapeSize(shape)
+	if out != s.Classes && !(s.Classes == 2 && out == 1) {
+		return nil, fmt.Errorf("models: spec %q: the last layer gives %d values, want %d logits (or 1 for two classes)", s.Arch, out, s.Classes)
+	}
+	return plan, nil
+}
+
+// fits says whether a layer described by ls accepts inputs of shape in.
+func fits(ls nn.LayerSpec, in []int) error {
+	size := shapeSize(in)
+	switch ls.Kind {
+	case nn.KindLinear:
+		if ls.In != size {
+			return fmt.Errorf("takes %d inputs, the previous layer gives %v", ls.In, in)
+		}
+	case nn.KindConv2d, nn.KindMaxPool2d, nn.KindGroupNorm:
+		if !slices.Equal(in, []int{ls.C, ls.H, ls.W}) {
+			return fmt.Errorf("takes %d×%d×%d inputs, the previous layer gives %v", ls.C, ls.H, ls.W, in)
+		}
+	}
+	return nil
 }
 
 // planDense lays out [Flatten,] (Linear, ReLU) per hidden width, then the

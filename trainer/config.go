@@ -12,22 +12,26 @@ import (
 // Config is one training job. The zero value is not usable; start from
 // Defaults() (what `fairdp train` with no arguments runs).
 type Config struct {
-	Algo      string  // "sgd", "dpsgd", …
-	Dataset   string  // built-in name (adult, credit, parkinsons, dutch, mnist, mnist-unbalanced, utkface) or a CSV path
-	Schema    string  // schema JSON for a CSV path
-	DataDir   string  // where built-in data lives ("" = $FAIRDP_DATA, then ../shared/data)
-	Model     string  // logistic, mlp, mnist-cnn, vgg ("" = the dataset's default)
-	Hidden    []int   // MLP widths
-	DType     string  // float32 or float64
-	Epochs    int     // passes over the training set
-	Batch     int     // batch size (expected size under Poisson sampling)
-	LR        float64 // learning rate
-	Optimizer string  // sgd or adam
-	Momentum  float64 // SGD momentum
-	TrainFrac float64 // train fraction of a random split (0.75 for DP-FERMI)
-	ImageSize int     // UTKFace resize
-	Limit     int     // use at most this many records (0 = all), for quick runs
-	Seed      *uint64 // nil: crypto-seeded
+	Algo    string // "sgd", "dpsgd", …
+	Dataset string // built-in name (adult, credit, parkinsons, dutch, mnist, mnist-unbalanced, utkface) or a CSV path
+	Schema  string // schema JSON for a CSV path
+	DataDir string // where built-in data lives ("" = $FAIRDP_DATA, then ../shared/data)
+	Model   string // logistic, mlp, mnist-cnn, vgg ("" = the dataset's default)
+	Hidden  []int  // MLP widths
+	// ModelSpecFile names a JSON models.Spec of a network outside the zoo
+	// (its "layers"); it replaces Model. in_shape and classes default to
+	// the data's.
+	ModelSpecFile string  `json:",omitempty"`
+	DType         string  // float32 or float64
+	Epochs        int     // passes over the training set
+	Batch         int     // batch size (expected size under Poisson sampling)
+	LR            float64 // learning rate
+	Optimizer     string  // sgd or adam
+	Momentum      float64 // SGD momentum
+	TrainFrac     float64 // train fraction of a random split (0.75 for DP-FERMI)
+	ImageSize     int     // UTKFace resize
+	Limit         int     // use at most this many records (0 = all), for quick runs
+	Seed          *uint64 // nil: crypto-seeded
 	// SplitSeed, if set, seeds the train/test split alone (Seed then seeds
 	// everything else), so a sweep's runs share one split while each draws
 	// its own noise; nil: the split comes from Seed.

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -244,7 +245,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	prog.done()
 	rep := &Report{
-		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: spec.Arch, Params: m.NumParams(),
+		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: m.Arch, Params: m.NumParams(),
 		DType: cfg.DType, Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,
 		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: alg.Receipt(),
 		Seconds: time.Since(start).Seconds(), Version: Version, Config: cfg,
@@ -300,6 +301,13 @@ const float64NoiseNote = "noise: the gradient sums were noised with the fast tex
 // jobModel is the caller's model (Job.Model) after checking it fits the
 // data, or a new zoo model for spec.
 func jobModel[T nn.Float](job *Job, spec models.Spec) (*models.Model[T], error) {
+	if job.Model == nil && job.Cfg.ModelSpecFile != "" {
+		s, err := readModelSpec(job.Cfg.ModelSpecFile, spec)
+		if err != nil {
+			return nil, err
+		}
+		return models.New[T](s, job.Source.Derive("init"))
+	}
 	if job.Model == nil {
 		return models.New[T](spec, job.Source.Derive("init"))
 	}
@@ -315,12 +323,45 @@ func jobModel[T nn.Float](job *Job, spec models.Spec) (*models.Model[T], error) 
 		return nil, fmt.Errorf("Job.Model has %d outputs, the data has %d classes (want %d, or 1 sigmoid output for 2)",
 			m.OutDim(), spec.Classes, spec.Classes)
 	case job.Cfg.Out != "" && !slices.Contains(models.Archs, m.Arch):
-		return nil, fmt.Errorf("Job.Model has architecture %q, which checkpoints cannot store yet: leave Cfg.Out empty and save the parameters yourself", m.Arch)
+		if err := m.Spec().Validate(); err != nil {
+			return nil, fmt.Errorf("Job.Model cannot be saved in a checkpoint (Cfg.Out): %w", err)
+		}
 	}
 	if m.Classes == 0 {
 		m.Classes = spec.Classes
 	}
 	return m, nil
+}
+
+// readModelSpec reads a network description (a models.Spec with layers);
+// in_shape and classes default to the data's (in data).
+func readModelSpec(path string, data models.Spec) (models.Spec, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return models.Spec{}, fmt.Errorf("model spec: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var s models.Spec
+	if err := dec.Decode(&s); err != nil {
+		return models.Spec{}, fmt.Errorf("model spec %s: %w", path, err)
+	}
+	if s.Arch == "" {
+		s.Arch = "custom"
+	}
+	if len(s.InShape) == 0 {
+		s.InShape = data.InShape
+	}
+	if s.Classes == 0 {
+		s.Classes = data.Classes
+	}
+	if !slices.Equal(s.InShape, data.InShape) {
+		return models.Spec{}, fmt.Errorf("model spec %s: in_shape %v, the data has %v", path, s.InShape, data.InShape)
+	}
+	if err := s.Validate(); err != nil {
+		return models.Spec{}, fmt.Errorf("model spec %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // TrainModel trains the caller's own model m (any stack of fairdp's nn

@@ -144,3 +144,28 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 		t.Errorf("mapping without a file: %v", err)
 	}
 }
+
+// TestModelSpecFile: --model-spec trains a network described in JSON,
+// saves it in a checkpoint that eval reads back (issue 14 item 5).
+func TestModelSpecFile(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "net.json")
+	os.WriteFile(spec, []byte(`{"arch": "tiny-mlp", "layers": [{"kind": "linear", "in": 102, "out": 8}, {"kind": "tanh"}, {"kind": "linear", "in": 8, "out": 1}]}`), 0o644)
+	out, _, err := runCLI(t, "train", "--algo", "dpsgd", "--epsilon", "2", "--model-spec", spec, "--epochs", "1", "--limit", "2000",
+		"--seed", "5", "--quiet", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "dpsgd, tiny-mlp (833 parameters)") {
+		t.Errorf("train output:\n%s", out)
+	}
+	out, _, err = runCLI(t, "eval", "--model", filepath.Join(dir, "model.ckpt"), "--limit", "2000", "--seed", "5")
+	if err != nil || !strings.Contains(out, "tiny-mlp") {
+		t.Errorf("eval of the custom checkpoint: %v\n%s", err, out)
+	}
+	os.WriteFile(spec, []byte(`{"layers": [{"kind": "linear", "in": 7, "out": 1}]}`), 0o644)
+	if _, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet"); err == nil ||
+		!strings.Contains(err.Error(), "takes 7 inputs") {
+		t.Errorf("a spec that does not fit the data: %v", err)
+	}
+}

@@ -99,6 +99,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	dataFlags(fs, c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: "+strings.Join(trainer.AlgorithmNames(), ", ")+"; linear families (own flags, see -algo X -h): tailoring, dpnose, postproc, oracle")
 	fs.StringVar(&c.Model, "model", c.Model, "model: logistic, mlp, mnist-cnn, vgg (default: by data set)")
+	fs.StringVar(&c.ModelSpecFile, "model-spec", c.ModelSpecFile, "JSON description of a network of your own ({\"layers\": [{\"kind\": \"linear\", \"in\": 102, \"out\": 1}]}); replaces --model")
 	fs.Var(intsFlag{&c.Hidden}, "hidden", "MLP hidden widths, e.g. 64,32 (default 64 for --model mlp)")
 	fs.StringVar(&c.DType, "dtype", c.DType, "float32 or float64")
 	fs.StringVar(&c.Device, "device", c.Device, "cpu, or cuda on a GPU host (binary built with -tags cuda)")

@@ -1,0 +1,130 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+)
+
+// Layer kinds of a LayerSpec.
+const (
+	KindLinear    = "linear"
+	KindConv2d    = "conv2d"
+	KindMaxPool2d = "maxpool2d"
+	KindReLU      = "relu"
+	KindTanh      = "tanh"
+	KindLeakyReLU = "leaky_relu"
+	KindFlatten   = "flatten"
+	KindGroupNorm = "groupnorm"
+)
+
+// LayerSpec describes a layer completely enough to build it again: its kind
+// and geometry (the parameters' values are stored separately). It is how a
+// model a user assembles from these layers, outside fairdp's zoo, is saved
+// in a checkpoint and read back (models.Spec.Layers), and how a network is
+// described in a JSON file.
+type LayerSpec struct {
+	Kind string `json:"kind"`
+	// Linear: In → Out.
+	In  int `json:"in,omitempty"`
+	Out int `json:"out,omitempty"`
+	// Conv2d, MaxPool2d, GroupNorm: the per-sample input C×H×W.
+	C int `json:"c,omitempty"`
+	H int `json:"h,omitempty"`
+	W int `json:"w,omitempty"`
+	// Conv2d: OutC output channels, K×K kernel, Stride, Pad; MaxPool2d: K
+	// window (= stride).
+	OutC   int `json:"out_c,omitempty"`
+	K      int `json:"k,omitempty"`
+	Stride int `json:"stride,omitempty"`
+	Pad    int `json:"pad,omitempty"`
+	// GroupNorm: Groups dividing C.
+	Groups int `json:"groups,omitempty"`
+	// LeakyReLU: the negative slope.
+	Slope float64 `json:"slope,omitempty"`
+}
+
+// Spec implements Describer.
+func (l *Linear[T]) Spec() LayerSpec { return LayerSpec{Kind: KindLinear, In: l.in, Out: l.out} }
+
+// Spec implements Describer.
+func (c *Conv2d[T]) Spec() LayerSpec {
+	return LayerSpec{Kind: KindConv2d, C: c.inC, H: c.inH, W: c.inW, OutC: c.outC, K: c.k, Stride: c.stride, Pad: c.pad}
+}
+
+// Spec implements Describer.
+func (m *MaxPool2d[T]) Spec() LayerSpec {
+	return LayerSpec{Kind: KindMaxPool2d, C: m.c, H: m.h, W: m.w, K: m.k}
+}
+
+// Spec implements Describer.
+func (a *activation[T]) Spec() LayerSpec {
+	switch a.kind {
+	case actReLU:
+		return LayerSpec{Kind: KindReLU}
+	case actTanh:
+		return LayerSpec{Kind: KindTanh}
+	}
+	return LayerSpec{Kind: KindLeakyReLU, Slope: float64(a.slope)}
+}
+
+// Spec implements Describer.
+func (f *Flatten[T]) Spec() LayerSpec { return LayerSpec{Kind: KindFlatten} }
+
+// Spec implements Describer.
+func (g *GroupNorm[T]) Spec() LayerSpec {
+	return LayerSpec{Kind: KindGroupNorm, C: g.c, H: g.h, W: g.w, Groups: g.groups}
+}
+
+// Describer is a layer that can describe itself (every layer of this
+// package is one).
+type Describer interface{ Spec() LayerSpec }
+
+// NewLayer builds the layer s describes, with its parameters at their
+// construction values (zero, or GroupNorm's γ = 1); call Init on Linear and
+// Conv2d layers to draw them. Bad geometry is an error, not a panic.
+func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
+	bad := func() error { return fmt.Errorf("nn: layer %+v: impossible geometry", s) }
+	pos := func(v ...int) bool {
+		for _, x := range v {
+			if x < 1 {
+				return false
+			}
+		}
+		return true
+	}
+	switch s.Kind {
+	case KindLinear:
+		if !pos(s.In, s.Out) {
+			return nil, bad()
+		}
+		return NewLinear[T](s.In, s.Out), nil
+	case KindConv2d:
+		if !pos(s.C, s.H, s.W, s.OutC, s.K, s.Stride) || s.Pad < 0 || s.H+2*s.Pad < s.K || s.W+2*s.Pad < s.K {
+			return nil, bad()
+		}
+		return NewConv2d[T](s.C, s.H, s.W, s.OutC, s.K, s.Stride, s.Pad), nil
+	case KindMaxPool2d:
+		if !pos(s.C, s.K) || s.H < s.K || s.W < s.K {
+			return nil, bad()
+		}
+		return NewMaxPool2d[T](s.C, s.H, s.W, s.K), nil
+	case KindReLU:
+		return NewReLU[T](), nil
+	case KindTanh:
+		return NewTanh[T](), nil
+	case KindLeakyReLU:
+		if math.IsNaN(s.Slope) || math.IsInf(s.Slope, 0) {
+			return nil, bad()
+		}
+		return NewLeakyReLU[T](T(s.Slope)), nil
+	case KindFlatten:
+		return NewFlatten[T](), nil
+	case KindGroupNorm:
+		if !pos(s.Groups, s.C, s.H, s.W) || s.C%s.Groups != 0 {
+			return nil, bad()
+		}
+		return NewGroupNorm[T](s.Groups, s.C, s.H, s.W), nil
+	}
+	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
+		KindLinear, KindConv2d, KindMaxPool2d, KindReLU, KindTanh, KindLeakyReLU, KindFlatten, KindGroupNorm)
+}
