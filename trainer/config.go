@@ -1,10 +1,12 @@
 package trainer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strings"
 )
@@ -314,4 +316,51 @@ func (p DPConfig) MarshalJSON() ([]byte, error) {
 		plain
 		Epsilon any `json:"Epsilon"`
 	}{plain(p), eps})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes ("inf" for an infinite ε).
+func (p *DPConfig) UnmarshalJSON(data []byte) error {
+	type plain DPConfig
+	aux := struct {
+		*plain
+		Epsilon json.RawMessage `json:"Epsilon"`
+	}{plain: (*plain)(p)}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	switch e := strings.TrimSpace(string(aux.Epsilon)); e {
+	case "":
+	case `"inf"`, `"+Inf"`:
+		p.Epsilon = math.Inf(1)
+	default:
+		if err := json.Unmarshal(aux.Epsilon, &p.Epsilon); err != nil {
+			return fmt.Errorf("privacy Epsilon: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReadConfig reads a run's configuration from path: a report.json (its
+// "config", which records every setting of the run) or a bare Config JSON.
+// Settings the file leaves out keep their Defaults. It is how a reported
+// run is repeated (`fairdp train --config report.json`).
+func ReadConfig(path string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if c, ok := top["config"]; ok {
+		raw = c
+	}
+	cfg := Defaults()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
 }

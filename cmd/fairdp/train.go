@@ -128,6 +128,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Float64Var(&c.Fair.WeightDecay, "weight-decay", c.Fair.WeightDecay, "L2 regularisation")
 	fs.Float64Var(&c.Fair.CountNoiseRatio, "count-noise-ratio", c.Fair.CountNoiseRatio, "DPSGD-F: σ1 = ratio·σ2 on the clipped/unclipped counts")
 	fs.String("preset", "", "paper settings to start from: "+strings.Join(trainer.PresetNames(), ", ")+" (flags given after it win)")
+	fs.String("config", "", "repeat a run: its report.json (or a config JSON); flags given with it win")
 	fs.StringVar(&c.Privacy.Sampling, "sampling", c.Privacy.Sampling, "poisson (RDP-valid) or shuffle (paper fidelity; flagged in the receipt)")
 }
 
@@ -267,6 +268,13 @@ func defaultsFor(args []string) trainer.Config {
 // applyPreset applies --preset NAME (if present in args) before the other
 // flags are parsed, so that explicit flags override the preset.
 func applyPreset(cfg *trainer.Config, args []string) error {
+	if path, ok := flagValue(args, "config"); ok {
+		c, err := trainer.ReadConfig(path)
+		if err != nil {
+			return err
+		}
+		*cfg = c
+	}
 	if name, ok := flagValue(args, "preset"); ok {
 		return trainer.ApplyPreset(cfg, name)
 	}
