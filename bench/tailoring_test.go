@@ -56,14 +56,11 @@ type tailoringSetup struct {
 func newTailoringSetup(tb testing.TB, name string, sizes []int, slopes []float64, seed uint64) *tailoringSetup {
 	tb.Helper()
 	groups := make([]linear.SyntheticGroup, len(sizes))
-	maxY := 0.0
 	for k := range groups {
 		groups[k] = linear.SyntheticGroup{N: sizes[k], Slope: []float64{slopes[k]}, NoiseStd: 1}
-		maxY = math.Max(maxY, 4*math.Hypot(slopes[k], 1))
 	}
-	s := &tailoringSetup{name: name, sizes: sizes, slopes: slopes,
-		// The bounds the generator implies (4 sd), as the CLI uses.
-		bounds: linear.Bounds{XNorm: math.Sqrt(17), Y: maxY}}
+	// The bounds the generator implies (4 sd), the function the CLI uses.
+	s := &tailoringSetup{name: name, sizes: sizes, slopes: slopes, bounds: tailoring.SyntheticBounds(groups)}
 	for i, part := range []**tailoring.Data{&s.train, &s.test} {
 		ds, err := linear.Synthetic(rand.New(rand.NewPCG(seed, uint64(i))), name, groups)
 		if err != nil {

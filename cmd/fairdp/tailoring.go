@@ -298,22 +298,20 @@ func (c *tailoringConfig) load(src dpops.Source, loss linear.Loss, intercept boo
 	var trainSet, testSet *loaders.Dataset
 	if c.dataset == "synthetic" {
 		groups := make([]linear.SyntheticGroup, len(c.sizes))
-		maxY := 0.0
 		for k := range groups {
 			sd := c.noise[0]
 			if len(c.noise) > 1 {
 				sd = c.noise[k]
 			}
 			groups[k] = linear.SyntheticGroup{N: int(c.sizes[k]), Slope: []float64{c.slopes[k]}, NoiseStd: sd}
-			maxY = math.Max(maxY, 4*math.Hypot(c.slopes[k], sd))
 		}
-		// Public bounds from the generator: |x| ≤ 4 sd with the intercept,
-		// |y| ≤ 4 sd of the widest group.
+		// Public bounds from the generator (4 sd), unless given.
+		b := tailoring.SyntheticBounds(groups)
 		if c.xBound == 0 {
-			c.xBound = math.Sqrt(17)
+			c.xBound = b.XNorm
 		}
 		if c.yBound == 0 {
-			c.yBound = maxY
+			c.yBound = b.Y
 		}
 		if trainSet, err = linear.Synthetic(src.Derive("data train"), "synthetic/train", groups); err != nil {
 			return nil, nil, nil, err
