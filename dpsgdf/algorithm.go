@@ -130,6 +130,10 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 func (c Config) check(n int) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var fields trainer.FieldErrors // settings the trainer's Config also has: named as its fields
+	field := func(name, format string, args ...any) {
+		fields = append(fields, trainer.FieldError{Field: name, Msg: fmt.Sprintf(format, args...)})
+	}
 	switch c.Policy {
 	case Flat, Naive, Adaptive:
 	default:
@@ -139,31 +143,34 @@ func (c Config) check(n int) error {
 		bad("dpsgdf: %d training records, want at least 1", n)
 	}
 	if c.Batch < 1 || c.Batch > n {
-		bad("dpsgdf: --batch %d must be between 1 and the %d training records", c.Batch, n)
+		field("Batch", "%d must be between 1 and the %d training records", c.Batch, n)
 	}
 	if !(c.Clip > 0) || math.IsInf(c.Clip, 1) {
-		bad("dpsgdf: --clip %v must be a positive number", c.Clip)
+		field("Privacy.Clip", "%v must be a positive number", c.Clip)
 	}
 	if !(c.Sigma >= 0) || math.IsInf(c.Sigma, 1) {
-		bad("dpsgdf: --sigma %v must be a finite number ≥ 0", c.Sigma)
+		field("Privacy.Sigma", "%v must be a finite number ≥ 0", c.Sigma)
 	}
 	if c.Sigma == 0 && (!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 1)) {
-		bad("dpsgdf: give --sigma or a finite --epsilon > 0 (got ε = %v): %s is a private algorithm", c.Epsilon, c.Policy)
+		field("Privacy.Epsilon", "must be finite and > 0, or Privacy.Sigma given (got ε = %v): %s is a private algorithm", c.Epsilon, c.Policy)
 	}
 	if c.Delta < 0 || c.Delta >= 1 {
-		bad("dpsgdf: --delta %v must be in [0, 1)", c.Delta)
+		field("Privacy.Delta", "%v must be in [0, 1)", c.Delta)
 	}
 	if c.Policy != Flat && (!(c.CountNoiseRatio > 0) || math.IsInf(c.CountNoiseRatio, 1)) {
-		bad("dpsgdf: --count-noise-ratio %v must be a positive number (σ1 = ratio·σ2)", c.CountNoiseRatio)
+		field("Fair.CountNoiseRatio", "%v must be a positive number (σ1 = ratio·σ2)", c.CountNoiseRatio)
 	}
 	if c.Epochs < 1 {
-		bad("dpsgdf: --epochs %d must be ≥ 1", c.Epochs)
+		field("Epochs", "%d must be ≥ 1", c.Epochs)
 	}
 	if c.Sampling != "" && c.Sampling != accounting.SamplingPoisson && c.Sampling != accounting.SamplingShuffle {
-		bad("dpsgdf: --sampling %q, want poisson or shuffle", c.Sampling)
+		field("Privacy.Sampling", "%q, want poisson or shuffle", c.Sampling)
 	}
 	if len(c.Groups) == 0 {
 		bad("dpsgdf: the data set has no groups; DPSGD-F needs a group per record (the label for MNIST, the sensitive column for tabular data)")
+	}
+	if len(fields) > 0 {
+		errs = append(errs, fmt.Errorf("dpsgdf: %w", fields))
 	}
 	return errors.Join(errs...)
 }

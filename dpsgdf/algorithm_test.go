@@ -378,13 +378,13 @@ func TestConfigErrors(t *testing.T) {
 		want   string
 	}{
 		{"policy", func(c *Config) { c.Policy = "fair" }, `policy "fair"`},
-		{"batch", func(c *Config) { c.Batch = 200 }, "--batch 200 must be between 1 and the 100 training records"},
-		{"clip", func(c *Config) { c.Clip = 0 }, "--clip 0"},
-		{"sigma", func(c *Config) { c.Sigma = -1 }, "--sigma -1"},
-		{"no privacy", func(c *Config) { c.Sigma, c.Epsilon = 0, math.Inf(1) }, "give --sigma or a finite --epsilon"},
-		{"ratio", func(c *Config) { c.CountNoiseRatio = 0 }, "--count-noise-ratio 0"},
-		{"delta", func(c *Config) { c.Delta = 1 }, "--delta 1"},
-		{"sampling", func(c *Config) { c.Sampling = "fixed" }, `--sampling "fixed"`},
+		{"batch", func(c *Config) { c.Batch = 200 }, "Batch 200 must be between 1 and the 100 training records"},
+		{"clip", func(c *Config) { c.Clip = 0 }, "Privacy.Clip 0"},
+		{"sigma", func(c *Config) { c.Sigma = -1 }, "Privacy.Sigma -1"},
+		{"no privacy", func(c *Config) { c.Sigma, c.Epsilon = 0, math.Inf(1) }, "Privacy.Epsilon must be finite and > 0, or Privacy.Sigma given"},
+		{"ratio", func(c *Config) { c.CountNoiseRatio = 0 }, "Fair.CountNoiseRatio 0"},
+		{"delta", func(c *Config) { c.Delta = 1 }, "Privacy.Delta 1"},
+		{"sampling", func(c *Config) { c.Sampling = "fixed" }, `Privacy.Sampling "fixed"`},
 		{"groups", func(c *Config) { c.Groups = nil }, "no groups"},
 	}
 	seed := uint64(1)

@@ -155,7 +155,7 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 		return nil, fmt.Errorf("fermi: the training set %s is empty", train.Name)
 	}
 	if cfg.Batch > n {
-		return nil, fmt.Errorf("fermi: --batch %d is larger than the %d training records", cfg.Batch, n)
+		return nil, fmt.Errorf("fermi: %w", trainer.FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d is larger than the %d training records", cfg.Batch, n)}})
 	}
 	a := &DPFERMI[T]{publicSizes: f.PublicGroupSizes,
 		Lambda: f.Lambda, LRW: f.LRW, Radius: f.Radius, Clip: p.Clip, Scope: f.Scope, Sampling: p.Sampling,

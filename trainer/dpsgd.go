@@ -47,13 +47,13 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 	}
 	a.Records = n
 	if cfg.Batch > n {
-		return nil, fmt.Errorf("--batch %d is larger than the %d training records", cfg.Batch, n)
+		return nil, FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d is larger than the %d training records", cfg.Batch, n)}}
 	}
 	a.Q = float64(cfg.Batch) / float64(n)
 	steps := cfg.Epochs * stepsPerEpoch(a.Q, n, cfg.Batch, p.Sampling)
 	if a.Sigma == 0 {
 		if math.IsInf(p.Epsilon, 1) {
-			return nil, fmt.Errorf("dpsgd: give --epsilon or --sigma")
+			return nil, FieldErrors{{Field: "Privacy.Epsilon", Msg: "must be finite, or Privacy.Sigma given: dpsgd is a private algorithm"}}
 		}
 		s, err := accounting.CalibrateSigma(p.Epsilon, a.Delta, a.Q, steps)
 		if err != nil {
