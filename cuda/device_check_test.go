@@ -21,7 +21,7 @@ func TestCheckDevice(t *testing.T) {
 	if err := trainer.CheckDevice("cpu"); err != nil {
 		t.Errorf("CheckDevice(cpu) = %v", err)
 	}
-	if err := trainer.CheckDevice("tpu"); err == nil || !strings.Contains(err.Error(), "--device must be cpu or cuda") {
+	if err := trainer.CheckDevice("tpu"); err == nil || !strings.Contains(err.Error(), "Device must be cpu or cuda") {
 		t.Errorf("CheckDevice(tpu) = %v", err)
 	}
 	err := trainer.CheckDevice("cuda")
@@ -33,9 +33,9 @@ func TestCheckDevice(t *testing.T) {
 	case cuda.Available():
 		want = []string{"does not run models on the GPU yet"}
 	case strings.Contains(cuda.Check().Error(), "without the build tag"):
-		want = []string{"--device cuda", "build tag `cuda`", "CUDA 11.8 toolkit", "nvidia-cuda-toolkit"}
+		want = []string{"Device cuda", "build tag `cuda`", "CUDA 11.8 toolkit", "nvidia-cuda-toolkit"}
 	default:
-		want = []string{"--device cuda", "no usable CUDA device"}
+		want = []string{"Device cuda", "no usable CUDA device"}
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {

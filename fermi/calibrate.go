@@ -21,11 +21,11 @@ func PaperSigmas(n int, rho float64, steps int, lipschitzTheta, radius, epsilon,
 	case !(rho > 0 && rho <= 1):
 		return 0, 0, fmt.Errorf("fermi: paper calibration needs the smallest group frequency ρ in (0,1] (got %v)", rho)
 	case !(epsilon > 0) || math.IsInf(epsilon, 0):
-		return 0, 0, fmt.Errorf("fermi: paper calibration needs a finite --epsilon > 0 (got %v)", epsilon)
+		return 0, 0, fmt.Errorf("fermi: paper calibration needs a finite Privacy.Epsilon > 0 (got %v)", epsilon)
 	case !(delta > 0 && delta < 1):
 		return 0, 0, fmt.Errorf("fermi: paper calibration needs δ in (0,1) (got %v)", delta)
 	case !(lipschitzTheta > 0) || !(radius > 0):
-		return 0, 0, fmt.Errorf("fermi: paper calibration needs --clip and --radius > 0 (got %v, %v)", lipschitzTheta, radius)
+		return 0, 0, fmt.Errorf("fermi: paper calibration needs Privacy.Clip and Fair.Radius > 0 (got %v, %v)", lipschitzTheta, radius)
 	}
 	nf := float64(n)
 	base := 16 * math.Log(1/delta) * float64(steps) / (epsilon * epsilon * nf * nf * rho)

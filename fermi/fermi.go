@@ -337,7 +337,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 			return err
 		}
 		if eps > a.target {
-			return fmt.Errorf("fermi: Theorem 3.3's noise (σ_θ = %.4g, σ_W = %.4g) gives ε = %.4g by the RDP accountant, above --epsilon %v; use --calibration accountant",
+			return fmt.Errorf("fermi: Theorem 3.3's noise (σ_θ = %.4g, σ_W = %.4g) gives ε = %.4g by the RDP accountant, above Privacy.Epsilon %v; use Fair.Calibration accountant",
 				st, sw, eps, a.target)
 		}
 		return nil
@@ -348,7 +348,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 	}
 	s, err := accounting.CalibrateSigma(a.target, a.Delta, a.Q, a.Steps, spent...)
 	if err != nil && countRDP != nil {
-		return fmt.Errorf("fermi: %w (the noisy group counts share the budget: give --public-group-sizes or a larger --epsilon)", err)
+		return fmt.Errorf("fermi: %w (the noisy group counts share the budget: give Fair.PublicGroupSizes or a larger Privacy.Epsilon)", err)
 	} else if err != nil {
 		return err
 	}
@@ -584,7 +584,7 @@ func (a *DPFERMI[T]) ascend() error {
 	a.Reg.Project(a.Radius)
 	for _, v := range a.Reg.W {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("fermi: W diverged (%v); lower --lr-w", v)
+			return fmt.Errorf("fermi: W diverged (%v); lower Fair.LRW", v)
 		}
 	}
 	return nil

@@ -357,7 +357,7 @@ func TestPaperSigmas(t *testing.T) {
 	// With few steps Theorem 3.3's noise is too small for the accountant's
 	// (ε, δ): the run is refused rather than overspend.
 	_, err = New[float32](adultJob(t, func(c *trainer.Config) { paper(c); c.Epochs, c.Limit = 1, 6000 }))
-	if err == nil || !strings.Contains(err.Error(), "above --epsilon") {
+	if err == nil || !strings.Contains(err.Error(), "above Privacy.Epsilon") {
 		t.Errorf("paper calibration over budget: error %v", err)
 	}
 }

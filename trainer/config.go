@@ -246,7 +246,7 @@ type FieldError struct {
 	Msg   string
 }
 
-func (e FieldError) Error() string { return e.Field + " " + e.Msg }
+func (e FieldError) Error() string { return strings.TrimSpace(e.Field + " " + e.Msg) }
 
 // FieldErrors are all the problems Validate found.
 type FieldErrors []FieldError
@@ -288,7 +288,7 @@ func RegisterPreset(name string, apply func(*Config)) {
 func ApplyPreset(cfg *Config, name string) error {
 	apply, ok := presets[name]
 	if !ok {
-		return fmt.Errorf("unknown --preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+		return FieldErrors{{Field: "Preset", Msg: fmt.Sprintf("%q is unknown (known: %s)", name, strings.Join(PresetNames(), ", "))}}
 	}
 	apply(cfg)
 	cfg.Preset = name

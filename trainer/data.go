@@ -88,8 +88,8 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 		case fitted != nil: // a model's own schema reads its kind of file
 			s = fitted.Schema()
 		default:
-			return nil, nil, nil, fmt.Errorf("--dataset %q is not a built-in (%s); a CSV file needs --schema FILE.json",
-				cfg.Dataset, strings.Join(DatasetNames(), ", "))
+			return nil, nil, nil, FieldErrors{{Field: "Dataset", Msg: fmt.Sprintf("%q is not a built-in (%s); a CSV file needs Schema FILE.json",
+				cfg.Dataset, strings.Join(DatasetNames(), ", "))}}
 		}
 		opts, note, err := csvFiles(cfg, s)
 		if err != nil {
@@ -146,7 +146,7 @@ func dataSubdir(dataDir, sub string) (string, error) {
 	if base == "" {
 		d, err := loaders.DataDir()
 		if err != nil {
-			return "", fmt.Errorf("%s needs its files: %w (set --data-dir)", sub, err)
+			return "", fmt.Errorf("%s needs its files: %w (set %w)", sub, err, FieldErrors{{Field: "DataDir"}})
 		}
 		base = d
 	}
@@ -173,7 +173,7 @@ func csvFiles(cfg Config, s loaders.Schema) (opts loaders.CSVOptions, note strin
 	dir := filepath.Dir(cfg.Schema)
 	if cfg.Dataset == "" {
 		if len(s.Files) == 0 {
-			return opts, "", fmt.Errorf("schema %s declares no \"files\": give the data file (--dataset FILE.csv) or list it in the schema", cfg.Schema)
+			return opts, "", FieldErrors{{Field: "Dataset", Msg: fmt.Sprintf("is needed: schema %s declares no \"files\" (give the data file, or list it in the schema)", cfg.Schema)}}
 		}
 		opts.Files, opts.TestFiles, opts.Dir = s.Files, s.TestFiles, dir
 		return opts, "", nil

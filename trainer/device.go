@@ -25,9 +25,9 @@ func CheckDevice(device string) error {
 		return nil
 	case "cuda":
 		if err := cuda.Check(); err != nil {
-			return fmt.Errorf("--device cuda: %w", err)
+			return fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, err)
 		}
-		return fmt.Errorf("--device cuda: %w", ErrGPUTrainingNotWired)
+		return fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, ErrGPUTrainingNotWired)
 	}
-	return fmt.Errorf("--device must be cpu or cuda (got %q)", device)
+	return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("must be cpu or cuda (got %q)", device)}}
 }

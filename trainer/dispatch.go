@@ -81,7 +81,7 @@ func BackendName() string { return backend.Name() }
 func Train(ctx context.Context, job *Job) (*Report, error) {
 	a, ok := algorithms[job.Cfg.Algo]
 	if !ok {
-		return nil, fmt.Errorf("unknown --algo %q (known: %v)", job.Cfg.Algo, AlgorithmNames())
+		return nil, FieldErrors{{Field: "Algo", Msg: fmt.Sprintf("%q is unknown (known: %v)", job.Cfg.Algo, AlgorithmNames())}}
 	}
 	if job.Model != nil && job.Cfg.Baseline {
 		return nil, errors.New("Baseline cannot be combined with Job.Model: the model is trained in place, so there is no untrained twin")

@@ -164,7 +164,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	var jsonl *atomicfile.File
 	if cfg.Out != "" {
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("--out %s: %w", cfg.Out, err)
+			return nil, nil, FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
 		}
 		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, "metrics.jsonl")); err != nil {
 			return nil, nil, err

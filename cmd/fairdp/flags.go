@@ -91,7 +91,7 @@ func flagError(err error) error {
 			if !ok {
 				name = f.Field
 			}
-			s[i] = name + " " + fieldFlagNames.Replace(f.Msg)
+			s[i] = strings.TrimSpace(name + " " + fieldFlagNames.Replace(f.Msg))
 		}
 		return errors.New(strings.Replace(err.Error(), fields.Error(), strings.Join(s, "; "), 1))
 	}
@@ -101,7 +101,10 @@ func flagError(err error) error {
 // fieldFlags names the flag that sets each trainer.Config field.
 var fieldFlags = map[string]string{
 	"Epochs": "--epochs", "Batch": "--batch", "LR": "--lr", "DType": "--dtype", "Optimizer": "--optimizer",
-	"TrainFrac": "--train-frac", "Limit": "--limit", "Device": "--device",
+	"TrainFrac": "--train-frac", "Limit": "--limit", "Device": "--device", "Out": "--out", "Algo": "--algo",
+	"Dataset": "--dataset", "DataDir": "--data-dir", "Preset": "--preset", "Schema": "--schema",
+	"Momentum":              "--momentum",
+	"Fair.PublicGroupSizes": "--public-group-sizes", "Federation.SiloAttribute": "--silo-attribute",
 	"Privacy.Epsilon": "--epsilon", "Privacy.Delta": "--delta", "Privacy.Clip": "--clip", "Privacy.Sigma": "--sigma",
 	"Privacy.Sampling": "--sampling",
 	"Fair.Lambda":      "--lambda", "Fair.Fairness": "--fairness", "Fair.Scope": "--scope", "Fair.Calibration": "--calibration",
@@ -115,7 +118,9 @@ var fieldFlags = map[string]string{
 var fieldFlagNames = func() *strings.Replacer {
 	var pairs []string
 	for f, flag := range fieldFlags {
-		if strings.Contains(f, ".") { // only unambiguous dotted paths; "LR" would hit "LRW"
+		// Dotted paths, and the few plain names that cannot be part of
+		// another word in a message ("LR" would hit "LRW").
+		if strings.Contains(f, ".") || slices.Contains([]string{"Optimizer", "Momentum", "Schema", "DataDir"}, f) {
 			pairs = append(pairs, f, flag)
 		}
 	}

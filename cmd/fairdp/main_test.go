@@ -58,7 +58,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"fly"}, "unknown command"},
 		{[]string{"train", "--epochs", "0"}, "--epochs"},
 		{[]string{"train", "--epsilon", "-1"}, "positive number or inf"},
-		{[]string{"train", "--algo", "magic"}, "unknown --algo"},
+		{[]string{"train", "--algo", "magic"}, `--algo "magic" is unknown`},
 		{[]string{"train", "--dataset", "nosuch.csv"}, "--schema"},
 		{[]string{"train", "stray"}, "unexpected argument"},
 		{[]string{"eval"}, "--model"},

@@ -109,7 +109,7 @@ func TestSteffleTrainCLI(t *testing.T) {
 	if !strings.Contains(out.String(), "steffle with silos mapped by "+mapping) || !strings.Contains(out.String(), "silo 2: ε = ") {
 		t.Errorf("hybrid output:\n%s", out.String())
 	}
-	err = runTrain(context.Background(), append(hybrid, "--scope", "all"), &out, &errOut)
+	err = run(context.Background(), append([]string{"train"}, append(hybrid, "--scope", "all")...), &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "use --scope sensitive") {
 		t.Errorf("hybrid with --scope all: %v", err)
 	}

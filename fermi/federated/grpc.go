@@ -200,15 +200,15 @@ func (r *remote) wrap(err error) error {
 func LoadTLS(dir, role string) (*tls.Config, error) {
 	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
 	if err != nil {
-		return nil, fmt.Errorf("--certs: %w (create the files with `fairdp silo certs --out %s`)", err, dir)
+		return nil, fmt.Errorf("certificate directory: %w (create the files with `fairdp silo certs --out %s`)", err, dir)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("--certs: %s holds no PEM certificate", filepath.Join(dir, "ca.pem"))
+		return nil, fmt.Errorf("certificate directory: %s holds no PEM certificate", filepath.Join(dir, "ca.pem"))
 	}
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, role+".pem"), filepath.Join(dir, role+"-key.pem"))
 	if err != nil {
-		return nil, fmt.Errorf("--certs: %s certificate: %w", role, err)
+		return nil, fmt.Errorf("certificate directory: %s certificate: %w", role, err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
 	if role == "silo" {

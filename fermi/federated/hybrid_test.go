@@ -105,8 +105,8 @@ func TestHybridScopeAllRefused(t *testing.T) {
 	cfg.Fair.Scope = "all"
 	job := testJob(t, cfg, synthetic(300, 1))
 	_, err := New[float64](job, Settings{Silos: 2, SiloAttribute: "age", Mode: trainer.FederationSensitiveSilo})
-	if err == nil || !strings.Contains(err.Error(), "use --scope sensitive") {
-		t.Fatalf("got %v, want a refusal naming --scope sensitive", err)
+	if err == nil || !strings.Contains(err.Error(), "use Fair.Scope sensitive") {
+		t.Fatalf("got %v, want a refusal naming Fair.Scope sensitive", err)
 	}
 }
 

@@ -195,21 +195,21 @@ func (m Mapping) Lanes() []Lane {
 func ReadMapping(path string, n int) (Mapping, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Mapping{}, fmt.Errorf("--mapping: %w", err)
+		return Mapping{}, fmt.Errorf("mapping file: %w", err)
 	}
 	defer f.Close()
 	r := csv.NewReader(f)
 	r.FieldsPerRecord = 3
 	header, err := r.Read()
 	if err != nil {
-		return Mapping{}, fmt.Errorf("--mapping %s: %w", path, err)
+		return Mapping{}, fmt.Errorf("mapping file %s: %w", path, err)
 	}
 	want := []string{"record", "features_silo", "sensitive_silo"}
 	for i := range header {
 		header[i] = strings.TrimSpace(strings.TrimPrefix(header[i], "\ufeff"))
 	}
 	if !slices.Equal(header, want) {
-		return Mapping{}, fmt.Errorf("--mapping %s: header %q, want %q", path, strings.Join(header, ","), strings.Join(want, ","))
+		return Mapping{}, fmt.Errorf("mapping file %s: header %q, want %q", path, strings.Join(header, ","), strings.Join(want, ","))
 	}
 	m := Mapping{NonSensitive: make([]int, n), Sensitive: make([]int, n)}
 	seen := make([]int, n) // line of each record's row, 0 = none yet
@@ -219,28 +219,28 @@ func ReadMapping(path string, n int) (Mapping, error) {
 			break
 		}
 		if err != nil {
-			return Mapping{}, fmt.Errorf("--mapping %s: %w", path, err)
+			return Mapping{}, fmt.Errorf("mapping file %s: %w", path, err)
 		}
 		var v [3]int
 		for j, cell := range rec {
 			x, err := strconv.Atoi(strings.TrimSpace(cell))
 			if err != nil || x < 0 {
-				return Mapping{}, fmt.Errorf("--mapping %s line %d: %s %q is not a non-negative integer", path, line, want[j], cell)
+				return Mapping{}, fmt.Errorf("mapping file %s line %d: %s %q is not a non-negative integer", path, line, want[j], cell)
 			}
 			v[j] = x
 		}
 		switch {
 		case v[0] >= n:
-			return Mapping{}, fmt.Errorf("--mapping %s line %d: record %d, but the training split has records 0..%d", path, line, v[0], n-1)
+			return Mapping{}, fmt.Errorf("mapping file %s line %d: record %d, but the training split has records 0..%d", path, line, v[0], n-1)
 		case seen[v[0]] > 0:
-			return Mapping{}, fmt.Errorf("--mapping %s line %d: record %d was already mapped on line %d", path, line, v[0], seen[v[0]])
+			return Mapping{}, fmt.Errorf("mapping file %s line %d: record %d was already mapped on line %d", path, line, v[0], seen[v[0]])
 		}
 		seen[v[0]] = line
 		m.NonSensitive[v[0]], m.Sensitive[v[0]] = v[1], v[2]
 		m.Silos = max(m.Silos, v[1]+1, v[2]+1)
 	}
 	if i := slices.Index(seen, 0); i >= 0 {
-		return Mapping{}, fmt.Errorf("--mapping %s: record %d has no row (every record of the %d-record training split needs one)", path, i, n)
+		return Mapping{}, fmt.Errorf("mapping file %s: record %d has no row (every record of the %d-record training split needs one)", path, i, n)
 	}
 	return m, m.Validate()
 }

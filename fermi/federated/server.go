@@ -309,7 +309,7 @@ func Aggregate[T nn.Float](m *models.Model[T], reg *fermi.Regularizer, msgs []Me
 	reg.Project(radius)
 	for _, v := range reg.W {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("federated: W diverged (%v); lower --lr-w", v)
+			return 0, fmt.Errorf("federated: W diverged (%v); lower the W learning rate (ServerConfig.LRW)", v)
 		}
 	}
 	return loss, nil
@@ -350,7 +350,7 @@ func (s *Server[T]) retry(ctx context.Context, silo int, f func(context.Context)
 			break
 		}
 		if attempt == s.Cfg.Retries {
-			return fmt.Errorf("silo %s unreachable after %d attempts (run again with --resume to continue from the checkpoint): %w",
+			return fmt.Errorf("silo %s unreachable after %d attempts (run again resuming from the checkpoint: ServerConfig.Resume, fairdp federate --resume): %w",
 				s.Silos[silo].Name(), attempt, err)
 		}
 		if s.Cfg.Log != nil {

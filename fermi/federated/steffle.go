@@ -57,7 +57,7 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 		return nil, fmt.Errorf("steffle: %w", err)
 	}
 	if cfg.Optimizer != "sgd" || cfg.Momentum != 0 {
-		return nil, fmt.Errorf("steffle: the server takes plain SGD steps; use --optimizer sgd --momentum 0 (got %s, momentum %v)", cfg.Optimizer, cfg.Momentum)
+		return nil, fmt.Errorf("steffle: the server takes plain SGD steps; use Optimizer sgd and Momentum 0 (got %s, momentum %v)", cfg.Optimizer, cfg.Momentum)
 	}
 	mapping, err := splitRecords(job, set)
 	if err != nil {
@@ -67,8 +67,8 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	private := !(math.IsInf(cfg.Privacy.Epsilon, 1) && cfg.Privacy.Sigma == 0)
 	for _, l := range lanes {
 		if l.Split() && private && cfg.Fair.Scope != accounting.ScopeSensitive {
-			return nil, fmt.Errorf("steffle: --federation %s splits records over silos (record %d has its features on silo %d and its sensitive attribute on silo %d): the feature silo must ship each sampled record's features and label to the sensitive silo, which --scope %s promises to protect; use --scope sensitive (only the sensitive attribute private)",
-				set.Mode, l.Records[0], l.Features, l.Sensitive, cfg.Fair.Scope)
+			return nil, fmt.Errorf("steffle: %w", trainer.FieldErrors{{Field: "Fair.Scope", Msg: fmt.Sprintf("%s is refused: Federation.Mode %s splits records over silos (record %d has its features on silo %d and its sensitive attribute on silo %d): the feature silo must ship each sampled record's features and label to the sensitive silo, which that scope promises to protect; use Fair.Scope sensitive (only the sensitive attribute private)",
+				cfg.Fair.Scope, set.Mode, l.Records[0], l.Features, l.Sensitive)}})
 		}
 	}
 	featureSilos := 0
@@ -112,7 +112,7 @@ func splitRecords(job *trainer.Job, set Settings) (Mapping, error) {
 	var err error
 	if set.Heterogeneity > 0 || set.SiloAttribute != "" && set.Silos > 1 {
 		if attr, err = FeatureColumn(train, set.SiloAttribute); err != nil && set.Heterogeneity > 0 {
-			return Mapping{}, fmt.Errorf("--silo-attribute: %w", err)
+			return Mapping{}, fmt.Errorf("Federation.SiloAttribute: %w", err)
 		}
 	}
 	if attr == nil {
