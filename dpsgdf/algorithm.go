@@ -9,7 +9,6 @@ import (
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
-	"fairdp/models"
 	"fairdp/nn"
 	"fairdp/trainer"
 )
@@ -238,7 +237,7 @@ func (a *Algorithm[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // sample's contribution (C0, max_k C^k or C0·max_k θ^k), divides by the
 // expected batch size b and charges the accountant. An empty batch still
 // releases its counts and noise and is still charged.
-func (a *Algorithm[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, error) {
+func (a *Algorithm[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	n := b.N()
 	if len(b.Groups) != n {

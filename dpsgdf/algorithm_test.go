@@ -70,7 +70,7 @@ func run[T nn.Float](t *testing.T, job *trainer.Job, alg trainer.Algorithm[T]) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep, m
+	return rep, m.(*models.Model[T])
 }
 
 // sameParams requires bit-identical parameters.

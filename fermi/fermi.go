@@ -393,19 +393,19 @@ func (a *DPFERMI[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // and does not shrink W's ascent direction as λ grows; scaling a noisy
 // release by λ is post-processing. With --scope all the θ part is the whole
 // ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
-func (a *DPFERMI[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, error) {
+func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	clear(a.w.Grad)
 	n := b.N()
 	l, out := a.Reg.Classes, m.OutDim()
-	if m.Classes != l {
-		return 0, fmt.Errorf("fermi: the model predicts %d classes but the data has %d", m.Classes, l)
+	if c := trainer.Classes(m); c != l {
+		return 0, fmt.Errorf("fermi: the model predicts %d classes but the data has %d", c, l)
 	}
 	var logits []T
 	if n > 0 {
 		logits = m.Forward(b.X, n, true)
 		a.probs = grow(a.probs, n*l)
-		m.Probabilities(logits, n, a.probs)
+		models.Probabilities(logits, out, n, a.probs)
 		a.loss = grow(a.loss, n)
 		a.dl = grow(a.dl, n*out)
 		a.recordPsi(b)
@@ -437,7 +437,7 @@ func (a *DPFERMI[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, erro
 // privateStep computes the clipped sums (Clipped), adds the noise, divides
 // by the expected batch size (times λ where λ was left out of the clip)
 // and, for --scope sensitive, adds the exact terms that do not depend on s.
-func (a *DPFERMI[T]) privateStep(m *models.Model[T], b trainer.Batch[T], logits []T, out int) error {
+func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits []T, out int) error {
 	n := b.N()
 	var norms []float64
 	var err error
@@ -498,7 +498,7 @@ func (a *DPFERMI[T]) privateStep(m *models.Model[T], b trainer.Batch[T], logits 
 // (under --calibration paper only θ is clipped, and W's sum moves by at
 // most WSensitivity). logits must be the model's output for b (nil for an
 // empty batch).
-func (a *DPFERMI[T]) Clipped(m *models.Model[T], b trainer.Batch[T], logits []T, out int) ([]float64, error) {
+func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T, out int) ([]float64, error) {
 	n := b.N()
 	a.w.start(n)
 	if n == 0 { // an empty Poisson batch still releases noise
@@ -661,7 +661,7 @@ func (a *DPFERMI[T]) EpochFields() map[string]any {
 // Finish implements trainer.Finisher: DP-FERMI's settings, the final W and
 // the ERMI of the model's soft predictions on the test set go into the
 // report's "extra" object.
-func (a *DPFERMI[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
+func (a *DPFERMI[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
 	ermi := a.ERMI(m, job.Test)
 	extra := map[string]any{
 		"lambda": a.Lambda, "fairness": job.Cfg.Fair.Fairness, "lr_w": a.LRW, "radius": a.Radius,
@@ -684,8 +684,8 @@ func (a *DPFERMI[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.R
 
 // softPredictions returns the class probabilities of every record of d
 // (N × Classes), predicted in chunks.
-func softPredictions[T nn.Float](m *models.Model[T], d *loaders.Dataset) []float64 {
-	n, l, in := d.N(), m.Classes, m.InSize()
+func softPredictions[T nn.Float](m trainer.Model[T], d *loaders.Dataset) []float64 {
+	n, l, in := d.N(), trainer.Classes(m), m.InSize()
 	chunk := 1024
 	if in > 4096 {
 		chunk = 64
@@ -708,7 +708,7 @@ func softPredictions[T nn.Float](m *models.Model[T], d *loaders.Dataset) []float
 		}
 		logits := m.Forward(x, len(idx), false)
 		probs = grow(probs, len(idx)*l)
-		m.Probabilities(logits, len(idx), probs)
+		models.Probabilities(logits, m.OutDim(), len(idx), probs)
 		for i, p := range probs {
 			out[lo*l+i] = float64(p)
 		}

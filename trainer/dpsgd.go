@@ -7,7 +7,6 @@ import (
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
-	"fairdp/models"
 	"fairdp/nn"
 )
 
@@ -28,8 +27,7 @@ type DPSGD[T nn.Float] struct {
 	noise   *rand.Rand
 	acc     *accounting.RDP
 	clipper dpops.Clipper[T]
-	loss    []T
-	dl      []T
+	pass    Pass[T]
 }
 
 // NewDPSGD builds DP-SGD for a job, calibrating σ to --epsilon when --sigma
@@ -91,20 +89,14 @@ func (a *DPSGD[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // Step implements Algorithm: clip per sample, sum, add noise, average over
 // the expected batch size, and charge the accountant (also for an empty
 // batch, which still releases noise).
-func (a *DPSGD[T]) Step(m *models.Model[T], b Batch[T]) (float64, error) {
+func (a *DPSGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	n := b.N()
-	var lossSum float64
+	lossSum := a.pass.Run(m, b, nil)
 	if n > 0 {
-		logits := m.Forward(b.X, n, true)
-		a.loss = grow(a.loss, n)
-		a.dl = grow(a.dl, n*m.OutDim())
-		m.Loss(logits, b.Labels, nil, a.loss, a.dl)
-		m.Backward(a.dl)
 		if _, err := a.clipper.Clip(n, dpops.Flat(a.Clip), m); err != nil {
 			return 0, err
 		}
-		lossSum = sum(a.loss)
 	}
 	if err := dpops.NoiseAndScale(a.noise, m.Params(), a.Sigma*a.Clip, 1/float64(a.Batch)); err != nil {
 		return 0, err

@@ -178,8 +178,14 @@ func (r *roundSampler[T]) Rate() float64      { return r.a.Silos[0].sample.Rate(
 // Step implements trainer.Algorithm: one federation round at the trainer's
 // model. The batch b is the union the sampler returned; each silo uses its
 // own part of it.
-func (a *Steffle[T]) Step(m *models.Model[T], _ trainer.Batch[T]) (float64, error) {
-	a.server.Model = m
+func (a *Steffle[T]) Step(m trainer.Model[T], _ trainer.Batch[T]) (float64, error) {
+	mm, ok := m.(*models.Model[T])
+	if !ok {
+		// The silos rebuild the model from its spec; a model only the
+		// caller's code can build has no spec to rebuild it from.
+		return 0, fmt.Errorf("steffle: the model is a %T; its silos rebuild the model from a spec, so it must be a *models.Model", m)
+	}
+	a.server.Model = mm
 	loss, msgs, err := a.server.exchange(context.Background())
 	if err != nil {
 		return 0, err
@@ -256,7 +262,7 @@ func (a *Steffle[T]) EpochFields() map[string]any {
 // Finish implements trainer.Finisher: the federation's settings, every
 // silo's privacy summary and every lane's size, batch, noise and ε go into
 // the report's "extra" object.
-func (a *Steffle[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
+func (a *Steffle[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
 	var lanes []map[string]any
 	for i, s := range a.Silos {
 		e := s.SpentEpsilon()
