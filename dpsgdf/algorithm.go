@@ -339,4 +339,3 @@ func (a *Algorithm[T]) LastBounds() []float64 {
 	}
 	return slices.Clone(a.last)
 }
-
