@@ -325,7 +325,7 @@ func (a *Algorithm[T]) countPart() accounting.Part {
 }
 
 // Receipt implements trainer.Algorithm.
-func (a *Algorithm[T]) Receipt() accounting.Receipt { return a.core.Receipt() }
+func (a *Algorithm[T]) Receipt() (accounting.Receipt, error) { return a.core.Receipt() }
 
 // Epsilon is the ε spent so far at the run's δ with the conversion of Balle
 // et al. 2020 and with the classic one (REFERENCE §8).

@@ -330,7 +330,10 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 			t.Errorf("%s: ε = %.4f / classic %.4f, want %.3f / %.3f ± 0.01 (REFERENCE §8 row 10, §4)",
 				tc.policy, eps, classic, tc.improved, tc.classic)
 		}
-		r := a.Receipt()
+		r, err := a.Receipt()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(r.Mechanisms) != tc.mechanisms || r.Mechanisms[0].Steps != steps {
 			t.Errorf("%s: receipt mechanisms %+v", tc.policy, r.Mechanisms)
 		}

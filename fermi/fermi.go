@@ -599,15 +599,13 @@ func (a *DPFERMI[T]) protects() string {
 }
 
 // Receipt implements trainer.Algorithm.
-func (a *DPFERMI[T]) Receipt() accounting.Receipt {
+func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 	if !a.Private {
-		return accounting.NotPrivate()
+		return accounting.NotPrivate(), nil
 	}
 	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: a.Scope, Sampling: a.Sampling, Seed: a.Seed, Records: a.records})
 	if err != nil {
-		r = accounting.NotPrivate()
-		r.Note = "receipt failed: " + err.Error()
-		return r
+		return accounting.Receipt{}, fmt.Errorf("fermi: %w", err)
 	}
 	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ and %.4g on W gradient sums; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
 		a.StdTheta, a.StdW, a.WWeight, a.Clip, a.Sensitivity, a.Calibration)
@@ -624,7 +622,7 @@ func (a *DPFERMI[T]) Receipt() accounting.Receipt {
 		note = r.Note + "; " + note
 	}
 	r.Note = note
-	return r
+	return r, nil
 }
 
 // NotCovered implements trainer.NotCoverer: group frequencies taken as

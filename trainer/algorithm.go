@@ -31,8 +31,10 @@ type Algorithm[T nn.Float] interface {
 	// and clipped and noised where the algorithm is private) and returns the
 	// sum of the per-sample losses of the batch.
 	Step(m Model[T], b Batch[T]) (lossSum float64, err error)
-	// Receipt is the privacy spent so far (accounting.NotPrivate() for SGD).
-	Receipt() accounting.Receipt
+	// Receipt is the privacy spent so far (accounting.NotPrivate() for
+	// SGD). An error (the accountant could not state the guarantee) fails
+	// the run: it is never turned into a "not private" receipt.
+	Receipt() (accounting.Receipt, error)
 }
 
 // SGD is ordinary non-private minibatch training on shuffled batches.
@@ -67,7 +69,7 @@ func (a *SGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 }
 
 // Receipt implements Algorithm: SGD is not private.
-func (a *SGD[T]) Receipt() accounting.Receipt { return accounting.NotPrivate() }
+func (a *SGD[T]) Receipt() (accounting.Receipt, error) { return accounting.NotPrivate(), nil }
 
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {

@@ -226,11 +226,6 @@ func (a *DPSGD[T]) Epsilon() (improved, classic float64) {
 func (a *DPSGD[T]) Charges() []accounting.Mechanism { return a.acc.History() }
 
 // Receipt implements Algorithm.
-func (a *DPSGD[T]) Receipt() accounting.Receipt {
-	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
-	if err != nil {
-		r = accounting.NotPrivate()
-		r.Note = "receipt failed: " + err.Error()
-	}
-	return r
+func (a *DPSGD[T]) Receipt() (accounting.Receipt, error) {
+	return a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
 }

@@ -2,7 +2,11 @@ package trainer
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"fairdp/models"
@@ -57,5 +61,32 @@ func TestShuffleReceiptIsFlagged(t *testing.T) {
 	r := rep.Privacy
 	if r.Sampling != "shuffle" || r.RDPValid == nil || *r.RDPValid || r.Note == "" {
 		t.Errorf("shuffle receipt not flagged: %+v", r)
+	}
+}
+
+// TestReceiptFailureFailsTheRun: when the accountant cannot state the
+// guarantee (here a δ the conversion refuses), the run fails with the
+// accountant's error; it never writes or returns a "not private" report.
+func TestReceiptFailureFailsTheRun(t *testing.T) {
+	cfg := Defaults()
+	seed := uint64(1)
+	cfg.Seed, cfg.Algo, cfg.Limit, cfg.Epochs, cfg.Quiet = &seed, "dpsgd", 300, 1, true
+	cfg.Privacy.Sigma = 1
+	cfg.Out = t.TempDir()
+	job, err := Prepare(cfg, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewDPSGD[float64](job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Delta = 1.5
+	rep, m, err := Run[float64](context.Background(), job, a)
+	if err == nil || !strings.Contains(err.Error(), "delta") || rep != nil || m != nil {
+		t.Fatalf("Run = %v, %v, %v; want the accountant's error and no report", rep, m, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Out, "report.json")); !os.IsNotExist(err) {
+		t.Errorf("report.json written after a receipt failure (stat: %v)", err)
 	}
 }

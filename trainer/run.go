@@ -181,7 +181,11 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	// A private run releases only what its receipt covers: exact statistics
 	// of the training data (loss, sampled batch sizes) stay inside unless
 	// the user asks for them (and they are then marked not private).
-	private := alg.Receipt().Private()
+	receipt, err := alg.Receipt()
+	if err != nil {
+		return nil, nil, err
+	}
+	private := receipt.Private()
 	exact := !private || cfg.ReportTrainStats
 	if el, ok := alg.(interface{ ExactStatistics(bool) }); ok {
 		el.ExactStatistics(exact)
@@ -226,12 +230,23 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 			if b.N() == 0 {
 				empty++
 			}
-			prog.step(seen, func() *float64 { return alg.Receipt().Epsilon })
+			var receiptErr error
+			prog.step(seen, func() *float64 {
+				r, err := alg.Receipt()
+				receiptErr = err
+				return r.Epsilon
+			})
+			if receiptErr != nil {
+				return nil, nil, fmt.Errorf("epoch %d step %d: %w", epoch, s+1, receiptErr)
+			}
+		}
+		if receipt, err = alg.Receipt(); err != nil {
+			return nil, nil, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
 		test := ev.evaluate(job.Test)
 		el := EpochLog{Epoch: epoch, Steps: stepsPerEpoch,
 			TestError: test.Error, TestDP: test.DPViolation, TestEO: test.EOViolation,
-			Epsilon: alg.Receipt().Epsilon, Seconds: time.Since(epStart).Seconds()}
+			Epsilon: receipt.Epsilon, Seconds: time.Since(epStart).Seconds()}
 		el.SamplesPerS = float64(stepsPerEpoch*cfg.Batch) / el.Seconds // expected batch: public
 		if exact {
 			loss, mean := lossSum/math.Max(1, float64(seen)), float64(seen)/float64(stepsPerEpoch)
@@ -252,7 +267,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	rep := &Report{
 		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: modelName(m), Params: NumParams(m),
 		DType: cfg.DType, Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,
-		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: alg.Receipt(),
+		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: receipt,
 		Seconds: time.Since(start).Seconds(), Version: Version, Config: cfg,
 	}
 	if exact {

@@ -165,7 +165,7 @@ func TestSensitiveReleaseIsNoised(t *testing.T) {
 			t.Fatal(err)
 		}
 		lane := alg.Silos[0]
-		theta := make([]float64, lane.Info().NumParams)
+		theta := make([]float64, must[Info](t)(lane.Info()).NumParams)
 		for i := range theta {
 			theta[i] = 0.1 * float64(i%3)
 		}

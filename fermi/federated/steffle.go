@@ -199,14 +199,18 @@ func (a *Steffle[T]) Step(m trainer.Model[T], _ trainer.Batch[T]) (float64, erro
 // message is DP with respect to the records of the silo that sent it, and a
 // silo's lanes hold disjoint records (parallel composition), so this is the
 // run's record-level guarantee (ISRL-DP).
-func (a *Steffle[T]) Receipt() accounting.Receipt {
+func (a *Steffle[T]) Receipt() (accounting.Receipt, error) {
 	worst, best := 0, math.Inf(-1)
 	for i, s := range a.Silos {
 		if e := s.SpentEpsilon(); e > best {
 			worst, best = i, e
 		}
 	}
-	return FederationReceipt(a.Silos[worst].Receipt(), a.SiloPrivacy(), a.Settings.Mode)
+	r, err := a.Silos[worst].Receipt()
+	if err != nil {
+		return accounting.Receipt{}, err
+	}
+	return FederationReceipt(r, a.SiloPrivacy(), a.Settings.Mode), nil
 }
 
 // SiloPrivacy is every silo's privacy summary: a silo's ε is the largest
