@@ -683,34 +683,16 @@ func (a *DPFERMI[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.R
 // softPredictions returns the class probabilities of every record of d
 // (N × Classes), predicted in chunks.
 func softPredictions[T nn.Float](m trainer.Model[T], d *loaders.Dataset) []float64 {
-	n, l, in := d.N(), trainer.Classes(m), m.InSize()
-	chunk := 1024
-	if in > 4096 {
-		chunk = 64
-	}
-	out := make([]float64, n*l)
-	var x, probs []T
-	idx := make([]int, 0, chunk)
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(n, lo+chunk)
-		idx = idx[:0]
-		for i := lo; i < hi; i++ {
-			idx = append(idx, i)
-		}
-		x = grow(x, len(idx)*in)
-		switch v := any(x).(type) {
-		case []float32:
-			d.FillFloat32(idx, v)
-		case []float64:
-			d.FillFloat64(idx, v)
-		}
-		logits := m.Forward(x, len(idx), false)
-		probs = grow(probs, len(idx)*l)
-		models.Probabilities(logits, m.OutDim(), len(idx), probs)
+	l := trainer.Classes(m)
+	out := make([]float64, d.N()*l)
+	var probs []T
+	trainer.ForwardChunks(m, d, nil, func(lo, n int, logits []T) {
+		probs = grow(probs, n*l)
+		models.Probabilities(logits, m.OutDim(), n, probs)
 		for i, p := range probs {
 			out[lo*l+i] = float64(p)
 		}
-	}
+	})
 	return out
 }
 

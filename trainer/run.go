@@ -484,38 +484,45 @@ func prod(s []int) int {
 
 // evaluator predicts a whole data set in chunks, reusing its buffers.
 type evaluator[T nn.Float] struct {
-	m     Model[T]
-	x     []T
-	pred  []int
-	chunk int
+	m Model[T]
+	x []T
 }
 
-func newEvaluator[T nn.Float](m Model[T]) *evaluator[T] {
-	chunk := 1024
-	if p := m.InSize(); p > 4096 {
-		chunk = 64
-	}
-	return &evaluator[T]{m: m, chunk: chunk}
-}
+func newEvaluator[T nn.Float](m Model[T]) *evaluator[T] { return &evaluator[T]{m: m} }
 
 // predict returns the predicted class of every record of d.
 func (e *evaluator[T]) predict(d *loaders.Dataset) []int {
-	n := d.N()
-	pred := make([]int, n)
-	in := e.m.InSize()
-	idx := make([]int, 0, e.chunk)
-	for lo := 0; lo < n; lo += e.chunk {
-		hi := min(n, lo+e.chunk)
+	pred := make([]int, d.N())
+	out := e.m.OutDim()
+	e.x = ForwardChunks(e.m, d, e.x, func(lo, n int, logits []T) {
+		models.Predict(logits, out, n, pred[lo:lo+n])
+	})
+	return pred
+}
+
+// ForwardChunks runs every record of d through m in evaluation mode, in
+// chunks small enough to bound memory (1024 records, 64 for images larger
+// than 4096 values), and calls f with each chunk's first record, its size
+// and its logits (owned by m, valid until the next Forward). x is an input
+// buffer to reuse (nil: allocate); the buffer is returned for the next call.
+func ForwardChunks[T nn.Float](m Model[T], d *loaders.Dataset, x []T, f func(lo, n int, logits []T)) []T {
+	n, in := d.N(), m.InSize()
+	chunk := 1024
+	if in > 4096 {
+		chunk = 64
+	}
+	idx := make([]int, 0, chunk)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
 		idx = idx[:0]
 		for i := lo; i < hi; i++ {
 			idx = append(idx, i)
 		}
-		e.x = grow(e.x, len(idx)*in)
-		fill(d, idx, e.x)
-		logits := e.m.Forward(e.x, len(idx), false)
-		models.Predict(logits, e.m.OutDim(), len(idx), pred[lo:hi])
+		x = grow(x, len(idx)*in)
+		fill(d, idx, x)
+		f(lo, len(idx), m.Forward(x, len(idx), false))
 	}
-	return pred
+	return x
 }
 
 func (e *evaluator[T]) evaluate(d *loaders.Dataset) metrics.Split {
