@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	_ "fairdp/dpsgdf" // registers dpsgdf and naive
-	_ "fairdp/fermi"  // registers fermi
+	_ "fairdp/dpsgdf"          // registers dpsgdf and naive
+	_ "fairdp/fermi"           // registers fermi
+	_ "fairdp/fermi/federated" // registers steffle
 	"fairdp/models"
 	"fairdp/nn"
 	"fairdp/trainer"
@@ -142,8 +143,8 @@ func TestCustomModelEveryAlgorithm(t *testing.T) {
 }
 
 // TestCustomModelRefusals: a model of one's own cannot go into a
-// checkpoint; the run is refused before training with an error that says
-// why.
+// checkpoint (refused before training), and SteFFLe, whose silos rebuild
+// the model from its spec, refuses it; each error says why.
 func TestCustomModelRefusals(t *testing.T) {
 	seed := uint64(3)
 	cfg := trainer.Defaults()
@@ -157,5 +158,9 @@ func TestCustomModelRefusals(t *testing.T) {
 	mine := newLogistic(job.Train.Dim, make([]float64, job.Train.Dim), 0)
 	if _, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](mine)); err == nil || !strings.Contains(err.Error(), "checkpoint") {
 		t.Errorf("Cfg.Out with a model of one's own: %v, want a checkpoint refusal", err)
+	}
+	job.Cfg.Out, job.Cfg.Algo, job.Cfg.Optimizer = "", "steffle", "sgd"
+	if _, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](mine)); err == nil || !strings.Contains(err.Error(), "rebuild") {
+		t.Errorf("steffle with a model of one's own: %v, want a refusal", err)
 	}
 }
