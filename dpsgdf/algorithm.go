@@ -90,7 +90,7 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 		return nil, err
 	}
 	opts := trainer.DPSGDOptions{Records: n, Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: cfg.Clip, Sigma: cfg.Sigma,
-		Epsilon: cfg.Epsilon, Delta: cfg.Delta, AllowLargeDelta: cfg.AllowLargeDelta, Sampling: cfg.Sampling, Seed: cfg.Seed}
+		Epsilon: cfg.Epsilon, Delta: cfg.Delta, AllowLargeDelta: cfg.AllowLargeDelta, Sampling: trainer.Sampling(cfg.Sampling), Seed: cfg.Seed}
 	if cfg.Policy != Flat {
 		opts.Calibration = []accounting.CalibrateOption{accounting.WithCompanion(cfg.CountNoiseRatio)}
 	}

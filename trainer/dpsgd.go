@@ -70,8 +70,8 @@ type DPSGDOptions struct {
 	Delta   float64 // 0: accounting.DefaultDelta(Records)
 	// AllowLargeDelta accepts δ ≥ 1/n (refused otherwise).
 	AllowLargeDelta bool
-	Sampling        string  // accounting.SamplingPoisson (default) or SamplingShuffle
-	Seed            *uint64 // recorded in the receipt (nil: crypto-seeded)
+	Sampling        Sampling // SamplingPoisson when empty, or SamplingShuffle
+	Seed            *uint64  // recorded in the receipt (nil: crypto-seeded)
 	// Calibration adds options to the σ calibration, e.g.
 	// accounting.WithCompanion for a policy that releases counts from the
 	// same sample.
@@ -84,7 +84,7 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 	cfg := job.Cfg
 	p := cfg.Privacy
 	return NewDPSGDFrom[T](DPSGDOptions{Records: job.Train.N(), Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: p.Clip,
-		Sigma: p.Sigma, Epsilon: p.Epsilon, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta, Sampling: p.Sampling,
+		Sigma: p.Sigma, Epsilon: p.Epsilon, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta, Sampling: Sampling(p.Sampling),
 		Seed: cfg.Seed}, job.Source)
 }
 
@@ -93,10 +93,14 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 // options come from.
 func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], error) {
 	n := o.Records
-	a := &DPSGD[T]{Clip: o.Clip, Sigma: o.Sigma, Delta: o.Delta, Sampling: o.Sampling, Batch: o.Batch,
+	a := &DPSGD[T]{Clip: o.Clip, Sigma: o.Sigma, Delta: o.Delta, Sampling: string(o.Sampling), Batch: o.Batch,
 		Seed: o.Seed, Records: n}
-	if a.Sampling == "" {
+	switch o.Sampling {
+	case "":
 		a.Sampling = accounting.SamplingPoisson
+	case SamplingPoisson, SamplingShuffle:
+	default:
+		return nil, FieldErrors{{Field: "Privacy.Sampling", Msg: fmt.Sprintf("%q, want %s or %s", o.Sampling, SamplingPoisson, SamplingShuffle)}}
 	}
 	if a.Delta == 0 {
 		a.Delta = accounting.DefaultDelta(n)

@@ -336,7 +336,7 @@ func jobModel[T nn.Float](job *Job, spec models.Spec) (Model[T], error) {
 		return nil, fmt.Errorf("Job.Model is a %T; this run's DType %s needs a trainer.Model[%T] (such as *models.Model[%[3]T])", job.Model, job.Cfg.DType, T(0))
 	}
 	mm, zoo := m.(*models.Model[T])
-	if zoo && len(mm.Layers) == 0 {
+	if zoo && (mm == nil || len(mm.Layers) == 0) {
 		return nil, errors.New("Job.Model has no layers")
 	}
 	if err := fits(m, spec); err != nil {
