@@ -9,7 +9,6 @@ import (
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
-	"fairdp/models"
 	"fairdp/nn"
 	"fairdp/trainer"
 )
@@ -51,23 +50,19 @@ type Config struct {
 	Seed            *uint64  // recorded in the receipt (nil: crypto-seeded)
 }
 
-// Algorithm is DPSGD, Naive or DPSGD-F as a trainer.Algorithm: Poisson
-// sampling, per-sample gradients through the model's taps, the policy's
-// clipping and noise, and an RDP accountant charged with every release.
+// Algorithm is DPSGD, Naive or DPSGD-F as a trainer.Algorithm: the
+// trainer's one DP-SGD (trainer.DPSGD: Poisson sampling, per-sample
+// gradients through the model's taps, noise, an RDP accountant charged
+// with every release) with this package's clip policy for Naive and
+// Adaptive (Flat is DP-SGD itself, with no policy).
 type Algorithm[T nn.Float] struct {
 	cfg        Config
-	n          int
-	q          float64
+	core       *trainer.DPSGD[T]
 	sigma1     float64 // count noise multiplier (0 for Flat)
-	noise      *rand.Rand
 	countNoise *rand.Rand
 	// noisyCount releases one count with its Gaussian noise; tests swap it
 	// for the identity to check what the noise-free algorithm does.
 	noisyCount func(v float64) (float64, error)
-	acc        *accounting.RDP
-	clipper    dpops.Clipper[T]
-	loss, dl   []T
-	scale      []T
 	clipped    []float64 // Adaptive: m^k, then m̃^k
 	unclipped  []float64 // Adaptive: o^k, then õ^k
 	sizes      []float64 // Naive: b^k, then b̃^k
@@ -86,39 +81,31 @@ type epochStats struct {
 }
 
 // New builds an algorithm for n training records with randomness from src
-// (gradient noise from src.Derive("noise"), the same stream as the
-// trainer's DP-SGD, and count noise from src.Derive("count-noise")).
+// (gradient noise from src.Derive("noise"), the trainer's DP-SGD stream,
+// and count noise from src.Derive("count-noise")). σ2 is calibrated by the
+// trainer's DP-SGD, counting the count release (σ1 = ratio·σ2) of Naive and
+// Adaptive.
 func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error) {
 	if err := cfg.check(n); err != nil {
 		return nil, err
 	}
-	a := &Algorithm[T]{cfg: cfg, n: n, q: float64(cfg.Batch) / float64(n),
-		noise: src.Derive("noise"), countNoise: src.Derive("count-noise")}
-	if a.cfg.Delta == 0 {
-		a.cfg.Delta = accounting.DefaultDelta(n)
+	opts := trainer.DPSGDOptions{Records: n, Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: cfg.Clip, Sigma: cfg.Sigma,
+		Epsilon: cfg.Epsilon, Delta: cfg.Delta, AllowLargeDelta: cfg.AllowLargeDelta, Sampling: trainer.Sampling(cfg.Sampling), Seed: cfg.Seed}
+	if cfg.Policy != Flat {
+		opts.Calibration = []accounting.CalibrateOption{accounting.WithCompanion(cfg.CountNoiseRatio)}
 	}
-	if err := accounting.CheckDelta(a.cfg.Delta, n, a.cfg.AllowLargeDelta); err != nil {
+	core, err := trainer.NewDPSGDFrom[T](opts, src)
+	if err != nil {
 		return nil, fmt.Errorf("dpsgdf: %w", err)
 	}
-	if a.cfg.Sampling == "" {
-		a.cfg.Sampling = accounting.SamplingPoisson
-	}
-	if a.cfg.Sigma == 0 {
-		s, err := a.calibrate()
-		if err != nil {
-			return nil, err
-		}
-		a.cfg.Sigma = s
-	}
+	a := &Algorithm[T]{cfg: cfg, core: core, countNoise: src.Derive("count-noise")}
+	a.cfg.Sigma, a.cfg.Delta, a.cfg.Sampling = core.Sigma, core.Delta, core.Sampling
 	if cfg.Policy != Flat {
 		a.sigma1 = cfg.CountNoiseRatio * a.cfg.Sigma
+		core.Policy = groupPolicy[T]{a}
 	}
 	a.noisyCount = func(v float64) (float64, error) {
 		return dpops.ScalarGaussian(a.countNoise, v, 1, a.sigma1)
-	}
-	var err error
-	if a.acc, err = accounting.NewRDP(nil); err != nil {
-		return nil, err
 	}
 	k := len(cfg.Groups)
 	a.clipped, a.unclipped, a.sizes = make([]float64, k), make([]float64, k), make([]float64, k)
@@ -175,43 +162,10 @@ func (c Config) check(n int) error {
 	return errors.Join(errs...)
 }
 
-// calibrate finds the smallest σ2 whose run meets the target ε, counting
-// the count release (σ1 = ratio·σ2) of Naive and Adaptive.
-func (a *Algorithm[T]) calibrate() (float64, error) {
-	steps := a.cfg.Epochs * a.stepsPerEpoch()
-	var opts []accounting.CalibrateOption
-	if a.cfg.Policy != Flat {
-		opts = append(opts, accounting.WithCompanion(a.cfg.CountNoiseRatio))
-	}
-	s, err := accounting.CalibrateSigma(a.cfg.Epsilon, a.cfg.Delta, a.q, steps, opts...)
-	if err != nil {
-		return 0, fmt.Errorf("dpsgdf: calibrating σ for ε = %v, δ = %v, q = %.4g, %d steps: %w",
-			a.cfg.Epsilon, a.cfg.Delta, a.q, steps, err)
-	}
-	return s, nil
-}
-
-// stepsPerEpoch asks the sampler the run will use, so that calibration and
-// training agree on the number of steps.
-func (a *Algorithm[T]) stepsPerEpoch() int {
-	s, err := a.Sampler(a.n, rand.New(rand.NewPCG(0, 0)))
-	if err != nil { // unreachable: n and q were checked in New
-		return 1
-	}
-	return s.StepsPerEpoch()
-}
-
 // PlannedEpsilon is the ε (Balle et al. 2020 and classic conversions, at
 // the run's δ) that the whole run of Epochs epochs will spend.
 func (a *Algorithm[T]) PlannedEpsilon() (improved, classic float64) {
-	plan := &accounting.RDP{}
-	steps := a.cfg.Epochs * a.stepsPerEpoch()
-	if err := plan.Step(a.stepMechanism(), steps); err != nil {
-		return math.NaN(), math.NaN()
-	}
-	improved, _ = plan.Epsilon(a.cfg.Delta)
-	classic, _ = plan.EpsilonClassic(a.cfg.Delta)
-	return improved, classic
+	return a.core.PlannedEpsilon(a.cfg.Epochs)
 }
 
 // Sigma is σ2, the gradient noise multiplier (given or calibrated).
@@ -226,20 +180,16 @@ func (a *Algorithm[T]) Name() string { return string(a.cfg.Policy) }
 // Sampler implements trainer.Algorithm: Poisson with rate q = b/n unless
 // the config asks for shuffled batches (which the receipt then flags).
 func (a *Algorithm[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
-	if a.cfg.Sampling == accounting.SamplingShuffle {
-		return dpops.NewShuffle(n, a.cfg.Batch, r)
-	}
-	return dpops.NewPoisson(n, a.q, r)
+	return a.core.Sampler(n, r)
 }
 
-// Step implements trainer.Algorithm. It computes the per-sample gradient
-// norms, releases the policy's noisy group counts, clips (and for Naive
-// weights) every sample, adds N(0, (σ2·S)²) to the sum where S bounds one
-// sample's contribution (C0, max_k C^k or C0·max_k θ^k), divides by the
-// expected batch size b and charges the accountant. An empty batch still
-// releases its counts and noise and is still charged.
-func (a *Algorithm[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, error) {
-	m.ZeroGrads()
+// Step implements trainer.Algorithm: the trainer's DP-SGD step, whose
+// clip policy (groupPolicy) releases the policy's noisy group counts and
+// clips (and for Naive weights) every sample; the noise is N(0, (σ2·S)²)
+// where S bounds one sample's contribution (C0, max_k C^k or C0·max_k
+// θ^k). An empty batch still releases its counts and noise and is still
+// charged.
+func (a *Algorithm[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, error) {
 	n := b.N()
 	if len(b.Groups) != n {
 		return 0, fmt.Errorf("dpsgdf: batch has %d records but %d groups", n, len(b.Groups))
@@ -250,58 +200,36 @@ func (a *Algorithm[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, er
 				b.Idx[i], i, g, len(a.cfg.Groups)-1, a.cfg.Groups)
 		}
 	}
-	var lossSum float64
-	var norms []float64
-	if n > 0 {
-		logits := m.Forward(b.X, n, true)
-		a.loss = grow(a.loss, n)
-		a.dl = grow(a.dl, n*m.OutDim())
-		m.Loss(logits, b.Labels, nil, a.loss, a.dl)
-		m.Backward(a.dl)
-		var err error
-		if norms, err = a.clipper.Norms(n, m); err != nil {
-			return 0, err
-		}
-		for _, l := range a.loss {
-			lossSum += float64(l)
-		}
-	}
-	a.scale = grow(a.scale, n)
+	return a.core.Step(m, b)
+}
+
+// groupPolicy is Naive's and Adaptive's trainer.ClipPolicy.
+type groupPolicy[T nn.Float] struct{ a *Algorithm[T] }
+
+// Scales implements trainer.ClipPolicy.
+func (p groupPolicy[T]) Scales(norms []float64, groups []int, scale []T) (float64, error) {
+	a := p.a
 	var sens float64
 	var err error
-	switch a.cfg.Policy {
-	case Flat:
-		sens = a.flatScales(norms)
-	case Adaptive:
-		sens, err = a.adaptiveScales(norms, b.Groups)
-	case Naive:
-		sens, err = a.naiveScales(norms, b.Groups)
+	if a.cfg.Policy == Adaptive {
+		sens, err = a.adaptiveScales(norms, groups, scale)
+	} else {
+		sens, err = a.naiveScales(norms, groups, scale)
 	}
 	if err != nil {
 		return 0, err
 	}
-	if n > 0 {
-		m.ParamGrads(a.scale)
-	}
-	if err := dpops.NoiseAndScale(a.noise, m.Params(), a.cfg.Sigma*sens, 1/float64(a.cfg.Batch)); err != nil {
-		return 0, err
-	}
 	a.stats.noiseSum += sens
 	a.stats.steps++
-	return lossSum, a.charge()
+	return sens, nil
 }
 
-// flatScales is DP-SGD's clip factor min(1, C0/‖g_i‖); sensitivity C0.
-func (a *Algorithm[T]) flatScales(norms []float64) float64 {
-	for i, g := range norms {
-		a.scale[i] = T(dpops.ClipFactor(g, a.cfg.Clip))
-	}
-	return a.cfg.Clip
-}
+// Mechanism implements trainer.ClipPolicy.
+func (p groupPolicy[T]) Mechanism() accounting.Mechanism { return p.a.stepMechanism() }
 
 // adaptiveScales releases m̃^k and õ^k, sets C^k and clips each sample at
 // its group's bound; the sensitivity is max_k C^k.
-func (a *Algorithm[T]) adaptiveScales(norms []float64, groups []int) (float64, error) {
+func (a *Algorithm[T]) adaptiveScales(norms []float64, groups []int, scale []T) (float64, error) {
 	clear(a.clipped)
 	clear(a.unclipped)
 	for i, g := range norms {
@@ -322,7 +250,7 @@ func (a *Algorithm[T]) adaptiveScales(norms []float64, groups []int) (float64, e
 		a.stats.allUnclipped++
 	}
 	for i, g := range norms {
-		a.scale[i] = T(dpops.ClipFactor(g, bounds[groups[i]]))
+		scale[i] = T(dpops.ClipFactor(g, bounds[groups[i]]))
 	}
 	a.record(bounds)
 	return slices.Max(bounds), nil
@@ -330,7 +258,7 @@ func (a *Algorithm[T]) adaptiveScales(norms []float64, groups []int) (float64, e
 
 // naiveScales releases the group counts b̃^k, sets θ^k and gives each
 // sample θ^k·min(1, C0/‖g_i‖); the sensitivity is C0·max_k θ^k.
-func (a *Algorithm[T]) naiveScales(norms []float64, groups []int) (float64, error) {
+func (a *Algorithm[T]) naiveScales(norms []float64, groups []int, scale []T) (float64, error) {
 	clear(a.sizes)
 	for _, g := range groups {
 		a.sizes[g]++
@@ -340,7 +268,7 @@ func (a *Algorithm[T]) naiveScales(norms []float64, groups []int) (float64, erro
 	}
 	theta := NaiveWeights(float64(a.cfg.Batch), a.sizes)
 	for i, g := range norms {
-		a.scale[i] = T(theta[groups[i]] * dpops.ClipFactor(g, a.cfg.Clip))
+		scale[i] = T(theta[groups[i]] * dpops.ClipFactor(g, a.cfg.Clip))
 	}
 	a.record(theta)
 	return a.cfg.Clip * slices.Max(theta), nil
@@ -365,23 +293,15 @@ func (a *Algorithm[T]) record(perGroup []float64) {
 	}
 }
 
-// charge composes this step's releases into the accountant. Flat releases
-// only the gradient sum (σ2). Naive and Adaptive also release the group
-// counts (σ1, L2 sensitivity 1: one record changes one count by one)
-// computed on the same Poisson sample, so the two are one joint mechanism
-// with σ_eff = (σ1⁻² + σ2⁻²)^(-1/2), subsampled once (REFERENCE §8 row 10);
+// stepMechanism is what one step of Naive or Adaptive releases, as the
+// accountant charges it (Flat is DP-SGD's own mechanism). Besides the
+// gradient sum (σ2) they release the group counts (σ1, L2 sensitivity 1:
+// one record changes one count by one) computed on the same Poisson
+// sample, so the two are one joint mechanism with
+// σ_eff = (σ1⁻² + σ2⁻²)^(-1/2), subsampled once (REFERENCE §8 row 10);
 // charging them as two independently sampled mechanisms would understate ε.
-func (a *Algorithm[T]) charge() error {
-	return a.acc.Step(a.stepMechanism(), 1)
-}
-
-// stepMechanism is what one step releases, as the accountant charges it.
 func (a *Algorithm[T]) stepMechanism() accounting.Mechanism {
-	grad := a.gradientPart()
-	if a.cfg.Policy == Flat {
-		return accounting.SubsampledGaussian(a.q, grad.NoiseMultiplier, grad.Sensitivity, grad.Protects)
-	}
-	return accounting.JointSubsampledGaussian(a.q, a.countPart(), grad)
+	return accounting.JointSubsampledGaussian(a.core.Q, a.countPart(), a.gradientPart())
 }
 
 func (a *Algorithm[T]) gradientPart() accounting.Part {
@@ -391,11 +311,9 @@ func (a *Algorithm[T]) gradientPart() accounting.Part {
 		// the released counts); σ2 is relative to it, so it is left out.
 		return accounting.Part{NoiseMultiplier: a.cfg.Sigma,
 			Protects: "each record's whole gradient, clipped at its group's bound C^k (noise std σ2·max_k C^k)"}
-	case Naive:
-		return accounting.Part{NoiseMultiplier: a.cfg.Sigma,
-			Protects: "each record's whole gradient, clipped at C0 and weighted by θ^k (noise std σ2·C0·max_k θ^k)"}
 	}
-	return accounting.Part{NoiseMultiplier: a.cfg.Sigma, Sensitivity: a.cfg.Clip, Protects: "each record's whole gradient"}
+	return accounting.Part{NoiseMultiplier: a.cfg.Sigma,
+		Protects: "each record's whole gradient, clipped at C0 and weighted by θ^k (noise std σ2·C0·max_k θ^k)"}
 }
 
 func (a *Algorithm[T]) countPart() accounting.Part {
@@ -407,22 +325,11 @@ func (a *Algorithm[T]) countPart() accounting.Part {
 }
 
 // Receipt implements trainer.Algorithm.
-func (a *Algorithm[T]) Receipt() accounting.Receipt {
-	r, err := a.acc.Receipt(a.cfg.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.cfg.Sampling, Seed: a.cfg.Seed, Records: a.n})
-	if err != nil {
-		r = accounting.NotPrivate()
-		r.Note = "receipt failed: " + err.Error()
-	}
-	return r
-}
+func (a *Algorithm[T]) Receipt() (accounting.Receipt, error) { return a.core.Receipt() }
 
 // Epsilon is the ε spent so far at the run's δ with the conversion of Balle
 // et al. 2020 and with the classic one (REFERENCE §8).
-func (a *Algorithm[T]) Epsilon() (improved, classic float64) {
-	improved, _ = a.acc.Epsilon(a.cfg.Delta)
-	classic, _ = a.acc.EpsilonClassic(a.cfg.Delta)
-	return improved, classic
-}
+func (a *Algorithm[T]) Epsilon() (improved, classic float64) { return a.core.Epsilon() }
 
 // LastBounds is the per-group vector of the last step: C^k for Adaptive,
 // θ^k for Naive (nil for Flat).
@@ -431,11 +338,4 @@ func (a *Algorithm[T]) LastBounds() []float64 {
 		return nil
 	}
 	return slices.Clone(a.last)
-}
-
-func grow[E any](s []E, n int) []E {
-	if cap(s) < n {
-		return make([]E, n)
-	}
-	return s[:n]
 }

@@ -70,7 +70,7 @@ func run[T nn.Float](t *testing.T, job *trainer.Job, alg trainer.Algorithm[T]) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep, m
+	return rep, m.(*models.Model[T])
 }
 
 // sameParams requires bit-identical parameters.
@@ -118,9 +118,10 @@ func TestNoClippingReducesToDPSGD(t *testing.T) {
 	}
 }
 
-// TestFlatIsDPSGD: the Flat policy is the trainer's DP-SGD on this
-// package's code path (with clipping active), bit for bit, and charges the
-// same single mechanism.
+// TestFlatIsDPSGD: the Flat policy is the trainer's DP-SGD (the same
+// code since dpsgdf builds on trainer.DPSGD); this holds the translation
+// of this package's Config and job (σ, δ, sampling, noise stream) to it:
+// bit for bit, with clipping active, and the same single mechanism.
 func TestFlatIsDPSGD(t *testing.T) {
 	job := synthJob(t, 4, func(c *trainer.Config) { c.Privacy.Clip = 0.3 })
 	ref, err := trainer.NewDPSGD[float32](job)
@@ -230,7 +231,7 @@ func TestDivisionGuards(t *testing.T) {
 					t.Errorf("group %d: %v, want %v", k, v, tc.want[k])
 				}
 			}
-			h := alg.acc.History()
+			h := alg.core.Charges()
 			if len(h) != 1 || h[0].Steps != 1 || len(h[0].Parts) != 2 {
 				t.Errorf("the counts and the gradient sum must be charged once, jointly: %+v", h)
 			}
@@ -311,7 +312,7 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps := 60 * a.stepsPerEpoch()
+		steps := 60 * a.core.StepsPerEpoch()
 		if steps != 12780 {
 			t.Fatalf("steps = %d, want 60·213", steps)
 		}
@@ -329,7 +330,10 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 			t.Errorf("%s: ε = %.4f / classic %.4f, want %.3f / %.3f ± 0.01 (REFERENCE §8 row 10, §4)",
 				tc.policy, eps, classic, tc.improved, tc.classic)
 		}
-		r := a.Receipt()
+		r, err := a.Receipt()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(r.Mechanisms) != tc.mechanisms || r.Mechanisms[0].Steps != steps {
 			t.Errorf("%s: receipt mechanisms %+v", tc.policy, r.Mechanisms)
 		}

@@ -13,9 +13,16 @@
 // of a step (counts with σ1, gradients with σ2) are charged to one RDP
 // accountant, and σ2 can be calibrated to a target ε accounting for both.
 //
+// There is one DP-SGD, the trainer's (trainer.DPSGD): an Algorithm here
+// holds one and gives it a trainer.ClipPolicy for Naive and Adaptive, so
+// sampling, the forward and backward pass, per-sample norms, the gradient
+// noise, σ2's calibration and the accountant are that code; this package
+// adds the noisy group counts, the bounds or weights, the joint mechanism
+// of counts and gradients, and the per-group logs and plots. Flat is
+// DP-SGD itself (no policy), kept so that the Table 1 reproduction runs all
+// three variants from one Config.
+//
 // The package registers `--algo dpsgdf` and `--algo naive` with the trainer
-// (DP-SGD itself is the trainer's `--algo dpsgd`; the Flat policy here is the
-// same algorithm on this package's code path, used by the Table 1
-// reproduction and by the tests) and the presets `dpsgdf-mnist`,
+// (DP-SGD is the trainer's `--algo dpsgd`) and the presets `dpsgdf-mnist`,
 // `dpsgdf-adult` and `dpsgdf-dutch` with the paper's settings.
 package dpsgdf

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"fairdp/metrics"
-	"fairdp/models"
 	"fairdp/trainer"
 )
 
@@ -65,7 +64,7 @@ func (a *Algorithm[T]) History() [][]float64 {
 // Finish implements trainer.Finisher: it puts σ1, σ2 and the per-epoch
 // series into report.json's "extra" and, with --out, plots the series
 // (clip_bounds.png for DPSGD-F, group_weights.png for Naive).
-func (a *Algorithm[T]) Finish(_ *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
+func (a *Algorithm[T]) Finish(_ trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}

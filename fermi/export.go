@@ -3,7 +3,7 @@ package fermi
 import (
 	"fairdp/loaders"
 	"fairdp/metrics"
-	"fairdp/models"
+	"fairdp/trainer"
 )
 
 // WGrad is W's ascent direction from the last Step, before λ and η_W: the
@@ -15,7 +15,7 @@ func (a *DPFERMI[T]) WGrad() []float64 { return append([]float64(nil), a.w.Grad.
 // ERMI is the ERMI (conditional on the label for equalized odds) of m's
 // soft predictions on d, the quantity the regulariser drives down; the
 // report's test_ermi. SteFFLe reports it for the server's model.
-func (a *DPFERMI[T]) ERMI(m *models.Model[T], d *loaders.Dataset) float64 {
+func (a *DPFERMI[T]) ERMI(m trainer.Model[T], d *loaders.Dataset) float64 {
 	probs := softPredictions(m, d)
 	k, l := a.Reg.Groups, a.Reg.Classes
 	if a.Reg.EqualizedOdds {

@@ -393,19 +393,19 @@ func (a *DPFERMI[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // and does not shrink W's ascent direction as λ grows; scaling a noisy
 // release by λ is post-processing. With --scope all the θ part is the whole
 // ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
-func (a *DPFERMI[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, error) {
+func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	clear(a.w.Grad)
 	n := b.N()
 	l, out := a.Reg.Classes, m.OutDim()
-	if m.Classes != l {
-		return 0, fmt.Errorf("fermi: the model predicts %d classes but the data has %d", m.Classes, l)
+	if c := trainer.Classes(m); c != l {
+		return 0, fmt.Errorf("fermi: the model predicts %d classes but the data has %d", c, l)
 	}
 	var logits []T
 	if n > 0 {
 		logits = m.Forward(b.X, n, true)
 		a.probs = grow(a.probs, n*l)
-		m.Probabilities(logits, n, a.probs)
+		models.Probabilities(logits, out, n, a.probs)
 		a.loss = grow(a.loss, n)
 		a.dl = grow(a.dl, n*out)
 		a.recordPsi(b)
@@ -437,7 +437,7 @@ func (a *DPFERMI[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, erro
 // privateStep computes the clipped sums (Clipped), adds the noise, divides
 // by the expected batch size (times λ where λ was left out of the clip)
 // and, for --scope sensitive, adds the exact terms that do not depend on s.
-func (a *DPFERMI[T]) privateStep(m *models.Model[T], b trainer.Batch[T], logits []T, out int) error {
+func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits []T, out int) error {
 	n := b.N()
 	var norms []float64
 	var err error
@@ -498,7 +498,7 @@ func (a *DPFERMI[T]) privateStep(m *models.Model[T], b trainer.Batch[T], logits 
 // (under --calibration paper only θ is clipped, and W's sum moves by at
 // most WSensitivity). logits must be the model's output for b (nil for an
 // empty batch).
-func (a *DPFERMI[T]) Clipped(m *models.Model[T], b trainer.Batch[T], logits []T, out int) ([]float64, error) {
+func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T, out int) ([]float64, error) {
 	n := b.N()
 	a.w.start(n)
 	if n == 0 { // an empty Poisson batch still releases noise
@@ -599,15 +599,13 @@ func (a *DPFERMI[T]) protects() string {
 }
 
 // Receipt implements trainer.Algorithm.
-func (a *DPFERMI[T]) Receipt() accounting.Receipt {
+func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 	if !a.Private {
-		return accounting.NotPrivate()
+		return accounting.NotPrivate(), nil
 	}
 	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: a.Scope, Sampling: a.Sampling, Seed: a.Seed, Records: a.records})
 	if err != nil {
-		r = accounting.NotPrivate()
-		r.Note = "receipt failed: " + err.Error()
-		return r
+		return accounting.Receipt{}, fmt.Errorf("fermi: %w", err)
 	}
 	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ and %.4g on W gradient sums; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
 		a.StdTheta, a.StdW, a.WWeight, a.Clip, a.Sensitivity, a.Calibration)
@@ -624,7 +622,7 @@ func (a *DPFERMI[T]) Receipt() accounting.Receipt {
 		note = r.Note + "; " + note
 	}
 	r.Note = note
-	return r
+	return r, nil
 }
 
 // NotCovered implements trainer.NotCoverer: group frequencies taken as
@@ -661,7 +659,7 @@ func (a *DPFERMI[T]) EpochFields() map[string]any {
 // Finish implements trainer.Finisher: DP-FERMI's settings, the final W and
 // the ERMI of the model's soft predictions on the test set go into the
 // report's "extra" object.
-func (a *DPFERMI[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
+func (a *DPFERMI[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
 	ermi := a.ERMI(m, job.Test)
 	extra := map[string]any{
 		"lambda": a.Lambda, "fairness": job.Cfg.Fair.Fairness, "lr_w": a.LRW, "radius": a.Radius,
@@ -684,35 +682,17 @@ func (a *DPFERMI[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.R
 
 // softPredictions returns the class probabilities of every record of d
 // (N × Classes), predicted in chunks.
-func softPredictions[T nn.Float](m *models.Model[T], d *loaders.Dataset) []float64 {
-	n, l, in := d.N(), m.Classes, m.InSize()
-	chunk := 1024
-	if in > 4096 {
-		chunk = 64
-	}
-	out := make([]float64, n*l)
-	var x, probs []T
-	idx := make([]int, 0, chunk)
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(n, lo+chunk)
-		idx = idx[:0]
-		for i := lo; i < hi; i++ {
-			idx = append(idx, i)
-		}
-		x = grow(x, len(idx)*in)
-		switch v := any(x).(type) {
-		case []float32:
-			d.FillFloat32(idx, v)
-		case []float64:
-			d.FillFloat64(idx, v)
-		}
-		logits := m.Forward(x, len(idx), false)
-		probs = grow(probs, len(idx)*l)
-		m.Probabilities(logits, len(idx), probs)
+func softPredictions[T nn.Float](m trainer.Model[T], d *loaders.Dataset) []float64 {
+	l := trainer.Classes(m)
+	out := make([]float64, d.N()*l)
+	var probs []T
+	trainer.ForwardChunks(m, d, nil, func(lo, n int, logits []T) {
+		probs = grow(probs, n*l)
+		models.Probabilities(logits, m.OutDim(), n, probs)
 		for i, p := range probs {
 			out[lo*l+i] = float64(p)
 		}
-	}
+	})
 	return out
 }
 

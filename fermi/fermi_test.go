@@ -80,7 +80,7 @@ func run(t *testing.T, job *trainer.Job) (*trainer.Report, *models.Model[float32
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep, m
+	return rep, m.(*models.Model[float32])
 }
 
 // clippedRelease runs Clipped on batch b and returns the pre-noise release

@@ -14,6 +14,11 @@
 // gives through Spec()), so it saves, loads and validates exactly like a zoo
 // model; `fairdp train --model-spec FILE.json` builds one from such a file.
 //
+// *Model is the implementation of trainer.Model, the interface the training
+// loop and every algorithm take; Probabilities and Predict read the logits
+// of any such model (one sigmoid logit, or a softmax) the way fairdp's
+// losses do.
+//
 // Package graph (not this one, so the binary does not link Gorgonia)
 // rebuilds any model as a Gorgonia expression graph with the same weights:
 // the slow, independent path that proves the nn engine's logits and

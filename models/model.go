@@ -210,7 +210,21 @@ func (m *Model[T]) Loss(logits []T, labels []int, weight, loss, dlogits []T) {
 // Probabilities writes the class probabilities (batch×Classes) into probs:
 // (1−σ(z), σ(z)) for a one-logit model, softmax otherwise.
 func (m *Model[T]) Probabilities(logits []T, batch int, probs []T) {
-	out := m.OutDim()
+	Probabilities(logits, m.OutDim(), batch, probs)
+}
+
+// Predict writes the most probable class of each sample into dst: z > 0 for a
+// one-logit model, the arg-max (first on ties) otherwise.
+func (m *Model[T]) Predict(logits []T, batch int, dst []int) {
+	Predict(logits, m.OutDim(), batch, dst)
+}
+
+// Probabilities writes the class probabilities (batch×max(2, out)) of
+// logits (batch×out) into probs: (1−σ(z), σ(z)) for one logit (out = 1),
+// softmax otherwise. It is the reading of logits every fairdp loss assumes,
+// so that any network with out logits per sample, a Model or a caller's
+// own, is read the same way.
+func Probabilities[T nn.Float](logits []T, out, batch int, probs []T) {
 	if out == 1 {
 		nn.Sigmoid(logits[:batch], probs[:2*batch])
 		return
@@ -218,10 +232,10 @@ func (m *Model[T]) Probabilities(logits []T, batch int, probs []T) {
 	nn.Softmax(logits[:batch*out], out, probs[:batch*out])
 }
 
-// Predict writes the most probable class of each sample into dst: z > 0 for a
-// one-logit model, the arg-max (first on ties) otherwise.
-func (m *Model[T]) Predict(logits []T, batch int, dst []int) {
-	out := m.OutDim()
+// Predict writes the most probable class of each of batch samples of
+// logits (batch×out) into dst: z > 0 for one logit, the arg-max (first on
+// ties) otherwise.
+func Predict[T nn.Float](logits []T, out, batch int, dst []int) {
 	for i := range batch {
 		row := logits[i*out : (i+1)*out]
 		if out == 1 {

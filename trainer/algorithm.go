@@ -5,7 +5,6 @@ import (
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
-	"fairdp/models"
 	"fairdp/nn"
 )
 
@@ -31,15 +30,18 @@ type Algorithm[T nn.Float] interface {
 	// Step writes the update direction into every Param.Grad of m (averaged,
 	// and clipped and noised where the algorithm is private) and returns the
 	// sum of the per-sample losses of the batch.
-	Step(m *models.Model[T], b Batch[T]) (lossSum float64, err error)
-	// Receipt is the privacy spent so far (accounting.NotPrivate() for SGD).
-	Receipt() accounting.Receipt
+	Step(m Model[T], b Batch[T]) (lossSum float64, err error)
+	// Receipt is the privacy spent so far (accounting.NotPrivate() for
+	// SGD). An error (the accountant could not state the guarantee) fails
+	// the run: it is never turned into a "not private" receipt.
+	Receipt() (accounting.Receipt, error)
 }
 
 // SGD is ordinary non-private minibatch training on shuffled batches.
 type SGD[T nn.Float] struct {
-	BatchSize   int
-	loss, dl, w []T
+	BatchSize int
+	pass      Pass[T]
+	w         []T
 }
 
 // Name implements Algorithm.
@@ -51,27 +53,23 @@ func (a *SGD[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 }
 
 // Step implements Algorithm: the mean loss gradient of the batch.
-func (a *SGD[T]) Step(m *models.Model[T], b Batch[T]) (float64, error) {
+func (a *SGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	n := b.N()
 	if n == 0 {
 		return 0, nil
 	}
-	logits := m.Forward(b.X, n, true)
-	a.loss = grow(a.loss, n)
-	a.dl = grow(a.dl, n*m.OutDim())
 	a.w = grow(a.w, n)
 	for i := range a.w {
 		a.w[i] = T(1) / T(n)
 	}
-	m.Loss(logits, b.Labels, a.w, a.loss, a.dl)
-	m.Backward(a.dl)
+	loss := a.pass.Run(m, b, a.w)
 	m.ParamGrads(nil)
-	return sum(a.loss), nil
+	return loss, nil
 }
 
 // Receipt implements Algorithm: SGD is not private.
-func (a *SGD[T]) Receipt() accounting.Receipt { return accounting.NotPrivate() }
+func (a *SGD[T]) Receipt() (accounting.Receipt, error) { return accounting.NotPrivate(), nil }
 
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {

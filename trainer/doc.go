@@ -2,11 +2,40 @@
 // algorithm's steps, per-epoch evaluation, the progress line, and the results
 // contract (report.json, metrics.jsonl, model.ckpt) with its privacy receipt.
 //
-// It is not in DESIGN.md's first sketch: the loop, the report and the
-// checkpoint writing are shared by `fairdp train`, `fairdp sweep` and the
-// bench reproductions, and algorithms may not import each other, so the loop
-// lives here and each algorithm (non-private SGD, DP-SGD, and later DPSGD-F,
-// DP-FERMI, …) plugs in through the Algorithm interface.
+// # Shape: one loop, one model interface, one DP-SGD
+//
+// Run is the one training loop. Every algorithm (SGD, DP-SGD, DPSGD-F and
+// Naïve from package dpsgdf, DP-FERMI from fermi, SteFFLe from
+// fermi/federated) plugs in through Algorithm (Sampler, Step, Receipt) and
+// every model through Model: Forward, Loss, Backward, the taps per-sample
+// clipping reads (dpops.Tapped: SqNorms, ParamGrads), Params, ZeroGrads,
+// InSize, OutDim. *models.Model (the zoo, a --model-spec network, any stack
+// of nn layers) implements Model; so can a caller's own type, which then
+// trains under every algorithm but SteFFLe (whose silos rebuild the model
+// from its spec) and is not written to a checkpoint. The interface lives
+// here, where it is consumed, rather than in models: the loop and the
+// algorithms are its only users, and models.Model is one implementation.
+// Pass is the one forward/loss/backward pass that SGD and DP-SGD (and so
+// DPSGD-F and Naïve) begin a step with.
+//
+// DPSGD is the one DP-SGD. DPSGD-F and Naïve are DPSGD with a ClipPolicy
+// (each sample's clip factor from its norm and group, the sum's
+// sensitivity, the step's mechanism); sampling, norms, noise, the
+// accountant and the receipt are DPSGD's for all three. Receipt returns an
+// error: an accountant that cannot state the guarantee fails the run, never
+// turns into a "not private" receipt.
+//
+// # Library API
+//
+// NewPrivate (validated PrivateOptions, typed Method and Sampling, errors
+// naming the field at fault) and TrainPrivate (context-aware) are the
+// one-call way to train a model privately at a target (ε, δ); they build a
+// Config and go through TrainModel and Run like `fairdp train`. Config,
+// Prepare and TrainModel are the long form with every setting the command
+// line has; NewDPSGDFrom builds DP-SGD from DPSGDOptions (σ for a target ε,
+// PlannedEpsilon) without a Config.
+//
+// # Privacy of what a run writes
 //
 // What a run writes follows the receipt: a private run releases only noised
 // quantities and what DeclareNotCovered and the algorithm's NotCoverer list
@@ -17,4 +46,21 @@
 // private. Warnings flags results that should not be read as normal. Every
 // algorithm's default δ is accounting.DefaultDelta (1/n²); sweeps give each
 // run its own seed (SweepSeed) over one shared split (Config.SplitSeed).
+//
+// # Where this deviates from DESIGN.md
+//
+//   - DESIGN's package table has no trainer: the loop, the report and the
+//     checkpoint writing are shared by `fairdp train`, `fairdp sweep`, the
+//     library API and the bench reproductions, and algorithms may not import
+//     each other, so the loop lives here and the algorithm packages import
+//     it (not the other way round: they register with Register).
+//   - DP-SGD lives here, not in dpsgdf ("one loop, three clipping
+//     policies"): dpsgdf supplies the two group policies on top of it, so
+//     that `--algo dpsgd`, DPSGD-F's Flat policy and the library's DP-SGD
+//     are one piece of code.
+//   - DESIGN's step path builds a Gorgonia graph with fixed shapes and a
+//     row mask. The engine is package nn's own layers with taps, which
+//     take any batch size, so a Poisson batch is never padded or split;
+//     Gorgonia (package graph) is the independent path the tests check the
+//     engine against.
 package trainer

@@ -7,7 +7,6 @@ import (
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
-	"fairdp/models"
 	"fairdp/nn"
 )
 
@@ -15,6 +14,12 @@ import (
 // sample's whole gradient clipped to Clip, Gaussian noise of std Sigma·Clip
 // added to the clipped sum, divided by the expected batch size q·n. Every
 // step is charged to an RDP accountant.
+//
+// It is the one DP-SGD: DPSGD-F and Naïve (package dpsgdf) are this
+// algorithm with a ClipPolicy that sets each sample's clip factor from its
+// group and bounds the sum's sensitivity; sampling, the forward and
+// backward pass, the per-sample norms, the noise and the accountant are
+// this code for all three.
 type DPSGD[T nn.Float] struct {
 	Clip     float64 // per-sample bound C
 	Sigma    float64 // noise multiplier σ
@@ -24,40 +29,100 @@ type DPSGD[T nn.Float] struct {
 	Batch    int     // expected batch size
 	Seed     *uint64 // for the receipt
 	Records  int     // training records the guarantee covers (for the receipt's δ check)
+	// Policy, when set, replaces clipping every sample at Clip (see
+	// ClipPolicy); nil is DP-SGD.
+	Policy ClipPolicy[T]
 
 	noise   *rand.Rand
 	acc     *accounting.RDP
 	clipper dpops.Clipper[T]
-	loss    []T
-	dl      []T
+	pass    Pass[T]
+	scale   []T
 }
 
-// NewDPSGD builds DP-SGD for a job, calibrating σ to --epsilon when --sigma
-// is not given.
+// ClipPolicy is how a DP-SGD step weights and clips each sample's gradient
+// and what one step then releases. DPSGD-F's group-wise bounds and Naïve's
+// group weights (package dpsgdf) are policies; DP-SGD itself clips every
+// sample at Clip.
+type ClipPolicy[T nn.Float] interface {
+	// Scales is called once per step, also for an empty batch, with each
+	// sample's gradient norm and group. It writes each sample's factor
+	// into scale (len(norms)), releasing through its own noise whatever
+	// statistics it needs, and returns the sensitivity S of the weighted
+	// sum: one record moves it by at most S, and the noise std is σ·S.
+	Scales(norms []float64, groups []int, scale []T) (sensitivity float64, err error)
+	// Mechanism is what one step releases, as the accountant charges it
+	// (the gradient sum, and any statistics Scales released from the same
+	// sample).
+	Mechanism() accounting.Mechanism
+}
+
+// DPSGDOptions are DP-SGD's settings for NewDPSGDFrom.
+type DPSGDOptions struct {
+	Records int     // n, the training records (Poisson rate q = Batch/Records)
+	Batch   int     // expected batch size
+	Epochs  int     // run length, for calibrating σ
+	Clip    float64 // per-sample bound C
+	// Sigma is the noise multiplier; 0 calibrates it so that Epochs epochs
+	// spend Epsilon.
+	Sigma   float64
+	Epsilon float64
+	Delta   float64 // 0: accounting.DefaultDelta(Records)
+	// AllowLargeDelta accepts δ ≥ 1/n (refused otherwise).
+	AllowLargeDelta bool
+	Sampling        Sampling // SamplingPoisson when empty, or SamplingShuffle
+	Seed            *uint64  // recorded in the receipt (nil: crypto-seeded)
+	// Calibration adds options to the σ calibration, e.g.
+	// accounting.WithCompanion for a policy that releases counts from the
+	// same sample.
+	Calibration []accounting.CalibrateOption
+}
+
+// NewDPSGD builds DP-SGD for a job, calibrating σ to Privacy.Epsilon when
+// Privacy.Sigma is 0.
 func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
-	cfg, n := job.Cfg, job.Train.N()
+	cfg := job.Cfg
 	p := cfg.Privacy
-	a := &DPSGD[T]{Clip: p.Clip, Sigma: p.Sigma, Delta: p.Delta, Sampling: p.Sampling, Batch: cfg.Batch,
-		Seed: cfg.Seed, noise: job.Source.Derive("noise")}
+	return NewDPSGDFrom[T](DPSGDOptions{Records: job.Train.N(), Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: p.Clip,
+		Sigma: p.Sigma, Epsilon: p.Epsilon, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta, Sampling: Sampling(p.Sampling),
+		Seed: cfg.Seed}, job.Source)
+}
+
+// NewDPSGDFrom builds DP-SGD from its options, with the gradient noise
+// drawn from src.Derive("noise"). Errors name the Config fields the
+// options come from.
+func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], error) {
+	n := o.Records
+	a := &DPSGD[T]{Clip: o.Clip, Sigma: o.Sigma, Delta: o.Delta, Sampling: string(o.Sampling), Batch: o.Batch,
+		Seed: o.Seed, Records: n}
+	switch o.Sampling {
+	case "":
+		a.Sampling = accounting.SamplingPoisson
+	case SamplingPoisson, SamplingShuffle:
+	default:
+		return nil, FieldErrors{{Field: "Privacy.Sampling", Msg: fmt.Sprintf("%q, want %s or %s", o.Sampling, SamplingPoisson, SamplingShuffle)}}
+	}
 	if a.Delta == 0 {
 		a.Delta = accounting.DefaultDelta(n)
 	}
-	if err := accounting.CheckDelta(a.Delta, n, p.AllowLargeDelta); err != nil {
+	if err := accounting.CheckDelta(a.Delta, n, o.AllowLargeDelta); err != nil {
 		return nil, err
 	}
-	a.Records = n
-	if cfg.Batch > n {
-		return nil, FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d is larger than the %d training records", cfg.Batch, n)}}
+	if o.Batch < 1 || o.Batch > n {
+		return nil, FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d must be between 1 and the %d training records", o.Batch, n)}}
 	}
-	a.Q = float64(cfg.Batch) / float64(n)
-	steps := cfg.Epochs * stepsPerEpoch(a.Q, n, cfg.Batch, p.Sampling)
+	if !(o.Clip > 0) || math.IsInf(o.Clip, 1) {
+		return nil, FieldErrors{{Field: "Privacy.Clip", Msg: fmt.Sprintf("%v must be a positive number", o.Clip)}}
+	}
+	a.Q = float64(o.Batch) / float64(n)
 	if a.Sigma == 0 {
-		if math.IsInf(p.Epsilon, 1) {
+		if math.IsInf(o.Epsilon, 1) {
 			return nil, FieldErrors{{Field: "Privacy.Epsilon", Msg: "must be finite, or Privacy.Sigma given: dpsgd is a private algorithm"}}
 		}
-		s, err := accounting.CalibrateSigma(p.Epsilon, a.Delta, a.Q, steps)
+		steps := o.Epochs * a.StepsPerEpoch()
+		s, err := accounting.CalibrateSigma(o.Epsilon, a.Delta, a.Q, steps, o.Calibration...)
 		if err != nil {
-			return nil, fmt.Errorf("calibrating σ for ε = %v, δ = %v, q = %.4g, %d steps: %w", p.Epsilon, a.Delta, a.Q, steps, err)
+			return nil, fmt.Errorf("calibrating σ for ε = %v, δ = %v, q = %.4g, %d steps: %w", o.Epsilon, a.Delta, a.Q, steps, err)
 		}
 		a.Sigma = s
 	}
@@ -65,22 +130,25 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 	if a.acc, err = accounting.NewRDP(nil); err != nil {
 		return nil, err
 	}
+	a.noise = src.Derive("noise")
 	return a, nil
 }
 
-// stepsPerEpoch mirrors the samplers: round(1/q) Poisson steps, or
-// ceil(n/batch) shuffled batches.
-func stepsPerEpoch(q float64, n, batch int, sampling string) int {
-	if sampling == accounting.SamplingShuffle {
-		return (n + batch - 1) / batch
+// StepsPerEpoch asks the sampler the run will use, so that calibration,
+// PlannedEpsilon and training agree on the number of steps.
+func (a *DPSGD[T]) StepsPerEpoch() int {
+	s, err := a.Sampler(a.Records, rand.New(rand.NewPCG(0, 0)))
+	if err != nil { // unreachable: n and q were checked in NewDPSGDFrom
+		return 1
 	}
-	return max(1, int(math.Round(1/q)))
+	return s.StepsPerEpoch()
 }
 
 // Name implements Algorithm.
 func (a *DPSGD[T]) Name() string { return "dpsgd" }
 
-// Sampler implements Algorithm: Poisson with rate q unless --sampling shuffle.
+// Sampler implements Algorithm: Poisson with rate q unless Sampling is
+// shuffle.
 func (a *DPSGD[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 	if a.Sampling == accounting.SamplingShuffle {
 		return dpops.NewShuffle(n, a.Batch, r)
@@ -88,37 +156,80 @@ func (a *DPSGD[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 	return dpops.NewPoisson(n, a.Q, r)
 }
 
-// Step implements Algorithm: clip per sample, sum, add noise, average over
-// the expected batch size, and charge the accountant (also for an empty
+// Step implements Algorithm: per-sample norms from the model's taps, each
+// sample scaled (clipped at Clip, or as Policy says), summed, noise of
+// std σ·S added (S = Clip, or the policy's sensitivity), averaged over the
+// expected batch size, and the accountant charged (also for an empty
 // batch, which still releases noise).
-func (a *DPSGD[T]) Step(m *models.Model[T], b Batch[T]) (float64, error) {
+func (a *DPSGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	n := b.N()
-	var lossSum float64
+	lossSum := a.pass.Run(m, b, nil)
+	var norms []float64
 	if n > 0 {
-		logits := m.Forward(b.X, n, true)
-		a.loss = grow(a.loss, n)
-		a.dl = grow(a.dl, n*m.OutDim())
-		m.Loss(logits, b.Labels, nil, a.loss, a.dl)
-		m.Backward(a.dl)
-		if _, err := a.clipper.Clip(n, dpops.Flat(a.Clip), m); err != nil {
+		var err error
+		if norms, err = a.clipper.Norms(n, m); err != nil {
 			return 0, err
 		}
-		lossSum = sum(a.loss)
 	}
-	if err := dpops.NoiseAndScale(a.noise, m.Params(), a.Sigma*a.Clip, 1/float64(a.Batch)); err != nil {
+	a.scale = grow(a.scale, n)
+	sens, err := a.scales(norms, b.Groups)
+	if err != nil {
 		return 0, err
 	}
-	mech := accounting.SubsampledGaussian(a.Q, a.Sigma, a.Clip, "each record's whole gradient")
-	return lossSum, a.acc.Step(mech, 1)
+	if n > 0 {
+		m.ParamGrads(a.scale)
+	}
+	if err := dpops.NoiseAndScale(a.noise, m.Params(), a.Sigma*sens, 1/float64(a.Batch)); err != nil {
+		return 0, err
+	}
+	return lossSum, a.acc.Step(a.Mechanism(), 1)
 }
 
-// Receipt implements Algorithm.
-func (a *DPSGD[T]) Receipt() accounting.Receipt {
-	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
-	if err != nil {
-		r = accounting.NotPrivate()
-		r.Note = "receipt failed: " + err.Error()
+// scales fills a.scale with the policy's factors, or DP-SGD's
+// min(1, C/‖g_i‖), and returns the sensitivity.
+func (a *DPSGD[T]) scales(norms []float64, groups []int) (float64, error) {
+	if a.Policy != nil {
+		return a.Policy.Scales(norms, groups, a.scale)
 	}
-	return r
+	for i, g := range norms {
+		a.scale[i] = T(dpops.ClipFactor(g, a.Clip))
+	}
+	return a.Clip, nil
+}
+
+// Mechanism is what one step releases, as the accountant charges it.
+func (a *DPSGD[T]) Mechanism() accounting.Mechanism {
+	if a.Policy != nil {
+		return a.Policy.Mechanism()
+	}
+	return accounting.SubsampledGaussian(a.Q, a.Sigma, a.Clip, "each record's whole gradient")
+}
+
+// PlannedEpsilon is the ε (Balle et al. 2020 and classic conversions, at
+// the run's δ) that a run of epochs epochs will spend.
+func (a *DPSGD[T]) PlannedEpsilon(epochs int) (improved, classic float64) {
+	plan := &accounting.RDP{}
+	if err := plan.Step(a.Mechanism(), epochs*a.StepsPerEpoch()); err != nil {
+		return math.NaN(), math.NaN()
+	}
+	improved, _ = plan.Epsilon(a.Delta)
+	classic, _ = plan.EpsilonClassic(a.Delta)
+	return improved, classic
+}
+
+// Epsilon is the ε spent so far at the run's δ with the conversion of Balle
+// et al. 2020 and with the classic one (REFERENCE §8).
+func (a *DPSGD[T]) Epsilon() (improved, classic float64) {
+	improved, _ = a.acc.Epsilon(a.Delta)
+	classic, _ = a.acc.EpsilonClassic(a.Delta)
+	return improved, classic
+}
+
+// Charges is the accountant's history: every mechanism charged so far.
+func (a *DPSGD[T]) Charges() []accounting.Mechanism { return a.acc.History() }
+
+// Receipt implements Algorithm.
+func (a *DPSGD[T]) Receipt() (accounting.Receipt, error) {
+	return a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
 }

@@ -93,7 +93,7 @@ type EpochLogger interface {
 // Finisher is implemented by algorithms that add results after training
 // (plots, algorithm-specific report fields) before the files are written.
 type Finisher[T nn.Float] interface {
-	Finish(m *models.Model[T], job *Job, rep *Report) error
+	Finish(m Model[T], job *Job, rep *Report) error
 }
 
 // Job is a prepared training job: data loaded, model built.
@@ -104,10 +104,10 @@ type Job struct {
 	Rand        *rand.Rand
 	Source      dpops.Source
 	Log         io.Writer // progress and the final table (os.Stdout in the CLI)
-	// Model, if set, is the caller's own model (a *models.Model of the
-	// element type Cfg.DType names, e.g. built from nn layers): Run trains
-	// it in place instead of building the zoo model Cfg names. See
-	// TrainModel.
+	// Model, if set, is the caller's own model (a Model of the element
+	// type Cfg.DType names: a *models.Model built from nn layers, or a type
+	// of one's own): Run trains it in place instead of building the zoo
+	// model Cfg names. See TrainModel.
 	Model any
 }
 
@@ -139,7 +139,12 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 
 // Run trains with alg and returns the report; with cfg.Out set it also writes
 // report.json, metrics.jsonl and model.ckpt there.
-func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, *models.Model[T], error) {
+//
+// It is the one training loop: every algorithm, SGD, DP-SGD, DPSGD-F,
+// Naïve, DP-FERMI and SteFFLe, and every model, zoo or a caller's own,
+// trains through it. The model it returns is job.Model when that is set,
+// else the *models.Model it built.
+func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, Model[T], error) {
 	cfg := job.Cfg
 	spec := ModelSpec(cfg, job.Train)
 	m, err := jobModel[T](job, spec)
@@ -176,7 +181,11 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	// A private run releases only what its receipt covers: exact statistics
 	// of the training data (loss, sampled batch sizes) stay inside unless
 	// the user asks for them (and they are then marked not private).
-	private := alg.Receipt().Private()
+	receipt, err := alg.Receipt()
+	if err != nil {
+		return nil, nil, err
+	}
+	private := receipt.Private()
 	exact := !private || cfg.ReportTrainStats
 	if el, ok := alg.(interface{ ExactStatistics(bool) }); ok {
 		el.ExactStatistics(exact)
@@ -221,12 +230,23 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 			if b.N() == 0 {
 				empty++
 			}
-			prog.step(seen, func() *float64 { return alg.Receipt().Epsilon })
+			var receiptErr error
+			prog.step(seen, func() *float64 {
+				r, err := alg.Receipt()
+				receiptErr = err
+				return r.Epsilon
+			})
+			if receiptErr != nil {
+				return nil, nil, fmt.Errorf("epoch %d step %d: %w", epoch, s+1, receiptErr)
+			}
+		}
+		if receipt, err = alg.Receipt(); err != nil {
+			return nil, nil, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
 		test := ev.evaluate(job.Test)
 		el := EpochLog{Epoch: epoch, Steps: stepsPerEpoch,
 			TestError: test.Error, TestDP: test.DPViolation, TestEO: test.EOViolation,
-			Epsilon: alg.Receipt().Epsilon, Seconds: time.Since(epStart).Seconds()}
+			Epsilon: receipt.Epsilon, Seconds: time.Since(epStart).Seconds()}
 		el.SamplesPerS = float64(stepsPerEpoch*cfg.Batch) / el.Seconds // expected batch: public
 		if exact {
 			loss, mean := lossSum/math.Max(1, float64(seen)), float64(seen)/float64(stepsPerEpoch)
@@ -245,9 +265,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	prog.done()
 	rep := &Report{
-		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: m.Arch, Params: m.NumParams(),
+		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: modelName(m), Params: NumParams(m),
 		DType: cfg.DType, Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,
-		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: alg.Receipt(),
+		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: receipt,
 		Seconds: time.Since(start).Seconds(), Version: Version, Config: cfg,
 	}
 	if exact {
@@ -280,7 +300,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		if err := jsonl.Commit(); err != nil {
 			return nil, nil, err
 		}
-		if err := writeOutputs(cfg.Out, rep, m, job); err != nil {
+		if err := writeModelOutputs(cfg.Out, rep, m, job); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -300,7 +320,7 @@ const float64NoiseNote = "noise: the gradient sums were noised with the fast tex
 
 // jobModel is the caller's model (Job.Model) after checking it fits the
 // data, or a new zoo model for spec.
-func jobModel[T nn.Float](job *Job, spec models.Spec) (*models.Model[T], error) {
+func jobModel[T nn.Float](job *Job, spec models.Spec) (Model[T], error) {
 	if job.Model == nil && job.Cfg.ModelSpecFile != "" {
 		s, err := readModelSpec(job.Cfg.ModelSpecFile, spec)
 		if err != nil {
@@ -311,26 +331,54 @@ func jobModel[T nn.Float](job *Job, spec models.Spec) (*models.Model[T], error) 
 	if job.Model == nil {
 		return models.New[T](spec, job.Source.Derive("init"))
 	}
-	m, ok := job.Model.(*models.Model[T])
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("Job.Model is a %T; this run's DType %s needs a *models.Model[%T]", job.Model, job.Cfg.DType, T(0))
-	case len(m.Layers) == 0:
+	m, ok := job.Model.(Model[T])
+	if !ok {
+		return nil, fmt.Errorf("Job.Model is a %T; this run's DType %s needs a trainer.Model[%T] (such as *models.Model[%[3]T])", job.Model, job.Cfg.DType, T(0))
+	}
+	mm, zoo := m.(*models.Model[T])
+	if zoo && (mm == nil || len(mm.Layers) == 0) {
 		return nil, errors.New("Job.Model has no layers")
-	case m.InSize() != prod(spec.InShape):
-		return nil, fmt.Errorf("Job.Model takes %d inputs (InShape %v), the data has %d (%v)", m.InSize(), m.InShape, prod(spec.InShape), spec.InShape)
-	case m.OutDim() != spec.Classes && !(spec.Classes == 2 && m.OutDim() == 1):
-		return nil, fmt.Errorf("Job.Model has %d outputs, the data has %d classes (want %d, or 1 sigmoid output for 2)",
-			m.OutDim(), spec.Classes, spec.Classes)
-	case job.Cfg.Out != "" && !slices.Contains(models.Archs, m.Arch):
-		if err := m.Spec().Validate(); err != nil {
+	}
+	if err := fits(m, spec); err != nil {
+		return nil, fmt.Errorf("Job.Model %w", err)
+	}
+	switch {
+	case job.Cfg.Out != "" && !zoo:
+		return nil, fmt.Errorf("Job.Model is a %T, which a checkpoint cannot describe: train it without Cfg.Out and save it yourself, "+
+			"or build it as a *models.Model from nn layers", m)
+	case zoo && job.Cfg.Out != "" && !slices.Contains(models.Archs, mm.Arch):
+		if err := mm.Spec().Validate(); err != nil {
 			return nil, fmt.Errorf("Job.Model cannot be saved in a checkpoint (Cfg.Out): %w", err)
 		}
 	}
-	if m.Classes == 0 {
-		m.Classes = spec.Classes
+	if zoo && mm.Classes == 0 {
+		mm.Classes = spec.Classes
 	}
 	return m, nil
+}
+
+// fits says why m cannot take the data spec describes (nil if it can):
+// its input size must match and it must have one logit per class (or one
+// sigmoid logit for two classes).
+func fits[T nn.Float](m Model[T], spec models.Spec) error {
+	switch {
+	case m.InSize() != prod(spec.InShape):
+		return fmt.Errorf("takes %d inputs, the data has %d (%v)", m.InSize(), prod(spec.InShape), spec.InShape)
+	case m.OutDim() != spec.Classes && !(spec.Classes == 2 && m.OutDim() == 1):
+		return fmt.Errorf("has %d outputs, the data has %d classes (want %d, or 1 sigmoid output for 2)",
+			m.OutDim(), spec.Classes, spec.Classes)
+	}
+	return nil
+}
+
+// writeModelOutputs is writeOutputs for the model the loop trained, which
+// jobModel has already checked is a *models.Model when Cfg.Out is set.
+func writeModelOutputs[T nn.Float](dir string, rep *Report, m Model[T], job *Job) error {
+	mm, ok := m.(*models.Model[T])
+	if !ok {
+		return fmt.Errorf("a %T cannot be written to a checkpoint", m)
+	}
+	return writeOutputs(dir, rep, mm, job)
 }
 
 // readModelSpec reads a network description (a models.Spec with layers);
@@ -365,10 +413,12 @@ func readModelSpec(path string, data models.Spec) (models.Spec, error) {
 }
 
 // TrainModel trains the caller's own model m (any stack of fairdp's nn
-// layers, zoo or not) with the algorithm job.Cfg.Algo names, privately when
-// that algorithm is (dpsgd, dpsgdf, naive, fermi, …), and returns the report
-// with its privacy receipt. m is trained in place.
-func TrainModel[T nn.Float](ctx context.Context, job *Job, m *models.Model[T]) (*Report, error) {
+// layers, zoo or not, or any type implementing Model) with the algorithm
+// job.Cfg.Algo names, privately when that algorithm is (dpsgd, dpsgdf,
+// naive, fermi, …), and returns the report with its privacy receipt. m is
+// trained in place. Only a *models.Model can be written to a checkpoint
+// (Cfg.Out); SteFFLe, whose silos rebuild the model, needs one too.
+func TrainModel[T nn.Float](ctx context.Context, job *Job, m Model[T]) (*Report, error) {
 	j := *job
 	j.Model = m
 	return Train(ctx, &j)
@@ -434,38 +484,45 @@ func prod(s []int) int {
 
 // evaluator predicts a whole data set in chunks, reusing its buffers.
 type evaluator[T nn.Float] struct {
-	m     *models.Model[T]
-	x     []T
-	pred  []int
-	chunk int
+	m Model[T]
+	x []T
 }
 
-func newEvaluator[T nn.Float](m *models.Model[T]) *evaluator[T] {
-	chunk := 1024
-	if p := prod(m.InShape); p > 4096 {
-		chunk = 64
-	}
-	return &evaluator[T]{m: m, chunk: chunk}
-}
+func newEvaluator[T nn.Float](m Model[T]) *evaluator[T] { return &evaluator[T]{m: m} }
 
 // predict returns the predicted class of every record of d.
 func (e *evaluator[T]) predict(d *loaders.Dataset) []int {
-	n := d.N()
-	pred := make([]int, n)
-	in := prod(e.m.InShape)
-	idx := make([]int, 0, e.chunk)
-	for lo := 0; lo < n; lo += e.chunk {
-		hi := min(n, lo+e.chunk)
+	pred := make([]int, d.N())
+	out := e.m.OutDim()
+	e.x = ForwardChunks(e.m, d, e.x, func(lo, n int, logits []T) {
+		models.Predict(logits, out, n, pred[lo:lo+n])
+	})
+	return pred
+}
+
+// ForwardChunks runs every record of d through m in evaluation mode, in
+// chunks small enough to bound memory (1024 records, 64 for images larger
+// than 4096 values), and calls f with each chunk's first record, its size
+// and its logits (owned by m, valid until the next Forward). x is an input
+// buffer to reuse (nil: allocate); the buffer is returned for the next call.
+func ForwardChunks[T nn.Float](m Model[T], d *loaders.Dataset, x []T, f func(lo, n int, logits []T)) []T {
+	n, in := d.N(), m.InSize()
+	chunk := 1024
+	if in > 4096 {
+		chunk = 64
+	}
+	idx := make([]int, 0, chunk)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
 		idx = idx[:0]
 		for i := lo; i < hi; i++ {
 			idx = append(idx, i)
 		}
-		e.x = grow(e.x, len(idx)*in)
-		fill(d, idx, e.x)
-		logits := e.m.Forward(e.x, len(idx), false)
-		e.m.Predict(logits, len(idx), pred[lo:hi])
+		x = grow(x, len(idx)*in)
+		fill(d, idx, x)
+		f(lo, len(idx), m.Forward(x, len(idx), false))
 	}
-	return pred
+	return x
 }
 
 func (e *evaluator[T]) evaluate(d *loaders.Dataset) metrics.Split {
@@ -473,14 +530,14 @@ func (e *evaluator[T]) evaluate(d *loaders.Dataset) metrics.Split {
 }
 
 // Evaluate scores m on d, checking first that d fits the model's input.
-func Evaluate[T nn.Float](m *models.Model[T], d *loaders.Dataset) (metrics.Split, error) {
-	want := prod(m.InShape)
+func Evaluate[T nn.Float](m Model[T], d *loaders.Dataset) (metrics.Split, error) {
+	want := m.InSize()
 	if got := d.InputSize(); got != want {
-		return metrics.Split{}, fmt.Errorf("data set %s has %d inputs per record but the model expects %d (shape %v)",
-			d.Name, got, want, m.InShape)
+		return metrics.Split{}, fmt.Errorf("data set %s has %d inputs per record but the model expects %d",
+			d.Name, got, want)
 	}
-	if c := max(2, len(d.LabelNames)); c != m.Classes {
-		return metrics.Split{}, fmt.Errorf("data set %s has %d classes but the model predicts %d", d.Name, c, m.Classes)
+	if c := max(2, len(d.LabelNames)); c != Classes(m) {
+		return metrics.Split{}, fmt.Errorf("data set %s has %d classes but the model predicts %d", d.Name, c, Classes(m))
 	}
 	return newEvaluator(m).evaluate(d), nil
 }

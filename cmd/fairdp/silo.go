@@ -145,12 +145,16 @@ func serveSilo[T nn.Float](ctx context.Context, cfg trainer.Config, job *trainer
 		}
 		return err
 	}
+	info, err := silo.Info()
+	if err != nil {
+		return err
+	}
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "silo %d: %d records from %s, listening on %s (%d rounds answered before, ε spent %.4g of %.4g)\n",
-		index, job.Train.N(), cfg.Dataset, lis.Addr(), silo.Spent(), silo.SpentEpsilon(), silo.Info().Epsilon)
+		index, job.Train.N(), cfg.Dataset, lis.Addr(), silo.Spent(), silo.SpentEpsilon(), info.Epsilon)
 	return federated.Serve(ctx, lis, silo, tlsCfg, nil)
 }
 

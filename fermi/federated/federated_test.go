@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"fairdp/dpops"
+	"fairdp/dpops/accounting"
 	"fairdp/fermi"
 	"fairdp/loaders"
 	"fairdp/trainer"
@@ -337,7 +338,7 @@ func TestBudgetRefusal(t *testing.T) {
 		addrs = append(addrs, addr)
 	}
 	sc := serverConfig(cfg)
-	sc.Rounds = silos[0].Info().Rounds + 5
+	sc.Rounds = must[Info](t)(silos[0].Info()).Rounds + 5
 	srv, err := NewServer[float64](context.Background(), sc, dialAll(t, addrs, certs))
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +347,7 @@ func TestBudgetRefusal(t *testing.T) {
 	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "refuses round") || !strings.Contains(err.Error(), "budget 2") {
 		t.Fatalf("got %v, want a budget refusal", err)
 	}
-	if srv.Round >= sc.Rounds || srv.Round < silos[0].Info().Rounds-3 {
+	if srv.Round >= sc.Rounds || srv.Round < must[Info](t)(silos[0].Info()).Rounds-3 {
 		t.Errorf("server stopped after %d rounds", srv.Round)
 	}
 	t.Log(err)
@@ -475,7 +476,7 @@ func TestKillAndResume(t *testing.T) {
 	if got := lines[2].Epsilon; got == nil || math.Abs(*got-want) > 1e-6 || lines[2].Rounds != planned {
 		t.Errorf("silo 2's receipt: ε %v after %d rounds, want %v after %d", got, lines[2].Rounds, want, planned)
 	}
-	if m := restarted.Receipt().Mechanisms; m[len(m)-1].Steps != planned-spent {
+	if m := must[accounting.Receipt](t)(restarted.Receipt()).Mechanisms; m[len(m)-1].Steps != planned-spent {
 		t.Errorf("this start's receipt has %d steps, want %d (the rest were answered before the restart)", m[len(m)-1].Steps, planned-spent)
 	}
 	if receipt.Epsilon == nil || *receipt.Epsilon > cfg.Privacy.Epsilon+1e-9 || !strings.Contains(receipt.Note, "per silo: silo 0 (") {

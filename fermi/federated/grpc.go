@@ -56,11 +56,11 @@ type siloService[T nn.Float] struct {
 }
 
 type siloHandler interface {
-	info() Info
+	info() (Info, error)
 	round(Request) (Message, error)
 }
 
-func (s *siloService[T]) info() Info {
+func (s *siloService[T]) info() (Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.silo.Info()
@@ -85,7 +85,11 @@ var serviceDesc = grpc.ServiceDesc{
 			if err := dec(&in); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "malformed request: %v", err)
 			}
-			return srv.(siloHandler).info(), nil
+			inf, err := srv.(siloHandler).info()
+			if err != nil {
+				return nil, status.Errorf(codes.Internal, "silo receipt: %v", err)
+			}
+			return inf, nil
 		}},
 		{MethodName: "Round", Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 			var rq Request

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/models"
 	"fairdp/trainer"
 )
 
@@ -29,7 +28,7 @@ func trainSteffle(t *testing.T, cfg trainer.Config, set Settings) (*trainer.Repo
 	return rep, flatParams(m), alg
 }
 
-func flatParams(m *models.Model[float64]) []float64 {
+func flatParams(m trainer.Model[float64]) []float64 {
 	var out []float64
 	for _, p := range m.Params() {
 		out = append(out, p.Value...)
@@ -166,7 +165,7 @@ func TestSensitiveReleaseIsNoised(t *testing.T) {
 			t.Fatal(err)
 		}
 		lane := alg.Silos[0]
-		theta := make([]float64, lane.Info().NumParams)
+		theta := make([]float64, must[Info](t)(lane.Info()).NumParams)
 		for i := range theta {
 			theta[i] = 0.1 * float64(i%3)
 		}

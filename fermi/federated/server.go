@@ -40,7 +40,7 @@ func Local[T nn.Float](s *Silo[T]) Client { return localClient[T]{s} }
 
 type localClient[T nn.Float] struct{ s *Silo[T] }
 
-func (c localClient[T]) Info(context.Context) (Info, error) { return c.s.Info(), nil }
+func (c localClient[T]) Info(context.Context) (Info, error) { return c.s.Info() }
 func (c localClient[T]) Round(_ context.Context, rq Request) (Message, error) {
 	return c.s.Round(rq)
 }

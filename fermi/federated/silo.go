@@ -220,7 +220,11 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 			Private: alg.Private, Budget: s.budget, Delta: alg.Delta}
 		if alg.Private {
 			// The first start's count release, as DP-FERMI charged it.
-			for _, mech := range alg.Receipt().Mechanisms {
+			r, err := alg.Receipt()
+			if err != nil {
+				return nil, err
+			}
+			for _, mech := range r.Mechanisms {
 				if mech.SampleRate == 1 {
 					if err := s.ledger.Step(mech, 1); err != nil {
 						return nil, err
@@ -277,33 +281,37 @@ func (s *Silo[T]) State() SiloState {
 	return st
 }
 
-// Info describes the silo for the server.
-func (s *Silo[T]) Info() Info {
+// Info describes the silo for the server. An error is the accountant's:
+// the silo cannot state its receipt.
+func (s *Silo[T]) Info() (Info, error) {
 	s.info.Spent = s.state.Rounds
 	s.info.Sigma, s.info.SampleRate = s.alg.Sigma, s.alg.Q
-	s.info.Receipt = s.FullReceipt()
-	return s.info
+	r, err := s.FullReceipt()
+	if err != nil {
+		return Info{}, err
+	}
+	s.info.Receipt = r
+	return s.info, nil
 }
 
 // FullReceipt is the silo's receipt for everything it has released, across
 // restarts: its ledger (the group-count release, and every round at the
 // noise it was sent with), at its first δ.
-func (s *Silo[T]) FullReceipt() accounting.Receipt {
-	cur := s.alg.Receipt()
-	if !s.alg.Private {
-		return cur
+func (s *Silo[T]) FullReceipt() (accounting.Receipt, error) {
+	cur, err := s.alg.Receipt()
+	if err != nil || !s.alg.Private {
+		return cur, err
 	}
 	r, err := s.ledger.Receipt(s.delta, s.runInfo())
-	if err != nil { // unreachable: checked in NewSilo
-		cur.Note = "receipt failed: " + err.Error()
-		return cur
+	if err != nil {
+		return accounting.Receipt{}, fmt.Errorf("silo %d: %w", s.index, err)
 	}
 	r.Note = cur.Note
 	if s.state.Generation > 0 {
 		r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; silo %d restarted %d times: the receipt covers every start (its state file's ledger)",
 			s.index, s.state.Generation), "; ")
 	}
-	return r
+	return r, nil
 }
 
 // Spent is the number of rounds the silo has answered, across restarts.
@@ -359,7 +367,7 @@ func (s *Silo[T]) epsilonWithNextRound() (float64, error) {
 }
 
 // Receipt is the silo's DP-FERMI receipt for the rounds of this start.
-func (s *Silo[T]) Receipt() accounting.Receipt { return s.alg.Receipt() }
+func (s *Silo[T]) Receipt() (accounting.Receipt, error) { return s.alg.Receipt() }
 
 // draw samples the silo's next batch (once per round) and returns its
 // record ids.

@@ -85,7 +85,7 @@ func TestRestartWithOtherFlags(t *testing.T) {
 		}
 	}
 	sigma1, countSigma := first.alg.Sigma, first.alg.CountSigma
-	if e, plan := first.SpentEpsilon(), first.alg.Receipt(); e > cfg.Privacy.Epsilon || plan.Epsilon == nil {
+	if e, plan := first.SpentEpsilon(), must[accounting.Receipt](t)(first.alg.Receipt()); e > cfg.Privacy.Epsilon || plan.Epsilon == nil {
 		t.Fatalf("first start spent ε %v of %v", e, cfg.Privacy.Epsilon)
 	}
 
@@ -117,7 +117,7 @@ func TestRestartWithOtherFlags(t *testing.T) {
 	if next := ledgerEpsilon(t, first.delta, countSigma, steps); next <= cfg.Privacy.Epsilon {
 		t.Errorf("round %d was refused although it stays within the budget (ε %v)", planned+answered+1, next)
 	}
-	r := second.FullReceipt()
+	r := must[accounting.Receipt](t)(second.FullReceipt())
 	if r.Epsilon == nil || math.Abs(*r.Epsilon-want) > 1e-9 {
 		t.Errorf("receipt ε %v, true composition %v", r.Epsilon, want)
 	}
@@ -170,7 +170,7 @@ func TestRepeatedRestartsReuseCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r := s.FullReceipt()
+		r := must[accounting.Receipt](t)(s.FullReceipt())
 		counts := 0
 		for _, m := range r.Mechanisms {
 			if m.SampleRate == 1 {
@@ -422,7 +422,7 @@ func doubleFault(t *testing.T, certs, phase string, faulty int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := s.FullReceipt()
+		r := must[accounting.Receipt](t)(s.FullReceipt())
 		if r.Epsilon == nil || math.Abs(*r.Epsilon-want) > 1e-9 || *r.Epsilon > cfg.Privacy.Epsilon {
 			t.Errorf("silo %d: receipt ε %v, uninterrupted run %v, budget %v", i, r.Epsilon, want, cfg.Privacy.Epsilon)
 		}
@@ -490,4 +490,16 @@ func FuzzSiloRequest(f *testing.F) {
 			t.Fatalf("a refused request spent ε %v → %v", spent, s.SpentEpsilon())
 		}
 	})
+}
+
+// must unwraps a value and an error for a test, failing it on the error;
+// must(t)(f()) reads like f().
+func must[V any](t testing.TB) func(V, error) V {
+	return func(v V, err error) V {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 }

@@ -178,8 +178,14 @@ func (r *roundSampler[T]) Rate() float64      { return r.a.Silos[0].sample.Rate(
 // Step implements trainer.Algorithm: one federation round at the trainer's
 // model. The batch b is the union the sampler returned; each silo uses its
 // own part of it.
-func (a *Steffle[T]) Step(m *models.Model[T], _ trainer.Batch[T]) (float64, error) {
-	a.server.Model = m
+func (a *Steffle[T]) Step(m trainer.Model[T], _ trainer.Batch[T]) (float64, error) {
+	mm, ok := m.(*models.Model[T])
+	if !ok {
+		// The silos rebuild the model from its spec; a model only the
+		// caller's code can build has no spec to rebuild it from.
+		return 0, fmt.Errorf("steffle: the model is a %T; its silos rebuild the model from a spec, so it must be a *models.Model", m)
+	}
+	a.server.Model = mm
 	loss, msgs, err := a.server.exchange(context.Background())
 	if err != nil {
 		return 0, err
@@ -193,14 +199,18 @@ func (a *Steffle[T]) Step(m *models.Model[T], _ trainer.Batch[T]) (float64, erro
 // message is DP with respect to the records of the silo that sent it, and a
 // silo's lanes hold disjoint records (parallel composition), so this is the
 // run's record-level guarantee (ISRL-DP).
-func (a *Steffle[T]) Receipt() accounting.Receipt {
+func (a *Steffle[T]) Receipt() (accounting.Receipt, error) {
 	worst, best := 0, math.Inf(-1)
 	for i, s := range a.Silos {
 		if e := s.SpentEpsilon(); e > best {
 			worst, best = i, e
 		}
 	}
-	return FederationReceipt(a.Silos[worst].Receipt(), a.SiloPrivacy(), a.Settings.Mode)
+	r, err := a.Silos[worst].Receipt()
+	if err != nil {
+		return accounting.Receipt{}, err
+	}
+	return FederationReceipt(r, a.SiloPrivacy(), a.Settings.Mode), nil
 }
 
 // SiloPrivacy is every silo's privacy summary: a silo's ε is the largest
@@ -256,7 +266,7 @@ func (a *Steffle[T]) EpochFields() map[string]any {
 // Finish implements trainer.Finisher: the federation's settings, every
 // silo's privacy summary and every lane's size, batch, noise and ε go into
 // the report's "extra" object.
-func (a *Steffle[T]) Finish(m *models.Model[T], job *trainer.Job, rep *trainer.Report) error {
+func (a *Steffle[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
 	var lanes []map[string]any
 	for i, s := range a.Silos {
 		e := s.SpentEpsilon()

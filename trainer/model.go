@@ -1,0 +1,95 @@
+package trainer
+
+import (
+	"fmt"
+
+	"fairdp/dpops"
+	"fairdp/models"
+	"fairdp/nn"
+)
+
+// Model is what the loop and every algorithm need from a network: a
+// forward pass that keeps the per-sample taps, the loss and its gradient
+// on the logits, a backward pass, and the taps that per-sample clipping
+// reads (dpops.Tapped: SqNorms and ParamGrads), without ever copying a
+// per-sample gradient. *models.Model (the zoo, a --model-spec network, or
+// any stack of nn layers) implements it; so may a caller's own type.
+//
+// Logits are read the way fairdp's losses read them (models.Probabilities):
+// one logit is a sigmoid over two classes, more are a softmax, so the
+// model predicts max(2, OutDim()) classes. The fairness terms of DP-FERMI
+// are differentiated through that reading; a Loss of one's own must agree
+// with it (be a per-sample loss of those probabilities) for DP-FERMI's
+// gradient to be correct.
+type Model[T nn.Float] interface {
+	dpops.Tapped[T]
+	// InSize is the number of input values per sample.
+	InSize() int
+	// OutDim is the number of logits per sample.
+	OutDim() int
+	// Forward runs batch samples of x (batch·InSize values) and returns
+	// the logits (batch·OutDim), keeping what Backward needs when train.
+	Forward(x []T, batch int, train bool) []T
+	// Loss writes each sample's loss of logits into loss and its gradient
+	// ∂loss/∂logits into dlogits, scaled by weight[i] (nil: 1).
+	Loss(logits []T, labels []int, weight, loss, dlogits []T)
+	// Backward back-propagates dlogits from the last Forward, leaving the
+	// per-sample taps ready for SqNorms and ParamGrads.
+	Backward(dlogits []T)
+	// Params lists the parameter blocks the optimizer updates; ParamGrads
+	// adds into their Grad.
+	Params() []*nn.Param[T]
+	// ZeroGrads clears every Param.Grad.
+	ZeroGrads()
+}
+
+var (
+	_ Model[float32] = (*models.Model[float32])(nil)
+	_ Model[float64] = (*models.Model[float64])(nil)
+)
+
+// Classes is the number of classes m predicts: max(2, OutDim).
+func Classes[T nn.Float](m Model[T]) int { return max(2, m.OutDim()) }
+
+// NumParams is the number of parameter values of m.
+func NumParams[T nn.Float](m Model[T]) int {
+	n := 0
+	for _, p := range m.Params() {
+		n += len(p.Value)
+	}
+	return n
+}
+
+// modelName is the report's "model": the zoo or spec name of a
+// *models.Model, else the Go type of a caller's own model.
+func modelName[T nn.Float](m Model[T]) string {
+	if mm, ok := m.(*models.Model[T]); ok {
+		return mm.Arch
+	}
+	return fmt.Sprintf("%T", m)
+}
+
+// Pass is the forward, loss and backward pass every Step begins with, with
+// its buffers kept between steps: one implementation for every algorithm,
+// so that they all read a batch the same way.
+type Pass[T nn.Float] struct {
+	Loss    []T // each sample's (weighted) loss from the last Run
+	DLogits []T // ∂loss/∂logits from the last Run
+}
+
+// Run runs batch b through m in training mode, computes the per-sample
+// losses (weight nil: 1 each) and back-propagates them, leaving m's taps
+// ready for clipping or ParamGrads. It returns the sum of the weighted
+// losses; an empty batch does nothing and returns 0.
+func (p *Pass[T]) Run(m Model[T], b Batch[T], weight []T) float64 {
+	n := b.N()
+	p.Loss = grow(p.Loss, n)
+	p.DLogits = grow(p.DLogits, n*m.OutDim())
+	if n == 0 {
+		return 0
+	}
+	logits := m.Forward(b.X, n, true)
+	m.Loss(logits, b.Labels, weight, p.Loss, p.DLogits)
+	m.Backward(p.DLogits)
+	return sum(p.Loss)
+}
