@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,12 +117,18 @@ func TestGraphMatchesEngine(t *testing.T) {
 
 func compareWithGraph[T nn.Float](t *testing.T, m *models.Model[T], x []float64, labels []int, weight []float64, tol float64) {
 	t.Helper()
-	batch := len(labels)
-	gm, err := Export(m, batch)
+	gm, err := Export(m, len(labels))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gm.Close()
+	compareWith(t, m, gm, x, labels, weight, tol)
+}
+
+// compareWith checks m's logits, summed loss and parameter gradients
+// against the Gorgonia reference gm to a relative tol.
+func compareWith[T nn.Float](t *testing.T, m *models.Model[T], gm *Model, x []float64, labels []int, weight []float64, tol float64) {
+	t.Helper()
 	wantLogits, err := gm.Forward(x)
 	if err != nil {
 		t.Fatal(err)
@@ -169,44 +176,64 @@ func TestGraphPerSample(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gm.Close()
-			engineGrads(m, x, labels, weight)
-			norms := make([]float64, tc.batch)
-			m.SqNorms(norms)
-			scale := make([]float64, tc.batch)
-			scaled := make([]float64, tc.batch)
-			for i := range scale {
-				scale[i] = rng.Float64()
-				scaled[i] = scale[i] * weight[i]
-			}
-			m.ZeroGrads()
-			m.ParamGrads(scale)
-			for i := range tc.batch {
-				only := make([]float64, tc.batch)
-				only[i] = weight[i]
-				_, g, err := gm.Gradients(x, labels, only)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want float64
-				for _, block := range g {
-					for _, v := range block {
-						want += v * v
-					}
-				}
-				if d := math.Abs(norms[i]-want) / want; d > 1e-9 {
-					t.Errorf("SqNorms[%d] = %v, Gorgonia %v (rel %.3g)", i, norms[i], want, d)
-				}
-			}
-			_, want, err := gm.Gradients(x, labels, scaled)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, p := range m.Params() {
-				if d := maxRelDiff(p.Grad, want[i]); d > 1e-9 {
-					t.Errorf("ParamGrads(scale) of param %d (%s) differs by rel %.3g", i, p.Name, d)
-				}
-			}
+			checkPerSample(t, m, gm, x, labels, weight, rng)
 		})
+	}
+}
+
+// checkPerSample checks the DP quantities of m against the Gorgonia
+// reference gm, one sample at a time: SqNorms[i] is ‖g_i‖² where g_i is
+// Gorgonia's gradient with only sample i weighted (sample i's own gradient),
+// and ParamGrads(scale) — the clipped sum when scale_i = min(1, C/‖g_i‖) —
+// equals Σ_i scale_i·g_i from Gorgonia, for the clipping scales of C =
+// half the median norm and for random scales.
+func checkPerSample(t *testing.T, m *models.Model[float64], gm *Model, x []float64, labels []int, weight []float64, rng *rand.Rand) {
+	t.Helper()
+	batch := len(labels)
+	engineGrads(m, x, labels, weight)
+	norms := make([]float64, batch)
+	m.SqNorms(norms)
+	own := make([][][]float64, batch)
+	for i := range batch {
+		only := make([]float64, batch)
+		only[i] = weight[i]
+		_, g, err := gm.Gradients(x, labels, only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own[i] = g
+		var want float64
+		for _, block := range g {
+			for _, v := range block {
+				want += v * v
+			}
+		}
+		if d := math.Abs(norms[i]-want) / want; d > 1e-9 {
+			t.Errorf("SqNorms[%d] = %v, Gorgonia %v (rel %.3g)", i, norms[i], want, d)
+		}
+	}
+	sorted := slices.Clone(norms)
+	slices.Sort(sorted)
+	clip := math.Sqrt(sorted[batch/2]) / 2
+	clipScale, randScale := make([]float64, batch), make([]float64, batch)
+	for i := range batch {
+		clipScale[i] = math.Min(1, clip/math.Sqrt(norms[i]))
+		randScale[i] = rng.Float64()
+	}
+	for _, scale := range [][]float64{clipScale, randScale} {
+		m.ZeroGrads()
+		m.ParamGrads(scale)
+		for k, p := range m.Params() {
+			want := make([]float64, len(p.Grad))
+			for i := range batch {
+				for j, v := range own[i][k] {
+					want[j] += scale[i] * v
+				}
+			}
+			if d := maxRelDiff(p.Grad, want); d > 1e-9 {
+				t.Errorf("ParamGrads(scale) of param %d (%s) differs from Gorgonia's per-sample sum by rel %.3g", k, p.Name, d)
+			}
+		}
 	}
 }
 
