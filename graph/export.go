@@ -42,6 +42,7 @@ type Model struct {
 	params  []*G.Node
 	grads   G.Nodes
 	shapes  [][]int // the nn parameter shapes, in Model.Params order
+	reads   map[*G.Node]*G.Value
 }
 
 // graphBuilder tracks the node and per-sample shape while layers are added.
@@ -113,7 +114,11 @@ func dtypeOf[T nn.Float]() tensor.Dtype {
 // rows of x's batch) and its symbolic gradient with respect to params, and
 // compiles the graph into a TapeMachine: the Gorgonia side of every check
 // against fairdp's engine, for an exported model and for a lowered graph.
-func newReference(g *G.ExprGraph, x, logits *G.Node, params []*G.Node, batch int) (*Model, error) {
+//
+// The machine reuses the memory of intermediate values, so the values of
+// logits and of the extra nodes are read out through Gorgonia's Read
+// statements (copies), not from the nodes after the run.
+func newReference(g *G.ExprGraph, x, logits *G.Node, params []*G.Node, batch int, extra ...*G.Node) (*Model, error) {
 	ls := logits.Shape()
 	if len(ls) != 2 || ls[0] != batch {
 		return nil, fmt.Errorf("logits have shape %v, want {%d, classes}", ls, batch)
@@ -125,6 +130,12 @@ func newReference(g *G.ExprGraph, x, logits *G.Node, params []*G.Node, batch int
 	}
 	if err := gm.addLoss(x.Dtype()); err != nil {
 		return nil, fmt.Errorf("loss: %w", err)
+	}
+	gm.reads = map[*G.Node]*G.Value{}
+	for _, n := range append([]*G.Node{logits}, extra...) {
+		v := new(G.Value)
+		G.Read(n, v)
+		gm.reads[n] = v
 	}
 	var err error
 	if gm.grads, err = G.Grad(gm.loss, gm.params...); err != nil {
@@ -231,8 +242,15 @@ func (gm *Model) addLoss(dt tensor.Dtype) error {
 	var err error
 	if gm.outDim > 1 {
 		gm.weight = G.NewMatrix(gm.g, dt, G.WithShape(gm.batch, gm.outDim), G.WithName("onehot_w"))
-		var logp, prod, sum *G.Node
-		if logp, err = G.LogSoftMax(gm.logits); err != nil {
+		// Gorgonia v0.9.18 hashes SoftMax and LogSoftMax alike, so
+		// LogSoftMax(z) in a graph that already has SoftMax(z) (a user's
+		// head) would return that SoftMax node: the loss reads an identity
+		// reshape of z instead.
+		var z, logp, prod, sum *G.Node
+		if z, err = G.Reshape(gm.logits, gm.logits.Shape()); err != nil {
+			return err
+		}
+		if logp, err = G.LogSoftMax(z); err != nil {
 			return err
 		}
 		if prod, err = G.HadamardProd(gm.weight, logp); err != nil {
@@ -283,8 +301,11 @@ func set(n *G.Node, shape []int, data []float64) error {
 }
 
 // values copies a node's value out as float64.
-func values(n *G.Node) []float64 {
-	switch d := n.Value().Data().(type) {
+func values(n *G.Node) []float64 { return data(n.Value().Data()) }
+
+// data copies a value's data out as float64.
+func data(v any) []float64 {
+	switch d := v.(type) {
 	case []float64:
 		return slices.Clone(d)
 	case []float32:
@@ -355,13 +376,18 @@ func (gm *Model) Forward(x []float64) ([]float64, error) {
 	return v, nil
 }
 
-// read runs the graph on x and returns node n's values.
+// read runs the graph on x and returns the values of node n, the logits or
+// one of newReference's extra nodes.
 func (gm *Model) read(x []float64, n *G.Node) ([]float64, error) {
+	v, ok := gm.reads[n]
+	if !ok {
+		return nil, fmt.Errorf("node %s is not read out", n.Name())
+	}
 	defer gm.vm.Reset()
 	if err := gm.run(x, nil, nil); err != nil {
 		return nil, err
 	}
-	return values(n), nil
+	return data((*v).Data()), nil
 }
 
 // Gradients returns the summed loss Σ_i weight_i·ℓ_i of the batch (weight
