@@ -23,7 +23,8 @@ import (
 // every private algorithm — DP-SGD, DPSGD-F, DP-FERMI with both privacy
 // scopes and SteFFLe — in float64: the same final weights bit for bit, the
 // same test metrics and the same receipt. (Small: 400 Adult records, one
-// epoch.)
+// epoch.) SteFFLe's in-process silos rebuild the model from Config.Model,
+// so there the lowered model must be a zoo architecture that Config names.
 func TestLoweredTrainsLikeNative(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -40,6 +41,10 @@ func TestLoweredTrainsLikeNative(t *testing.T) {
 			cfg := trainer.Defaults()
 			cfg.DType, cfg.Epochs, cfg.Batch, cfg.Limit, cfg.Seed, cfg.Quiet = "float64", 1, 64, 400, &seed, true
 			cfg.Privacy.Epsilon = 2
+			// SteFFLe's silos build their own copy of the model from
+			// Config.Model and Hidden (trainer.ModelSpec), whatever model
+			// TrainModel is given: name the same MLP.
+			cfg.Model, cfg.Hidden = "mlp", []int{8}
 			tc.edit(&cfg)
 			train := func(m *models.Model[float64]) *trainer.Report {
 				t.Helper()
