@@ -647,3 +647,33 @@ func (l *Lowered[T]) WriteBack() error {
 	}
 	return nil
 }
+
+// LoadWeights copies the weights of m — typically a checkpoint that
+// `fairdp train --model-spec` trained from this graph's layer list
+// (models.LoadFile) — into the lowered model and then into the graph
+// (WriteBack). m must have the same layers as the lowered model.
+func (l *Lowered[T]) LoadWeights(m *models.Model[T]) error {
+	if names(m) != names(l.Model) {
+		return fmt.Errorf("graph: Lowered.LoadWeights: the model's layers %s are not the graph's %s", names(m), names(l.Model))
+	}
+	src, dst := m.Params(), l.Model.Params()
+	for i := range dst {
+		if len(src[i].Value) != len(dst[i].Value) {
+			return fmt.Errorf("graph: Lowered.LoadWeights: parameter %d has %d values, want %d", i, len(src[i].Value), len(dst[i].Value))
+		}
+	}
+	for i := range dst {
+		copy(dst[i].Value, src[i].Value)
+	}
+	return l.WriteBack()
+}
+
+// names lists a model's layers; a layer's name carries its geometry
+// ("Conv2d(1→3, 5x5, stride 1, pad 0, in 12x12)").
+func names[T nn.Float](m *models.Model[T]) string {
+	var s []string
+	for _, l := range m.Layers {
+		s = append(s, l.Name())
+	}
+	return strings.Join(s, ", ")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -127,19 +128,19 @@ var opCases = []struct {
 }{
 	{"dense-relu-dense-softmax", func(t *testing.T) *userNet {
 		return newUserNet(t, 1, 4, 5).dense("h", 6).apply(G.Rectify).dense("o", 3).apply(softmax)
-	}, HeadSoftMax, "Linear(5→6) ReLU Linear(6→3)"},
+	}, HeadSoftMax, "Linear(5→6), ReLU, Linear(6→3)"},
 	{"conv-relu-pool-flatten-logsoftmax", func(t *testing.T) *userNet {
 		return newUserNet(t, 2, 3, 2, 8, 8).conv("c", 4, 3, 1, 1).apply(G.Rectify).pool(2).flatten().dense("o", 3).apply(logSoftmax)
-	}, HeadLogSoftMax, "Conv2d(2→4, 3x3, stride 1, pad 1, in 8x8) ReLU MaxPool2d(2, in 4x8x8) Flatten Linear(64→3)"},
+	}, HeadLogSoftMax, "Conv2d(2→4, 3x3, stride 1, pad 1, in 8x8), ReLU, MaxPool2d(2, in 4x8x8), Flatten, Linear(64→3)"},
 	{"strided-conv-tanh-leaky-sigmoid-head", func(t *testing.T) *userNet {
 		return newUserNet(t, 3, 4, 2, 9, 9).conv("c", 3, 3, 2, 2).apply(G.Tanh).pool(3).apply(leaky).flatten().dense("o", 1).apply(G.Sigmoid)
-	}, HeadSigmoid, "Conv2d(2→3, 3x3, stride 2, pad 2, in 9x9) Tanh MaxPool2d(3, in 3x6x6) LeakyReLU(0.1) Flatten Linear(12→1)"},
+	}, HeadSigmoid, "Conv2d(2→3, 3x3, stride 2, pad 2, in 9x9), Tanh, MaxPool2d(3, in 3x6x6), LeakyReLU(0.1), Flatten, Linear(12→1)"},
 	{"k5-and-1x1-conv", func(t *testing.T) *userNet {
 		return newUserNet(t, 4, 3, 1, 12, 12).conv("c1", 3, 5, 0, 1).apply(G.Rectify).conv("c2", 2, 1, 0, 1).apply(G.Rectify).pool(2).flatten().dense("o", 2)
-	}, HeadNone, "Conv2d(1→3, 5x5, stride 1, pad 0, in 12x12) ReLU Conv2d(3→2, 1x1, stride 1, pad 0, in 8x8) ReLU MaxPool2d(2, in 2x8x8) Flatten Linear(32→2)"},
+	}, HeadNone, "Conv2d(1→3, 5x5, stride 1, pad 0, in 12x12), ReLU, Conv2d(3→2, 1x1, stride 1, pad 0, in 8x8), ReLU, MaxPool2d(2, in 2x8x8), Flatten, Linear(32→2)"},
 	{"batched-dense-sigmoid", func(t *testing.T) *userNet {
 		return newUserNet(t, 5, 4, 5).batchedDense("h", 4).apply(G.Sigmoid).dense("o", 3)
-	}, HeadNone, "Linear(5→4) Sigmoid Linear(4→3)"},
+	}, HeadNone, "Linear(5→4), Sigmoid, Linear(4→3)"},
 }
 
 // TestLowerMatchesGorgonia: for every supported op, the lowered model's
@@ -156,7 +157,7 @@ func TestLowerMatchesGorgonia(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := layerNames(l.Model); got != tc.layers || l.Head != tc.head {
+			if got := names(l.Model); got != tc.layers || l.Head != tc.head {
 				t.Fatalf("lowered to %s, head %s; want %s, head %s", got, l.Head, tc.layers, tc.head)
 			}
 			gm, err := newReference(u.g, u.x, l.Logits, l.Params, u.batch, u.cur)
@@ -171,14 +172,6 @@ func TestLowerMatchesGorgonia(t *testing.T) {
 			checkPerSample(t, l.Model, gm, x, labels, weight, rng)
 		})
 	}
-}
-
-func layerNames[T nn.Float](m *models.Model[T]) string {
-	var names []string
-	for _, l := range m.Layers {
-		names = append(names, l.Name())
-	}
-	return strings.Join(names, " ")
 }
 
 // checkHead compares the graph's output node with the head applied to the
@@ -272,8 +265,8 @@ func TestLowerZoo(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := l.Model
-			if layerNames(m) != layerNames(native) || m.NumParams() != native.NumParams() || m.OutDim() != native.OutDim() {
-				t.Fatalf("lowered %s (%d params), native %s (%d)", layerNames(m), m.NumParams(), layerNames(native), native.NumParams())
+			if names(m) != names(native) || m.NumParams() != native.NumParams() || m.OutDim() != native.OutDim() {
+				t.Fatalf("lowered %s (%d params), native %s (%d)", names(m), m.NumParams(), names(native), native.NumParams())
 			}
 			for i, p := range m.Params() {
 				if !slices.Equal(p.Value, native.Params()[i].Value) || l.Params[i] != net.Learnables[i] {
@@ -458,12 +451,47 @@ func TestBuildInverse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := fmt.Sprint(l.Model.Spec()), fmt.Sprint(m.Spec()); got != want || layerNames(l.Model) != layerNames(m) {
-		t.Errorf("Lower(Build(m)) is %s, want %s", layerNames(l.Model), layerNames(m))
+	if got, want := fmt.Sprint(l.Model.Spec()), fmt.Sprint(m.Spec()); got != want || names(l.Model) != names(m) {
+		t.Errorf("Lower(Build(m)) is %s, want %s", names(l.Model), names(m))
 	}
 	for i, p := range l.Model.Params() {
 		if !slices.Equal(p.Value, m.Params()[i].Value) {
 			t.Errorf("parameter %d changed", i)
 		}
+	}
+}
+
+// TestLoadWeights: a checkpoint of the lowered layers (what `fairdp train
+// --model-spec` writes) goes back into the graph; a checkpoint of other
+// layers is refused.
+func TestLoadWeights(t *testing.T) {
+	u := newUserNet(t, 11, 4, 5).dense("h", 6).apply(G.Tanh).dense("o", 3)
+	l, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{Arch: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trained, err := models.New[float64](l.Model.Spec(), rand.New(rand.NewPCG(41, 42)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.ckpt")
+	if err := models.SaveFile(path, trained, models.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, _, err := models.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.LoadWeights(loaded.(*models.Model[float64])); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range l.Params {
+		if !slices.Equal(values(n), trained.Params()[i].Value) {
+			t.Errorf("node %s does not hold the checkpoint's values", n.Name())
+		}
+	}
+	other, _ := models.New[float64](models.Spec{Arch: "logistic", InShape: []int{5}, Classes: 3}, rand.New(rand.NewPCG(1, 1)))
+	if err := l.LoadWeights(other); err == nil || !strings.Contains(err.Error(), "are not the graph's") {
+		t.Errorf("other layers accepted: %v", err)
 	}
 }
