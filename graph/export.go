@@ -21,8 +21,10 @@ import (
 
 func init() { tensor.Use(backend.Implementation()) }
 
-// Model is a fairdp model rebuilt as a Gorgonia v0.9.18 expression graph for
-// a fixed batch size, with the model's weights at the time Export was called.
+// Model is a Gorgonia v0.9.18 expression graph for a fixed batch size with
+// the training loss and its gradient: a fairdp model rebuilt by Export, with
+// the model's weights at the time Export was called (or, in the tests, a
+// user's graph that Lower read).
 //
 // It is the independent slow path that proves the nn engine: Gorgonia's own
 // ops (Mul, Conv2d with its im2col, MaxPool2D, Rectify, LogSoftMax, …) and

@@ -156,9 +156,8 @@ func compareWith[T nn.Float](t *testing.T, m *models.Model[T], gm *Model, x []fl
 	}
 }
 
-// TestGraphPerSample checks the DP quantities against Gorgonia: SqNorms[i]
-// is ‖g_i‖² where g_i is Gorgonia's gradient with only sample i weighted, and
-// ParamGrads(scale) equals Gorgonia's gradient with weights scale_i·w_i.
+// TestGraphPerSample checks every zoo model's DP quantities against
+// Gorgonia sample by sample (checkPerSample).
 func TestGraphPerSample(t *testing.T) {
 	for k, tc := range graphSpecs {
 		if tc.batch < 2 {
