@@ -31,7 +31,7 @@ type Head string
 
 // The heads Lower folds into the loss.
 const (
-	HeadNone       Head = "logits"      // the output is the logits
+	HeadNone       Head = "logits"      // the output is the logits (one output: a sigmoid logit)
 	HeadSoftMax    Head = "softmax"     // SoftMax over the classes
 	HeadLogSoftMax Head = "log-softmax" // LogSoftMax over the classes
 	HeadSigmoid    Head = "sigmoid"     // Sigmoid of a single logit

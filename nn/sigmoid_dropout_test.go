@@ -3,6 +3,7 @@ package nn_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"fairdp/nn"
@@ -69,7 +70,7 @@ func TestDropout(t *testing.T) {
 	if f := float64(kept) / n; math.Abs(f-(1-p)) > 4*math.Sqrt(p*(1-p)/n) {
 		t.Errorf("kept %.3f of the values, want %.3f", f, 1-p)
 	}
-	if again := nn.NewDropout[float64](p, seed).Forward(x, 4, true); !equal(again, y) {
+	if again := nn.NewDropout[float64](p, seed).Forward(x, 4, true); !slices.Equal(again, y) {
 		t.Error("the same seed gave other masks")
 	}
 	if len(d.Params()) != 0 {
@@ -92,16 +93,4 @@ func TestNewLayerSpecs(t *testing.T) {
 			t.Errorf("dropout probability %v accepted", p)
 		}
 	}
-}
-
-func equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
