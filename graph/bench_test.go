@@ -117,9 +117,9 @@ func benchLowered(b *testing.B, spec models.Spec, batch int) {
 		slices.Sort(d)
 		return d[len(d)/2].Seconds() * 1000
 	}
-	native, lowered := median(spent[0]), median(spent[1])
-	b.ReportMetric(native, "native-ms/step")
-	b.ReportMetric(lowered, "lowered-ms/step")
-	b.ReportMetric(lowered/native, "lowered/native")
+	nativeMs, loweredMs := median(spent[0]), median(spent[1])
+	b.ReportMetric(nativeMs, "native-ms/step")
+	b.ReportMetric(loweredMs, "lowered-ms/step")
+	b.ReportMetric(loweredMs/nativeMs, "lowered/native")
 	b.Logf("backend %s, %d workers, batch %d, %s", backend.Name(), nn.Workers(), batch, spec)
 }
