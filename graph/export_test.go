@@ -157,7 +157,8 @@ func compareWith[T nn.Float](t *testing.T, m *models.Model[T], gm *Model, x []fl
 }
 
 // TestGraphPerSample checks every zoo model's DP quantities against
-// Gorgonia sample by sample (checkPerSample).
+// Gorgonia sample by sample (checkPerSample): from the batch graph with one
+// sample weighted, and from a loop of batch-of-one runs.
 func TestGraphPerSample(t *testing.T) {
 	for k, tc := range graphSpecs {
 		if tc.batch < 2 {
@@ -175,34 +176,33 @@ func TestGraphPerSample(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gm.Close()
-			checkPerSample(t, m, gm, x, labels, weight, rng)
+			checkPerSample(t, m, x, labels, weight, rng, maskedGrads(t, gm, x, labels, weight))
+			gm1, err := Export(m, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gm1.Close()
+			checkPerSample(t, m, x, labels, weight, rng, batchOfOneGrads(t, gm1, x, labels, weight))
 		})
 	}
 }
 
-// checkPerSample checks the DP quantities of m against the Gorgonia
-// reference gm, one sample at a time: SqNorms[i] is ‖g_i‖² where g_i is
-// Gorgonia's gradient with only sample i weighted (sample i's own gradient),
-// and ParamGrads(scale) — the clipped sum when scale_i = min(1, C/‖g_i‖) —
-// equals Σ_i scale_i·g_i from Gorgonia, for the clipping scales of C =
-// half the median norm and for random scales.
-func checkPerSample(t *testing.T, m *models.Model[float64], gm *Model, x []float64, labels []int, weight []float64, rng *rand.Rand) {
+// checkPerSample checks the DP quantities of m against per-sample
+// gradients from Gorgonia (own(i) is sample i's gradient, every parameter
+// block): SqNorms[i] is ‖own(i)‖², and ParamGrads(scale) — the clipped sum
+// when scale_i = min(1, C/‖g_i‖) — equals Σ_i scale_i·own(i), for the
+// clipping scales of C = half the median norm and for random scales.
+func checkPerSample(t *testing.T, m *models.Model[float64], x []float64, labels []int, weight []float64, rng *rand.Rand, own func(i int) [][]float64) {
 	t.Helper()
 	batch := len(labels)
 	engineGrads(m, x, labels, weight)
 	norms := make([]float64, batch)
 	m.SqNorms(norms)
-	own := make([][][]float64, batch)
+	grads := make([][][]float64, batch)
 	for i := range batch {
-		only := make([]float64, batch)
-		only[i] = weight[i]
-		_, g, err := gm.Gradients(x, labels, only)
-		if err != nil {
-			t.Fatal(err)
-		}
-		own[i] = g
+		grads[i] = own(i)
 		var want float64
-		for _, block := range g {
+		for _, block := range grads[i] {
 			for _, v := range block {
 				want += v * v
 			}
@@ -225,7 +225,7 @@ func checkPerSample(t *testing.T, m *models.Model[float64], gm *Model, x []float
 		for k, p := range m.Params() {
 			want := make([]float64, len(p.Grad))
 			for i := range batch {
-				for j, v := range own[i][k] {
+				for j, v := range grads[i][k] {
 					want[j] += scale[i] * v
 				}
 			}
@@ -294,5 +294,32 @@ func TestGraphErrors(t *testing.T) {
 		if _, _, err := gm.Gradients(tc.x, tc.labels, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// maskedGrads gives sample i's gradient from the batch graph gm, with every
+// other sample's loss weight set to zero.
+func maskedGrads(t *testing.T, gm *Model, x []float64, labels []int, weight []float64) func(int) [][]float64 {
+	return func(i int) [][]float64 {
+		only := make([]float64, len(labels))
+		only[i] = weight[i]
+		_, g, err := gm.Gradients(x, labels, only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+}
+
+// batchOfOneGrads gives sample i's gradient from gm1, the same network
+// built for batches of one sample, run on sample i alone.
+func batchOfOneGrads(t *testing.T, gm1 *Model, x []float64, labels []int, weight []float64) func(int) [][]float64 {
+	size := len(x) / len(labels)
+	return func(i int) [][]float64 {
+		_, g, err := gm1.Gradients(x[i*size:(i+1)*size], labels[i:i+1], weight[i:i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
 	}
 }

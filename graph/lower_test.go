@@ -122,25 +122,26 @@ func (u *userNet) batchedDense(name string, out int) *userNet {
 // and layers fairdp must find.
 var opCases = []struct {
 	name   string
-	build  func(t *testing.T) *userNet
+	build  func(t *testing.T, batch int) *userNet
 	head   Head
 	layers string
+	batch  int
 }{
-	{"dense-relu-dense-softmax", func(t *testing.T) *userNet {
-		return newUserNet(t, 1, 4, 5).dense("h", 6).apply(G.Rectify).dense("o", 3).apply(softmax)
-	}, HeadSoftMax, "Linear(5→6), ReLU, Linear(6→3)"},
-	{"conv-relu-pool-flatten-logsoftmax", func(t *testing.T) *userNet {
-		return newUserNet(t, 2, 3, 2, 8, 8).conv("c", 4, 3, 1, 1).apply(G.Rectify).pool(2).flatten().dense("o", 3).apply(logSoftmax)
-	}, HeadLogSoftMax, "Conv2d(2→4, 3x3, stride 1, pad 1, in 8x8), ReLU, MaxPool2d(2, in 4x8x8), Flatten, Linear(64→3)"},
-	{"strided-conv-tanh-leaky-sigmoid-head", func(t *testing.T) *userNet {
-		return newUserNet(t, 3, 4, 2, 9, 9).conv("c", 3, 3, 2, 2).apply(G.Tanh).pool(3).apply(leaky).flatten().dense("o", 1).apply(G.Sigmoid)
-	}, HeadSigmoid, "Conv2d(2→3, 3x3, stride 2, pad 2, in 9x9), Tanh, MaxPool2d(3, in 3x6x6), LeakyReLU(0.1), Flatten, Linear(12→1)"},
-	{"k5-and-1x1-conv", func(t *testing.T) *userNet {
-		return newUserNet(t, 4, 3, 1, 12, 12).conv("c1", 3, 5, 0, 1).apply(G.Rectify).conv("c2", 2, 1, 0, 1).apply(G.Rectify).pool(2).flatten().dense("o", 2)
-	}, HeadNone, "Conv2d(1→3, 5x5, stride 1, pad 0, in 12x12), ReLU, Conv2d(3→2, 1x1, stride 1, pad 0, in 8x8), ReLU, MaxPool2d(2, in 2x8x8), Flatten, Linear(32→2)"},
-	{"batched-dense-sigmoid", func(t *testing.T) *userNet {
-		return newUserNet(t, 5, 4, 5).batchedDense("h", 4).apply(G.Sigmoid).dense("o", 3)
-	}, HeadNone, "Linear(5→4), Sigmoid, Linear(4→3)"},
+	{"dense-relu-dense-softmax", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 1, batch, 5).dense("h", 6).apply(G.Rectify).dense("o", 3).apply(softmax)
+	}, HeadSoftMax, "Linear(5→6), ReLU, Linear(6→3)", 4},
+	{"conv-relu-pool-flatten-logsoftmax", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 2, batch, 2, 8, 8).conv("c", 4, 3, 1, 1).apply(G.Rectify).pool(2).flatten().dense("o", 3).apply(logSoftmax)
+	}, HeadLogSoftMax, "Conv2d(2→4, 3x3, stride 1, pad 1, in 8x8), ReLU, MaxPool2d(2, in 4x8x8), Flatten, Linear(64→3)", 3},
+	{"strided-conv-tanh-leaky-sigmoid-head", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 3, batch, 2, 9, 9).conv("c", 3, 3, 2, 2).apply(G.Tanh).pool(3).apply(leaky).flatten().dense("o", 1).apply(G.Sigmoid)
+	}, HeadSigmoid, "Conv2d(2→3, 3x3, stride 2, pad 2, in 9x9), Tanh, MaxPool2d(3, in 3x6x6), LeakyReLU(0.1), Flatten, Linear(12→1)", 4},
+	{"k5-and-1x1-conv", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 4, batch, 1, 12, 12).conv("c1", 3, 5, 0, 1).apply(G.Rectify).conv("c2", 2, 1, 0, 1).apply(G.Rectify).pool(2).flatten().dense("o", 2)
+	}, HeadNone, "Conv2d(1→3, 5x5, stride 1, pad 0, in 12x12), ReLU, Conv2d(3→2, 1x1, stride 1, pad 0, in 8x8), ReLU, MaxPool2d(2, in 2x8x8), Flatten, Linear(32→2)", 3},
+	{"batched-dense-sigmoid", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 5, batch, 5).batchedDense("h", 4).apply(G.Sigmoid).dense("o", 3)
+	}, HeadNone, "Linear(5→4), Sigmoid, Linear(4→3)", 4},
 }
 
 // TestLowerMatchesGorgonia: for every supported op, the lowered model's
@@ -148,11 +149,13 @@ var opCases = []struct {
 // (TapeMachine and symbolic Grad on the same graph, the loss put on the
 // node Lower calls the logits) to 1e-9 in float64; the graph's head output
 // is the model's probabilities (so folding it into the loss is exact); and
-// the per-sample norms and clipped sums equal Gorgonia's sample by sample.
+// the per-sample norms and clipped sums equal Gorgonia's sample by sample,
+// both from the batch graph with one sample weighted and from a loop of
+// batch-of-one runs of the same network built for batches of one.
 func TestLowerMatchesGorgonia(t *testing.T) {
 	for k, tc := range opCases {
 		t.Run(tc.name, func(t *testing.T) {
-			u := tc.build(t)
+			u := tc.build(t, tc.batch)
 			l, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -169,7 +172,19 @@ func TestLowerMatchesGorgonia(t *testing.T) {
 			x, labels, weight := batchData(rng, u.batch, l.Model.InSize(), l.Model.Classes)
 			compareWith(t, l.Model, gm, x, labels, weight, 1e-9)
 			checkHead(t, l, gm, u.cur, x)
-			checkPerSample(t, l.Model, gm, x, labels, weight, rng)
+			checkPerSample(t, l.Model, x, labels, weight, rng, maskedGrads(t, gm, x, labels, weight))
+			// The same network built for batches of one sample.
+			one := tc.build(t, 1)
+			l1, err := Lower[float64](one.g, one.x, one.cur, LowerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gm1, err := newReference(one.g, one.x, l1.Logits, l1.Params, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gm1.Close()
+			checkPerSample(t, l.Model, x, labels, weight, rng, batchOfOneGrads(t, gm1, x, labels, weight))
 		})
 	}
 }
