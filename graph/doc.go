@@ -1,17 +1,49 @@
 // Package graph connects fairdp models with Gorgonia expression graphs, the
-// way Go users already describe networks.
+// way Go users already describe networks: Gorgonia is fairdp's
+// model-definition front end, fairdp's own layers are the engine.
 //
 // fairdp trains on its own layers (package nn: explicit forward and backward
 // passes on BLAS, with the taps that per-sample clipping reads), because
 // Gorgonia v0.9.18's VM is 4–5× slower on these models and would need
-// per-sample gradient copies (README, nn/doc.go). Gorgonia's place is the
-// front end and the independent reference:
+// per-sample gradient copies (README, nn/doc.go). So a Gorgonia network is
+// not run by Gorgonia during training; it is rewritten as nn layers:
 //
-//   - Export rebuilds a fairdp model as a Gorgonia graph for a fixed batch
-//     size, with its current weights, so a trained model can be run by
-//     Gorgonia's own TapeMachine, and so the tests can check the engine's
-//     logits and every parameter gradient against Gorgonia's symbolic
-//     differentiation (to 1e-9 in float64 for every zoo architecture).
+//   - Lower (lower.go) reads a graph from its output back to its input and
+//     recognises the patterns Gorgonia's builders expand into — a dense
+//     layer's Mul (or BatchedMatMul) and broadcast bias; Conv2d's im2col,
+//     reshapes, product and transpose; Rectify's x ⊙ (x ≥ 0); LeakyRelu's
+//     masked sum; MaxPool2D; Tanh; Sigmoid; Dropout; a flattening Reshape;
+//     and a SoftMax, LogSoftMax or one-output Sigmoid head, which is folded
+//     into fairdp's cross-entropy loss. It returns a Lowered: the
+//     models.Model to train (trainer.TrainModel), the head, and the graph's
+//     learnable nodes in the model's Params order. Anything else is refused
+//     with an error naming the node, its op and Supported; shapes are
+//     checked against the nn layers before anything is trained. The op
+//     geometry Gorgonia keeps unexported (im2col's pad, stride, dilation;
+//     MaxPool's window) is read by reflection, so the package is tied to
+//     Gorgonia v0.9.18's op types.
+//   - Lowered.WriteBack copies the trained weights into the learnable
+//     nodes' backing tensors, so inference goes on in Gorgonia (with
+//     G.EvalMode() when the graph has a Dropout); Lowered.LoadWeights does
+//     the same from a checkpoint trained on the command line from the
+//     lowered layer list (`fairdp train --model-spec`).
+//   - Build (zoo.go) is the inverse: a fairdp model as a Gorgonia graph with
+//     its weights. Zoo and its wrappers Logistic, MLP, MNISTCNN and VGG
+//     build the zoo as Gorgonia graphs with the weights models.New draws, so
+//     Lower(Zoo(spec)) is models.New(spec) bit for bit.
+//   - Export (export.go) is Build plus the training loss and Gorgonia's
+//     symbolic gradient, compiled into a TapeMachine: the independent slow
+//     path the tests compare fairdp's engine with (logits and every
+//     parameter gradient to 1e-9 in float64, per-sample norms and clipped
+//     sums sample by sample), for every zoo architecture and, on users'
+//     own graphs, for every op Lower supports.
+//
+// Two Gorgonia v0.9.18 faults shape the tests: SoftMax and LogSoftMax of
+// the same node hash alike, so asking for both returns one node (the
+// reference loss reads an identity reshape of the logits); and Dropout's
+// gradient is dy/p for the drop probability p (not dy/(1−p)), 0 when p = 0,
+// so Dropout is checked against nn's own slow path, and against Gorgonia in
+// evaluation only.
 //
 // Only programs that import this package link Gorgonia: the fairdp binary
 // does not. Importing it hands the BLAS chosen by package backend (OpenBLAS

@@ -21,8 +21,10 @@ import (
 
 func init() { tensor.Use(backend.Implementation()) }
 
-// Model is a fairdp model rebuilt as a Gorgonia v0.9.18 expression graph for
-// a fixed batch size, with the model's weights at the time Export was called.
+// Model is a Gorgonia v0.9.18 expression graph for a fixed batch size with
+// the training loss and its gradient: a fairdp model rebuilt by Export, with
+// the model's weights at the time Export was called (or, in the tests, a
+// user's graph that Lower read).
 //
 // It is the independent slow path that proves the nn engine: Gorgonia's own
 // ops (Mul, Conv2d with its im2col, MaxPool2D, Rectify, LogSoftMax, …) and
@@ -42,11 +44,13 @@ type Model struct {
 	params  []*G.Node
 	grads   G.Nodes
 	shapes  [][]int // the nn parameter shapes, in Model.Params order
+	reads   map[*G.Node]*G.Value
 }
 
 // graphBuilder tracks the node and per-sample shape while layers are added.
 type graphBuilder struct {
 	g      *G.ExprGraph
+	x      *G.Node // the input batch
 	dt     tensor.Dtype
 	batch  int
 	cur    *G.Node
@@ -56,42 +60,88 @@ type graphBuilder struct {
 }
 
 // Export rebuilds m as a Gorgonia graph for batches of exactly batch samples.
-// Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU and Flatten are
-// supported; other layers (GroupNorm) give an error naming the layer.
+// Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU, Sigmoid, Dropout and
+// Flatten are supported; other layers (GroupNorm) give an error naming the
+// layer. It is the inverse of Lower: Lower(Export(m)) is m.
 func Export[T nn.Float](m *models.Model[T], batch int) (*Model, error) {
+	b, err := build(m, batch)
+	if err != nil {
+		return nil, fmt.Errorf("graph: Export: %w", err)
+	}
+	gm, err := newReference(b.g, b.x, b.cur, b.params, batch)
+	if err != nil {
+		return nil, fmt.Errorf("graph: Export: %w", err)
+	}
+	return gm, nil
+}
+
+// build adds m's layers to a new graph: an input node x of shape
+// {batch}+InShape, one input node per parameter block holding a copy of its
+// values, and the ops that compute the logits (b.cur).
+func build[T nn.Float](m *models.Model[T], batch int) (*graphBuilder, error) {
 	if batch < 1 {
-		return nil, fmt.Errorf("graph: Export: batch %d, want ≥ 1", batch)
+		return nil, fmt.Errorf("batch %d, want ≥ 1", batch)
 	}
-	dt := tensor.Float64
-	if _, single := any(T(0)).(float32); single {
-		dt = tensor.Float32
-	}
-	b := &graphBuilder{g: G.NewGraph(), dt: dt, batch: batch, shape: slices.Clone(m.InShape)}
+	b := &graphBuilder{g: G.NewGraph(), dt: dtypeOf[T](), batch: batch, shape: slices.Clone(m.InShape)}
 	full := append([]int{batch}, m.InShape...)
-	b.cur = G.NewTensor(b.g, dt, len(full), G.WithShape(full...), G.WithName("x"))
-	gm := &Model{g: b.g, batch: batch, outDim: m.OutDim(), inSize: m.InSize(), x: b.cur}
+	b.x = G.NewTensor(b.g, b.dt, len(full), G.WithShape(full...), G.WithName("x"))
+	b.cur = b.x
 	for i, layer := range m.Layers {
 		if err := addLayer(b, layer); err != nil {
-			return nil, fmt.Errorf("graph: Export: layer %d %s: %w", i, layer.Name(), err)
+			return nil, fmt.Errorf("layer %d %s: %w", i, layer.Name(), err)
 		}
 		want := layer.OutShape(b.shape)
 		got := []int(b.cur.Shape())
 		if got[0] != batch || !slices.Equal(got[1:], want) {
-			return nil, fmt.Errorf("graph: Export: layer %d %s: Gorgonia output shape %v, nn says %v per sample",
+			return nil, fmt.Errorf("layer %d %s: Gorgonia output shape %v, nn says %v per sample",
 				i, layer.Name(), got, want)
 		}
 		b.shape = want
 	}
 	if len(b.shape) != 1 {
-		return nil, fmt.Errorf("graph: Export: model output has per-sample shape %v, want a vector of logits", b.shape)
+		return nil, fmt.Errorf("model output has per-sample shape %v, want a vector of logits", b.shape)
 	}
-	gm.logits, gm.params, gm.shapes = b.cur, b.params, b.shapes
-	if err := gm.addLoss(dt); err != nil {
-		return nil, fmt.Errorf("graph: Export: loss: %w", err)
+	return b, nil
+}
+
+// dtypeOf is the Gorgonia element type of T.
+func dtypeOf[T nn.Float]() tensor.Dtype {
+	if _, single := any(T(0)).(float32); single {
+		return tensor.Float32
+	}
+	return tensor.Float64
+}
+
+// newReference adds the training loss on top of logits (batch×OutDim, the
+// rows of x's batch) and its symbolic gradient with respect to params, and
+// compiles the graph into a TapeMachine: the Gorgonia side of every check
+// against fairdp's engine, for an exported model and for a lowered graph.
+//
+// The machine reuses the memory of intermediate values, so the values of
+// logits and of the extra nodes are read out through Gorgonia's Read
+// statements (copies), not from the nodes after the run.
+func newReference(g *G.ExprGraph, x, logits *G.Node, params []*G.Node, batch int, extra ...*G.Node) (*Model, error) {
+	ls := logits.Shape()
+	if len(ls) != 2 || ls[0] != batch {
+		return nil, fmt.Errorf("logits have shape %v, want {%d, classes}", ls, batch)
+	}
+	gm := &Model{g: g, batch: batch, outDim: ls[1], inSize: tensor.Shape(x.Shape()[1:]).TotalSize(), x: x,
+		logits: logits, params: params}
+	for _, p := range params {
+		gm.shapes = append(gm.shapes, slices.Clone([]int(p.Shape())))
+	}
+	if err := gm.addLoss(x.Dtype()); err != nil {
+		return nil, fmt.Errorf("loss: %w", err)
+	}
+	gm.reads = map[*G.Node]*G.Value{}
+	for _, n := range append([]*G.Node{logits}, extra...) {
+		v := new(G.Value)
+		G.Read(n, v)
+		gm.reads[n] = v
 	}
 	var err error
 	if gm.grads, err = G.Grad(gm.loss, gm.params...); err != nil {
-		return nil, fmt.Errorf("graph: Export: gradient: %w", err)
+		return nil, fmt.Errorf("gradient: %w", err)
 	}
 	gm.vm = G.NewTapeMachine(gm.g)
 	return gm, nil
@@ -134,6 +184,12 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		b.cur, err = G.Rectify(b.cur)
 	case *nn.Tanh[T]:
 		b.cur, err = G.Tanh(b.cur)
+	case *nn.SigmoidLayer[T]:
+		b.cur, err = G.Sigmoid(b.cur)
+	case *nn.Dropout[T]:
+		// Gorgonia's op draws its own masks (time-seeded) while training;
+		// SetTraining(false) on the node's op makes it the identity.
+		b.cur, err = G.Dropout(b.cur, l.Spec().P)
 	case *nn.LeakyReLU[T]:
 		var slope float64
 		if err := parseName(l.Name(), "LeakyReLU(%g)", &slope); err != nil {
@@ -188,8 +244,15 @@ func (gm *Model) addLoss(dt tensor.Dtype) error {
 	var err error
 	if gm.outDim > 1 {
 		gm.weight = G.NewMatrix(gm.g, dt, G.WithShape(gm.batch, gm.outDim), G.WithName("onehot_w"))
-		var logp, prod, sum *G.Node
-		if logp, err = G.LogSoftMax(gm.logits); err != nil {
+		// Gorgonia v0.9.18 hashes SoftMax and LogSoftMax alike, so
+		// LogSoftMax(z) in a graph that already has SoftMax(z) (a user's
+		// head) would return that SoftMax node: the loss reads an identity
+		// reshape of z instead.
+		var z, logp, prod, sum *G.Node
+		if z, err = G.Reshape(gm.logits, gm.logits.Shape()); err != nil {
+			return err
+		}
+		if logp, err = G.LogSoftMax(z); err != nil {
 			return err
 		}
 		if prod, err = G.HadamardProd(gm.weight, logp); err != nil {
@@ -240,8 +303,11 @@ func set(n *G.Node, shape []int, data []float64) error {
 }
 
 // values copies a node's value out as float64.
-func values(n *G.Node) []float64 {
-	switch d := n.Value().Data().(type) {
+func values(n *G.Node) []float64 { return data(n.Value().Data()) }
+
+// data copies a value's data out as float64.
+func data(v any) []float64 {
+	switch d := v.(type) {
 	case []float64:
 		return slices.Clone(d)
 	case []float32:
@@ -258,7 +324,8 @@ func values(n *G.Node) []float64 {
 	return nil
 }
 
-// run binds x and the loss targets and runs the whole graph once.
+// run binds x and the loss targets and runs the whole graph once; the
+// caller resets the machine after reading the values it needs.
 func (gm *Model) run(x []float64, labels []int, weight []float64) error {
 	if len(x) != gm.batch*gm.inSize {
 		return fmt.Errorf("%d input values, want batch %d × %d", len(x), gm.batch, gm.inSize)
@@ -298,17 +365,31 @@ func (gm *Model) run(x []float64, labels []int, weight []float64) error {
 			return err
 		}
 	}
-	defer gm.vm.Reset()
 	return gm.vm.RunAll()
 }
 
 // Forward returns the logits (batch×OutDim) of the input batch x
 // (batch×InSize values).
 func (gm *Model) Forward(x []float64) ([]float64, error) {
-	if err := gm.run(x, nil, nil); err != nil {
+	v, err := gm.read(x, gm.logits)
+	if err != nil {
 		return nil, fmt.Errorf("graph: Model.Forward: %w", err)
 	}
-	return values(gm.logits), nil
+	return v, nil
+}
+
+// read runs the graph on x and returns the values of node n, the logits or
+// one of newReference's extra nodes.
+func (gm *Model) read(x []float64, n *G.Node) ([]float64, error) {
+	v, ok := gm.reads[n]
+	if !ok {
+		return nil, fmt.Errorf("node %s is not read out", n.Name())
+	}
+	defer gm.vm.Reset()
+	if err := gm.run(x, nil, nil); err != nil {
+		return nil, err
+	}
+	return data((*v).Data()), nil
 }
 
 // Gradients returns the summed loss Σ_i weight_i·ℓ_i of the batch (weight
@@ -318,6 +399,7 @@ func (gm *Model) Gradients(x []float64, labels []int, weight []float64) (float64
 	if labels == nil {
 		return 0, nil, errors.New("graph: Model.Gradients: labels are nil")
 	}
+	defer gm.vm.Reset()
 	if err := gm.run(x, labels, weight); err != nil {
 		return 0, nil, fmt.Errorf("graph: Model.Gradients: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,12 +117,18 @@ func TestGraphMatchesEngine(t *testing.T) {
 
 func compareWithGraph[T nn.Float](t *testing.T, m *models.Model[T], x []float64, labels []int, weight []float64, tol float64) {
 	t.Helper()
-	batch := len(labels)
-	gm, err := Export(m, batch)
+	gm, err := Export(m, len(labels))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gm.Close()
+	compareWith(t, m, gm, x, labels, weight, tol)
+}
+
+// compareWith checks m's logits, summed loss and parameter gradients
+// against the Gorgonia reference gm to a relative tol.
+func compareWith[T nn.Float](t *testing.T, m *models.Model[T], gm *Model, x []float64, labels []int, weight []float64, tol float64) {
+	t.Helper()
 	wantLogits, err := gm.Forward(x)
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +156,9 @@ func compareWithGraph[T nn.Float](t *testing.T, m *models.Model[T], x []float64,
 	}
 }
 
-// TestGraphPerSample checks the DP quantities against Gorgonia: SqNorms[i]
-// is ‖g_i‖² where g_i is Gorgonia's gradient with only sample i weighted, and
-// ParamGrads(scale) equals Gorgonia's gradient with weights scale_i·w_i.
+// TestGraphPerSample checks every zoo model's DP quantities against
+// Gorgonia sample by sample (checkPerSample): from the batch graph with one
+// sample weighted, and from a loop of batch-of-one runs.
 func TestGraphPerSample(t *testing.T) {
 	for k, tc := range graphSpecs {
 		if tc.batch < 2 {
@@ -169,44 +176,63 @@ func TestGraphPerSample(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gm.Close()
-			engineGrads(m, x, labels, weight)
-			norms := make([]float64, tc.batch)
-			m.SqNorms(norms)
-			scale := make([]float64, tc.batch)
-			scaled := make([]float64, tc.batch)
-			for i := range scale {
-				scale[i] = rng.Float64()
-				scaled[i] = scale[i] * weight[i]
-			}
-			m.ZeroGrads()
-			m.ParamGrads(scale)
-			for i := range tc.batch {
-				only := make([]float64, tc.batch)
-				only[i] = weight[i]
-				_, g, err := gm.Gradients(x, labels, only)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want float64
-				for _, block := range g {
-					for _, v := range block {
-						want += v * v
-					}
-				}
-				if d := math.Abs(norms[i]-want) / want; d > 1e-9 {
-					t.Errorf("SqNorms[%d] = %v, Gorgonia %v (rel %.3g)", i, norms[i], want, d)
-				}
-			}
-			_, want, err := gm.Gradients(x, labels, scaled)
+			checkPerSample(t, m, x, labels, weight, rng, maskedGrads(t, gm, x, labels, weight))
+			gm1, err := Export(m, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, p := range m.Params() {
-				if d := maxRelDiff(p.Grad, want[i]); d > 1e-9 {
-					t.Errorf("ParamGrads(scale) of param %d (%s) differs by rel %.3g", i, p.Name, d)
+			defer gm1.Close()
+			checkPerSample(t, m, x, labels, weight, rng, batchOfOneGrads(t, gm1, x, labels, weight))
+		})
+	}
+}
+
+// checkPerSample checks the DP quantities of m against per-sample
+// gradients from Gorgonia (own(i) is sample i's gradient, every parameter
+// block): SqNorms[i] is ‖own(i)‖², and ParamGrads(scale) — the clipped sum
+// when scale_i = min(1, C/‖g_i‖) — equals Σ_i scale_i·own(i), for the
+// clipping scales of C = half the median norm and for random scales.
+func checkPerSample(t *testing.T, m *models.Model[float64], x []float64, labels []int, weight []float64, rng *rand.Rand, own func(i int) [][]float64) {
+	t.Helper()
+	batch := len(labels)
+	engineGrads(m, x, labels, weight)
+	norms := make([]float64, batch)
+	m.SqNorms(norms)
+	grads := make([][][]float64, batch)
+	for i := range batch {
+		grads[i] = own(i)
+		var want float64
+		for _, block := range grads[i] {
+			for _, v := range block {
+				want += v * v
+			}
+		}
+		if d := math.Abs(norms[i]-want) / want; d > 1e-9 {
+			t.Errorf("SqNorms[%d] = %v, Gorgonia %v (rel %.3g)", i, norms[i], want, d)
+		}
+	}
+	sorted := slices.Clone(norms)
+	slices.Sort(sorted)
+	clip := math.Sqrt(sorted[batch/2]) / 2
+	clipScale, randScale := make([]float64, batch), make([]float64, batch)
+	for i := range batch {
+		clipScale[i] = math.Min(1, clip/math.Sqrt(norms[i]))
+		randScale[i] = rng.Float64()
+	}
+	for _, scale := range [][]float64{clipScale, randScale} {
+		m.ZeroGrads()
+		m.ParamGrads(scale)
+		for k, p := range m.Params() {
+			want := make([]float64, len(p.Grad))
+			for i := range batch {
+				for j, v := range grads[i][k] {
+					want[j] += scale[i] * v
 				}
 			}
-		})
+			if d := maxRelDiff(p.Grad, want); d > 1e-9 {
+				t.Errorf("ParamGrads(scale) of param %d (%s) differs from Gorgonia's per-sample sum by rel %.3g", k, p.Name, d)
+			}
+		}
 	}
 }
 
@@ -268,5 +294,32 @@ func TestGraphErrors(t *testing.T) {
 		if _, _, err := gm.Gradients(tc.x, tc.labels, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// maskedGrads gives sample i's gradient from the batch graph gm, with every
+// other sample's loss weight set to zero.
+func maskedGrads(t *testing.T, gm *Model, x []float64, labels []int, weight []float64) func(int) [][]float64 {
+	return func(i int) [][]float64 {
+		only := make([]float64, len(labels))
+		only[i] = weight[i]
+		_, g, err := gm.Gradients(x, labels, only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+}
+
+// batchOfOneGrads gives sample i's gradient from gm1, the same network
+// built for batches of one sample, run on sample i alone.
+func batchOfOneGrads(t *testing.T, gm1 *Model, x []float64, labels []int, weight []float64) func(int) [][]float64 {
+	size := len(x) / len(labels)
+	return func(i int) [][]float64 {
+		_, g, err := gm1.Gradients(x[i*size:(i+1)*size], labels[i:i+1], weight[i:i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
 	}
 }

@@ -15,6 +15,8 @@ const (
 	KindLeakyReLU = "leaky_relu"
 	KindFlatten   = "flatten"
 	KindGroupNorm = "groupnorm"
+	KindSigmoid   = "sigmoid"
+	KindDropout   = "dropout"
 )
 
 // LayerSpec describes a layer completely enough to build it again: its kind
@@ -41,6 +43,9 @@ type LayerSpec struct {
 	Groups int `json:"groups,omitempty"`
 	// LeakyReLU: the negative slope.
 	Slope float64 `json:"slope,omitempty"`
+	// Dropout: the drop probability P and the Seed of its masks.
+	P    float64 `json:"p,omitempty"`
+	Seed uint64  `json:"seed,omitempty"`
 }
 
 // Spec implements Describer.
@@ -124,7 +129,15 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 			return nil, bad()
 		}
 		return NewGroupNorm[T](s.Groups, s.C, s.H, s.W), nil
+	case KindSigmoid:
+		return NewSigmoid[T](), nil
+	case KindDropout:
+		if !(s.P >= 0 && s.P < 1) {
+			return nil, bad()
+		}
+		return NewDropout[T](s.P, s.Seed), nil
 	}
-	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
-		KindLinear, KindConv2d, KindMaxPool2d, KindReLU, KindTanh, KindLeakyReLU, KindFlatten, KindGroupNorm)
+	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
+		KindLinear, KindConv2d, KindMaxPool2d, KindReLU, KindTanh, KindLeakyReLU, KindFlatten, KindGroupNorm,
+		KindSigmoid, KindDropout)
 }

@@ -1,0 +1,125 @@
+//go:build !cuda
+
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"fairdp/backend"
+	"fairdp/dpops"
+	"fairdp/models"
+	"fairdp/nn"
+)
+
+// A lowered Gorgonia graph trains on the same nn layers as the native
+// model, so its DP-SGD step should cost the same. The benchmarks time one
+// float32 DP-SGD step (per-sample norms, clipping, noise, SGD) of the
+// native zoo model and of the same network built in Gorgonia (Zoo) and
+// lowered, alternating the two in every iteration so that the machine's
+// load hits both alike, and report each one's median ms/step and their
+// ratio.
+// Run with
+//
+//	CGO_LDFLAGS=-lopenblas go test -tags openblas -run '^$' -bench . -benchtime 10x ./graph
+
+func BenchmarkLoweredVsNativeMNISTCNN(b *testing.B) {
+	benchLowered(b, models.Spec{Arch: "mnist-cnn", InShape: []int{1, 28, 28}, Classes: 10}, 64)
+}
+
+func BenchmarkLoweredVsNativeVGG(b *testing.B) {
+	benchLowered(b, models.Spec{Arch: "vgg", InShape: []int{3, 64, 64}, Classes: 9}, 32)
+}
+
+// dpStepper runs DP-SGD steps (C = 1, σ = 1) of one model on a fixed batch.
+type dpStepper struct {
+	m       *models.Model[float32]
+	opt     nn.Optimizer[float32]
+	rng     *rand.Rand
+	x       []float32
+	labels  []int
+	loss    []float32
+	dlogits []float32
+	norms   []float32
+	scale   []float32
+}
+
+func newDPStepper(m *models.Model[float32], x []float32, labels []int) *dpStepper {
+	batch := len(labels)
+	return &dpStepper{m: m, opt: nn.NewSGD[float32](1e-3), rng: rand.New(rand.NewPCG(1, 2)), x: x, labels: labels,
+		loss: make([]float32, batch), dlogits: make([]float32, batch*m.OutDim()),
+		norms: make([]float32, batch), scale: make([]float32, batch)}
+}
+
+func (s *dpStepper) step() {
+	const clip, sigma = 1.0, 1.0
+	batch := len(s.labels)
+	logits := s.m.Forward(s.x, batch, true)
+	s.m.Loss(logits, s.labels, nil, s.loss, s.dlogits)
+	s.m.Backward(s.dlogits)
+	clear(s.norms)
+	s.m.SqNorms(s.norms)
+	for i, sq := range s.norms {
+		s.scale[i] = float32(dpops.ClipFactor(math.Sqrt(float64(sq)), clip) / float64(batch))
+	}
+	s.m.ZeroGrads()
+	s.m.ParamGrads(s.scale)
+	for _, p := range s.m.Params() {
+		if err := dpops.AddGaussian(s.rng, p.Grad, sigma*clip/float64(batch)); err != nil {
+			panic(err)
+		}
+	}
+	s.opt.Step(s.m.Params())
+}
+
+func benchLowered(b *testing.B, spec models.Spec, batch int) {
+	backend.SetThreads(1) // nn parallelises over the batch itself
+	native, err := models.New[float32](spec, rand.New(rand.NewPCG(43, 44)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	net, err := Zoo[float32](spec, batch, rand.New(rand.NewPCG(43, 44)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := Lower[float32](net.Graph, net.Input, net.Output, LowerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(45, 46))
+	x := make([]float32, batch*native.InSize())
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	labels := make([]int, batch)
+	for i := range labels {
+		labels[i] = rng.IntN(spec.Classes)
+	}
+	steppers := []*dpStepper{newDPStepper(native, x, labels), newDPStepper(l.Model, x, labels)}
+	for _, s := range steppers {
+		s.step() // sizes every layer's buffers
+	}
+	var spent [2][]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range steppers {
+			k = (k + i) % 2 // alternate which goes first
+			start := time.Now()
+			steppers[k].step()
+			spent[k] = append(spent[k], time.Since(start))
+		}
+	}
+	// Medians: on a shared machine a burst of load can double a few steps.
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return d[len(d)/2].Seconds() * 1000
+	}
+	nativeMs, loweredMs := median(spent[0]), median(spent[1])
+	b.ReportMetric(nativeMs, "native-ms/step")
+	b.ReportMetric(loweredMs, "lowered-ms/step")
+	b.ReportMetric(loweredMs/nativeMs, "lowered/native")
+	b.Logf("backend %s, %d workers, batch %d, %s", backend.Name(), nn.Workers(), batch, spec)
+}

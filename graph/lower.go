@@ -1,0 +1,679 @@
+//go:build !cuda
+
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"fairdp/models"
+	"fairdp/nn"
+)
+
+// Supported lists what Lower recognises, as its refusals print it.
+const Supported = "Mul or BatchedMatMul of the input with a weight plus a broadcast bias (dense), " +
+	"Conv2d plus a broadcast bias (square kernel, any pad and stride, dilation 1), " +
+	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
+	"Reshape (flattening), and a SoftMax, LogSoftMax or one-output Sigmoid head"
+
+// Head says what the graph's output applies to the logits. fairdp's loss
+// starts from the logits (softmax cross-entropy, or sigmoid binary
+// cross-entropy for one logit), so a head is folded into the loss: training
+// the lowered model minimises exactly the cross-entropy of the graph's
+// SoftMax (or Sigmoid) output, and the head itself has nothing to learn.
+type Head string
+
+// The heads Lower folds into the loss.
+const (
+	HeadNone       Head = "logits"      // the output is the logits (one output: a sigmoid logit)
+	HeadSoftMax    Head = "softmax"     // SoftMax over the classes
+	HeadLogSoftMax Head = "log-softmax" // LogSoftMax over the classes
+	HeadSigmoid    Head = "sigmoid"     // Sigmoid of a single logit
+)
+
+// LowerOptions are the choices Lower cannot read from the graph.
+type LowerOptions struct {
+	// Arch is the name the model carries (models.Model.Arch, the report's
+	// "model"); "" means "gorgonia". It may not be a zoo name (models.Archs):
+	// a lowered model is saved by its layer list.
+	Arch string
+	// DropoutSeed seeds the masks of the lowered Dropout layers (the i-th
+	// Dropout node from the input uses DropoutSeed + i), so a run repeats
+	// exactly; Gorgonia's own Dropout seeds itself from the clock.
+	DropoutSeed uint64
+}
+
+// Lowered is a Gorgonia graph rebuilt as fairdp layers.
+type Lowered[T nn.Float] struct {
+	// Model is the fairdp model: train it with trainer.TrainModel.
+	Model *models.Model[T]
+	// Head is what the graph's output applies to Logits.
+	Head Head
+	// Logits is the graph node whose values are Model's logits (the output
+	// itself, or the head's input).
+	Logits *G.Node
+	// Params are the graph's learnable nodes in Model.Params() order: block
+	// i of the model started from Params[i]'s value, and WriteBack copies it
+	// there.
+	Params []*G.Node
+}
+
+// Lower rebuilds the network that maps input to output in g as a fairdp
+// model, starting from the learnable nodes' current values.
+//
+// The input's first axis is the batch (fairdp's layout: NCHW images,
+// row-major); the per-sample shape is the rest. Lower walks from output
+// back to input and recognises Gorgonia's expansions of the supported
+// layers (Supported): Conv2d's im2col, reshapes, matrix product and
+// transpose; Rectify's x ⊙ (x ≥ 0); LeakyRelu's two masked products; the
+// bias's reshape and repeats. Anything else — another op, a dilated or
+// non-square convolution, a residual join, a weight used by two layers, an
+// output that does not depend on the input — is an error naming the node
+// and its op, and nothing is built. The layers' shapes are checked against
+// fairdp's before Lower returns.
+//
+// T must be the graph's element type (float32 or float64).
+func Lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions) (*Lowered[T], error) {
+	l, err := lower[T](g, input, output, opts)
+	if err != nil {
+		return nil, fmt.Errorf("graph: Lower: %w", err)
+	}
+	return l, nil
+}
+
+// stage is one fairdp layer found in the graph: its description, the
+// learnable nodes of its parameter blocks (in nn's order) and the node that
+// holds its output.
+type stage struct {
+	spec   nn.LayerSpec
+	params []*G.Node
+	out    *G.Node
+}
+
+// walker holds what the backward walk needs.
+type walker struct {
+	g     *G.ExprGraph
+	input *G.Node
+	batch int
+	dt    tensor.Dtype
+	dep   map[*G.Node]bool
+}
+
+func lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions) (*Lowered[T], error) {
+	switch {
+	case g == nil || input == nil || output == nil:
+		return nil, errors.New("the graph, input and output must not be nil")
+	case input.Graph() != g || output.Graph() != g:
+		return nil, errors.New("the input and output nodes must belong to the graph")
+	case slices.Contains(models.Archs, opts.Arch):
+		return nil, fmt.Errorf("LowerOptions.Arch %q is a zoo architecture; name the lowered model otherwise", opts.Arch)
+	case input.Op() != nil || input.Dims() < 2:
+		return nil, fmt.Errorf("input %s must be an input node of rank ≥ 2 (batch first), got op %v, shape %v",
+			input.Name(), input.Op(), input.Shape())
+	}
+	w := &walker{g: g, input: input, batch: input.Shape()[0], dt: dtypeOf[T](), dep: map[*G.Node]bool{}}
+	if input.Dtype() != w.dt {
+		return nil, fmt.Errorf("the graph holds %v, the model is %v: lower it as Lower[%s]", input.Dtype(), w.dt, input.Dtype())
+	}
+	if output == input || !w.depends(output) {
+		return nil, fmt.Errorf("output %s does not depend on the input %s", output.Name(), input.Name())
+	}
+	logits, head, err := w.head(output)
+	if err != nil {
+		return nil, err
+	}
+	ls := logits.Shape()
+	if len(ls) != 2 || ls[0] != w.batch {
+		return nil, fmt.Errorf("the logits %s have shape %v, want {%d, outputs}", logits.Name(), ls, w.batch)
+	}
+	var stages []stage
+	for cur := logits; cur != input; {
+		st, prev, err := w.step(cur)
+		if err != nil {
+			return nil, err
+		}
+		if st.spec.Kind != "" {
+			stages = append(stages, st)
+		}
+		cur = prev
+	}
+	slices.Reverse(stages)
+	return assemble[T](w, stages, logits, head, opts)
+}
+
+// assemble makes the fairdp layers of the stages, copies the learnable values
+// and checks every shape against the graph's.
+func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, opts LowerOptions) (*Lowered[T], error) {
+	arch := opts.Arch
+	if arch == "" {
+		arch = "gorgonia"
+	}
+	outDim := logits.Shape()[1]
+	m := &models.Model[T]{Arch: arch, InShape: slices.Clone([]int(w.input.Shape()[1:])), Classes: max(outDim, 2)}
+	l := &Lowered[T]{Model: m, Head: head, Logits: logits}
+	owner := map[*G.Node]int{}
+	shape := m.InShape
+	dropouts := 0
+	for i, st := range stages {
+		if st.spec.Kind == nn.KindDropout {
+			st.spec.Seed = opts.DropoutSeed + uint64(dropouts)
+			dropouts++
+		}
+		layer, err := nn.NewLayer[T](st.spec)
+		if err != nil {
+			return nil, fmt.Errorf("layer %d from node %s: %w", i, st.out.Name(), err)
+		}
+		for j, p := range layer.Params() {
+			n := st.params[j]
+			if k, shared := owner[n]; shared {
+				return nil, fmt.Errorf("weight %s is used by layer %d (%s) and layer %d (%s): fairdp's layers own their parameters "+
+					"(per-sample gradients and clipping are per layer), so a shared weight is not supported", n.Name(), k, m.Layers[k].Name(), i, layer.Name())
+			}
+			owner[n] = i
+			vals, err := nodeValues[T](n)
+			if err != nil {
+				return nil, err
+			}
+			if len(vals) != len(p.Value) {
+				return nil, fmt.Errorf("weight %s has %d values, %s's %s needs %d (shape %v)", n.Name(), len(vals), layer.Name(), p.Name, len(p.Value), p.Shape)
+			}
+			copy(p.Value, vals)
+			l.Params = append(l.Params, n)
+		}
+		shape = layer.OutShape(shape)
+		if got := st.out.Shape(); got[0] != w.batch || !slices.Equal([]int(got[1:]), shape) {
+			return nil, fmt.Errorf("layer %d %s gives per-sample shape %v in fairdp, node %s has shape %v", i, layer.Name(), shape, st.out.Name(), got)
+		}
+		m.Layers = append(m.Layers, layer)
+	}
+	if len(m.Layers) == 0 {
+		return nil, fmt.Errorf("no layer between %s and %s", w.input.Name(), logits.Name())
+	}
+	if err := m.Spec().Validate(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// head finds the logits under a SoftMax, LogSoftMax or one-output Sigmoid.
+func (w *walker) head(out *G.Node) (*G.Node, Head, error) {
+	switch opKind(out) {
+	case "softmaxOp":
+		axis := int(field(out.Op(), "axis").Int())
+		if axis != -1 && axis != out.Dims()-1 {
+			return nil, "", w.refuse(out, fmt.Sprintf("a SoftMax over axis %d is not over the classes (the last axis)", axis))
+		}
+		h := HeadSoftMax
+		if field(out.Op(), "isLog").Bool() {
+			h = HeadLogSoftMax
+		}
+		return w.kids(out)[0], h, nil
+	case "elemUnaryOp":
+		if opName(out) == "sigmoid" {
+			if s := out.Shape(); len(s) == 2 && s[1] == 1 {
+				return w.kids(out)[0], HeadSigmoid, nil
+			}
+			return nil, "", w.refuse(out, "a Sigmoid head on several outputs is a multi-label model; fairdp trains "+
+				"single-label classifiers: end with one output and a Sigmoid, or with SoftMax")
+		}
+	}
+	return out, HeadNone, nil
+}
+
+// step recognises the layer whose output is n and returns it with the node
+// that feeds it (an empty stage for a reshape that changes nothing).
+func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
+	kids := w.kids(n)
+	switch kind := opKind(n); kind {
+	case "elemBinOp":
+		switch opName(n) {
+		case "+":
+			if x, slope, ok := w.leakyRelu(n, kids); ok {
+				return stage{spec: nn.LayerSpec{Kind: nn.KindLeakyReLU, Slope: slope}, out: n}, x, nil
+			}
+			return w.biased(n, kids)
+		case "⊙":
+			if x, ok := w.rectify(kids); ok {
+				return stage{spec: nn.LayerSpec{Kind: nn.KindReLU}, out: n}, x, nil
+			}
+		}
+	case "elemUnaryOp":
+		switch opName(n) {
+		case "tanh":
+			return stage{spec: nn.LayerSpec{Kind: nn.KindTanh}, out: n}, kids[0], nil
+		case "sigmoid":
+			return stage{spec: nn.LayerSpec{Kind: nn.KindSigmoid}, out: n}, kids[0], nil
+		}
+	case "linAlgBinOp", "transposeOp":
+		if w.isProduct(n) {
+			return stage{}, nil, w.refuse(n, "a dense or convolution layer without a bias: fairdp's Linear and Conv2d "+
+				"always have one; add a bias node (zeros) with BroadcastAdd")
+		}
+	case "maxPoolOp":
+		return w.maxPool(n, kids[0])
+	case "reshapeOp":
+		return w.reshape(n, kids[0])
+	case "dropoutOp":
+		p := field(n.Op(), "probability").Float()
+		return stage{spec: nn.LayerSpec{Kind: nn.KindDropout, P: p}, out: n}, kids[0], nil
+	case "softmaxOp":
+		return stage{}, nil, w.refuse(n, "SoftMax is only supported as the output (a head folded into the loss)")
+	}
+	return stage{}, nil, w.refuse(n, "")
+}
+
+// refuse is the error for a node Lower cannot lower.
+func (w *walker) refuse(n *G.Node, why string) error {
+	if why == "" {
+		why = "not a supported op"
+	}
+	return fmt.Errorf("node %s (op %v, %s): %s; supported: %s", n.Name(), n.Op(), opKind(n), why, Supported)
+}
+
+// depends says whether n's value depends on the input's values (a SizeOf
+// reads only a shape).
+func (w *walker) depends(n *G.Node) bool {
+	if n == w.input {
+		return true
+	}
+	if v, ok := w.dep[n]; ok {
+		return v
+	}
+	w.dep[n] = false
+	if opKind(n) == "sizeOp" {
+		return false
+	}
+	d := false
+	for _, c := range w.kids(n) {
+		d = w.depends(c) || d
+	}
+	w.dep[n] = d
+	return d
+}
+
+// kids are n's operands in order.
+func (w *walker) kids(n *G.Node) []*G.Node {
+	var out []*G.Node
+	for it := w.g.From(n.ID()); it.Next(); {
+		out = append(out, it.Node().(*G.Node))
+	}
+	return out
+}
+
+// kid is n's only operand if n's op is kind, else nil.
+func (w *walker) kid(n *G.Node, kind string) *G.Node {
+	if n == nil || opKind(n) != kind {
+		return nil
+	}
+	if k := w.kids(n); len(k) >= 1 {
+		return k[0]
+	}
+	return nil
+}
+
+// rectify matches Gorgonia's Rectify: x ⊙ (x ≥ 0).
+func (w *walker) rectify(kids []*G.Node) (*G.Node, bool) {
+	if len(kids) != 2 {
+		return nil, false
+	}
+	for _, ord := range [][2]int{{0, 1}, {1, 0}} {
+		x, cmp := kids[ord[0]], kids[ord[1]]
+		if w.isCompare(cmp, ">=", x) {
+			return x, true
+		}
+	}
+	return nil, false
+}
+
+// leakyRelu matches Gorgonia's LeakyRelu: x ⊙ (x ≥ 0) + (x ⊙ (x < 0)) ⊙ α.
+func (w *walker) leakyRelu(n *G.Node, kids []*G.Node) (*G.Node, float64, bool) {
+	if len(kids) != 2 || !w.depends(kids[0]) || !w.depends(kids[1]) {
+		return nil, 0, false
+	}
+	if opKind(kids[0]) != "elemBinOp" || opName(kids[0]) != "⊙" {
+		return nil, 0, false
+	}
+	x, ok := w.rectify(w.kids(kids[0]))
+	if !ok || opKind(kids[1]) != "elemBinOp" || opName(kids[1]) != "⊙" {
+		return nil, 0, false
+	}
+	q := w.kids(kids[1])
+	if len(q) != 2 || opKind(q[1]) != "constantScalar" || opKind(q[0]) != "elemBinOp" || opName(q[0]) != "⊙" {
+		return nil, 0, false
+	}
+	neg := w.kids(q[0])
+	if len(neg) != 2 || neg[0] != x || !w.isCompare(neg[1], "<", x) {
+		return nil, 0, false
+	}
+	alpha := values(q[1])
+	if len(alpha) != 1 {
+		return nil, 0, false
+	}
+	return x, alpha[0], true
+}
+
+// isCompare says whether n is (x op 0) with a same-type result.
+func (w *walker) isCompare(n *G.Node, op string, x *G.Node) bool {
+	if opKind(n) != "elemBinOp" || fmt.Sprint(n.Op()) != op+" true" {
+		return false
+	}
+	k := w.kids(n)
+	if len(k) != 2 || k[0] != x || opKind(k[1]) != "constantScalar" {
+		return false
+	}
+	z := values(k[1])
+	return len(z) == 1 && z[0] == 0
+}
+
+// isProduct says whether n is the end of a dense or convolution product
+// (what a bias is added to).
+func (w *walker) isProduct(n *G.Node) bool {
+	switch opKind(n) {
+	case "linAlgBinOp":
+		return strings.Contains(fmt.Sprint(n.Op()), "×")
+	case "transposeOp":
+		return w.kid(w.kid(n, "transposeOp"), "reshapeOp") != nil
+	}
+	return false
+}
+
+// biased matches a dense or convolution layer: its product plus a
+// broadcast bias.
+func (w *walker) biased(n *G.Node, kids []*G.Node) (stage, *G.Node, error) {
+	if len(kids) != 2 {
+		return stage{}, nil, w.refuse(n, "")
+	}
+	main, bias := kids[0], kids[1]
+	if !w.depends(main) {
+		main, bias = bias, main
+	}
+	if w.depends(bias) {
+		return stage{}, nil, w.refuse(n, "it adds two values computed from the input (a residual or parallel branch)")
+	}
+	switch {
+	case opKind(main) == "linAlgBinOp" && fmt.Sprint(main.Op()) == "A × B":
+		return w.dense(n, main, bias)
+	case opKind(main) == "reshapeOp" && w.kid(main, "reshapeOp") != nil && opKind(w.kid(main, "reshapeOp")) == "linAlgBinOp":
+		return w.batchedDense(n, main, bias)
+	case opKind(main) == "transposeOp":
+		return w.conv(n, main, bias)
+	}
+	return stage{}, nil, w.refuse(n, fmt.Sprintf("an Add of %s to %s (op %v) is not the bias of a dense or convolution layer",
+		bias.Name(), main.Name(), main.Op()))
+}
+
+// dense matches x × W + b with x {B, in}, W {in, out}, b {out}.
+func (w *walker) dense(n, mm, bias *G.Node) (stage, *G.Node, error) {
+	k := w.kids(mm)
+	x, wt := k[0], k[1]
+	if err := w.param(wt, mm); err != nil {
+		return stage{}, nil, err
+	}
+	xs, ws := x.Shape(), wt.Shape()
+	if len(xs) != 2 || len(ws) != 2 || xs[1] != ws[0] {
+		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense layer needs input {batch, in} and weight {in, out}, got %v × %v", xs, ws))
+	}
+	b, err := w.bias(bias, n, ws[1])
+	if err != nil {
+		return stage{}, nil, err
+	}
+	return stage{spec: nn.LayerSpec{Kind: nn.KindLinear, In: ws[0], Out: ws[1]}, params: []*G.Node{wt, b}, out: n}, x, nil
+}
+
+// batchedDense matches Reshape({B, out})(Reshape({1, B, in})(x) ××× W) + b,
+// a dense layer written with BatchedMatMul over one batch of matrices; W is
+// {1, in, out}, or {in, out} reshaped to it.
+func (w *walker) batchedDense(n, back, bias *G.Node) (stage, *G.Node, error) {
+	mm := w.kid(back, "reshapeOp")
+	if fmt.Sprint(mm.Op()) != "A ××× B" {
+		return stage{}, nil, w.refuse(mm, "a batched product with transposed operands is not a dense layer fairdp recognises")
+	}
+	k := w.kids(mm)
+	x := w.kid(k[0], "reshapeOp")
+	wt := k[1]
+	if r := w.kid(wt, "reshapeOp"); r != nil {
+		wt = r
+	}
+	if x == nil || !w.depends(x) {
+		return stage{}, nil, w.refuse(mm, "BatchedMatMul is lowered as a dense layer when its left operand is the input {batch, in} reshaped to {1, batch, in}")
+	}
+	if err := w.param(wt, mm); err != nil {
+		return stage{}, nil, err
+	}
+	as, bs, xs := k[0].Shape(), k[1].Shape(), x.Shape()
+	if len(as) != 3 || len(bs) != 3 || as[0] != 1 || bs[0] != 1 || len(xs) != 2 || as[1] != xs[0] || as[2] != xs[1] {
+		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense BatchedMatMul needs {1, batch, in} ××× {1, in, out} from an input {batch, in}, got %v ××× %v from %v", as, bs, xs))
+	}
+	in, out := bs[1], bs[2]
+	if bk := back.Shape(); len(bk) != 2 || bk[0] != xs[0] || bk[1] != out {
+		return stage{}, nil, w.refuse(back, fmt.Sprintf("the product must be reshaped back to {batch, %d}", out))
+	}
+	b, err := w.bias(bias, n, out)
+	if err != nil {
+		return stage{}, nil, err
+	}
+	return stage{spec: nn.LayerSpec{Kind: nn.KindLinear, In: in, Out: out}, params: []*G.Node{wt, b}, out: n}, x, nil
+}
+
+// conv matches Gorgonia's Conv2d plus a bias:
+// Transpose{0,3,1,2}(Reshape({B,m,n,outC})(Reshape(im2col(x)) × Reshape(F)ᵀ)) + b.
+func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
+	pat := field(tr.Op(), "pattern")
+	var axes []int
+	for i := range pat.Len() {
+		axes = append(axes, int(pat.Index(i).Int()))
+	}
+	if !slices.Equal(axes, []int{0, 3, 1, 2}) {
+		return stage{}, nil, w.refuse(tr, "a transpose other than Conv2d's {0, 3, 1, 2}")
+	}
+	mm := w.kid(w.kid(tr, "transposeOp"), "reshapeOp")
+	if mm == nil || fmt.Sprint(mm.Op()) != "A × Bᵀ" {
+		return stage{}, nil, w.refuse(tr, "this transpose does not end a Conv2d expansion (im2col, matrix product, reshape)")
+	}
+	k := w.kids(mm)
+	im := w.kid(k[0], "reshapeOp")
+	x := w.kid(im, "im2colOp")
+	f := w.kid(k[1], "reshapeOp")
+	if x == nil || f == nil {
+		return stage{}, nil, w.refuse(mm, "a matrix product that is not part of a Conv2d expansion")
+	}
+	if err := w.param(f, mm); err != nil {
+		return stage{}, nil, err
+	}
+	op := im.Op()
+	geti := func(name string) int { return int(field(op, name).Int()) }
+	kh, kw, ph, pw, sh, sw := geti("h"), geti("w"), geti("padH"), geti("padW"), geti("strideH"), geti("strideW")
+	if dh, dw := geti("dilationH"), geti("dilationW"); dh != 1 || dw != 1 {
+		return stage{}, nil, w.refuse(im, fmt.Sprintf("dilation (%d, %d): fairdp's Conv2d has dilation 1", dh, dw))
+	}
+	if kh != kw || ph != pw || sh != sw {
+		return stage{}, nil, w.refuse(im, fmt.Sprintf("kernel %d×%d, pad (%d, %d), stride (%d, %d): fairdp's Conv2d has a square kernel and equal pads and strides", kh, kw, ph, pw, sh, sw))
+	}
+	xs, fs := x.Shape(), f.Shape()
+	if len(xs) != 4 || len(fs) != 4 || fs[1] != xs[1] || fs[2] != kh || fs[3] != kw {
+		return stage{}, nil, w.refuse(mm, fmt.Sprintf("filter %v does not fit input %v with a %d×%d kernel", fs, xs, kh, kw))
+	}
+	b, err := w.bias(bias, n, fs[0])
+	if err != nil {
+		return stage{}, nil, err
+	}
+	spec := nn.LayerSpec{Kind: nn.KindConv2d, C: xs[1], H: xs[2], W: xs[3], OutC: fs[0], K: kh, Stride: sh, Pad: ph}
+	return stage{spec: spec, params: []*G.Node{f, b}, out: n}, x, nil
+}
+
+// bias follows a bias operand of sum through Gorgonia's broadcast (repeats
+// along every axis but the channel axis 1, after a reshape to {1, C, 1, …})
+// to its learnable node of size channels.
+func (w *walker) bias(b, sum *G.Node, channels int) (*G.Node, error) {
+	cur := b
+	for opKind(cur) == "repeatOp" {
+		cur = w.kids(cur)[0]
+	}
+	pre := cur.Shape()
+	for opKind(cur) == "reshapeOp" {
+		cur = w.kids(cur)[0]
+	}
+	if err := w.param(cur, sum); err != nil {
+		return nil, err
+	}
+	ok := len(pre) == sum.Dims() && pre.TotalSize() == channels && pre[1] == channels && cur.Shape().TotalSize() == channels
+	if !ok {
+		return nil, w.refuse(sum, fmt.Sprintf("the bias %s (shape %v, broadcast from %v) is not one value per output channel (%d) broadcast over the batch", cur.Name(), cur.Shape(), pre, channels))
+	}
+	return cur, nil
+}
+
+// param checks that n is a learnable node: an input node of the graph's
+// type, other than the input, with a value, whose value does not depend on
+// the input.
+func (w *walker) param(n, user *G.Node) error {
+	switch {
+	case n == w.input:
+		return w.refuse(user, "the input is used as a weight")
+	case n.Op() != nil || !n.IsVar():
+		return w.refuse(user, fmt.Sprintf("operand %s (op %v) is not a learnable node (an input node with a value)", n.Name(), n.Op()))
+	case n.Value() == nil:
+		return w.refuse(user, fmt.Sprintf("weight %s has no value: give it one (gorgonia.WithInit, WithValue or Let)", n.Name()))
+	case n.Dtype() != w.dt:
+		return w.refuse(user, fmt.Sprintf("weight %s holds %v, the input %v", n.Name(), n.Dtype(), w.dt))
+	}
+	return nil
+}
+
+// maxPool matches MaxPool2D with a square window equal to its stride and
+// no padding (fairdp's MaxPool2d, which floors odd sizes as Gorgonia does).
+func (w *walker) maxPool(n, x *G.Node) (stage, *G.Node, error) {
+	op := n.Op()
+	geti := func(name string) int { return int(field(op, name).Int()) }
+	k := geti("h")
+	if geti("w") != k || geti("strideH") != k || geti("strideW") != k ||
+		geti("padNorth")|geti("padSouth")|geti("padWest")|geti("padEast") != 0 {
+		return stage{}, nil, w.refuse(n, "fairdp's MaxPool2d has a square window equal to its stride and no padding")
+	}
+	xs := x.Shape()
+	if len(xs) != 4 {
+		return stage{}, nil, w.refuse(n, fmt.Sprintf("input shape %v is not {batch, C, H, W}", xs))
+	}
+	return stage{spec: nn.LayerSpec{Kind: nn.KindMaxPool2d, C: xs[1], H: xs[2], W: xs[3], K: k}, out: n}, x, nil
+}
+
+// reshape accepts a flattening {B, …} → {B, prod(…)} and a reshape that
+// keeps the per-sample shape.
+func (w *walker) reshape(n, x *G.Node) (stage, *G.Node, error) {
+	from, to := x.Shape(), n.Shape()
+	switch {
+	case len(from) < 2 || from[0] != w.batch || to[0] != w.batch:
+		return stage{}, nil, w.refuse(n, fmt.Sprintf("Reshape %v → %v mixes the batch axis with the others", from, to))
+	case slices.Equal([]int(from), []int(to)):
+		return stage{}, x, nil
+	case len(to) == 2:
+		return stage{spec: nn.LayerSpec{Kind: nn.KindFlatten}, out: n}, x, nil
+	}
+	return stage{}, nil, w.refuse(n, fmt.Sprintf("Reshape %v → %v: only flattening to {batch, values} is supported", from, to))
+}
+
+// opKind is the name of n's op type ("" for an input node), e.g. "im2colOp".
+func opKind(n *G.Node) string {
+	if n.Op() == nil {
+		return ""
+	}
+	t := reflect.TypeOf(n.Op())
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// opName is the operator of an element-wise op: its String up to the first
+// space ("+", "⊙", "tanh").
+func opName(n *G.Node) string {
+	s, _, _ := strings.Cut(fmt.Sprint(n.Op()), " ")
+	return s
+}
+
+// field reads an op's field by name. Gorgonia keeps the geometry of its ops
+// (im2col's kernel, pad, stride and dilation; MaxPool's window) unexported;
+// reflection reads it without depending on String formats.
+func field(op G.Op, name string) reflect.Value {
+	v := reflect.ValueOf(op)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	f := v.FieldByName(name)
+	if !f.IsValid() {
+		panic(fmt.Sprintf("graph: Gorgonia op %T has no field %s (another Gorgonia version?)", op, name))
+	}
+	return f
+}
+
+// nodeValues copies a learnable node's value as T.
+func nodeValues[T nn.Float](n *G.Node) ([]T, error) {
+	d, ok := n.Value().Data().([]T)
+	if !ok {
+		return nil, fmt.Errorf("weight %s holds %T, want []%T", n.Name(), n.Value().Data(), T(0))
+	}
+	return slices.Clone(d), nil
+}
+
+// WriteBack copies the model's parameter values into the graph's learnable
+// nodes (into their backing tensors, so a machine compiled on the graph
+// sees them), so inference goes on in Gorgonia with the trained weights.
+func (l *Lowered[T]) WriteBack() error {
+	ps := l.Model.Params()
+	if len(ps) != len(l.Params) {
+		return fmt.Errorf("graph: Lowered.WriteBack: the model has %d parameter blocks, the graph %d", len(ps), len(l.Params))
+	}
+	for i, p := range ps {
+		n := l.Params[i]
+		if d, ok := n.Value().(*tensor.Dense); ok {
+			if data, ok := d.Data().([]T); ok && len(data) == len(p.Value) {
+				copy(data, p.Value)
+				continue
+			}
+		}
+		if n.Shape().TotalSize() != len(p.Value) {
+			return fmt.Errorf("graph: Lowered.WriteBack: node %s has shape %v, parameter %s %d values", n.Name(), n.Shape(), p.Name, len(p.Value))
+		}
+		v := tensor.New(tensor.WithShape(n.Shape()...), tensor.WithBacking(slices.Clone(p.Value)))
+		if err := G.Let(n, v); err != nil {
+			return fmt.Errorf("graph: Lowered.WriteBack: node %s: %w", n.Name(), err)
+		}
+	}
+	return nil
+}
+
+// LoadWeights copies the weights of m — typically a checkpoint that
+// `fairdp train --model-spec` trained from this graph's layer list
+// (models.LoadFile) — into the lowered model and then into the graph
+// (WriteBack). m must have the same layers as the lowered model.
+func (l *Lowered[T]) LoadWeights(m *models.Model[T]) error {
+	if names(m) != names(l.Model) {
+		return fmt.Errorf("graph: Lowered.LoadWeights: the model's layers %s are not the graph's %s", names(m), names(l.Model))
+	}
+	src, dst := m.Params(), l.Model.Params()
+	for i := range dst {
+		if len(src[i].Value) != len(dst[i].Value) {
+			return fmt.Errorf("graph: Lowered.LoadWeights: parameter %d has %d values, want %d", i, len(src[i].Value), len(dst[i].Value))
+		}
+	}
+	for i := range dst {
+		copy(dst[i].Value, src[i].Value)
+	}
+	return l.WriteBack()
+}
+
+// names lists a model's layers; a layer's name carries its geometry
+// ("Conv2d(1→3, 5x5, stride 1, pad 0, in 12x12)").
+func names[T nn.Float](m *models.Model[T]) string {
+	var s []string
+	for _, l := range m.Layers {
+		s = append(s, l.Name())
+	}
+	return strings.Join(s, ", ")
+}

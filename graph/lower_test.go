@@ -1,0 +1,512 @@
+//go:build !cuda
+
+package graph
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"fairdp/models"
+	"fairdp/nn"
+)
+
+// userNet writes a network the way a Gorgonia user does, with weights
+// drawn from rng: it is the input of Lower in the tests.
+type userNet struct {
+	t     *testing.T
+	g     *G.ExprGraph
+	dt    tensor.Dtype
+	rng   *rand.Rand
+	x     *G.Node
+	cur   *G.Node
+	batch int
+}
+
+func newUserNet(t *testing.T, seed uint64, batch int, in ...int) *userNet {
+	g := G.NewGraph()
+	shape := append([]int{batch}, in...)
+	x := G.NewTensor(g, tensor.Float64, len(shape), G.WithShape(shape...), G.WithName("x"))
+	return &userNet{t: t, g: g, dt: tensor.Float64, rng: rand.New(rand.NewPCG(seed, 3)), x: x, cur: x, batch: batch}
+}
+
+func (u *userNet) must(n *G.Node, err error) *G.Node {
+	u.t.Helper()
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	return n
+}
+
+// param is a learnable node with N(0, 0.5²) values.
+func (u *userNet) param(name string, shape ...int) *G.Node { return u.paramScaled(name, 0.5, shape...) }
+
+// paramScaled is a learnable node with N(0, scale²) values (a layer's
+// weights scaled by 1/√fan-in keep the softmax away from saturation, where
+// a sample's gradient is all cancellation).
+func (u *userNet) paramScaled(name string, scale float64, shape ...int) *G.Node {
+	v := make([]float64, tensor.Shape(shape).TotalSize())
+	for i := range v {
+		v[i] = scale * u.rng.NormFloat64()
+	}
+	val := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
+	return G.NewTensor(u.g, u.dt, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(val))
+}
+
+func (u *userNet) dense(name string, out int) *userNet {
+	in := u.cur.Shape()[1]
+	scale := 1 / math.Sqrt(float64(in))
+	w := u.paramScaled(name+"_w", scale, in, out)
+	b := u.paramScaled(name+"_b", scale, out)
+	z := u.must(G.Mul(u.cur, w))
+	u.cur = u.must(G.BroadcastAdd(z, b, nil, []byte{0}))
+	return u
+}
+
+func (u *userNet) conv(name string, outC, k, pad, stride int) *userNet {
+	inC := u.cur.Shape()[1]
+	scale := 1 / math.Sqrt(float64(inC*k*k))
+	f := u.paramScaled(name+"_f", scale, outC, inC, k, k)
+	b := u.paramScaled(name+"_b", scale, outC)
+	z := u.must(G.Conv2d(u.cur, f, tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1}))
+	u.cur = u.must(G.BroadcastAdd(z, b, nil, []byte{0, 2, 3}))
+	return u
+}
+
+func (u *userNet) apply(f func(*G.Node) (*G.Node, error)) *userNet {
+	u.cur = u.must(f(u.cur))
+	return u
+}
+
+func (u *userNet) flatten() *userNet {
+	s := u.cur.Shape()
+	u.cur = u.must(G.Reshape(u.cur, tensor.Shape{s[0], tensor.Shape(s[1:]).TotalSize()}))
+	return u
+}
+
+func (u *userNet) pool(k int) *userNet {
+	u.cur = u.must(G.MaxPool2D(u.cur, tensor.Shape{k, k}, []int{0, 0}, []int{k, k}))
+	return u
+}
+
+func leaky(x *G.Node) (*G.Node, error)   { return G.LeakyRelu(x, 0.1) }
+func softmax(x *G.Node) (*G.Node, error) { return G.SoftMax(x) }
+func logSoftmax(x *G.Node) (*G.Node, error) {
+	return G.LogSoftMax(x)
+}
+func dropout(p float64) func(*G.Node) (*G.Node, error) {
+	return func(x *G.Node) (*G.Node, error) { return G.Dropout(x, p) }
+}
+
+// batchedDense is a dense layer written with BatchedMatMul over a single
+// batch of matrices.
+func (u *userNet) batchedDense(name string, out int) *userNet {
+	in := u.cur.Shape()[1]
+	w := u.param(name+"_w", 1, in, out)
+	b := u.param(name+"_b", out)
+	a := u.must(G.Reshape(u.cur, tensor.Shape{1, u.batch, in}))
+	z := u.must(G.BatchedMatMul(a, w))
+	z = u.must(G.Reshape(z, tensor.Shape{u.batch, out}))
+	u.cur = u.must(G.BroadcastAdd(z, b, nil, []byte{0}))
+	return u
+}
+
+// opCases cover every supported op and layer pattern, each with the head
+// and layers fairdp must find.
+var opCases = []struct {
+	name   string
+	build  func(t *testing.T, batch int) *userNet
+	head   Head
+	layers string
+	batch  int
+}{
+	{"dense-relu-dense-softmax", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 1, batch, 5).dense("h", 6).apply(G.Rectify).dense("o", 3).apply(softmax)
+	}, HeadSoftMax, "Linear(5→6), ReLU, Linear(6→3)", 4},
+	{"conv-relu-pool-flatten-logsoftmax", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 2, batch, 2, 8, 8).conv("c", 4, 3, 1, 1).apply(G.Rectify).pool(2).flatten().dense("o", 3).apply(logSoftmax)
+	}, HeadLogSoftMax, "Conv2d(2→4, 3x3, stride 1, pad 1, in 8x8), ReLU, MaxPool2d(2, in 4x8x8), Flatten, Linear(64→3)", 3},
+	{"strided-conv-tanh-leaky-sigmoid-head", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 3, batch, 2, 9, 9).conv("c", 3, 3, 2, 2).apply(G.Tanh).pool(3).apply(leaky).flatten().dense("o", 1).apply(G.Sigmoid)
+	}, HeadSigmoid, "Conv2d(2→3, 3x3, stride 2, pad 2, in 9x9), Tanh, MaxPool2d(3, in 3x6x6), LeakyReLU(0.1), Flatten, Linear(12→1)", 4},
+	{"k5-and-1x1-conv", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 4, batch, 1, 12, 12).conv("c1", 3, 5, 0, 1).apply(G.Rectify).conv("c2", 2, 1, 0, 1).apply(G.Rectify).pool(2).flatten().dense("o", 2)
+	}, HeadNone, "Conv2d(1→3, 5x5, stride 1, pad 0, in 12x12), ReLU, Conv2d(3→2, 1x1, stride 1, pad 0, in 8x8), ReLU, MaxPool2d(2, in 2x8x8), Flatten, Linear(32→2)", 3},
+	{"batched-dense-sigmoid", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 5, batch, 5).batchedDense("h", 4).apply(G.Sigmoid).dense("o", 3)
+	}, HeadNone, "Linear(5→4), Sigmoid, Linear(4→3)", 4},
+}
+
+// TestLowerMatchesGorgonia: for every supported op, the lowered model's
+// logits, summed loss and every parameter gradient equal Gorgonia's own
+// (TapeMachine and symbolic Grad on the same graph, the loss put on the
+// node Lower calls the logits) to 1e-9 in float64; the graph's head output
+// is the model's probabilities (so folding it into the loss is exact); and
+// the per-sample norms and clipped sums equal Gorgonia's sample by sample,
+// both from the batch graph with one sample weighted and from a loop of
+// batch-of-one runs of the same network built for batches of one.
+func TestLowerMatchesGorgonia(t *testing.T) {
+	for k, tc := range opCases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := tc.build(t, tc.batch)
+			l, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(l.Model); got != tc.layers || l.Head != tc.head {
+				t.Fatalf("lowered to %s, head %s; want %s, head %s", got, l.Head, tc.layers, tc.head)
+			}
+			gm, err := newReference(u.g, u.x, l.Logits, l.Params, u.batch, u.cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gm.Close()
+			rng := rand.New(rand.NewPCG(uint64(k), 21))
+			x, labels, weight := batchData(rng, u.batch, l.Model.InSize(), l.Model.Classes)
+			compareWith(t, l.Model, gm, x, labels, weight, 1e-9)
+			checkHead(t, l, gm, u.cur, x)
+			checkPerSample(t, l.Model, x, labels, weight, rng, maskedGrads(t, gm, x, labels, weight))
+			// The same network built for batches of one sample.
+			one := tc.build(t, 1)
+			l1, err := Lower[float64](one.g, one.x, one.cur, LowerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gm1, err := newReference(one.g, one.x, l1.Logits, l1.Params, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gm1.Close()
+			checkPerSample(t, l.Model, x, labels, weight, rng, batchOfOneGrads(t, gm1, x, labels, weight))
+		})
+	}
+}
+
+// checkHead compares the graph's output node with the head applied to the
+// lowered model's logits.
+func checkHead(t *testing.T, l *Lowered[float64], gm *Model, out *G.Node, x []float64) {
+	t.Helper()
+	got, err := gm.read(x, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, outDim := gm.batch, l.Model.OutDim()
+	logits := l.Model.Forward(x, batch, false)
+	var want []float64
+	switch l.Head {
+	case HeadNone:
+		want = slices.Clone(logits)
+	case HeadSigmoid:
+		probs := make([]float64, 2*batch)
+		l.Model.Probabilities(logits, batch, probs)
+		for i := range batch {
+			want = append(want, probs[2*i+1])
+		}
+	case HeadSoftMax, HeadLogSoftMax:
+		want = make([]float64, batch*outDim)
+		l.Model.Probabilities(logits, batch, want)
+		if l.Head == HeadLogSoftMax {
+			for i, p := range want {
+				want[i] = math.Log(p)
+			}
+		}
+	}
+	if d := maxRelDiff(got, want); d > 1e-9 {
+		t.Errorf("the graph's %s output differs from the lowered model's by rel %.3g", l.Head, d)
+	}
+}
+
+// TestLowerDropout: a Dropout node lowers to nn's Dropout with the
+// graph's probability and the options' seed. In evaluation (a TapeMachine
+// with EvalMode, Forward with train false) both are the identity, so the
+// logits agree. Gorgonia v0.9.18's Dropout gradient cannot serve as the
+// reference (it is dy/p for the drop probability p instead of dy/(1−p), and
+// 0 when p = 0), so the training pass is checked against nn's slow path
+// (nn.TestDropout) instead.
+func TestLowerDropout(t *testing.T) {
+	u := newUserNet(t, 7, 4, 5).dense("h", 6).apply(G.Rectify).apply(dropout(0.5)).dense("o", 3)
+	l, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{DropoutSeed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := l.Model.Layers[2].(nn.Describer).Spec()
+	if spec.Kind != nn.KindDropout || spec.P != 0.5 || spec.Seed != 9 {
+		t.Fatalf("dropout lowered as %+v", spec)
+	}
+	var out G.Value
+	G.Read(u.cur, &out)
+	vm := G.NewTapeMachine(u.g, G.EvalMode())
+	defer vm.Close()
+	x, _, _ := batchData(rand.New(rand.NewPCG(1, 1)), u.batch, 5, 3)
+	if err := set(u.x, u.x.Shape(), x); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	want := data(out.Data())
+	if d := maxRelDiff(l.Model.Forward(x, u.batch, false), want); d > 1e-12 {
+		t.Errorf("evaluation logits differ from Gorgonia's by rel %.3g", d)
+	}
+	if d := maxRelDiff(l.Model.Forward(x, u.batch, true), want); d == 0 {
+		t.Error("a training pass with p = 0.5 dropped nothing")
+	}
+}
+
+// TestLowerZoo: each zoo architecture built as a Gorgonia graph (Zoo) and
+// lowered is the native model: same layers, same parameter count, the same
+// values bit for bit, hence bit-identical logits and gradients; and its
+// gradients equal Gorgonia's on the builder's graph to 1e-9.
+func TestLowerZoo(t *testing.T) {
+	for k, tc := range graphSpecs {
+		t.Run(fmt.Sprintf("%s/%v/batch%d", tc.spec.Arch, tc.spec.InShape, tc.batch), func(t *testing.T) {
+			native, err := models.New[float64](tc.spec, rand.New(rand.NewPCG(uint64(k), 31)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			net, err := Zoo[float64](tc.spec, tc.batch, rand.New(rand.NewPCG(uint64(k), 31)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Lower[float64](net.Graph, net.Input, net.Output, LowerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := l.Model
+			if names(m) != names(native) || m.NumParams() != native.NumParams() || m.OutDim() != native.OutDim() {
+				t.Fatalf("lowered %s (%d params), native %s (%d)", names(m), m.NumParams(), names(native), native.NumParams())
+			}
+			for i, p := range m.Params() {
+				if !slices.Equal(p.Value, native.Params()[i].Value) || l.Params[i] != net.Learnables[i] {
+					t.Fatalf("parameter %d (%s) is not the native value or node", i, p.Name)
+				}
+			}
+			rng := rand.New(rand.NewPCG(uint64(k), 32))
+			x, labels, weight := batchData(rng, tc.batch, m.InSize(), tc.spec.Classes)
+			// One worker: with several, Conv2d sums per-worker partial
+			// gradients in the order the workers finish (last-bit noise).
+			defer nn.SetWorkers(nn.Workers())
+			nn.SetWorkers(1)
+			logits, loss, grads := engineGrads(m, x, labels, weight)
+			nLogits, nLoss, nGrads := engineGrads(native, x, labels, weight)
+			if !slices.Equal(logits, nLogits) || loss != nLoss || !slices.EqualFunc(grads, nGrads, slices.Equal) {
+				t.Errorf("lowered and native differ: logits %.3g loss %v vs %v", maxRelDiff(logits, nLogits), loss, nLoss)
+				for i := range grads {
+					t.Logf("grad %d rel %.3g", i, maxRelDiff(grads[i], nGrads[i]))
+				}
+			}
+			gm, err := newReference(net.Graph, net.Input, l.Logits, l.Params, tc.batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gm.Close()
+			compareWith(t, m, gm, x, labels, weight, 1e-9)
+		})
+	}
+}
+
+// TestLowerFloat32 lowers a float32 MNIST CNN; agreement with Gorgonia is
+// limited by float32 rounding.
+func TestLowerFloat32(t *testing.T) {
+	net, err := MNISTCNN[float32](1, 16, 16, 3, 3, rand.New(rand.NewPCG(33, 34)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Lower[float32](net.Graph, net.Input, net.Output, LowerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := newReference(net.Graph, net.Input, l.Logits, l.Params, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gm.Close()
+	x, labels, weight := batchData(rand.New(rand.NewPCG(35, 36)), 3, l.Model.InSize(), 3)
+	compareWith(t, l.Model, gm, x, labels, weight, 1e-4)
+	if _, err := Lower[float64](net.Graph, net.Input, net.Output, LowerOptions{}); err == nil || !strings.Contains(err.Error(), "Lower[float32]") {
+		t.Errorf("a float32 graph lowered as float64: %v", err)
+	}
+}
+
+// TestLowerRefusals: what Lower cannot lower is an error naming the node
+// and its op (and the supported list), and no model is returned.
+func TestLowerRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(t *testing.T) (u *userNet, out *G.Node)
+		want  []string
+	}{
+		{"unsupported op", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 1, 3, 4).dense("h", 5).apply(G.Exp).dense("o", 2)
+			return u, u.cur
+		}, []string{"node exp(", "op exp", "not a supported op", "supported: Mul or BatchedMatMul"}},
+		{"dilation 2", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 2, 2, 1, 9, 9)
+			f, b := u.param("f", 2, 1, 3, 3), u.param("b", 2)
+			z := u.must(G.Conv2d(u.x, f, tensor.Shape{3, 3}, []int{0, 0}, []int{1, 1}, []int{2, 2}))
+			u.cur = u.must(G.BroadcastAdd(z, b, nil, []byte{0, 2, 3}))
+			u.flatten().dense("o", 2)
+			return u, u.cur
+		}, []string{"im2col<(3,3), (0, 0), (1,1) (2, 2)>", "dilation (2, 2)"}},
+		{"output independent of the input", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 3, 3, 4).dense("h", 2)
+			return u, u.must(G.Tanh(u.param("w", 3, 2)))
+		}, []string{"does not depend on the input x"}},
+		{"shared weight", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 4, 3, 4)
+			w := u.param("shared", 4, 4)
+			for i := range 2 {
+				z := u.must(G.Mul(u.cur, w))
+				u.cur = u.must(G.BroadcastAdd(z, u.param(fmt.Sprint("b", i), 4), nil, []byte{0}))
+				u.apply(G.Tanh)
+			}
+			return u, u.cur
+		}, []string{"weight shared is used by layer 0 (Linear(4→4)) and layer 2 (Linear(4→4))", "not supported"}},
+		{"residual", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 5, 3, 4).dense("h", 4)
+			return u, u.must(G.Add(u.cur, u.x))
+		}, []string{"adds two values computed from the input"}},
+		{"no bias", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 6, 3, 4)
+			return u, u.must(G.Mul(u.x, u.param("w", 4, 2)))
+		}, []string{"node A × B(", "without a bias"}},
+		{"pool with padding", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 7, 2, 1, 6, 6)
+			u.cur = u.must(G.MaxPool2D(u.x, tensor.Shape{2, 2}, []int{1, 1}, []int{2, 2}))
+			u.flatten().dense("o", 2)
+			return u, u.cur
+		}, []string{"MaxPool{", "no padding"}},
+		{"softmax in the middle", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 8, 3, 4).dense("h", 3).apply(softmax).dense("o", 2)
+			return u, u.cur
+		}, []string{"Softmax{", "only supported as the output"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, out := tc.build(t)
+			l, err := Lower[float64](u.g, u.x, out, LowerOptions{})
+			if err == nil || l != nil {
+				t.Fatalf("lowered to %v", l.Model.Layers)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	u := newUserNet(t, 9, 3, 4).dense("o", 2)
+	if _, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{Arch: "mlp"}); err == nil || !strings.Contains(err.Error(), "LowerOptions.Arch") {
+		t.Errorf("a zoo arch name accepted: %v", err)
+	}
+}
+
+// TestWriteBack: after the model's weights change (as training changes
+// them), WriteBack puts them in the graph, and a TapeMachine compiled
+// before sees them: Gorgonia's output equals the model's probabilities.
+func TestWriteBack(t *testing.T) {
+	u := newUserNet(t, 10, 4, 5).dense("h", 6).apply(G.Rectify).dense("o", 3).apply(softmax)
+	l, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(u.g)
+	defer vm.Close()
+	rng := rand.New(rand.NewPCG(37, 38))
+	for _, p := range l.Model.Params() {
+		for i := range p.Value {
+			p.Value[i] += 0.3 * rng.NormFloat64()
+		}
+	}
+	if err := l.WriteBack(); err != nil {
+		t.Fatal(err)
+	}
+	x, _, _ := batchData(rng, 4, 5, 3)
+	if err := set(u.x, u.x.Shape(), x); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, 12)
+	l.Model.Probabilities(l.Model.Forward(x, 4, false), 4, want)
+	if d := maxRelDiff(values(u.cur), want); d > 1e-12 {
+		t.Errorf("Gorgonia's output after WriteBack differs from the model's by rel %.3g", d)
+	}
+	for i, n := range l.Params {
+		if !slices.Equal(values(n), l.Model.Params()[i].Value) {
+			t.Errorf("node %s does not hold the model's values", n.Name())
+		}
+	}
+}
+
+// TestBuildInverse: Build writes a model as a graph and Lower reads the
+// same layers back, Dropout and Sigmoid included.
+func TestBuildInverse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	conv := nn.NewConv2d[float64](2, 6, 6, 3, 3, 1, 1)
+	conv.Init(rng)
+	lin := nn.NewLinear[float64](27, 2)
+	lin.Init(rng)
+	m := &models.Model[float64]{Arch: "mine", InShape: []int{2, 6, 6}, Classes: 2, Layers: []nn.Layer[float64]{
+		conv, nn.NewSigmoid[float64](), nn.NewMaxPool2d[float64](3, 6, 6, 2), nn.NewDropout[float64](0.25, 4),
+		nn.NewFlatten[float64](), lin,
+	}}
+	net, err := Build(m, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Lower[float64](net.Graph, net.Input, net.Output, LowerOptions{Arch: "mine", DropoutSeed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(l.Model.Spec()), fmt.Sprint(m.Spec()); got != want || names(l.Model) != names(m) {
+		t.Errorf("Lower(Build(m)) is %s, want %s", names(l.Model), names(m))
+	}
+	for i, p := range l.Model.Params() {
+		if !slices.Equal(p.Value, m.Params()[i].Value) {
+			t.Errorf("parameter %d changed", i)
+		}
+	}
+}
+
+// TestLoadWeights: a checkpoint of the lowered layers (what `fairdp train
+// --model-spec` writes) goes back into the graph; a checkpoint of other
+// layers is refused.
+func TestLoadWeights(t *testing.T) {
+	u := newUserNet(t, 11, 4, 5).dense("h", 6).apply(G.Tanh).dense("o", 3)
+	l, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{Arch: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trained, err := models.New[float64](l.Model.Spec(), rand.New(rand.NewPCG(41, 42)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.ckpt")
+	if err := models.SaveFile(path, trained, models.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, _, err := models.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.LoadWeights(loaded.(*models.Model[float64])); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range l.Params {
+		if !slices.Equal(values(n), trained.Params()[i].Value) {
+			t.Errorf("node %s does not hold the checkpoint's values", n.Name())
+		}
+	}
+	other, _ := models.New[float64](models.Spec{Arch: "logistic", InShape: []int{5}, Classes: 3}, rand.New(rand.NewPCG(1, 1)))
+	if err := l.LoadWeights(other); err == nil || !strings.Contains(err.Error(), "are not the graph's") {
+		t.Errorf("other layers accepted: %v", err)
+	}
+}
