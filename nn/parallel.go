@@ -25,11 +25,10 @@ type ranger interface {
 }
 
 type job struct {
-	r        ranger
-	n, grain int
-	next     atomic.Int64
-	ids      atomic.Int32
-	wg       sync.WaitGroup
+	r               ranger
+	n, grain, parts int
+	ids             atomic.Int32
+	wg              sync.WaitGroup
 }
 
 var workerPool struct {
@@ -79,9 +78,18 @@ func startHelpers(n int) {
 	}
 }
 
-// parallelFor runs r over units [0, n) in chunks of grain units, handed out
-// dynamically to up to parts participants (parts ≤ Workers()). It returns
-// when all units are done.
+// parallelFor runs r over units [0, n) in chunks of grain units split
+// among up to parts participants (parts ≤ Workers()). It returns when all
+// units are done.
+//
+// Participant p always gets the same contiguous run of chunks, whichever
+// goroutine runs it and whenever it arrives: layers accumulate gradients
+// and norms per participant and add the partials in participant order, so
+// a fixed split makes every sum, and with it a seeded run, bit-reproducible.
+// (Chunks used to be handed out dynamically, so which partial a chunk
+// landed in depended on scheduling and the last bits of conv gradients
+// varied from run to run.) A goroutine that finds no helper free simply
+// runs the remaining participants itself.
 func parallelFor(r ranger, n, grain, parts int) {
 	if n <= 0 {
 		return
@@ -104,8 +112,7 @@ func parallelFor(r ranger, n, grain, parts int) {
 	default:
 		j = new(job)
 	}
-	j.r, j.n, j.grain = r, n, grain
-	j.next.Store(0)
+	j.r, j.n, j.grain, j.parts = r, n, grain, parts
 	j.ids.Store(0)
 	j.wg.Add(parts - 1)
 	for h := 0; h < parts-1; h++ {
@@ -124,14 +131,19 @@ func parallelFor(r ranger, n, grain, parts int) {
 	}
 }
 
+// work claims participants until none is left and runs each one's chunks:
+// participant p owns chunks [p·chunks/parts, (p+1)·chunks/parts).
 func (j *job) work() {
-	id := int(j.ids.Add(1)) - 1
+	chunks := (j.n + j.grain - 1) / j.grain
 	for {
-		lo := int(j.next.Add(int64(j.grain))) - j.grain
-		if lo >= j.n {
+		p := int(j.ids.Add(1)) - 1
+		if p >= j.parts {
 			return
 		}
-		j.r.run(id, lo, min(lo+j.grain, j.n))
+		for c := p * chunks / j.parts; c < (p+1)*chunks/j.parts; c++ {
+			lo := c * j.grain
+			j.r.run(p, lo, min(lo+j.grain, j.n))
+		}
 	}
 }
 
