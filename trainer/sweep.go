@@ -46,6 +46,11 @@ type Sweep struct {
 	Train, Test *loaders.Dataset
 	Preprocess  json.RawMessage
 	Workers     int // runs at a time (0: GOMAXPROCS)
+	// Pipeline, if set, runs one configuration instead of the SGD training
+	// loop: the pipelines that are not Algorithms (post-processing, the
+	// oracle learner, budget tailoring) sweep through the same runner and
+	// results file. It must be safe to call concurrently.
+	Pipeline func(ctx context.Context, cfg Config) (*Report, error)
 }
 
 // SweepSeed is the seed of run `run` of the sweep cell named cell (its key,
@@ -149,6 +154,9 @@ func (s *Sweep) Run(ctx context.Context, runs []SweepRun, finished func(SweepRes
 // train runs one configuration on the shared data.
 func (s *Sweep) train(ctx context.Context, run SweepRun) (*Report, error) {
 	cfg := run.Cfg
+	if s.Pipeline != nil {
+		return s.Pipeline(ctx, cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -197,7 +197,7 @@ func TestConfigReruns(t *testing.T) {
 			if err := json.Unmarshal(raw, &r); err != nil {
 				t.Fatal(err)
 			}
-			delete(r.Config, "Out")
+			delete(r.Config, "out")
 			return r.Config, r.Test.Error, r.Privacy.Epsilon
 		}
 		c1, e1, p1 := read(first)

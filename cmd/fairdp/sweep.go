@@ -135,7 +135,7 @@ type sweepSettings struct {
 // runSweep is `fairdp sweep`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if algo, _ := flagValue(args, "algo"); algo == "postproc" || algo == "oracle" {
-		return runJagielskiSweep(args, stdout, stderr)
+		return runJagielskiSweep(ctx, args, stdout, stderr)
 	}
 	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
@@ -335,6 +335,15 @@ func checkSweepSettings(dir string, base trainer.Config, s *sweepSettings) error
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	s.SeedDerivation = prev.SeedDerivation // a resumed sweep keeps the seeds it started with
+	// Sweeps started before the config keys were snake_case stored Go
+	// field names: compare in today's form.
+	var stored trainer.Config
+	if err := trainer.DecodeConfig(prev.Config, &stored); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if prev.Config, err = json.Marshal(stored); err != nil {
+		return err
+	}
 	var a, b bytes.Buffer
 	if err := json.Compact(&a, prev.Config); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

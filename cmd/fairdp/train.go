@@ -160,17 +160,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	// The linear-model families have their own flag sets (regression tasks,
-	// γ for post-processing) and do not run through the SGD loop.
-	switch algo, _ := flagValue(args, "algo"); algo {
-	case "tailoring", "dpnose":
-		return runTailoring(args, stdout, stderr)
-	case "postproc", "oracle":
-		return runJagielski(args, stdout, stderr)
-	}
 	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
 		return err
+	}
+	// Post-processing, the oracle learner and budget tailoring are not
+	// SGD algorithms: they have their own flags (regression tasks, γ, ρ)
+	// and library calls. --algo, or the --config file, says which.
+	algo := cfg.Algo
+	if a, ok := flagValue(args, "algo"); ok {
+		algo = a
+	}
+	switch algo {
+	case "tailoring", "dpnose":
+		cfg.Algo = algo
+		return runTailoring(ctx, cfg, args, stdout, stderr)
+	case "postproc", "oracle":
+		cfg.Algo = algo
+		return runJagielski(ctx, cfg, args, stdout, stderr)
 	}
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)
@@ -185,7 +192,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	algo := cfg.Algo
+	algo = cfg.Algo
 	if cfg.Algo == federated.Name {
 		algo += " with " + describeFederation(cfg.Federation)
 	}
