@@ -484,3 +484,21 @@ func Evaluate[T nn.Float](m *models.Model[T], d *loaders.Dataset) (metrics.Split
 	}
 	return newEvaluator(m).evaluate(d), nil
 }
+
+// EvalReport is the report of `fairdp eval`: a checkpoint scored on the
+// test split of the data cfg names (Algorithm and Config.Algo "eval").
+// Its privacy is the checkpoint's receipt, the guarantee of the model
+// evaluated; extra.eval names the checkpoint.
+func EvalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
+	cfg.Algo = "eval"
+	rep := &Report{Algorithm: cfg.Algo, Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
+		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,
+		Extra: map[string]any{"eval": map[string]string{"checkpoint": ckpt}}}
+	rep.Privacy = accounting.NotPrivate()
+	if len(meta.Privacy) > 0 {
+		if err := json.Unmarshal(meta.Privacy, &rep.Privacy); err != nil {
+			return nil, fmt.Errorf("%s: stored receipt: %w", ckpt, err)
+		}
+	}
+	return rep, nil
+}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/dpops/accounting"
 	"fairdp/fermi/federated"
 	"fairdp/metrics"
 	"fairdp/nn"
@@ -259,31 +256,19 @@ type federation struct {
 	stdout    io.Writer
 }
 
-// roundLog is one line of federate's metrics.jsonl.
-type roundLog struct {
-	Round       int       `json:"round"`
-	Loss        float64   `json:"loss_sum"` // summed batch losses the silos sent (0 under --scope all)
-	SiloEpsilon []float64 `json:"silo_epsilon"`
-	WNorm       float64   `json:"w_norm"`
-	Seconds     float64   `json:"seconds"`
-	TestError   *float64  `json:"test_error,omitempty"`
-	TestDP      *float64  `json:"test_dp_violation,omitempty"`
-	TestEO      *float64  `json:"test_eo_violation,omitempty"`
-}
-
 func federate[T nn.Float](ctx context.Context, f federation) error {
 	out := ""
 	if f.job != nil {
 		out = f.job.Cfg.Out
 	}
-	var log *roundLogFile
+	var log *federated.RoundLog
 	start := time.Now()
 	var srv *federated.Server[T]
 	f.sc.AfterRound = func() error {
 		if log == nil {
 			return nil
 		}
-		line := roundLog{Round: srv.Round, Loss: srv.Loss[len(srv.Loss)-1], SiloEpsilon: srv.Epsilon, WNorm: srv.Reg.Norm(),
+		line := federated.RoundLine{Round: srv.Round, Loss: srv.Loss[len(srv.Loss)-1], SiloEpsilon: srv.Epsilon, WNorm: srv.Reg.Norm(),
 			Seconds: time.Since(start).Seconds()}
 		if srv.Round%f.evalEvery == 0 || srv.Round == srv.Cfg.Rounds {
 			sp, err := trainer.Evaluate(srv.Model, f.job.Test)
@@ -292,7 +277,7 @@ func federate[T nn.Float](ctx context.Context, f federation) error {
 			}
 			line.TestError, line.TestDP, line.TestEO = &sp.Error, &sp.DPViolation, &sp.EOViolation
 		}
-		return log.append(line)
+		return log.Append(line)
 	}
 	srv, err := federated.NewServer[T](ctx, f.sc, f.clients)
 	if err != nil {
@@ -302,10 +287,10 @@ func federate[T nn.Float](ctx context.Context, f federation) error {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return err
 		}
-		if log, err = openRoundLog(filepath.Join(out, "metrics.jsonl"), srv.Round); err != nil {
+		if log, err = federated.OpenRoundLog(filepath.Join(out, "metrics.jsonl"), srv.Round); err != nil {
 			return err
 		}
-		defer log.close()
+		defer log.Close()
 	}
 	fmt.Fprintf(f.stdout, "federation of %d silos: %d rounds (starting after round %d)\n", len(f.clients), srv.Cfg.Rounds, srv.Round)
 	if err := srv.Run(ctx); err != nil {
@@ -320,7 +305,11 @@ func federate[T nn.Float](ctx context.Context, f federation) error {
 		receipt.WriteText(f.stdout)
 		return nil
 	}
-	rep, err := federationReport(srv, f, receipt, silos, time.Since(start).Seconds())
+	var addrs []string
+	for _, c := range f.clients {
+		addrs = append(addrs, c.Name())
+	}
+	rep, err := srv.Report(f.job, addrs, receipt, silos, time.Since(start).Seconds())
 	if err != nil {
 		return err
 	}
@@ -338,93 +327,3 @@ func federate[T nn.Float](ctx context.Context, f federation) error {
 	return nil
 }
 
-// federationReport is report.json of a federation: the server's settings,
-// the model's metrics on the evaluation data's held-out split, the
-// federation's receipt and every silo's line.
-func federationReport[T nn.Float](srv *federated.Server[T], f federation, receipt accounting.Receipt, silos []federated.SiloPrivacy, seconds float64) (*trainer.Report, error) {
-	job := f.job
-	test, err := trainer.Evaluate(srv.Model, job.Test)
-	if err != nil {
-		return nil, fmt.Errorf("federate: evaluation data: %w", err)
-	}
-	cfg := job.Cfg
-	cfg.Algo, cfg.Optimizer, cfg.LR, cfg.Epochs, cfg.Batch = federated.Name, "sgd", f.sc.LR, 0, 0
-	cfg.Fair.Lambda, cfg.Fair.LRW, cfg.Fair.Radius, cfg.Fair.WeightDecay = f.sc.Lambda, f.sc.LRW, f.sc.Radius, f.sc.WeightDecay
-	cfg.Federation = trainer.FederationConfig{Silos: len(f.clients), Mode: trainer.FederationHorizontal}
-	cfg.Privacy = trainer.DPConfig{} // each silo's own: see privacy and extra.steffle.per_silo
-	var addrs []string
-	for _, c := range f.clients {
-		addrs = append(addrs, c.Name())
-	}
-	info := srv.Infos[0]
-	records := 0
-	for _, in := range srv.Infos {
-		records += in.Records
-	}
-	if receipt.Private() {
-		trainer.DeclareNotCovered(&receipt, records, nil, trainer.Config{})
-		receipt.AddNotCovered("silo_record_counts", "each silo's record count ñ_i is treated as public: the server weights the silos' messages by ñ_i / n")
-		receipt.AddNotCovered(accounting.NotCoveredPreprocessing, "each silo preprocesses its records with statistics fitted on "+
-			"them without noise (the schema's z-scores and category lists); they stay on the silo but shape its messages")
-	}
-	rep := &trainer.Report{TrainRecords: records, Algorithm: federated.Name, Dataset: job.Test.Name, Model: info.Spec.Arch, Params: srv.Model.NumParams(),
-		DType: cfg.DType, Backend: trainer.BackendName(), LR: f.sc.LR, Test: test, Privacy: receipt, Seconds: seconds,
-		Version: trainer.Version, Config: cfg,
-		Extra: map[string]any{"steffle": map[string]any{"silos": addrs, "rounds": srv.Round, "per_silo": silos,
-			"w": append([]float64(nil), srv.Reg.W...), "lambda": f.sc.Lambda, "checkpoint": f.sc.Checkpoint,
-			"weighting": "messages averaged with weights ñ_i / n (record counts)",
-			"train":     "empty: the server holds no training records; test is the held-out split of --dataset"}}}
-	return rep, nil
-}
-
-// roundLogFile is federate's metrics.jsonl: one line per round, appended
-// with a single write and synced, so a stopped server leaves at most a torn
-// last line; on resume, lines after the checkpoint's round (which will be
-// run again) and a torn line are cut off.
-type roundLogFile struct{ f *os.File }
-
-func openRoundLog(path string, resumeRound int) (*roundLogFile, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	keep := 0
-	for off := 0; resumeRound > 0 && off < len(raw); {
-		end := bytes.IndexByte(raw[off:], '\n')
-		if end < 0 {
-			break // torn last line
-		}
-		var l roundLog
-		if json.Unmarshal(raw[off:off+end], &l) != nil || l.Round > resumeRound {
-			break
-		}
-		off += end + 1
-		keep = off
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("metrics.jsonl: %w", err)
-	}
-	if err := f.Truncate(int64(keep)); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("metrics.jsonl: %w", err)
-	}
-	if _, err := f.Seek(int64(keep), io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &roundLogFile{f}, nil
-}
-
-func (l *roundLogFile) append(line roundLog) error {
-	b, err := json.Marshal(line)
-	if err != nil {
-		return err
-	}
-	if _, err := l.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("metrics.jsonl: %w", err)
-	}
-	return l.f.Sync()
-}
-
-func (l *roundLogFile) close() error { return l.f.Close() }
