@@ -326,4 +326,3 @@ func federate[T nn.Float](ctx context.Context, f federation) error {
 	fmt.Fprintf(f.stdout, "wrote %s/report.json, metrics.jsonl and model.ckpt\n", out)
 	return nil
 }
-
