@@ -151,3 +151,71 @@ var fieldFlagNames = func() *strings.Replacer {
 	}
 	return strings.NewReplacer(pairs...)
 }()
+
+// epsilonFlag parses a positive number or "inf".
+type epsilonFlag struct{ v *float64 }
+
+func (e epsilonFlag) String() string {
+	if e.v == nil || math.IsInf(*e.v, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(*e.v, 'g', -1, 64)
+}
+
+func (e epsilonFlag) Set(s string) error {
+	if strings.EqualFold(s, "inf") || s == "∞" {
+		*e.v = math.Inf(1)
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0) {
+		return fmt.Errorf("want a positive number or inf, got %q", s)
+	}
+	*e.v = v
+	return nil
+}
+
+// seedFlag parses an unsigned seed; unset means crypto-seeded.
+type seedFlag struct{ p **uint64 }
+
+func (s seedFlag) String() string {
+	if s.p == nil || *s.p == nil {
+		return ""
+	}
+	return strconv.FormatUint(**s.p, 10)
+}
+
+func (s seedFlag) Set(v string) error {
+	u, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("want a non-negative integer, got %q", v)
+	}
+	*s.p = &u
+	return nil
+}
+
+// intsFlag parses "64,32".
+type intsFlag struct{ p *[]int }
+
+func (f intsFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	s := make([]string, len(*f.p))
+	for i, v := range *f.p {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f intsFlag) Set(v string) error {
+	*f.p = nil
+	for _, part := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return fmt.Errorf("want positive integers separated by commas, got %q", v)
+		}
+		*f.p = append(*f.p, n)
+	}
+	return nil
+}

@@ -179,10 +179,10 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 	out := c.Out
 	neutral := c
 	neutral.Out, neutral.Quiet, neutral.Jagielski.Gamma, neutral.Privacy.Epsilon, neutral.Seed = "", false, 0, 1, nil
-	if err := checkSweepSettings(out, neutral, &sweepSettings{Version: trainer.Version, Seeded: true, BaseSeed: base}); err != nil {
+	if err := trainer.CheckSweepSettings(out, neutral, &trainer.SweepSettings{Version: trainer.Version, Seeded: true, BaseSeed: base}); err != nil {
 		return err
 	}
-	log, err := trainer.OpenSweepLog(filepath.Join(out, "sweep.csv"), jagielskiSweepHeader, 4)
+	log, err := trainer.OpenSweepLog(filepath.Join(out, "sweep.csv"), linear.FairSweepColumns, 4)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 				seed := base + uint64(i) + 1
 				r := c
 				r.Out, r.Seed, r.Jagielski.Gamma, r.Privacy.Epsilon = "", &seed, g, e
-				key := strings.Join([]string{c.Algo, jagielskiEpsilon(e), formatCell(g), strconv.FormatUint(seed, 10)}, ",")
+				key := strings.Join(linear.FairSweepRow(r, nil)[:4], ",")
 				if !log.Done(key) {
 					runs = append(runs, trainer.SweepRun{Key: key, Cfg: r})
 				}
@@ -213,7 +213,7 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 			errs = append(errs, fmt.Errorf("run %s: %w", r.Run.Key, r.Err))
 			return nil
 		}
-		return log.Append(jagielskiSweepRow(r.Run.Cfg, r.Report))
+		return log.Append(linear.FairSweepRow(r.Run.Cfg, r.Report))
 	}); err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func jagielskiCurves(rows [][]string, epsilons, gammas []float64) []metrics.Curv
 		for _, g := range gammas {
 			var xs, ys []float64
 			for _, r := range rows {
-				if r[1] == jagielskiEpsilon(e) && r[2] == formatCell(g) && r[4] == "false" {
+				if r[1] == jagielskiEpsilon(e) && r[2] == linear.FormatSweepCell(g) && r[4] == "false" {
 					y, _ := strconv.ParseFloat(r[11], 64)
 					x, _ := strconv.ParseFloat(r[12], 64)
 					xs, ys = append(xs, x), append(ys, y)
@@ -279,35 +279,4 @@ func jagielskiEpsilon(e float64) string {
 		return "inf"
 	}
 	return strconv.FormatFloat(e, 'g', -1, 64)
-}
-
-// formatCell writes a number of sweep.csv.
-func formatCell(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
-
-// jagielskiSweepHeader is sweep.csv's header: realised (sampled) and
-// expected metrics of every run; the first four cells name a run.
-var jagielskiSweepHeader = []string{"algorithm", "epsilon", "gamma", "seed", "failed", "train_error", "train_eo", "test_error",
-	"test_eo", "expected_train_error", "expected_train_eo", "expected_test_error", "expected_test_eo", "epsilon_spent", "reason"}
-
-// jagielskiSweepRow is one run's sweep.csv row. A private run's training
-// statistics are not released: their cells stay empty.
-func jagielskiSweepRow(cfg trainer.Config, rep *trainer.Report) []string {
-	res, f := linear.FairExtra(rep), formatCell
-	spent := "inf"
-	if rep.Privacy.Epsilon != nil {
-		spent = f(*rep.Privacy.Epsilon)
-	}
-	rec := []string{cfg.Algo, jagielskiEpsilon(cfg.Privacy.Epsilon), f(cfg.Jagielski.Gamma), strconv.FormatUint(*cfg.Seed, 10),
-		strconv.FormatBool(res.Failed)}
-	switch {
-	case res.Failed:
-		rec = append(rec, "", "", "", "", "", "", "", "")
-	case rep.Train == nil:
-		rec = append(rec, "", "", f(rep.Test.Error), f(rep.Test.EOViolation),
-			"", "", f(res.ExpectedTest.Error), f(res.ExpectedTest.EOViolation))
-	default:
-		rec = append(rec, f(rep.Train.Error), f(rep.Train.EOViolation), f(rep.Test.Error), f(rep.Test.EOViolation),
-			f(res.ExpectedTrain.Error), f(res.ExpectedTrain.EOViolation), f(res.ExpectedTest.Error), f(res.ExpectedTest.EOViolation))
-	}
-	return append(rec, spent, res.Reason)
 }

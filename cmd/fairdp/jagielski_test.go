@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"fairdp/linear"
 	"fairdp/trainer"
 )
 
@@ -228,7 +229,7 @@ func TestJagielskiSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1+2*2*2 || strings.Join(rows[0], ",") != strings.Join(jagielskiSweepHeader, ",") {
+	if len(rows) != 1+2*2*2 || strings.Join(rows[0], ",") != strings.Join(linear.FairSweepColumns, ",") {
 		t.Fatalf("sweep.csv has %d rows, header %v", len(rows), rows[0])
 	}
 	// One row per (ε, γ, seed), in the order runs finished; ε = inf rows
