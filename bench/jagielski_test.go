@@ -94,35 +94,6 @@ func jagPost(tb testing.TB, d *linear.FairData, bins int, gamma, eps float64, se
 	return res.PostProcessing, res.ExpectedTrain, res.ExpectedTest
 }
 
-// jagGridOptimum is the brute-force search of experiment 1: the smallest
-// error over p_{ŷa} ∈ {0, 0.01, …, 1}⁴ with both rate gaps ≤ γ, on the
-// exact training cells (two groups, Ŷ = bin).
-func jagGridOptimum(c linear.Cells, gamma float64) float64 {
-	const steps = 100
-	type point struct{ fpr, tpr, err float64 }
-	var grid [2][]point
-	for a := range 2 {
-		for i := 0; i <= steps; i++ {
-			for j := 0; j <= steps; j++ {
-				p0, p1 := float64(i)/steps, float64(j)/steps
-				grid[a] = append(grid[a], point{
-					fpr: (p0*c.At(0, a, 0) + p1*c.At(1, a, 0)) / c.GroupLabel(a, 0),
-					tpr: (p0*c.At(0, a, 1) + p1*c.At(1, a, 1)) / c.GroupLabel(a, 1),
-					err: p0*c.At(0, a, 0) + p1*c.At(1, a, 0) + (1-p0)*c.At(0, a, 1) + (1-p1)*c.At(1, a, 1),
-				})
-			}
-		}
-	}
-	best := math.Inf(1)
-	for _, g0 := range grid[0] {
-		for _, g1 := range grid[1] {
-			if math.Abs(g0.fpr-g1.fpr) <= gamma && math.Abs(g0.tpr-g1.tpr) <= gamma {
-				best = min(best, g0.err+g1.err)
-			}
-		}
-	}
-	return best
-}
 
 // jagLPVsGrid is experiment 1; it returns markdown rows.
 func jagLPVsGrid(t *testing.T, d *linear.FairData, gammas []float64) []string {
@@ -136,7 +107,7 @@ func jagLPVsGrid(t *testing.T, d *linear.FairData, gammas []float64) []string {
 	var rows []string
 	for _, g := range gammas {
 		res, eTr, _ := jagPost(t, d, 2, g, math.Inf(1), 0)
-		grid := jagGridOptimum(cells, g)
+		grid := linear.GridOptimum(cells, g, 100) // step 0.01
 		rows = append(rows, fmt.Sprintf("| %g | %.6f | %.6f | %.6f | %.2e | %.6f |", g, res.Objective, eTr.Error, grid, grid-res.Objective, eTr.EOViolation))
 		if eTr.EOViolation > g+1e-6 {
 			t.Errorf("γ = %g: expected train EO violation %v > γ + 1e-6", g, eTr.EOViolation)
