@@ -94,7 +94,6 @@ func jagPost(tb testing.TB, d *linear.FairData, bins int, gamma, eps float64, se
 	return res.PostProcessing, res.ExpectedTrain, res.ExpectedTest
 }
 
-
 // jagLPVsGrid is experiment 1; it returns markdown rows.
 func jagLPVsGrid(t *testing.T, d *linear.FairData, gammas []float64) []string {
 	train := d.Train
