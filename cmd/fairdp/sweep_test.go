@@ -139,7 +139,7 @@ func TestSweepResume(t *testing.T) {
 	}
 	// Other settings in the same directory are refused.
 	err = runSweep(context.Background(), sweepArgs(dir, "--epochs", "2"), &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "Epochs 1, now 2") {
+	if err == nil || !strings.Contains(err.Error(), "epochs 1, now 2") {
 		t.Errorf("resuming with --epochs 2: %v", err)
 	}
 }
