@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -177,6 +178,9 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	out := c.Out
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
 	neutral := c
 	neutral.Out, neutral.Quiet, neutral.Jagielski.Gamma, neutral.Privacy.Epsilon, neutral.Seed = "", false, 0, 1, nil
 	if err := trainer.CheckSweepSettings(out, neutral, &trainer.SweepSettings{Version: trainer.Version, Seeded: true, BaseSeed: base}); err != nil {

@@ -214,7 +214,7 @@ func TestJagielskiScoresCSV(t *testing.T) {
 
 // TestJagielskiSweep writes sweep.csv and pareto.png.
 func TestJagielskiSweep(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "new") // --out is created
 	out, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
 		"--limit", "6000", "--out", dir)
 	if err != nil {
