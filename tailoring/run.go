@@ -153,10 +153,10 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	}
 	if cfg.Dataset == "synthetic" {
 		if cfg.Schema != "" {
-			add("Schema", "is for a CSV Dataset, not synthetic")
+			add("Schema", "is for a CSV data set, not synthetic")
 		}
 		if t.Task != "regression" {
-			add("Tailoring.Task", "must be regression: Dataset synthetic is regression data")
+			add("Tailoring.Task", "must be regression: the synthetic data set is regression data")
 		}
 		if len(t.Groups) != len(t.Slopes) {
 			add("Tailoring.Slopes", "lists %d slopes for %d groups (Tailoring.Groups): want one slope per group", len(t.Slopes), len(t.Groups))
@@ -171,7 +171,7 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 			}
 		}
 	} else if cfg.Schema == "" {
-		add("Schema", "is required: Dataset %q is a CSV file (or use Dataset synthetic)", cfg.Dataset)
+		add("Schema", "is required: %q is a CSV file (or use the synthetic data set)", cfg.Dataset)
 	}
 	// The library's Options read 0 as "default": here every setting is
 	// explicit, so a 0 is a mistake to report, not to replace.

@@ -245,7 +245,7 @@ func TestTailoringErrors(t *testing.T) {
 		{[]string{"--algo", "tailoring", "--model", "tree"}, "--model"},
 		{[]string{"--algo", "tailoring", "--variant", "ols", "--multiplier", "1"}, "unconstrained"},
 		{[]string{"--algo", "tailoring", "--nose-budget", "half"}, "--nose-budget"},
-		{[]string{"--algo", "tailoring", "--task", "classification"}, "synthetic is regression"},
+		{[]string{"--algo", "tailoring", "--task", "classification"}, "synthetic data set is regression"},
 		{[]string{"--algo", "tailoring", "--dataset", "data.csv"}, "--schema is required"},
 		{[]string{"--algo", "tailoring", "--dataset", "data.csv", "--schema", "s.json"}, "--x-bound"},
 		{[]string{"--algo", "tailoring", "--epochs", "3"}, "flag provided but not defined: -epochs"},
