@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -252,5 +254,43 @@ func TestEvalReportContract(t *testing.T) {
 	}
 	if a, b := trained["privacy"].(map[string]any), ev["privacy"].(map[string]any); a["epsilon"] != b["epsilon"] || a["delta"] != b["delta"] {
 		t.Errorf("eval receipt %v, the checkpoint's %v", b, a)
+	}
+}
+
+// TestRunConfig: trainer.RunConfig runs any algorithm or pipeline from a
+// report's config alone (the library's one entry point) and repeats the
+// command's result.
+func TestRunConfig(t *testing.T) {
+	for _, tc := range contractRuns {
+		if tc.algo != "sgd" && tc.algo != "postproc" && tc.algo != "tailoring" {
+			continue
+		}
+		dir := t.TempDir()
+		if _, _, err := runCLI(t, append([]string{"train", "--algo", tc.algo, "--quiet", "--out", dir}, tc.args...)...); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := trainer.ReadConfig(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Out = ""
+		rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.algo, err)
+		}
+		got, _ := json.Marshal(rep.Test)
+		var want struct{ Test json.RawMessage }
+		raw, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+		json.Unmarshal(raw, &want)
+		var a, b any
+		json.Unmarshal(got, &a)
+		json.Unmarshal(want.Test, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: RunConfig's test results differ from the command's:\n%s\n%s", tc.algo, got, want.Test)
+		}
+	}
+	if _, err := trainer.RunConfig(context.Background(), trainer.Config{Algo: "nope"}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "tailoring") {
+		t.Errorf("unknown algorithm: %v", err)
 	}
 }
