@@ -169,4 +169,3 @@ func TestModelSpecFile(t *testing.T) {
 		t.Errorf("a spec that does not fit the data: %v", err)
 	}
 }
-
