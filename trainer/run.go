@@ -270,6 +270,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if cfg.DType == "float64" && rep.Privacy.Private() {
 		rep.Privacy.AddNote(float64NoiseNote)
 	}
+	// The config records the δ the run used: the default 1/n², resolved,
+	// repeats the run exactly when given back. (A federation's default is
+	// each silo's own 1/ñ², which one δ cannot state: it stays 0.)
+	if cfg.Privacy.Delta == 0 && rep.Privacy.Private() && rep.Privacy.Delta == accounting.DefaultDelta(job.Train.N()) {
+		rep.Config.Privacy.Delta = rep.Privacy.Delta
+	}
 	DeclareNotCovered(&rep.Privacy, job.Train.N(), job.Preprocess, cfg)
 	if nc, ok := alg.(NotCoverer); ok && rep.Privacy.Private() {
 		for _, n := range nc.NotCovered() {

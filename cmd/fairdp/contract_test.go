@@ -140,15 +140,18 @@ func TestReportContract(t *testing.T) {
 					if priv["delta"] != 1e-7 || receipt["conversion"] == "basic" && receipt["delta"] != 0.0 {
 						t.Errorf("oracle: config δ %v, receipt %v", priv["delta"], receipt)
 					}
-				default:
-					// δ 0 in config is the default 1/n², which the receipt
-					// states (SteFFLe: n of a silo).
-					n := rep["train_records"].(float64)
-					if tc.algo == "steffle" {
-						n /= cfg["federation"].(map[string]any)["silos"].(float64)
+				case "steffle":
+					// δ 0 in config is each silo's default 1/ñ², which the
+					// receipt states.
+					n := rep["train_records"].(float64) / cfg["federation"].(map[string]any)["silos"].(float64)
+					if priv["delta"] != 0.0 || math.Abs(receipt["delta"].(float64)-1/(n*n)) > 1e-15 {
+						t.Errorf("config δ %v, receipt δ %v, want 1/ñ² = %v", priv["delta"], receipt["delta"], 1/(n*n))
 					}
-					if want := 1 / (n * n); priv["delta"] != 0.0 || math.Abs(receipt["delta"].(float64)-want) > 1e-15 {
-						t.Errorf("config δ %v, receipt δ %v, want 1/n² = %v", priv["delta"], receipt["delta"], want)
+				default:
+					// The default δ = 1/n² is recorded as used.
+					n := rep["train_records"].(float64)
+					if priv["delta"] != receipt["delta"] || math.Abs(receipt["delta"].(float64)-1/(n*n)) > 1e-15 {
+						t.Errorf("config δ %v, receipt δ %v, want 1/n² = %v", priv["delta"], receipt["delta"], 1/(n*n))
 					}
 				}
 			}
