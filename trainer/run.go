@@ -27,8 +27,12 @@ import (
 // Version is fairdp's version string, written into reports and checkpoints.
 const Version = "0.1.0-dev"
 
-// Report is report.json: the results contract later issues and outside tools
-// read. Privacy is the receipt; "epsilon": null means not private.
+// Report is report.json: the one results contract of every algorithm and
+// entry point (the SGD family, DP-FERMI, SteFFLe in one process and
+// federated, post-processing, the oracle learner, budget tailoring, eval),
+// which outside tools read; its JSON Schema is ReportSchema. Privacy is the
+// receipt ("epsilon": null means not private); Config is the configuration
+// actually run; Extra holds each family's typed results under its key.
 type Report struct {
 	Algorithm string  `json:"algorithm"`
 	Dataset   string  `json:"dataset"`
@@ -57,7 +61,10 @@ type Report struct {
 	// non-private model's test results and the per-group accuracy change.
 	CostOfPrivacy *metrics.CostReport `json:"cost_of_privacy,omitempty"`
 	Baseline      *metrics.Split      `json:"baseline_test,omitempty"`
-	// Extra holds algorithm-specific results (see Finisher).
+	// Extra holds algorithm-specific results (see Finisher), one key per
+	// family: "fermi", "steffle", "jagielski" (*linear.FairResult),
+	// "tailoring" (*tailoring.ReportExtra), "eval"; DPSGD-F writes its
+	// fields at the top of extra.
 	Extra map[string]any `json:"extra,omitempty"`
 	// Warnings say when a result should not be read as normal (Warnings).
 	Warnings []string `json:"warnings,omitempty"`
