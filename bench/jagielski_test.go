@@ -33,129 +33,80 @@ package bench
 //     the unconstrained least-squares classifier.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"fairdp/dpops"
 	"fairdp/linear"
-	"fairdp/loaders"
 	"fairdp/metrics"
+	"fairdp/trainer"
 )
 
-// jagSplit is one split of Adult with the base classifier's scores.
-type jagSplit struct {
-	x            []float64
-	dim          int
-	label, group []int
-	scores       []float64
-}
+// jagSplit is one split of Adult with the base classifier's scores, as
+// `fairdp train --algo postproc` loads it.
+type jagSplit = linear.FairSplit
 
-func (s *jagSplit) n() int { return len(s.label) }
-
-// jagAdult loads Adult with a seeded 75/25 split and fits the base logistic
-// regression (without the sensitive attribute) on the training split.
-func jagAdult(tb testing.TB, seed uint64) (train, test *jagSplit) {
-	tb.Helper()
-	dir := sharedData()
-	// With no data directory LoadBuiltin reads the copy of Adult embedded
+// jagConfig is the configuration of `fairdp train --algo postproc --seed
+// seed` (Adult, 75/25 split, base classifier without the sensitive
+// attribute, L2 1e-4); the bench runs the library calls the command runs.
+func jagConfig(seed uint64) trainer.Config {
+	cfg := trainer.Defaults()
+	cfg.Algo, cfg.Jagielski, cfg.Seed = "postproc", linear.JagielskiDefaults(), &seed
+	// With no data directory the loader reads the copy of Adult embedded
 	// in fairdp, so this benchmark never needs to skip.
-	_, src := dpops.NewRand(&seed)
-	tr, te, _, err := loaders.LoadBuiltin("adult", dir, loaders.SplitOptions{Rand: src.Derive("data")})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	base, err := linear.FitLogistic(tr.X, tr.N(), tr.Dim, tr.Labels, 1e-4)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	mk := func(d *loaders.Dataset) *jagSplit {
-		s := &jagSplit{x: d.X, dim: d.Dim, label: d.Labels, group: d.Groups}
-		if s.scores, err = base.Probabilities(d.X, d.N()); err != nil {
-			tb.Fatal(err)
-		}
-		return s
-	}
-	return mk(tr), mk(te)
+	cfg.DataDir = sharedData()
+	// The bench measures training-split rates of private runs too.
+	cfg.ReportTrainStats = true
+	return cfg
 }
 
-// jagPost post-processes with the given bins and returns the result and
-// the expected rates on both splits (nil rates for a failed run).
-func jagPost(tb testing.TB, train, test *jagSplit, bins linear.ScoreBins, gamma, eps float64, seed uint64) (*linear.PostProcessResult, *linear.ExpectedRates, *linear.ExpectedRates) {
+// jagAdult loads Adult and fits the base logistic regression, as the
+// command does (linear.LoadFairData).
+func jagAdult(tb testing.TB, seed uint64) *linear.FairData {
 	tb.Helper()
-	bTr, err := bins.Assign(train.scores)
+	d, err := linear.LoadFairData(jagConfig(seed))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	bTe, _ := bins.Assign(test.scores)
-	r, _ := dpops.NewRand(&seed)
-	res, err := linear.PostProcess(r, bTr, train.group, train.label, bins.Len(), 2, linear.PostProcessConfig{Gamma: gamma, Epsilon: eps})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if res.Failed {
-		return res, nil, nil
-	}
-	pTr, _ := res.Model.ProbPositive(bTr, train.group)
-	pTe, _ := res.Model.ProbPositive(bTe, test.group)
-	eTr, err := linear.ExpectedMetrics(pTr, train.label, train.group, 2)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	eTe, _ := linear.ExpectedMetrics(pTe, test.label, test.group, 2)
-	return res, &eTr, &eTe
+	return d
 }
 
-// jagGridOptimum is the brute-force search of experiment 1: the smallest
-// error over p_{ŷa} ∈ {0, 0.01, …, 1}⁴ with both rate gaps ≤ γ, on the
-// exact training cells (two groups, Ŷ = bin).
-func jagGridOptimum(c linear.Cells, gamma float64) float64 {
-	const steps = 100
-	type point struct{ fpr, tpr, err float64 }
-	var grid [2][]point
-	for a := range 2 {
-		for i := 0; i <= steps; i++ {
-			for j := 0; j <= steps; j++ {
-				p0, p1 := float64(i)/steps, float64(j)/steps
-				grid[a] = append(grid[a], point{
-					fpr: (p0*c.At(0, a, 0) + p1*c.At(1, a, 0)) / c.GroupLabel(a, 0),
-					tpr: (p0*c.At(0, a, 1) + p1*c.At(1, a, 1)) / c.GroupLabel(a, 1),
-					err: p0*c.At(0, a, 0) + p1*c.At(1, a, 0) + (1-p0)*c.At(0, a, 1) + (1-p1)*c.At(1, a, 1),
-				})
-			}
-		}
+// jagPost post-processes with the given number of score bins (2: Ŷ =
+// [score ≥ 0.5]; more: quantiles) through linear.RunFair, and returns the
+// LP's result and the expected rates on both splits (nil rates for a
+// failed run).
+func jagPost(tb testing.TB, d *linear.FairData, bins int, gamma, eps float64, seed uint64) (*linear.PostProcessResult, *linear.ExpectedRates, *linear.ExpectedRates) {
+	tb.Helper()
+	cfg := jagConfig(seed)
+	cfg.Jagielski.Bins, cfg.Jagielski.Gamma, cfg.Privacy.Epsilon = bins, gamma, eps
+	rep, err := linear.RunFair(context.Background(), d, cfg)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	best := math.Inf(1)
-	for _, g0 := range grid[0] {
-		for _, g1 := range grid[1] {
-			if math.Abs(g0.fpr-g1.fpr) <= gamma && math.Abs(g0.tpr-g1.tpr) <= gamma {
-				best = min(best, g0.err+g1.err)
-			}
-		}
-	}
-	return best
+	res := linear.FairExtra(rep)
+	return res.PostProcessing, res.ExpectedTrain, res.ExpectedTest
 }
 
 // jagLPVsGrid is experiment 1; it returns markdown rows.
-func jagLPVsGrid(t *testing.T, train *jagSplit, gammas []float64) []string {
-	bin, _ := linear.ThresholdBins(0.5).Assign(train.scores)
-	counts, _ := linear.CountCells(bin, train.group, train.label, 2, 2)
+func jagLPVsGrid(t *testing.T, d *linear.FairData, gammas []float64) []string {
+	train := d.Train
+	bin, _ := linear.ThresholdBins(0.5).Assign(train.Scores)
+	counts, _ := linear.CountCells(bin, train.Group, train.Label, 2, 2)
 	cells := linear.Cells{Bins: 2, Groups: 2, Q: counts}
 	for i := range cells.Q {
-		cells.Q[i] /= float64(train.n())
+		cells.Q[i] /= float64(train.N())
 	}
 	var rows []string
 	for _, g := range gammas {
-		res, eTr, _ := jagPost(t, train, train, linear.ThresholdBins(0.5), g, math.Inf(1), 0)
-		grid := jagGridOptimum(cells, g)
+		res, eTr, _ := jagPost(t, d, 2, g, math.Inf(1), 0)
+		grid := linear.GridOptimum(cells, g, 100) // step 0.01
 		rows = append(rows, fmt.Sprintf("| %g | %.6f | %.6f | %.6f | %.2e | %.6f |", g, res.Objective, eTr.Error, grid, grid-res.Objective, eTr.EOViolation))
 		if eTr.EOViolation > g+1e-6 {
 			t.Errorf("γ = %g: expected train EO violation %v > γ + 1e-6", g, eTr.EOViolation)
@@ -243,18 +194,18 @@ func jagThresholdOptimizer(train, test *jagSplit) (probTrain, probTest []float64
 	for a := range 2 {
 		var s []float64
 		var y []int
-		for i, g := range train.group {
+		for i, g := range train.Group {
 			if g == a {
-				s, y = append(s, train.scores[i]), append(y, train.label[i])
+				s, y = append(s, train.Scores[i]), append(y, train.Label[i])
 			}
 		}
 		hulls[a] = jagROCHull(s, y)
 	}
 	var pos float64
-	for _, y := range train.label {
+	for _, y := range train.Label {
 		pos += float64(y)
 	}
-	pPos := pos / float64(train.n())
+	pPos := pos / float64(train.N())
 	bestX, bestY, bestAcc := 0.0, 0.0, math.Inf(-1)
 	for k := 0; k <= 1000; k++ {
 		x := float64(k) / 1000
@@ -284,9 +235,9 @@ func jagThresholdOptimizer(train, test *jagSplit) (probTrain, probTest []float64
 		mixes[a] = mix{l, r, w, rho}
 	}
 	prob := func(s *jagSplit) []float64 {
-		out := make([]float64, s.n())
-		for i, v := range s.scores {
-			m := mixes[s.group[i]]
+		out := make([]float64, s.N())
+		for i, v := range s.Scores {
+			m := mixes[s.Group[i]]
 			hullP := 0.0
 			if v >= m.left.threshold {
 				hullP += 1 - m.w
@@ -302,17 +253,14 @@ func jagThresholdOptimizer(train, test *jagSplit) (probTrain, probTest []float64
 }
 
 // jagCompareFairlearn is experiment 2; it returns markdown rows.
-func jagCompareFairlearn(t *testing.T, train, test *jagSplit) []string {
+func jagCompareFairlearn(t *testing.T, d *linear.FairData) []string {
+	train, test := d.Train, d.Test
 	pTr, pTe := jagThresholdOptimizer(train, test)
-	toTr, err := linear.ExpectedMetrics(pTr, train.label, train.group, 2)
+	toTr, err := linear.ExpectedMetrics(pTr, train.Label, train.Group, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toTe, _ := linear.ExpectedMetrics(pTe, test.label, test.group, 2)
-	q50, err := linear.QuantileBins(train.scores, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
+	toTe, _ := linear.ExpectedMetrics(pTe, test.Label, test.Group, 2)
 	rows := []string{fmt.Sprintf("| ThresholdOptimizer construction (ROC hulls, 1001-point grid) | %.4f | %.4f | %.4f | %.4f |",
 		toTr.Error, toTr.EOViolation, toTe.Error, toTe.EOViolation)}
 	if toTr.EOViolation > 1e-3 {
@@ -320,15 +268,15 @@ func jagCompareFairlearn(t *testing.T, train, test *jagSplit) []string {
 	}
 	for _, c := range []struct {
 		name string
-		bins linear.ScoreBins
+		bins int
 		tol  float64
 	}{
 		// The paper's LP sees only Ŷ: it can mix the single operating point
 		// with the trivial ones, not other thresholds.
-		{"LP, 2 bins (Ŷ = [score ≥ 0.5], the paper's)", linear.ThresholdBins(0.5), 0.02},
-		{"LP, 50 score-quantile bins", q50, 0.01},
+		{"LP, 2 bins (Ŷ = [score ≥ 0.5], the paper's)", 2, 0.02},
+		{"LP, 50 score-quantile bins", 50, 0.01},
 	} {
-		_, eTr, eTe := jagPost(t, train, test, c.bins, 0, math.Inf(1), 0)
+		_, eTr, eTe := jagPost(t, d, c.bins, 0, math.Inf(1), 0)
 		rows = append(rows, fmt.Sprintf("| %s | %.4f | %.4f | %.4f | %.4f |", c.name, eTr.Error, eTr.EOViolation, eTe.Error, eTe.EOViolation))
 		if d := math.Abs(eTr.Error - toTr.Error); d > c.tol {
 			t.Errorf("%s: train error %v, ThresholdOptimizer's %v (gap %v > %v)", c.name, eTr.Error, toTr.Error, d, c.tol)
@@ -347,13 +295,13 @@ type jagPrivateRow struct {
 }
 
 // jagPrivatePost is experiment 3 for one γ over the given seeds.
-func jagPrivatePost(t *testing.T, train, test *jagSplit, gamma, eps float64, seeds int) jagPrivateRow {
+func jagPrivatePost(t *testing.T, d *linear.FairData, gamma, eps float64, seeds int) jagPrivateRow {
 	row := jagPrivateRow{gamma: gamma, runs: seeds}
-	_, eTr, eTe := jagPost(t, train, test, linear.ThresholdBins(0.5), gamma, math.Inf(1), 0)
+	_, eTr, eTe := jagPost(t, d, 2, gamma, math.Inf(1), 0)
 	row.exactTrain, row.exactTest, row.exactEO = eTr.Error, eTe.Error, eTe.EOViolation
 	var trains, tests []float64
 	for s := range seeds {
-		res, pTr, pTe := jagPost(t, train, test, linear.ThresholdBins(0.5), gamma, eps, uint64(1000+s))
+		res, pTr, pTe := jagPost(t, d, 2, gamma, eps, uint64(1000+s))
 		if res.Failed {
 			row.failed++
 			continue
@@ -386,14 +334,12 @@ type jagOracleCell struct {
 	perRound                           float64
 }
 
-// jagOracle runs the oracle learner over a grid in parallel.
-func jagOracle(t *testing.T, train, test *jagSplit, epsilons, gammas []float64, seeds int) []*jagOracleCell {
-	type job struct {
-		cell *jagOracleCell
-		seed uint64
-	}
+// jagOracle runs the oracle learner over a grid through the sweep runner
+// `fairdp sweep --algo oracle` uses (trainer.Sweep with linear.RunFair).
+func jagOracle(t *testing.T, d *linear.FairData, epsilons, gammas []float64, seeds int) []*jagOracleCell {
 	var cells []*jagOracleCell
-	var jobs []job
+	var runs []trainer.SweepRun
+	byKey := map[string]*jagOracleCell{}
 	for _, e := range epsilons {
 		for _, g := range gammas {
 			c := &jagOracleCell{eps: e, gamma: g}
@@ -403,65 +349,50 @@ func jagOracle(t *testing.T, train, test *jagSplit, epsilons, gammas []float64, 
 				n = 1 // deterministic
 			}
 			for s := range n {
-				jobs = append(jobs, job{c, uint64(2000 + s)})
+				cfg := jagConfig(uint64(2000 + s))
+				cfg.Algo, cfg.Jagielski.Gamma, cfg.Privacy.Epsilon, cfg.Privacy.Delta = "oracle", g, e, 1e-5
+				key := strings.Join(linear.FairSweepRow(cfg, nil), ",")
+				byKey[key] = c
+				runs = append(runs, trainer.SweepRun{Key: key, Cfg: cfg})
 			}
 		}
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	next := make(chan job)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				seed := j.seed
-				r, _ := dpops.NewRand(&seed)
-				res, err := linear.TrainOracle(r, train.x, train.n(), train.dim, train.label, train.group, 2,
-					linear.OracleConfig{Gamma: j.cell.gamma, Epsilon: j.cell.eps, Delta: 1e-5})
-				if err != nil {
-					t.Error(err)
-					continue
-				}
-				mu.Lock()
-				if res.Failed {
-					j.cell.failed++
-					mu.Unlock()
-					continue
-				}
-				mu.Unlock()
-				pTr, _ := res.Model.ProbPositive(train.x, train.n())
-				pTe, _ := res.Model.ProbPositive(test.x, test.n())
-				eTr, _ := linear.ExpectedMetrics(pTr, train.label, train.group, 2)
-				eTe, _ := linear.ExpectedMetrics(pTe, test.label, test.group, 2)
-				mu.Lock()
-				c := j.cell
-				c.trainErr, c.testErr = append(c.trainErr, eTr.Error), append(c.testErr, eTe.Error)
-				c.trainEO, c.testEO = append(c.trainEO, eTr.EOViolation), append(c.testEO, eTe.EOViolation)
-				if res.Budget != nil {
-					c.perRound = res.Budget.PerRound
-				}
-				mu.Unlock()
-			}
-		}()
+	sw := &trainer.Sweep{Pipeline: func(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
+		return linear.RunFair(ctx, d, cfg)
+	}}
+	err := sw.Run(context.Background(), runs, func(r trainer.SweepResult) error {
+		if r.Err != nil {
+			return r.Err
+		}
+		c, res := byKey[r.Run.Key], linear.FairExtra(r.Report)
+		if res.Failed {
+			c.failed++
+			return nil
+		}
+		eTr, eTe := res.ExpectedTrain, res.ExpectedTest
+		c.trainErr, c.testErr = append(c.trainErr, eTr.Error), append(c.testErr, eTe.Error)
+		c.trainEO, c.testEO = append(c.trainEO, eTr.EOViolation), append(c.testEO, eTe.EOViolation)
+		if res.Oracle.Budget != nil {
+			c.perRound = res.Oracle.Budget.PerRound
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, j := range jobs {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
 	return cells
 }
 
 // jagUnconstrained is the oracle's learner with no fairness term: one
 // least-squares cost-sensitive fit on the error costs.
-func jagUnconstrained(t *testing.T, train, test *jagSplit) (trainE, testE linear.ExpectedRates) {
-	csc, err := linear.NewLeastSquaresCSC(train.x, train.n(), train.dim, linear.DefaultRidge(train.n()))
+func jagUnconstrained(t *testing.T, d *linear.FairData) (trainE, testE linear.ExpectedRates) {
+	train, test := d.Train, d.Test
+	csc, err := linear.NewLeastSquaresCSC(train.X, train.N(), train.Dim, linear.DefaultRidge(train.N()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c0, c1 := make([]float64, train.n()), make([]float64, train.n())
-	for i, y := range train.label {
+	c0, c1 := make([]float64, train.N()), make([]float64, train.N())
+	for i, y := range train.Label {
 		c0[i], c1[i] = float64(y), float64(1-y)
 	}
 	h, err := csc.Fit(nil, c0, c1, 0, math.Inf(1))
@@ -469,10 +400,10 @@ func jagUnconstrained(t *testing.T, train, test *jagSplit) (trainE, testE linear
 		t.Fatal(err)
 	}
 	m := &linear.Mixture{Classifiers: []linear.LinearClassifier{h}}
-	pTr, _ := m.ProbPositive(train.x, train.n())
-	pTe, _ := m.ProbPositive(test.x, test.n())
-	trainE, _ = linear.ExpectedMetrics(pTr, train.label, train.group, 2)
-	testE, _ = linear.ExpectedMetrics(pTe, test.label, test.group, 2)
+	pTr, _ := m.ProbPositive(train.X, train.N())
+	pTe, _ := m.ProbPositive(test.X, test.N())
+	trainE, _ = linear.ExpectedMetrics(pTr, train.Label, train.Group, 2)
+	testE, _ = linear.ExpectedMetrics(pTe, test.Label, test.Group, 2)
 	return trainE, testE
 }
 
@@ -544,10 +475,11 @@ func jagOracleReport(t *testing.T, w io.Writer, cells []*jagOracleCell, unTest l
 // jagRun runs the experiments at the given sizes and writes markdown to w.
 func jagRun(t *testing.T, w io.Writer, gridGammas, privGammas []float64, privSeeds int, oracleEps, oracleGammas []float64, oracleSeeds int, dir string) {
 	start := time.Now()
-	train, test := jagAdult(t, 1)
-	fmt.Fprintf(w, "Adult: %d training and %d test records; base classifier: logistic regression without sex (L2 1e-4).\n\n", train.n(), test.n())
-	base, _ := linear.ExpectedMetrics(jagThresholdPred(train.scores), train.label, train.group, 2)
-	baseTe, _ := linear.ExpectedMetrics(jagThresholdPred(test.scores), test.label, test.group, 2)
+	d := jagAdult(t, 1)
+	train, test := d.Train, d.Test
+	fmt.Fprintf(w, "Adult: %d training and %d test records; base classifier: logistic regression without sex (L2 1e-4).\n\n", train.N(), test.N())
+	base, _ := linear.ExpectedMetrics(jagThresholdPred(train.Scores), train.Label, train.Group, 2)
+	baseTe, _ := linear.ExpectedMetrics(jagThresholdPred(test.Scores), test.Label, test.Group, 2)
 	fmt.Fprintf(w, "Base classifier Ŷ = [score ≥ 0.5]: train error %.4f EO %.4f; test error %.4f EO %.4f.\n\n",
 		base.Error, base.EOViolation, baseTe.Error, baseTe.EOViolation)
 
@@ -555,7 +487,7 @@ func jagRun(t *testing.T, w io.Writer, gridGammas, privGammas []float64, privSee
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| γ | LP optimum | expected error of the classifier | grid optimum (step 0.01) | grid − LP | expected EO violation |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	for _, row := range jagLPVsGrid(t, train, gridGammas) {
+	for _, row := range jagLPVsGrid(t, d, gridGammas) {
 		fmt.Fprintln(w, row)
 	}
 
@@ -563,7 +495,7 @@ func jagRun(t *testing.T, w io.Writer, gridGammas, privGammas []float64, privSee
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| method | train error | train EO | test error | test EO |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, row := range jagCompareFairlearn(t, train, test) {
+	for _, row := range jagCompareFairlearn(t, d) {
 		fmt.Fprintln(w, row)
 	}
 
@@ -573,7 +505,7 @@ func jagRun(t *testing.T, w io.Writer, gridGammas, privGammas []float64, privSee
 	exact := metrics.Curve{Name: "ε = ∞ (Hardt et al.'s LP)"}
 	private := metrics.Curve{Name: "ε = 1"}
 	for _, g := range privGammas {
-		row := jagPrivatePost(t, train, test, g, 1, privSeeds)
+		row := jagPrivatePost(t, d, g, 1, privSeeds)
 		fmt.Fprintln(w, row.markdown())
 		exact.Points = append(exact.Points, metrics.Point{X: row.exactEO, Y: row.exactTest})
 		private.Points = append(private.Points, metrics.Point{X: row.testEO, Y: row.test, YErr: row.testSD})
@@ -602,8 +534,8 @@ func jagRun(t *testing.T, w io.Writer, gridGammas, privGammas []float64, privSee
 
 	fmt.Fprintf(w, "\n### 4. DP oracle learner (T = %d, B = %g, η = %g, δ = 1e-5, count share %g), %d seeds per private cell\n\n",
 		linear.DefaultOracleRounds, linear.DefaultOracleBound, linear.DefaultOracleLearningRate, linear.DefaultCountShare, oracleSeeds)
-	_, unTe := jagUnconstrained(t, train, test)
-	cells := jagOracle(t, train, test, oracleEps, oracleGammas, oracleSeeds)
+	_, unTe := jagUnconstrained(t, d)
+	cells := jagOracle(t, d, oracleEps, oracleGammas, oracleSeeds)
 	jagOracleReport(t, w, cells, unTe, dir)
 	fmt.Fprintf(w, "\n(%.0f s)\n", time.Since(start).Seconds())
 }

@@ -29,6 +29,7 @@ package bench
 //     DPSE with the constraint against DPNoSE without it.
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -39,38 +40,30 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/dpops"
-	"fairdp/linear"
 	"fairdp/tailoring"
+	"fairdp/trainer"
 )
 
-// tailoringSetup is one synthetic data set with its public bounds.
+// tailoringSetup is one synthetic data set: the configuration of `fairdp
+// train --algo tailoring --groups … --slopes … --seed seed`, whose data
+// and public bounds (tailoring.SyntheticBounds) the library call draws.
 type tailoringSetup struct {
-	name        string
-	sizes       []int
-	slopes      []float64
-	train, test *tailoring.Data
-	bounds      linear.Bounds
+	name   string
+	sizes  []int
+	slopes []float64
+	cfg    trainer.Config
 }
 
 func newTailoringSetup(tb testing.TB, name string, sizes []int, slopes []float64, seed uint64) *tailoringSetup {
 	tb.Helper()
-	groups := make([]linear.SyntheticGroup, len(sizes))
-	for k := range groups {
-		groups[k] = linear.SyntheticGroup{N: sizes[k], Slope: []float64{slopes[k]}, NoiseStd: 1}
+	cfg := tailoring.Defaults(trainer.Defaults())
+	cfg.Algo, cfg.Seed = "tailoring", &seed
+	cfg.Tailoring.Groups, cfg.Tailoring.Slopes, cfg.Tailoring.Noise = nil, slopes, []float64{1}
+	for _, n := range sizes {
+		cfg.Tailoring.Groups = append(cfg.Tailoring.Groups, float64(n))
 	}
-	// The bounds the generator implies (4 sd), the function the CLI uses.
-	s := &tailoringSetup{name: name, sizes: sizes, slopes: slopes, bounds: tailoring.SyntheticBounds(groups)}
-	for i, part := range []**tailoring.Data{&s.train, &s.test} {
-		ds, err := linear.Synthetic(rand.New(rand.NewPCG(seed, uint64(i))), name, groups)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if *part, err = tailoring.NewData(ds, linear.Squared, true); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return s
+	cfg.Privacy.Delta = 1e-5
+	return &tailoringSetup{name: name, sizes: sizes, slopes: slopes, cfg: cfg}
 }
 
 // tailoringCell describes one configuration to run.
@@ -89,20 +82,32 @@ type tailoringCell struct {
 
 func (s *tailoringSetup) run(tb testing.TB, c tailoringCell, rho float64, trials int) *tailoring.Summary {
 	tb.Helper()
-	o := tailoring.DefaultOptions(rho, s.bounds)
-	o.Method, o.Model, o.BaselineStageTwoOnly = c.method, c.model, c.muOnly
-	if c.box > 0 {
-		o.Box = c.box
+	cfg := s.cfg
+	t := &cfg.Tailoring
+	cfg.Algo = "tailoring"
+	if c.method == tailoring.DPNoSE {
+		cfg.Algo = "dpnose"
 	}
-	o.Constraint = tailoring.BoundedGroupLoss{Eta: c.eta, G: c.g}
-	o.LossClip, o.NoiseRidge = c.lossClip, c.noiseRidge
-	seed := uint64(2023)
-	_, src := dpops.NewRand(&seed)
-	sum, err := tailoring.RunTrials(src, s.train, s.test, o, c.variant, trials, 0, 1e-5)
+	t.Rho, t.Trials = []float64{rho}, trials
+	t.Model, t.Variant = "pooled", "gd"
+	if c.model == tailoring.PerGroup {
+		t.Model = "per-group"
+	}
+	if c.variant == tailoring.OLS {
+		t.Variant = "ols"
+	}
+	if c.muOnly {
+		t.NoseBudget = "mu"
+	}
+	if c.box > 0 {
+		t.Box = c.box
+	}
+	t.Eta, t.Multiplier, t.LossClip, t.NoiseRidge = c.eta, c.g, c.lossClip, c.noiseRidge
+	rep, err := tailoring.Run(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return sum
+	return tailoring.Extra(rep).Summaries[0][0]
 }
 
 // worst is the largest mean test MSPE over the groups and its group.
@@ -151,11 +156,17 @@ func TestTailoringQuick(t *testing.T) {
 // five-group data, pooled model, T = 200.
 func BenchmarkTailoringTrain(b *testing.B) {
 	s := newTailoringSetup(b, "five", fiveSizes, fiveSlopes, 3)
-	o := tailoring.DefaultOptions(2, s.bounds)
+	rep, err := tailoring.Prepare(s.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ex := tailoring.Extra(rep)
+	o := ex.Options
+	o.Rho, o.Method = 2, tailoring.DPSE
 	r := rand.New(rand.NewPCG(1, 1))
 	b.ResetTimer()
 	for range b.N {
-		if _, err := tailoring.Train(r, s.train, o); err != nil {
+		if _, err := tailoring.Train(r, ex.Data[0], o); err != nil {
 			b.Fatal(err)
 		}
 	}

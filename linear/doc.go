@@ -18,6 +18,14 @@
 //     projection on a box.
 //   - synthetic.go: the grouped synthetic regression data of the budget
 //     tailoring paper (K groups, Y = Xβ_k + N(0, σ_k²)).
+//   - postproc.go, lp.go, oracle.go, costsensitive.go: Jagielski et al.'s DP
+//     post-processing (Hardt et al.'s LP on noisy cells) and DP oracle
+//     learner; grid.go is the LP's brute-force check (GridOptimum).
+//   - pipeline.go: those two as the library calls the command line and the
+//     bench run: LoadFairData (split, base classifier or external scores),
+//     RunFair (one run, a trainer.Report with extra.jagielski), RunJagielski
+//     (both, and the files); sweep.go is a sweep's sweep.csv row, written
+//     through trainer's resumable sweep runner.
 //
 // Privacy spending goes through fairdp/dpops/accounting so that a result can
 // carry its receipt; randomness comes from a caller-seeded *rand.Rand.

@@ -249,29 +249,7 @@ func TestSolveHardtLPMatchesGridSearch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Every grid point of each group, as (FPR, TPR, error share).
-		type point struct{ fpr, tpr, err float64 }
-		grid := make([][]point, 2)
-		for a := range 2 {
-			for i := 0; i <= steps; i++ {
-				for j := 0; j <= steps; j++ {
-					p0, p1 := float64(i)/steps, float64(j)/steps // bins 0 and 1
-					grid[a] = append(grid[a], point{
-						fpr: (p0*c.At(0, a, 0) + p1*c.At(1, a, 0)) / c.GroupLabel(a, 0),
-						tpr: (p0*c.At(0, a, 1) + p1*c.At(1, a, 1)) / c.GroupLabel(a, 1),
-						err: p0*c.At(0, a, 0) + p1*c.At(1, a, 0) + (1-p0)*c.At(0, a, 1) + (1-p1)*c.At(1, a, 1),
-					})
-				}
-			}
-		}
-		best := math.Inf(1)
-		for _, g0 := range grid[0] {
-			for _, g1 := range grid[1] {
-				if math.Abs(g0.fpr-g1.fpr) <= bound && math.Abs(g0.tpr-g1.tpr) <= bound {
-					best = min(best, g0.err+g1.err)
-				}
-			}
-		}
+		best := GridOptimum(c, bound, steps)
 		t.Logf("bound %v: LP %.6f, grid %.6f", bound, sol.Error, best)
 		if sol.Error > best+1e-12 {
 			t.Errorf("bound %v: LP error %.6f is worse than the grid's %.6f", bound, sol.Error, best)

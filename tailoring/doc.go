@@ -23,6 +23,11 @@
 //     each group releases its own sufficient statistics with budget μ s_k².
 //   - DPNoSE (Method) is the baseline without the group-aware split.
 //   - RunTrials is the Monte Carlo evaluation behind the CLI and the bench.
+//   - Run (Prepare, then Finish) is the whole pipeline from a
+//     trainer.Config (its Tailoring settings): data (synthetic with
+//     SyntheticBounds, or a CSV with public bounds), the trials at every ρ,
+//     and a trainer.Report with extra.tailoring (ReportExtra); `fairdp
+//     train --algo tailoring|dpnose` and the bench call it.
 //
 // Choices this implementation makes where REFERENCE §7 leaves room, each
 // visible in Options or the receipt:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -14,46 +15,138 @@ import (
 // Config is one training job. The zero value is not usable; start from
 // Defaults() (what `fairdp train` with no arguments runs).
 type Config struct {
-	Algo    string // "sgd", "dpsgd", …
-	Dataset string // built-in name (adult, credit, parkinsons, dutch, mnist, mnist-unbalanced, utkface) or a CSV path
-	Schema  string // schema JSON for a CSV path
-	DataDir string // where built-in data lives ("" = $FAIRDP_DATA, then ../shared/data)
-	Model   string // logistic, mlp, mnist-cnn, vgg ("" = the dataset's default)
-	Hidden  []int  // MLP widths
+	Algo    string `json:"algorithm"` // "sgd", "dpsgd", …
+	Dataset string `json:"dataset"`   // built-in name (adult, credit, parkinsons, dutch, mnist, mnist-unbalanced, utkface) or a CSV path
+	Schema  string `json:"schema"`    // schema JSON for a CSV path
+	DataDir string `json:"data_dir"`  // where built-in data lives ("" = $FAIRDP_DATA, then ../shared/data)
+	Model   string `json:"model"`     // logistic, mlp, mnist-cnn, vgg ("" = the dataset's default)
+	Hidden  []int  `json:"hidden"`    // MLP widths
 	// ModelSpecFile names a JSON models.Spec of a network outside the zoo
 	// (its "layers"); it replaces Model. in_shape and classes default to
 	// the data's.
-	ModelSpecFile string  `json:",omitempty"`
-	DType         string  // float32 or float64
-	Epochs        int     // passes over the training set
-	Batch         int     // batch size (expected size under Poisson sampling)
-	LR            float64 // learning rate
-	Optimizer     string  // sgd or adam
-	Momentum      float64 // SGD momentum
-	TrainFrac     float64 // train fraction of a random split (0.75 for DP-FERMI)
-	ImageSize     int     // UTKFace resize
-	Limit         int     // use at most this many records (0 = all), for quick runs
-	Seed          *uint64 // nil: crypto-seeded
+	ModelSpecFile string  `json:"model_spec_file,omitempty"`
+	DType         string  `json:"dtype"`      // float32 or float64
+	Epochs        int     `json:"epochs"`     // passes over the training set
+	Batch         int     `json:"batch"`      // batch size (expected size under Poisson sampling)
+	LR            float64 `json:"lr"`         // learning rate
+	Optimizer     string  `json:"optimizer"`  // sgd or adam
+	Momentum      float64 `json:"momentum"`   // SGD momentum
+	TrainFrac     float64 `json:"train_frac"` // train fraction of a random split (0.75 for DP-FERMI)
+	ImageSize     int     `json:"image_size"` // UTKFace resize
+	Limit         int     `json:"limit"`      // use at most this many records (0 = all), for quick runs
+	Seed          *uint64 `json:"seed"`       // nil: crypto-seeded
 	// SplitSeed, if set, seeds the train/test split alone (Seed then seeds
 	// everything else), so a sweep's runs share one split while each draws
 	// its own noise; nil: the split comes from Seed.
-	SplitSeed *uint64 `json:",omitempty"`
-	Out       string  // output directory ("" = no files)
-	Quiet     bool    // no progress lines
-	Device    string  // "cpu" (default) or "cuda" (needs a build with -tags cuda and a GPU)
-	Baseline  bool    // also train the non-private twin and report the cost of privacy
+	SplitSeed *uint64 `json:"split_seed,omitempty"`
+	Out       string  `json:"out"`      // output directory ("" = no files)
+	Quiet     bool    `json:"quiet"`    // no progress lines
+	Device    string  `json:"device"`   // "cpu" (default) or "cuda" (needs a build with -tags cuda and a GPU)
+	Baseline  bool    `json:"baseline"` // also train the non-private twin and report the cost of privacy
 	// ReportTrainStats writes exact statistics of the training split (per
 	// group metrics, loss, sampled batch sizes) for a private run too,
 	// marked not private; by default a private run leaves them out.
-	ReportTrainStats bool       `json:",omitempty"`
-	Tau              float64    // "equal cost" tolerance for the cost of privacy (DPSGD-F's τ)
+	ReportTrainStats bool       `json:"report_train_stats,omitempty"`
+	Tau              float64    `json:"tau"`     // "equal cost" tolerance for the cost of privacy (DPSGD-F's τ)
 	Privacy          DPConfig   `json:"privacy"` // used by the private algorithms
 	Fair             FairConfig `json:"fair"`
-	Preset           string     // name of the preset applied first (recorded for the report)
+	Preset           string     `json:"preset"` // name of the preset applied first (recorded for the report)
 	// Federation is SteFFLe's (--algo steffle) split of the training data
 	// over silos; other algorithms ignore it, and sweeps of them zero it so
 	// it is left out of their settings JSON.
 	Federation FederationConfig `json:"federation,omitzero"`
+	// Jagielski holds the settings of Jagielski et al.'s DP
+	// post-processing (Algo "postproc") and DP oracle learner ("oracle");
+	// Tailoring those of budget tailoring ("tailoring", "dpnose"). The
+	// other algorithms leave them zero, and report.json leaves them out.
+	Jagielski JagielskiConfig `json:"jagielski,omitzero"`
+	Tailoring TailoringConfig `json:"tailoring,omitzero"`
+}
+
+// JagielskiConfig is the part of Config only DP post-processing and the DP
+// oracle learner read (REFERENCE §6; package linear runs them). They use
+// Config's data settings (Dataset, Schema, DataDir, TrainFrac, Limit,
+// Seed), Privacy.Epsilon (ε for the sensitive attribute), and for the
+// oracle Privacy.Delta (0: 1/n² of the training records) and
+// Privacy.AllowLargeDelta.
+type JagielskiConfig struct {
+	Gamma    float64 `json:"gamma"`     // allowed difference γ of the equalised rates
+	Fairness string  `json:"fairness"`  // "eo" (false- and true-positive rates) or "fpr" (false-positive rates)
+	AllPairs bool    `json:"all_pairs"` // constrain every pair of groups, not every group against group 0
+	// Post-processing: failure probability of the LP's slack, score bins
+	// (2: Ŷ = [score ≥ Threshold]; more: quantiles), the base logistic
+	// regression's L2 penalty, and optionally an external model's scores.
+	Beta      float64      `json:"beta"`
+	Bins      int          `json:"bins"`
+	Threshold float64      `json:"threshold"`
+	L2        float64      `json:"l2"`
+	Scores    ScoresConfig `json:"scores,omitzero"`
+	// Oracle learner: rounds T, the largest ‖λ‖₁ B of the auditor,
+	// exponentiated-gradient rate, share of ε on the group-label counts,
+	// ridge of the least-squares learner (0: 1e-4 per record), and basic
+	// composition (pure ε-DP, δ = 0) instead of advanced composition.
+	Rounds           int     `json:"rounds"`
+	Bound            float64 `json:"bound"`
+	Eta              float64 `json:"eta"`
+	CountShare       float64 `json:"count_share"`
+	Ridge            float64 `json:"ridge"`
+	BasicComposition bool    `json:"basic_composition,omitempty"`
+}
+
+// ScoresConfig names an external model's scores for post-processing: a CSV
+// with a header, one row per record (then Dataset is not read).
+type ScoresConfig struct {
+	File        string `json:"file"`
+	ScoreColumn string `json:"score_column"`
+	GroupColumn string `json:"group_column"`
+	LabelColumn string `json:"label_column"`
+	// SplitColumn says train or test per row ("": a TrainFrac split).
+	SplitColumn string `json:"split_column,omitempty"`
+	// Positive is the label value of the positive class (others are
+	// negative; with "1", labels must be 0 or 1).
+	Positive string `json:"positive"`
+}
+
+// TailoringConfig is the part of Config only privacy-budget tailoring
+// (Algo "tailoring", the paper's DPSE) and its baseline ("dpnose") read
+// (REFERENCE §7; package tailoring runs them). They use Config's Dataset
+// ("synthetic" or a CSV with Schema), TrainFrac (0: the schema's, else
+// 0.75), Seed, Privacy.Delta (0: 1/n²), Privacy.AllowLargeDelta and
+// Privacy.Clip (the per-example gradient clip Δ). Privacy.Epsilon is
+// recorded from the receipt: the budget is Rho.
+type TailoringConfig struct {
+	Task   string    `json:"task"`   // "regression" or "classification"
+	Rho    []float64 `json:"rho"`    // total zCDP budget(s) ρ; several compare DPSE and DPNoSE at each
+	Trials int       `json:"trials"` // independent private fits of the same data
+	// Workers runs trials in parallel (0: GOMAXPROCS); results do not
+	// depend on it.
+	Workers int `json:"workers,omitempty"`
+	// Synthetic data: group sizes, slopes β_k, noise sd (one or one per group).
+	Groups  []float64 `json:"groups,omitempty"`
+	Slopes  []float64 `json:"slopes,omitempty"`
+	Noise   []float64 `json:"noise,omitempty"`
+	Model   string    `json:"model"`   // "pooled" or "per-group"
+	Variant string    `json:"variant"` // "gd" or "ols"
+	// NoseBudget: DPNoSE spends all of ρ ("rho") or only DPSE's stage-2
+	// budget μ ("mu").
+	NoseBudget   string  `json:"nose_budget"`
+	TauShare     float64 `json:"tau_share"` // τ/ρ, stage 1's share
+	Steps        int     `json:"steps"`
+	LR           float64 `json:"lr"`
+	LossClip     float64 `json:"loss_clip"`     // 0: y-bound², 10 for logistic
+	ResidualClip float64 `json:"residual_clip"` // 0: y-bound²
+	Box          float64 `json:"box"`
+	Eta          float64 `json:"eta"`        // bounded group loss: max_k ℓ_k ≤ Eta
+	Multiplier   float64 `json:"multiplier"` // its Lagrange multiplier G (0: off)
+	// XBound and YBound are the public bounds on a feature row's L2 norm
+	// (intercept included) and on |y|; 0 for synthetic data: the
+	// generator's (tailoring.SyntheticBounds). The report records the
+	// bounds used.
+	XBound     float64 `json:"x_bound"`
+	YBound     float64 `json:"y_bound"`
+	Ridge      float64 `json:"ridge"`
+	NoiseRidge float64 `json:"noise_ridge"`
+	Average    bool    `json:"average"`
 }
 
 // Federation modes: who holds which part of each record.
@@ -72,18 +165,18 @@ const (
 // (REFERENCE §5). It lives in Config so that --algo steffle runs through
 // the ordinary Train path and its settings land in report.json.
 type FederationConfig struct {
-	Silos         int     // N silos holding records (features and labels)
-	Heterogeneity float64 // h ∈ [0, 1] of the split by SiloAttribute
+	Silos         int     `json:"silos"`         // N silos holding records (features and labels)
+	Heterogeneity float64 `json:"heterogeneity"` // h ∈ [0, 1] of the split by SiloAttribute
 	// SiloAttribute is the feature the heterogeneity split sorts by (the
 	// paper: age).
-	SiloAttribute string
+	SiloAttribute string `json:"silo_attribute"`
 	// Mode is FederationHorizontal (default), FederationSensitiveSilo or
 	// FederationMapping.
-	Mode string
+	Mode string `json:"mode"`
 	// MappingFile is the CSV of FederationMapping: header
 	// record,features_silo,sensitive_silo and one row per training record
 	// (record = 0-based index in the training split).
-	MappingFile string
+	MappingFile string `json:"mapping_file"`
 }
 
 // DefaultFederation is the paper's setting: N = 3 silos holding whole
@@ -118,28 +211,28 @@ func (f FederationConfig) Validate() error {
 
 // FairConfig holds the fairness flags (DP-FERMI, SteFFLe, DPSGD-F).
 type FairConfig struct {
-	Lambda           float64 // fairness weight λ ≥ 0
-	Fairness         string  // "dp" (demographic parity) or "eo" (equalized odds)
-	Scope            string  // "all" or "sensitive": what the privacy guarantee covers
-	LRW              float64 // ascent learning rate η_W (DP-FERMI)
-	Radius           float64 // D, radius of the Frobenius ball W is projected on; also its clip bound
-	PublicGroupSizes bool    // treat group frequencies p̂_S as public (no budget spent on them)
-	Calibration      string  // "accountant" (RDP, default) or "paper" (Theorem 3.3 closed form)
-	WeightDecay      float64 // L2 regularisation
-	CountNoiseRatio  float64 // DPSGD-F: σ1 = ratio·σ2 for the clipped/unclipped counts
+	Lambda           float64 `json:"lambda"`             // fairness weight λ ≥ 0
+	Fairness         string  `json:"fairness"`           // "dp" (demographic parity) or "eo" (equalized odds)
+	Scope            string  `json:"scope"`              // "all" or "sensitive": what the privacy guarantee covers
+	LRW              float64 `json:"lr_w"`               // ascent learning rate η_W (DP-FERMI)
+	Radius           float64 `json:"radius"`             // D, radius of the Frobenius ball W is projected on; also its clip bound
+	PublicGroupSizes bool    `json:"public_group_sizes"` // treat group frequencies p̂_S as public (no budget spent on them)
+	Calibration      string  `json:"calibration"`        // "accountant" (RDP, default) or "paper" (Theorem 3.3 closed form)
+	WeightDecay      float64 `json:"weight_decay"`       // L2 regularisation
+	CountNoiseRatio  float64 `json:"count_noise_ratio"`  // DPSGD-F: σ1 = ratio·σ2 for the clipped/unclipped counts
 }
 
 // DPConfig holds the differential-privacy flags shared by the private algorithms.
 type DPConfig struct {
-	Epsilon float64 // target ε (+Inf = not private)
-	Delta   float64 // target δ (0 = accounting.DefaultDelta: 1/n² of the training records)
+	Epsilon float64 `json:"epsilon"` // target ε (+Inf = not private)
+	Delta   float64 `json:"delta"`   // target δ (0 = accounting.DefaultDelta: 1/n² of the training records)
 	// AllowLargeDelta accepts a δ ≥ 1/n (refused otherwise); the receipt
 	// then says the guarantee is weak.
-	AllowLargeDelta bool    `json:",omitempty"`
-	Clip            float64 // per-sample clip bound C
-	Sigma           float64 // noise multiplier; 0 = calibrate from Epsilon
+	AllowLargeDelta bool    `json:"allow_large_delta,omitempty"`
+	Clip            float64 `json:"clip"`  // per-sample clip bound C
+	Sigma           float64 `json:"sigma"` // noise multiplier; 0 = calibrate from Epsilon
 	// Sampling is "poisson" (default; RDP accounting valid) or "shuffle".
-	Sampling string
+	Sampling string `json:"sampling"`
 }
 
 // Defaults is the job `fairdp train` runs with no arguments: DP-FERMI
@@ -314,7 +407,7 @@ func (p DPConfig) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		plain
-		Epsilon any `json:"Epsilon"`
+		Epsilon any `json:"epsilon"`
 	}{plain(p), eps})
 }
 
@@ -323,7 +416,7 @@ func (p *DPConfig) UnmarshalJSON(data []byte) error {
 	type plain DPConfig
 	aux := struct {
 		*plain
-		Epsilon json.RawMessage `json:"Epsilon"`
+		Epsilon json.RawMessage `json:"epsilon"`
 	}{plain: (*plain)(p)}
 	if err := json.Unmarshal(data, &aux); err != nil {
 		return err
@@ -334,7 +427,7 @@ func (p *DPConfig) UnmarshalJSON(data []byte) error {
 		p.Epsilon = math.Inf(1)
 	default:
 		if err := json.Unmarshal(aux.Epsilon, &p.Epsilon); err != nil {
-			return fmt.Errorf("privacy Epsilon: %w", err)
+			return fmt.Errorf("privacy epsilon: %w", err)
 		}
 	}
 	return nil
@@ -343,7 +436,9 @@ func (p *DPConfig) UnmarshalJSON(data []byte) error {
 // ReadConfig reads a run's configuration from path: a report.json (its
 // "config", which records every setting of the run) or a bare Config JSON.
 // Settings the file leaves out keep their Defaults. It is how a reported
-// run is repeated (`fairdp train --config report.json`).
+// run is repeated (`fairdp train --config report.json`). Reports written
+// before the keys were snake_case (Go field names, "TrainFrac") are read
+// too.
 func ReadConfig(path string) (Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -357,10 +452,59 @@ func ReadConfig(path string) (Config, error) {
 		raw = c
 	}
 	cfg := Defaults()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
+	if err := DecodeConfig(raw, &cfg); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// DecodeConfig decodes a Config JSON into cfg (keys it leaves out keep
+// cfg's values), refusing unknown keys. It reads the keys of fairdp before
+// snake_case too (Go field names: "Algo", "TrainFrac", "Privacy": {"Epsilon"}).
+func DecodeConfig(raw []byte, cfg *Config) error {
+	raw, err := legacyConfigKeys(raw, reflect.TypeFor[Config]())
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(cfg)
+}
+
+// legacyConfigKeys renames the keys of a JSON object that are the Go field
+// names of struct type t (the form before json tags) to the fields' json
+// names, recursively into struct-valued fields. Anything else is left as
+// it is.
+func legacyConfigKeys(raw []byte, t reflect.Type) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return raw, err
+	}
+	changed := false
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if v, ok := obj[f.Name]; ok && f.Name != name {
+			if _, both := obj[name]; !both {
+				delete(obj, f.Name)
+				obj[name], changed = v, true
+			}
+		}
+		if v, ok := obj[name]; ok && f.Type.Kind() == reflect.Struct {
+			nv, err := legacyConfigKeys(v, f.Type)
+			if err != nil {
+				return nil, err
+			}
+			if !bytes.Equal(nv, v) {
+				obj[name], changed = nv, true
+			}
+		}
+	}
+	if !changed {
+		return raw, nil
+	}
+	return json.Marshal(obj)
 }

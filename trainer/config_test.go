@@ -50,7 +50,7 @@ func TestFederationJSON(t *testing.T) {
 	}
 	c.Federation = DefaultFederation()
 	raw, _ = json.Marshal(c)
-	if !strings.Contains(string(raw), `"federation":{"Silos":3,"Heterogeneity":0,"SiloAttribute":"age","Mode":"horizontal","MappingFile":""}`) {
+	if !strings.Contains(string(raw), `"federation":{"silos":3,"heterogeneity":0,"silo_attribute":"age","mode":"horizontal","mapping_file":""}`) {
 		t.Errorf("federation JSON: %s", raw)
 	}
 }

@@ -47,6 +47,25 @@
 // algorithm's default δ is accounting.DefaultDelta (1/n²); sweeps give each
 // run its own seed (SweepSeed) over one shared split (Config.SplitSeed).
 //
+// One results contract: Report is report.json for every algorithm and entry
+// point, the SGD family here, DP-FERMI and SteFFLe (fermi, fermi/federated,
+// also `fairdp federate`), DP post-processing and the oracle learner
+// (linear.RunJagielski), budget tailoring and DPNoSE (tailoring.Run) and
+// `fairdp eval` (EvalReport). Its JSON Schema is report.schema.json
+// (ReportSchema); tests validate every algorithm's output against it.
+// Report.Config is the configuration actually run, with snake_case keys
+// (Config's json tags; JagielskiConfig and TailoringConfig hold the
+// pipelines' own settings), so ReadConfig repeats a run from its report;
+// DecodeConfig also reads the Go field names reports had before. Extra
+// holds each family's typed results under its key (extra.fermi,
+// extra.steffle, extra.jagielski, extra.tailoring, extra.eval).
+//
+// One sweep runner: Sweep runs a grid Workers at a time, training SGD-family
+// runs itself or calling Sweep.Pipeline for the pipelines that are not
+// Algorithms (post-processing, the oracle learner); SweepLog is the
+// resumable, fsynced sweep.csv and CheckSweepSettings the sweep.json that
+// keeps a resumed sweep on the same settings.
+//
 // # Where this deviates from DESIGN.md
 //
 //   - DESIGN's package table has no trainer: the loop, the report and the

@@ -27,8 +27,12 @@ import (
 // Version is fairdp's version string, written into reports and checkpoints.
 const Version = "0.1.0-dev"
 
-// Report is report.json: the results contract later issues and outside tools
-// read. Privacy is the receipt; "epsilon": null means not private.
+// Report is report.json: the one results contract of every algorithm and
+// entry point (the SGD family, DP-FERMI, SteFFLe in one process and
+// federated, post-processing, the oracle learner, budget tailoring, eval),
+// which outside tools read; its JSON Schema is ReportSchema. Privacy is the
+// receipt ("epsilon": null means not private); Config is the configuration
+// actually run; Extra holds each family's typed results under its key.
 type Report struct {
 	Algorithm string  `json:"algorithm"`
 	Dataset   string  `json:"dataset"`
@@ -57,7 +61,10 @@ type Report struct {
 	// non-private model's test results and the per-group accuracy change.
 	CostOfPrivacy *metrics.CostReport `json:"cost_of_privacy,omitempty"`
 	Baseline      *metrics.Split      `json:"baseline_test,omitempty"`
-	// Extra holds algorithm-specific results (see Finisher).
+	// Extra holds algorithm-specific results (see Finisher), one key per
+	// family: "fermi", "steffle", "jagielski" (*linear.FairResult),
+	// "tailoring" (*tailoring.ReportExtra), "eval"; DPSGD-F writes its
+	// fields at the top of extra.
 	Extra map[string]any `json:"extra,omitempty"`
 	// Warnings say when a result should not be read as normal (Warnings).
 	Warnings []string `json:"warnings,omitempty"`
@@ -289,6 +296,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	if cfg.DType == "float64" && rep.Privacy.Private() {
 		rep.Privacy.AddNote(float64NoiseNote)
+	}
+	// The config records the δ the run used: the default 1/n², resolved,
+	// repeats the run exactly when given back. (A federation's default is
+	// each silo's own 1/ñ², which one δ cannot state: it stays 0.)
+	if cfg.Privacy.Delta == 0 && rep.Privacy.Private() && rep.Privacy.Delta == accounting.DefaultDelta(job.Train.N()) {
+		rep.Config.Privacy.Delta = rep.Privacy.Delta
 	}
 	DeclareNotCovered(&rep.Privacy, job.Train.N(), job.Preprocess, cfg)
 	if nc, ok := alg.(NotCoverer); ok && rep.Privacy.Private() {
@@ -540,4 +553,22 @@ func Evaluate[T nn.Float](m Model[T], d *loaders.Dataset) (metrics.Split, error)
 		return metrics.Split{}, fmt.Errorf("data set %s has %d classes but the model predicts %d", d.Name, c, Classes(m))
 	}
 	return newEvaluator(m).evaluate(d), nil
+}
+
+// EvalReport is the report of `fairdp eval`: a checkpoint scored on the
+// test split of the data cfg names (Algorithm and Config.Algo "eval").
+// Its privacy is the checkpoint's receipt, the guarantee of the model
+// evaluated; extra.eval names the checkpoint.
+func EvalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
+	cfg.Algo = "eval"
+	rep := &Report{Algorithm: cfg.Algo, Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
+		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,
+		Extra: map[string]any{"eval": map[string]string{"checkpoint": ckpt}}}
+	rep.Privacy = accounting.NotPrivate()
+	if len(meta.Privacy) > 0 {
+		if err := json.Unmarshal(meta.Privacy, &rep.Privacy); err != nil {
+			return nil, fmt.Errorf("%s: stored receipt: %w", ckpt, err)
+		}
+	}
+	return rep, nil
 }

@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
+	"fairdp/atomicfile"
 	"fairdp/backend"
 	"fairdp/dpops"
 	"fairdp/loaders"
@@ -46,6 +48,11 @@ type Sweep struct {
 	Train, Test *loaders.Dataset
 	Preprocess  json.RawMessage
 	Workers     int // runs at a time (0: GOMAXPROCS)
+	// Pipeline, if set, runs one configuration instead of the SGD training
+	// loop: the pipelines that are not Algorithms (post-processing, the
+	// oracle learner, budget tailoring) sweep through the same runner and
+	// results file. It must be safe to call concurrently.
+	Pipeline func(ctx context.Context, cfg Config) (*Report, error)
 }
 
 // SweepSeed is the seed of run `run` of the sweep cell named cell (its key,
@@ -149,6 +156,9 @@ func (s *Sweep) Run(ctx context.Context, runs []SweepRun, finished func(SweepRes
 // train runs one configuration on the shared data.
 func (s *Sweep) train(ctx context.Context, run SweepRun) (*Report, error) {
 	cfg := run.Cfg
+	if s.Pipeline != nil {
+		return s.Pipeline(ctx, cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -279,3 +289,119 @@ func (l *SweepLog) write(rec []string) error {
 
 // Close closes the file.
 func (l *SweepLog) Close() error { return l.f.Close() }
+
+// SweepSettings is a sweep directory's sweep.json: everything a run
+// depends on except the grid axes, so that a resumed sweep can check it
+// continues the same experiment (extending the grid is fine; changing the
+// settings is not).
+type SweepSettings struct {
+	Version  string          `json:"fairdp_version"`
+	Config   json.RawMessage `json:"config"`
+	Seeded   bool            `json:"seeded"`
+	BaseSeed uint64          `json:"base_seed"`
+	// SeedDerivation says how a seeded run's seed comes from BaseSeed:
+	// SweepSeedDerivation; empty in sweeps made before it, whose run i of
+	// every cell has seed BaseSeed+i (kept, so they resume).
+	SeedDerivation string `json:"seed_derivation,omitempty"`
+}
+
+// CheckSweepSettings writes dir/sweep.json for a new sweep with base (the
+// settings without the grid axes), or checks that a resumed one has the
+// same settings; a resumed sweep keeps the seed derivation it started
+// with (s.SeedDerivation is set from the file).
+func CheckSweepSettings(dir string, base Config, s *SweepSettings) error {
+	raw, err := json.Marshal(base)
+	if err != nil {
+		return err
+	}
+	s.Config = raw
+	path := filepath.Join(dir, "sweep.json")
+	old, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return atomicfile.WriteJSON(path, s)
+	}
+	if err != nil {
+		return err
+	}
+	var prev SweepSettings
+	if err := json.Unmarshal(old, &prev); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	s.SeedDerivation = prev.SeedDerivation
+	// Sweeps started before the config keys were snake_case stored Go
+	// field names: compare in today's form.
+	var stored Config
+	if err := DecodeConfig(prev.Config, &stored); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if prev.Config, err = json.Marshal(stored); err != nil {
+		return err
+	}
+	if !bytes.Equal(prev.Config, raw) || prev.Seeded != s.Seeded || prev.BaseSeed != s.BaseSeed {
+		return fmt.Errorf("%s holds a sweep with other settings (%s, seeded %v from %d); resume it with the same settings "+
+			"(only the grid's values and the number of seeds may change) or use another output directory",
+			dir, diffConfigs(prev.Config, raw), prev.Seeded, prev.BaseSeed)
+	}
+	return nil
+}
+
+// diffConfigs names the settings that differ between two config JSONs.
+func diffConfigs(a, b json.RawMessage) string {
+	var x, y map[string]any
+	json.Unmarshal(a, &x)
+	json.Unmarshal(b, &y)
+	var diff []string
+	for k, v := range y {
+		if fmt.Sprint(x[k]) != fmt.Sprint(v) {
+			diff = append(diff, fmt.Sprintf("%s %v, now %v", k, x[k], v))
+		}
+	}
+	slices.Sort(diff)
+	if len(diff) == 0 {
+		return "same config"
+	}
+	return strings.Join(diff, "; ")
+}
+
+// SweepColumns are the sweep.csv columns of an SGD-family sweep after the
+// key cells of the grid (ε, λ, seed; SteFFLe sweeps put N and h first).
+var SweepColumns = []string{"epsilon", "lambda", "seed", "error", "violation", "spent_epsilon", "delta",
+	"dp_violation", "eo_violation", "train_error", "test_ermi", "sigma", "seconds"}
+
+// SweepRow is one finished SGD-family run's sweep.csv row: the run's key
+// cells, then the metrics of SweepColumns. A private run's training error
+// is not released: its cell stays empty.
+func SweepRow(run SweepRun, rep *Report) []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	opt := func(p *float64) string {
+		if p == nil {
+			return "inf"
+		}
+		return f(*p)
+	}
+	violation := rep.Test.DPViolation
+	if run.Cfg.Fair.Fairness == "eo" {
+		violation = rep.Test.EOViolation
+	}
+	ermi, sigma := "", ""
+	for _, algo := range []string{"fermi", "steffle"} {
+		if x, ok := rep.Extra[algo].(map[string]any); ok {
+			if v, ok := x["test_ermi"].(float64); ok {
+				ermi = f(v)
+			}
+		}
+	}
+	if m := rep.Privacy.Mechanisms; len(m) > 0 {
+		sigma = f(m[len(m)-1].NoiseMultiplier)
+	}
+	delta := ""
+	if rep.Privacy.Private() {
+		delta = f(rep.Privacy.Delta)
+	}
+	trainErr := ""
+	if rep.Train != nil {
+		trainErr = f(rep.Train.Error)
+	}
+	return append(strings.Split(run.Key, ","), f(rep.Test.Error), f(violation), opt(rep.Privacy.Epsilon), delta,
+		f(rep.Test.DPViolation), f(rep.Test.EOViolation), trainErr, ermi, sigma, strconv.FormatFloat(rep.Seconds, 'f', 2, 64))
+}

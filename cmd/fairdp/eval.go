@@ -53,11 +53,14 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			"retrain it with this version of fairdp", ckpt)
 	}
 	var sp metrics.Split
+	params := 0
 	switch mm := m.(type) {
 	case *models.Model[float32]:
 		sp, err = trainer.Evaluate(mm, job.Test)
+		params = mm.NumParams()
 	case *models.Model[float64]:
 		sp, err = trainer.Evaluate(mm, job.Test)
+		params = mm.NumParams()
 	default:
 		err = fmt.Errorf("%s: unsupported model type %T", ckpt, m)
 	}
@@ -69,15 +72,14 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if len(meta.Privacy) > 0 {
 		fmt.Fprintf(stdout, "privacy receipt: %s\n", meta.Privacy)
 	}
-	if out != "" {
-		return atomicfile.WriteJSON(out, struct {
-			Model   string          `json:"model"`
-			Dataset string          `json:"dataset"`
-			Test    metrics.Split   `json:"test"`
-			Privacy json.RawMessage `json:"privacy,omitempty"`
-		}{ckpt, job.Test.Name, sp, meta.Privacy})
+	if out == "" {
+		return nil
 	}
-	return nil
+	rep, err := trainer.EvalReport(cfg, job.Test.Name, ckpt, meta, params, sp)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteJSON(out, rep)
 }
 
 func runData(args []string, stdout, stderr io.Writer) error {

@@ -95,6 +95,10 @@ func flagError(err error) error {
 		}
 		return errors.New(strings.Replace(err.Error(), fields.Error(), strings.Join(s, "; "), 1))
 	}
+	if err != nil && strings.Contains(err.Error(), "Jagielski.") {
+		// e.g. a --scores file without the column "Jagielski.Scores.ScoreColumn" names
+		return fmt.Errorf("%s", fieldFlagNames.Replace(err.Error()))
+	}
 	return err
 }
 
@@ -112,17 +116,106 @@ var fieldFlags = map[string]string{
 	"Fair.WeightDecay": "--weight-decay",
 	"Federation.Silos": "--silos", "Federation.Heterogeneity": "--heterogeneity", "Federation.MappingFile": "--mapping",
 	"Federation.Mode": "--federation",
+	// Post-processing and the oracle learner (their own flag set).
+	"Jagielski.Gamma": "--gamma", "Jagielski.Fairness": "--fairness", "Jagielski.AllPairs": "--all-pairs",
+	"Jagielski.Beta": "--beta", "Jagielski.Bins": "--bins", "Jagielski.Threshold": "--threshold", "Jagielski.L2": "--l2",
+	"Jagielski.Scores.File": "--scores", "Jagielski.Scores.ScoreColumn": "--score-column",
+	"Jagielski.Scores.GroupColumn": "--group-column", "Jagielski.Scores.LabelColumn": "--label-column",
+	"Jagielski.Scores.SplitColumn": "--split-column", "Jagielski.Scores.Positive": "--positive",
+	"Jagielski.Rounds": "--rounds", "Jagielski.Bound": "--bound", "Jagielski.Eta": "--eta",
+	"Jagielski.CountShare": "--count-share", "Jagielski.Ridge": "--ridge",
+	// Budget tailoring (its own flag set).
+	"Tailoring.Task": "--task", "Tailoring.Rho": "--rho", "Tailoring.Trials": "--trials", "Tailoring.Groups": "--groups",
+	"Tailoring.Slopes": "--slopes", "Tailoring.Noise": "--noise", "Tailoring.Model": "--model", "Tailoring.Variant": "--variant",
+	"Tailoring.NoseBudget": "--nose-budget", "Tailoring.TauShare": "--tau-share", "Tailoring.Steps": "--steps",
+	"Tailoring.LR": "--lr", "Tailoring.LossClip": "--loss-clip", "Tailoring.ResidualClip": "--residual-clip",
+	"Tailoring.Box": "--box", "Tailoring.Eta": "--eta", "Tailoring.Multiplier": "--multiplier", "Tailoring.XBound": "--x-bound",
+	"Tailoring.YBound": "--y-bound", "Tailoring.Ridge": "--ridge", "Tailoring.NoiseRidge": "--noise-ridge",
 }
 
 // fieldFlagNames rewrites field names inside messages as flags.
 var fieldFlagNames = func() *strings.Replacer {
-	var pairs []string
-	for f, flag := range fieldFlags {
+	var names []string
+	for f := range fieldFlags {
 		// Dotted paths, and the few plain names that cannot be part of
 		// another word in a message ("LR" would hit "LRW").
 		if strings.Contains(f, ".") || slices.Contains([]string{"Optimizer", "Momentum", "Schema", "DataDir"}, f) {
-			pairs = append(pairs, f, flag)
+			names = append(names, f)
 		}
+	}
+	// Longest first: "Tailoring.NoiseRidge" before "Tailoring.Noise".
+	slices.SortFunc(names, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, f := range names {
+		pairs = append(pairs, f, fieldFlags[f])
 	}
 	return strings.NewReplacer(pairs...)
 }()
+
+// epsilonFlag parses a positive number or "inf".
+type epsilonFlag struct{ v *float64 }
+
+func (e epsilonFlag) String() string {
+	if e.v == nil || math.IsInf(*e.v, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(*e.v, 'g', -1, 64)
+}
+
+func (e epsilonFlag) Set(s string) error {
+	if strings.EqualFold(s, "inf") || s == "∞" {
+		*e.v = math.Inf(1)
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0) {
+		return fmt.Errorf("want a positive number or inf, got %q", s)
+	}
+	*e.v = v
+	return nil
+}
+
+// seedFlag parses an unsigned seed; unset means crypto-seeded.
+type seedFlag struct{ p **uint64 }
+
+func (s seedFlag) String() string {
+	if s.p == nil || *s.p == nil {
+		return ""
+	}
+	return strconv.FormatUint(**s.p, 10)
+}
+
+func (s seedFlag) Set(v string) error {
+	u, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("want a non-negative integer, got %q", v)
+	}
+	*s.p = &u
+	return nil
+}
+
+// intsFlag parses "64,32".
+type intsFlag struct{ p *[]int }
+
+func (f intsFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	s := make([]string, len(*f.p))
+	for i, v := range *f.p {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f intsFlag) Set(v string) error {
+	*f.p = nil
+	for _, part := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return fmt.Errorf("want positive integers separated by commas, got %q", v)
+		}
+		*f.p = append(*f.p, n)
+	}
+	return nil
+}

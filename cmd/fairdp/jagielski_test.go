@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"fairdp/linear"
+	"fairdp/trainer"
 )
 
 func runJagielskiArgs(t *testing.T, sweep bool, args ...string) (string, error) {
@@ -19,9 +23,9 @@ func runJagielskiArgs(t *testing.T, sweep bool, args ...string) (string, error) 
 	var out, errb bytes.Buffer
 	var err error
 	if sweep {
-		err = runJagielskiSweep(args, &out, &errb)
+		err = flagError(runJagielskiSweep(context.Background(), args, &out, &errb))
 	} else {
-		err = runJagielski(args, &out, &errb)
+		err = flagError(runJagielski(context.Background(), trainer.Defaults(), args, &out, &errb))
 	}
 	return out.String() + errb.String(), err
 }
@@ -50,18 +54,20 @@ type jagielskiReport struct {
 		Seeded     bool     `json:"seeded"`
 		Conversion string   `json:"conversion"`
 	} `json:"privacy"`
-	Extra struct {
-		Failed        bool   `json:"failed"`
-		Reason        string `json:"reason"`
-		ExpectedTrain struct {
-			Error       float64 `json:"error"`
-			EOViolation float64 `json:"eo_violation"`
-		} `json:"expected_train"`
-		PostProcessing *struct {
-			Slack     float64 `json:"slack"`
-			Objective float64 `json:"lp_objective"`
-		} `json:"postprocessing"`
-	} `json:"extra"`
+	Extra struct{ Jagielski jagielskiExtra } `json:"extra"`
+}
+
+type jagielskiExtra struct {
+	Failed        bool   `json:"failed"`
+	Reason        string `json:"reason"`
+	ExpectedTrain struct {
+		Error       float64 `json:"error"`
+		EOViolation float64 `json:"eo_violation"`
+	} `json:"expected_train"`
+	PostProcessing *struct {
+		Slack     float64 `json:"slack"`
+		Objective float64 `json:"lp_objective"`
+	} `json:"postprocessing"`
 }
 
 func readJagielskiReport(t *testing.T, dir string) jagielskiReport {
@@ -93,9 +99,9 @@ func TestJagielskiTrainPostproc(t *testing.T) {
 		rep.Privacy.Epsilon != nil || !strings.Contains(rep.Model, "logistic") {
 		t.Errorf("report %+v", rep)
 	}
-	exp := rep.Extra.ExpectedTrain
-	if exp.EOViolation > 0.02+1e-6 || math.Abs(exp.Error-rep.Extra.PostProcessing.Objective) > 1e-9 {
-		t.Errorf("expected train EO %v (γ 0.02), error %v vs LP optimum %v", exp.EOViolation, exp.Error, rep.Extra.PostProcessing.Objective)
+	exp := rep.Extra.Jagielski.ExpectedTrain
+	if exp.EOViolation > 0.02+1e-6 || math.Abs(exp.Error-rep.Extra.Jagielski.PostProcessing.Objective) > 1e-9 {
+		t.Errorf("expected train EO %v (γ 0.02), error %v vs LP optimum %v", exp.EOViolation, exp.Error, rep.Extra.Jagielski.PostProcessing.Objective)
 	}
 	for _, want := range []string{"Female", "expected over the classifier's coins", "privacy: none"} {
 		if !strings.Contains(out, want) {
@@ -113,7 +119,7 @@ func TestJagielskiTrainPostproc(t *testing.T) {
 	}
 	rep = readJagielskiReport(t, dir)
 	if rep.Privacy.Epsilon == nil || *rep.Privacy.Epsilon != 1 || rep.Privacy.Scope != "sensitive" || !rep.Privacy.Seeded ||
-		rep.Extra.PostProcessing.Slack <= 0 {
+		rep.Extra.Jagielski.PostProcessing.Slack <= 0 {
 		t.Errorf("private report %+v", rep)
 	}
 }
@@ -177,7 +183,7 @@ func TestJagielskiScoresCSV(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	rep := readJagielskiReport(t, dir)
-	if rep.Dataset != "scores.csv" || rep.Train.N != 3000 || rep.Test.N != 1000 || rep.Extra.ExpectedTrain.EOViolation > 0.01+1e-6 ||
+	if rep.Dataset != "scores.csv" || rep.Train.N != 3000 || rep.Test.N != 1000 || rep.Extra.Jagielski.ExpectedTrain.EOViolation > 0.01+1e-6 ||
 		!strings.Contains(rep.Model, "scores from scores.csv") {
 		t.Errorf("report %+v", rep)
 	}
@@ -189,8 +195,8 @@ func TestJagielskiScoresCSV(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed") {
 		t.Fatalf("err = %v, want a failure\n%s", err, out)
 	}
-	if rep := readJagielskiReport(t, dir); !rep.Extra.Failed || rep.Extra.Reason == "" {
-		t.Errorf("failed run's report %+v", rep.Extra)
+	if rep := readJagielskiReport(t, dir); !rep.Extra.Jagielski.Failed || rep.Extra.Jagielski.Reason == "" {
+		t.Errorf("failed run's report %+v", rep.Extra.Jagielski)
 	}
 
 	// Errors name the file, the line and the column.
@@ -208,7 +214,7 @@ func TestJagielskiScoresCSV(t *testing.T) {
 
 // TestJagielskiSweep writes sweep.csv and pareto.png.
 func TestJagielskiSweep(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "new") // --out is created
 	out, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
 		"--limit", "6000", "--out", dir)
 	if err != nil {
@@ -223,12 +229,39 @@ func TestJagielskiSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1+2*2*2 || strings.Join(rows[0], ",") != strings.Join(jagielskiSweepHeader, ",") {
+	if len(rows) != 1+2*2*2 || strings.Join(rows[0], ",") != strings.Join(linear.FairSweepColumns, ",") {
 		t.Fatalf("sweep.csv has %d rows, header %v", len(rows), rows[0])
 	}
-	// Rows are ε-major, then γ, then seed; ε = inf rows spend nothing.
-	if rows[1][1] != "1" || rows[1][2] != "0" || rows[1][3] != "1" || rows[2][3] != "2" || rows[8][1] != "inf" || rows[8][13] != "inf" {
-		t.Errorf("row order: %v", rows)
+	// One row per (ε, γ, seed), in the order runs finished; ε = inf rows
+	// spend nothing.
+	byKey := map[string][]string{}
+	for _, r := range rows[1:] {
+		byKey[strings.Join(r[:4], ",")] = r
+	}
+	for _, e := range []string{"1", "inf"} {
+		for _, g := range []string{"0", "0.05"} {
+			for _, seed := range []string{"1", "2"} {
+				r, ok := byKey["postproc,"+e+","+g+","+seed]
+				if !ok || e == "inf" && r[13] != "inf" || e == "1" && r[13] != "1" {
+					t.Errorf("run ε %s γ %s seed %s: row %v", e, g, seed, r)
+				}
+			}
+		}
+	}
+
+	// Run again: every run is done, nothing is redone and the rows stay.
+	before, _ := os.ReadFile(filepath.Join(dir, "sweep.csv"))
+	if out, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
+		"--limit", "6000", "--out", dir); err != nil || !strings.Contains(out, "(0 to do)") {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "sweep.csv")); !bytes.Equal(before, after) {
+		t.Errorf("a finished sweep changed when resumed:\n%s\n%s", before, after)
+	}
+	// Other settings in the same directory are refused.
+	if _, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0", "--epsilon", "1", "--seeds", "1",
+		"--limit", "5000", "--out", dir); err == nil || !strings.Contains(err.Error(), "other settings") {
+		t.Errorf("resume with another --limit: %v", err)
 	}
 	img, err := os.Open(filepath.Join(dir, "pareto.png"))
 	if err != nil {
@@ -251,7 +284,7 @@ func TestJagielskiErrors(t *testing.T) {
 	}{
 		{false, []string{"--algo", "fermi"}, "--algo must be postproc or oracle"},
 		{false, []string{"--algo", "postproc", "--fairness", "dp"}, "--fairness"},
-		{false, []string{"--algo", "oracle", "--scores", "x.csv"}, "--scores works with --algo postproc only"},
+		{false, []string{"--algo", "oracle", "--scores", "x.csv"}, "--scores is for post-processing only"},
 		{false, []string{"--algo", "postproc", "--epochs", "3"}, "not defined: -epochs"},
 		{false, []string{"--algo", "postproc", "--gamma", "-1"}, "--gamma"},
 		{false, []string{"--algo", "postproc", "--epsilon", "0"}, "positive number or inf"},

@@ -4,6 +4,12 @@
 //	fairdp eval --model CKPT ...  score a checkpoint on a data set
 //	fairdp data describe ...      rows, features, groups and label balance
 //	fairdp privacy epsilon|sigma  the accountant on its own
+//
+// The command keeps flags, printing and exit codes: every pipeline is a
+// library call (trainer.Train, linear.RunFair, tailoring.Run,
+// federated.Server), every run writes trainer.Report (report.json, schema
+// trainer/report.schema.json), and library errors naming Config fields are
+// rendered with the flags that set them (flagError).
 package main
 
 import (

@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,41 +167,5 @@ func TestModelSpecFile(t *testing.T) {
 	if _, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet"); err == nil ||
 		!strings.Contains(err.Error(), "takes 7 inputs") {
 		t.Errorf("a spec that does not fit the data: %v", err)
-	}
-}
-
-// TestConfigReruns: a report's config fed back with --config repeats the
-// run (issue 14 item 2); flags given with it win.
-func TestConfigReruns(t *testing.T) {
-	for _, algo := range []string{"dpsgd", "fermi", "sgd"} {
-		first, second := t.TempDir(), t.TempDir()
-		if _, _, err := runCLI(t, "train", "--algo", algo, "--epsilon", "3", "--epochs", "1", "--limit", "1500", "--seed", "9",
-			"--lambda", "2", "--quiet", "--out", first); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := runCLI(t, "train", "--config", filepath.Join(first, "report.json"), "--out", second); err != nil {
-			t.Fatal(err)
-		}
-		read := func(dir string) (cfg map[string]any, test float64, eps any) {
-			raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var r struct {
-				Config  map[string]any
-				Test    struct{ Error float64 }
-				Privacy struct{ Epsilon any }
-			}
-			if err := json.Unmarshal(raw, &r); err != nil {
-				t.Fatal(err)
-			}
-			delete(r.Config, "Out")
-			return r.Config, r.Test.Error, r.Privacy.Epsilon
-		}
-		c1, e1, p1 := read(first)
-		c2, e2, p2 := read(second)
-		if !reflect.DeepEqual(c1, c2) || e1 != e2 || !reflect.DeepEqual(p1, p2) {
-			t.Errorf("%s: rerun differs: error %v vs %v, ε %v vs %v\n%v\n%v", algo, e1, e2, p1, p2, c1, c2)
-		}
 	}
 }

@@ -219,6 +219,13 @@ func TestFederateOutputs(t *testing.T) {
 	if rep.Algorithm != "steffle" || rep.Test.N != 200 || len(rep.Extra.Steffle.PerSilo) != 2 {
 		t.Fatalf("report.json: %s", raw)
 	}
+	// The one results contract: the schema, and the federation's (ε, δ)
+	// in config.privacy.
+	generic := validateReport(t, dir, "steffle")
+	priv := generic["config"].(map[string]any)["privacy"].(map[string]any)
+	if priv["epsilon"] != rep.Privacy.Epsilon || priv["delta"] != generic["privacy"].(map[string]any)["delta"] {
+		t.Errorf("config.privacy %v, receipt ε %v", priv, rep.Privacy.Epsilon)
+	}
 	top := 0.0
 	for _, s := range rep.Extra.Steffle.PerSilo {
 		top = max(top, s.Epsilon)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,12 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"fairdp/atomicfile"
 	"fairdp/fermi/federated"
-	"fairdp/metrics"
 	"fairdp/trainer"
 )
 
@@ -45,10 +40,6 @@ silos and heterogeneity, the summary has one row per (N, h, ε, λ), and with
 several (N, h) pareto.png has one curve per (N, h) at the first --epsilon
 value while pareto-eps-E.png holds the same plot for each ε E.
 --algo postproc|oracle runs Jagielski et al.'s sweep (see fairdp sweep --algo postproc -h).`
-
-// sweepColumns are sweep.csv's columns; the first three name a run.
-var sweepColumns = []string{"epsilon", "lambda", "seed", "error", "violation", "spent_epsilon", "delta",
-	"dp_violation", "eo_violation", "train_error", "test_ermi", "sigma", "seconds"}
 
 // federationColumns lead sweep.csv for --algo steffle: with ε, λ and seed
 // they name a run.
@@ -104,9 +95,9 @@ func (a sweepAxes) keyCells() int {
 // columns is sweep.csv's header for the grid.
 func (a sweepAxes) columns() []string {
 	if a.federated {
-		return append(slices.Clone(federationColumns), sweepColumns...)
+		return append(slices.Clone(federationColumns), trainer.SweepColumns...)
 	}
-	return sweepColumns
+	return trainer.SweepColumns
 }
 
 // formatGridValue writes a grid value the same way every time (it is part
@@ -118,24 +109,10 @@ func formatGridValue(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-// sweepSettings is DIR/sweep.json: everything a run depends on except the
-// grid axes, so that a resumed sweep can check it continues the same
-// experiment (extending the grid is fine; changing the settings is not).
-type sweepSettings struct {
-	Version  string          `json:"fairdp_version"`
-	Config   json.RawMessage `json:"config"`
-	Seeded   bool            `json:"seeded"`
-	BaseSeed uint64          `json:"base_seed"`
-	// SeedDerivation says how a seeded run's seed comes from BaseSeed:
-	// trainer.SweepSeedDerivation; empty in sweeps made before it, whose
-	// run i of every cell has seed BaseSeed+i (kept, so they resume).
-	SeedDerivation string `json:"seed_derivation,omitempty"`
-}
-
 // runSweep is `fairdp sweep`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if algo, _ := flagValue(args, "algo"); algo == "postproc" || algo == "oracle" {
-		return runJagielskiSweep(args, stdout, stderr)
+		return runJagielskiSweep(ctx, args, stdout, stderr)
 	}
 	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
@@ -214,7 +191,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := base.Validate(); err != nil {
 		return err
 	}
-	settings := sweepSettings{Version: trainer.Version, Seeded: cfg.Seed != nil}
+	settings := trainer.SweepSettings{Version: trainer.Version, Seeded: cfg.Seed != nil}
 	if cfg.Seed != nil {
 		settings.BaseSeed = *cfg.Seed
 		settings.SeedDerivation = trainer.SweepSeedDerivation
@@ -227,7 +204,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ax.federated {
 		neutral.Federation.Silos, neutral.Federation.Heterogeneity = 0, 0
 	}
-	if err := checkSweepSettings(dir, neutral, &settings); err != nil {
+	if err := trainer.CheckSweepSettings(dir, neutral, &settings); err != nil {
 		return err
 	}
 	log, err := trainer.OpenSweepLog(filepath.Join(dir, "sweep.csv"), ax.columns(), ax.keyCells())
@@ -282,7 +259,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "run %s failed: %v\n", r.Run.Key, r.Err)
 			return nil
 		}
-		row := sweepRow(r.Run, r.Report)
+		row := trainer.SweepRow(r.Run, r.Report)
 		if err := log.Append(row); err != nil {
 			return err
 		}
@@ -310,250 +287,6 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, "sweep.csv"), strings.Join(plots, ", "))
 	if failed > 0 {
 		return fmt.Errorf("sweep: %d runs failed (see above); run the same command to retry them", failed)
-	}
-	return nil
-}
-
-// checkSweepSettings writes DIR/sweep.json for a new sweep, or checks that
-// a resumed one has the same settings.
-func checkSweepSettings(dir string, base trainer.Config, s *sweepSettings) error {
-	raw, err := json.Marshal(base)
-	if err != nil {
-		return err
-	}
-	s.Config = raw
-	path := filepath.Join(dir, "sweep.json")
-	old, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return atomicfile.WriteJSON(path, s)
-	}
-	if err != nil {
-		return err
-	}
-	var prev sweepSettings
-	if err := json.Unmarshal(old, &prev); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	s.SeedDerivation = prev.SeedDerivation // a resumed sweep keeps the seeds it started with
-	var a, b bytes.Buffer
-	if err := json.Compact(&a, prev.Config); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	json.Compact(&b, raw)
-	if a.String() != b.String() || prev.Seeded != s.Seeded || prev.BaseSeed != s.BaseSeed {
-		return fmt.Errorf("%s holds a sweep with other settings (%s, seeded %v from %d); resume it with the same flags "+
-			"(only --lambda, --epsilon and --seeds may change) or use another --out", dir, diffConfigs(prev.Config, raw), prev.Seeded, prev.BaseSeed)
-	}
-	return nil
-}
-
-// diffConfigs names the settings that differ between two config JSONs.
-func diffConfigs(a, b json.RawMessage) string {
-	var x, y map[string]any
-	json.Unmarshal(a, &x)
-	json.Unmarshal(b, &y)
-	var diff []string
-	for k, v := range y {
-		if fmt.Sprint(x[k]) != fmt.Sprint(v) {
-			diff = append(diff, fmt.Sprintf("%s %v, now %v", k, x[k], v))
-		}
-	}
-	slices.Sort(diff)
-	if len(diff) == 0 {
-		return "same config"
-	}
-	return strings.Join(diff, "; ")
-}
-
-// sweepRow is one finished run's sweep.csv row.
-func sweepRow(run trainer.SweepRun, rep *trainer.Report) []string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-	opt := func(p *float64) string {
-		if p == nil {
-			return "inf"
-		}
-		return f(*p)
-	}
-	violation := rep.Test.DPViolation
-	if run.Cfg.Fair.Fairness == "eo" {
-		violation = rep.Test.EOViolation
-	}
-	ermi, sigma := "", ""
-	for _, algo := range []string{"fermi", "steffle"} {
-		if x, ok := rep.Extra[algo].(map[string]any); ok {
-			if v, ok := x["test_ermi"].(float64); ok {
-				ermi = f(v)
-			}
-		}
-	}
-	if m := rep.Privacy.Mechanisms; len(m) > 0 {
-		sigma = f(m[len(m)-1].NoiseMultiplier)
-	}
-	delta := ""
-	if rep.Privacy.Private() {
-		delta = f(rep.Privacy.Delta)
-	}
-	trainErr := "" // a private run's training error is not released
-	if rep.Train != nil {
-		trainErr = f(rep.Train.Error)
-	}
-	return append(strings.Split(run.Key, ","), f(rep.Test.Error), f(violation), opt(rep.Privacy.Epsilon), delta,
-		f(rep.Test.DPViolation), f(rep.Test.EOViolation), trainErr, ermi, sigma, strconv.FormatFloat(rep.Seconds, 'f', 2, 64))
-}
-
-// sweepCell is the mean and spread over seeds of one (N, h, ε, λ) (N and h
-// only for --algo steffle).
-type sweepCell struct {
-	gridCell
-	runs                     int
-	err, errSD, viol, violSD float64
-	spent                    string // largest spent ε over the seeds
-}
-
-// summarizeSweep averages sweep.csv rows per cell of the grid, in grid
-// order; cells without rows are left out.
-func summarizeSweep(rows [][]string, ax sweepAxes) []sweepCell {
-	k := ax.keyCells() // metrics start here: error, violation, spent ε
-	var cells []sweepCell
-	for _, g := range ax.cells() {
-		key := ax.key(g)
-		c := sweepCell{gridCell: g}
-		var errs, viols []float64
-		maxSpent := -1.0
-		for _, r := range rows {
-			if !slices.Equal(r[:len(key)], key) {
-				continue
-			}
-			ev, _ := strconv.ParseFloat(r[k], 64)
-			vv, _ := strconv.ParseFloat(r[k+1], 64)
-			errs, viols = append(errs, ev), append(viols, vv)
-			if s, err := strconv.ParseFloat(r[k+2], 64); err == nil && !math.IsInf(s, 0) {
-				maxSpent = max(maxSpent, s)
-			}
-		}
-		if len(errs) == 0 {
-			continue
-		}
-		c.runs = len(errs)
-		c.err, c.errSD = meanSD(errs)
-		c.viol, c.violSD = meanSD(viols)
-		c.spent = "inf"
-		if maxSpent >= 0 {
-			c.spent = strconv.FormatFloat(maxSpent, 'f', 4, 64)
-		}
-		cells = append(cells, c)
-	}
-	return cells
-}
-
-func meanSD(v []float64) (mean, sd float64) {
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	if len(v) < 2 {
-		return mean, 0
-	}
-	for _, x := range v {
-		sd += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(v)-1))
-}
-
-func printSweepSummary(w io.Writer, cells []sweepCell, fairness string, federated bool) {
-	fmt.Fprintf(w, "\nsummary (mean ± sd over seeds; violation = %s)\n", violationName(fairness))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fed := func(c sweepCell) string {
-		if !federated {
-			return ""
-		}
-		return fmt.Sprintf("%d\t%s\t", c.silos, formatGridValue(c.het))
-	}
-	if federated {
-		fmt.Fprint(tw, "N\th\t")
-	}
-	fmt.Fprintln(tw, "ε\tλ\truns\ttest error\tviolation\tspent ε")
-	for _, c := range cells {
-		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%.4f ± %.4f\t%.4f ± %.4f\t%s\n", fed(c), formatGridValue(c.epsilon), formatGridValue(c.lambda),
-			c.runs, c.err, c.errSD, c.viol, c.violSD, c.spent)
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "not covered (hyperparameter_choice): the test metrics above are exact; choosing λ or ε by looking at them "+
-		"spends privacy that no run's receipt counts")
-}
-
-func violationName(fairness string) string {
-	if fairness == "eo" {
-		return "equalized-odds violation"
-	}
-	return "demographic-parity violation"
-}
-
-// plotSweep draws test error against the violation (mean over seeds,
-// error bars one sd, one point per λ) and returns the files it wrote. With
-// one (N, h) (always, for algorithms other than steffle) DIR/pareto.png
-// has one curve per ε. With several (N, h) one plot per ε would need
-// (N, h) × ε curves, too many to read, so each ε E gets its own
-// DIR/pareto-eps-E.png with one curve per (N, h), and pareto.png is the
-// plot of the first --epsilon value.
-func plotSweep(dir string, base trainer.Config, ax sweepAxes, cells []sweepCell) ([]string, error) {
-	epsName := func(e float64) string {
-		if math.IsInf(e, 1) {
-			return "ε = ∞"
-		}
-		return "ε = " + formatGridValue(e)
-	}
-	yLabel := "test " + violationName(base.Fair.Fairness)
-	if len(ax.silos)*len(ax.hets) == 1 {
-		var curves []metrics.Curve
-		for _, c := range cells {
-			curves = addPoint(curves, epsName(c.epsilon), c)
-		}
-		title := fmt.Sprintf("%s on %s: λ sweep", base.Algo, base.Dataset)
-		if ax.federated {
-			title += fmt.Sprintf(" (N = %d, h = %s)", ax.silos[0], formatGridValue(ax.hets[0]))
-		}
-		path := filepath.Join(dir, "pareto.png")
-		return []string{path}, metrics.ParetoPlot(path, title, "test error", yLabel, curves)
-	}
-	var files []string
-	for i, e := range ax.epsilons {
-		var curves []metrics.Curve
-		for _, c := range cells {
-			if c.epsilon == e {
-				curves = addPoint(curves, fmt.Sprintf("N = %d, h = %s", c.silos, formatGridValue(c.het)), c)
-			}
-		}
-		title := fmt.Sprintf("%s on %s, %s: λ sweep per (N, h)", base.Algo, base.Dataset, epsName(e))
-		names := []string{"pareto-eps-" + formatGridValue(e) + ".png"}
-		if i == 0 {
-			names = append(names, "pareto.png")
-		}
-		for _, name := range names {
-			path := filepath.Join(dir, name)
-			if err := metrics.ParetoPlot(path, title, "test error", yLabel, curves); err != nil {
-				return nil, err
-			}
-			files = append(files, path)
-		}
-	}
-	return files, nil
-}
-
-// addPoint adds c's point to the curve named name (started when it is not
-// the last one).
-func addPoint(curves []metrics.Curve, name string, c sweepCell) []metrics.Curve {
-	if len(curves) == 0 || curves[len(curves)-1].Name != name {
-		curves = append(curves, metrics.Curve{Name: name})
-	}
-	cur := &curves[len(curves)-1]
-	cur.Points = append(cur.Points, metrics.Point{X: c.err, Y: c.viol, XErr: c.errSD, YErr: c.violSD})
-	return curves
-}
-
-func unitInterval(x float64) error {
-	if !(x >= 0 && x <= 1) {
-		return fmt.Errorf("want numbers in [0, 1]")
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func TestSweepResume(t *testing.T) {
 	if !bytes.HasPrefix(after, before) {
 		t.Errorf("the rows written before the interruption changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
-	if len(recs) != 9 || strings.Join(recs[0], ",") != strings.Join(sweepColumns, ",") {
+	if len(recs) != 9 || strings.Join(recs[0], ",") != strings.Join(trainer.SweepColumns, ",") {
 		t.Fatalf("final sweep.csv has %d lines (want header + 8):\n%s", len(recs), after)
 	}
 	keys := map[string]bool{}
@@ -139,7 +139,7 @@ func TestSweepResume(t *testing.T) {
 	}
 	// Other settings in the same directory are refused.
 	err = runSweep(context.Background(), sweepArgs(dir, "--epochs", "2"), &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "Epochs 1, now 2") {
+	if err == nil || !strings.Contains(err.Error(), "epochs 1, now 2") {
 		t.Errorf("resuming with --epochs 2: %v", err)
 	}
 }

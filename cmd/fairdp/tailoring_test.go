@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,7 +15,7 @@ import (
 func runTailoringArgs(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := runTailoring(args, &out, &errb)
+	err := flagError(runTrain(context.Background(), args, &out, &errb))
 	return out.String(), errb.String(), err
 }
 
@@ -58,8 +59,22 @@ func readTailoringReport(t *testing.T, dir string) (tailoringJSON, map[string]an
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
+	// The tailoring results are extra.tailoring, its options config.tailoring.
+	var top struct {
+		Extra  struct{ Tailoring json.RawMessage }
+		Config struct{ Tailoring json.RawMessage }
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(top.Extra.Tailoring, &rep); err != nil {
+		t.Fatal(err)
+	}
 	var raw map[string]any
-	json.Unmarshal(data, &raw)
+	json.Unmarshal(top.Extra.Tailoring, &raw)
+	var opts map[string]any
+	json.Unmarshal(top.Config.Tailoring, &opts)
+	raw["options"] = opts
 	return rep, raw
 }
 
@@ -226,8 +241,6 @@ func TestTailoringErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--rho", "2"}, "--algo is required"},
-		{[]string{"--algo", "fermi"}, "tailoring or dpnose"},
 		{[]string{"--algo", "tailoring", "--task", "ranking"}, "--task"},
 		{[]string{"--algo", "tailoring", "--rho", "0"}, "every ρ must be > 0"},
 		{[]string{"--algo", "tailoring", "--rho", "two"}, "finite numbers"},
@@ -238,8 +251,8 @@ func TestTailoringErrors(t *testing.T) {
 		{[]string{"--algo", "tailoring", "--model", "tree"}, "--model"},
 		{[]string{"--algo", "tailoring", "--variant", "ols", "--multiplier", "1"}, "unconstrained"},
 		{[]string{"--algo", "tailoring", "--nose-budget", "half"}, "--nose-budget"},
-		{[]string{"--algo", "tailoring", "--task", "classification"}, "synthetic is regression"},
-		{[]string{"--algo", "tailoring", "--dataset", "data.csv"}, "needs --schema"},
+		{[]string{"--algo", "tailoring", "--task", "classification"}, "synthetic data set is regression"},
+		{[]string{"--algo", "tailoring", "--dataset", "data.csv"}, "--schema is required"},
 		{[]string{"--algo", "tailoring", "--dataset", "data.csv", "--schema", "s.json"}, "--x-bound"},
 		{[]string{"--algo", "tailoring", "--epochs", "3"}, "flag provided but not defined: -epochs"},
 		{[]string{"--algo", "tailoring", "extra"}, "unexpected argument"},

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -14,74 +12,6 @@ import (
 	"fairdp/metrics"
 	"fairdp/trainer"
 )
-
-// epsilonFlag parses a positive number or "inf".
-type epsilonFlag struct{ v *float64 }
-
-func (e epsilonFlag) String() string {
-	if e.v == nil || math.IsInf(*e.v, 1) {
-		return "inf"
-	}
-	return strconv.FormatFloat(*e.v, 'g', -1, 64)
-}
-
-func (e epsilonFlag) Set(s string) error {
-	if strings.EqualFold(s, "inf") || s == "∞" {
-		*e.v = math.Inf(1)
-		return nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(v > 0) {
-		return fmt.Errorf("want a positive number or inf, got %q", s)
-	}
-	*e.v = v
-	return nil
-}
-
-// seedFlag parses an unsigned seed; unset means crypto-seeded.
-type seedFlag struct{ p **uint64 }
-
-func (s seedFlag) String() string {
-	if s.p == nil || *s.p == nil {
-		return ""
-	}
-	return strconv.FormatUint(**s.p, 10)
-}
-
-func (s seedFlag) Set(v string) error {
-	u, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return fmt.Errorf("want a non-negative integer, got %q", v)
-	}
-	*s.p = &u
-	return nil
-}
-
-// intsFlag parses "64,32".
-type intsFlag struct{ p *[]int }
-
-func (f intsFlag) String() string {
-	if f.p == nil {
-		return ""
-	}
-	s := make([]string, len(*f.p))
-	for i, v := range *f.p {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, ",")
-}
-
-func (f intsFlag) Set(v string) error {
-	*f.p = nil
-	for _, part := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 {
-			return fmt.Errorf("want positive integers separated by commas, got %q", v)
-		}
-		*f.p = append(*f.p, n)
-	}
-	return nil
-}
 
 // dataFlags registers the flags that name a data set.
 func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
@@ -160,17 +90,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	// The linear-model families have their own flag sets (regression tasks,
-	// γ for post-processing) and do not run through the SGD loop.
-	switch algo, _ := flagValue(args, "algo"); algo {
-	case "tailoring", "dpnose":
-		return runTailoring(args, stdout, stderr)
-	case "postproc", "oracle":
-		return runJagielski(args, stdout, stderr)
-	}
 	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
 		return err
+	}
+	// Post-processing, the oracle learner and budget tailoring are not
+	// SGD algorithms: they have their own flags (regression tasks, γ, ρ)
+	// and library calls. --algo, or the --config file, says which.
+	algo := cfg.Algo
+	if a, ok := flagValue(args, "algo"); ok {
+		algo = a
+	}
+	switch algo {
+	case "tailoring", "dpnose":
+		cfg.Algo = algo
+		return runTailoring(ctx, cfg, args, stdout, stderr)
+	case "postproc", "oracle":
+		cfg.Algo = algo
+		return runJagielski(ctx, cfg, args, stdout, stderr)
 	}
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)
@@ -185,7 +122,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	algo := cfg.Algo
+	algo = cfg.Algo
 	if cfg.Algo == federated.Name {
 		algo += " with " + describeFederation(cfg.Federation)
 	}

@@ -63,4 +63,8 @@
 //   - FederationReceipt and SiloPrivacy are the federation's privacy
 //     receipt: the largest silo ε as the headline, every silo's ε, δ, σ and
 //     rounds listed.
+//   - Server.Report is `fairdp federate`'s report.json in trainer's one
+//     results contract (test metrics on the evaluation data, the
+//     federation's receipt, extra.steffle); RoundLog is its metrics.jsonl,
+//     appended and synced per round and cut back on resume.
 package federated

@@ -1,0 +1,51 @@
+package linear
+
+import (
+	"math"
+	"strconv"
+
+	"fairdp/trainer"
+)
+
+// FairSweepColumns is sweep.csv's header: realised (sampled) and
+// expected metrics of every run; the first four cells name a run.
+var FairSweepColumns = []string{"algorithm", "epsilon", "gamma", "seed", "failed", "train_error", "train_eo", "test_error",
+	"test_eo", "expected_train_error", "expected_train_eo", "expected_test_error", "expected_test_eo", "epsilon_spent", "reason"}
+
+// FairSweepRow is one run's sweep.csv row (with rep nil: its key cells,
+// algorithm, ε, γ and seed). A private run's training
+// statistics are not released: their cells stay empty.
+func FairSweepRow(cfg trainer.Config, rep *trainer.Report) []string {
+	f := FormatSweepCell
+	key := []string{cfg.Algo, sweepEpsilon(cfg.Privacy.Epsilon), f(cfg.Jagielski.Gamma), strconv.FormatUint(*cfg.Seed, 10)}
+	if rep == nil {
+		return key
+	}
+	res := FairExtra(rep)
+	spent := "inf"
+	if rep.Privacy.Epsilon != nil {
+		spent = f(*rep.Privacy.Epsilon)
+	}
+	rec := append(key, strconv.FormatBool(res.Failed))
+	switch {
+	case res.Failed:
+		rec = append(rec, "", "", "", "", "", "", "", "")
+	case rep.Train == nil:
+		rec = append(rec, "", "", f(rep.Test.Error), f(rep.Test.EOViolation),
+			"", "", f(res.ExpectedTest.Error), f(res.ExpectedTest.EOViolation))
+	default:
+		rec = append(rec, f(rep.Train.Error), f(rep.Train.EOViolation), f(rep.Test.Error), f(rep.Test.EOViolation),
+			f(res.ExpectedTrain.Error), f(res.ExpectedTrain.EOViolation), f(res.ExpectedTest.Error), f(res.ExpectedTest.EOViolation))
+	}
+	return append(rec, spent, res.Reason)
+}
+
+// FormatSweepCell writes a number of sweep.csv.
+func FormatSweepCell(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
+
+func sweepEpsilon(e float64) string {
+	if math.IsInf(e, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(e, 'g', -1, 64)
+}
