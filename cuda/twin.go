@@ -348,13 +348,26 @@ func checkBias(fn string, y, bias []float32, n, channels, spatial int) error {
 	return checkLen(fn, "y", y, n*channels*spatial)
 }
 
+// canonicalNaN is the NaN Go's max returns on amd64 whatever its NaN
+// operand: the quiet NaN with a clear sign bit and no payload.
+var canonicalNaN = math.Float32frombits(0x7fc00000)
+
+// goMax is the kernels' goMax: Go's max, with the NaN result's bits spelled
+// out (the Go spec leaves them open; the kernel must not copy the operand's).
+func goMax(a, b float32) float32 {
+	if a != a || b != b {
+		return canonicalNaN
+	}
+	return max(a, b)
+}
+
 // ReLUForward implements Backend (kernel fairdp_relu_forward).
 func (CPU) ReLUForward(y, x []float32) error {
 	if err := checkLen("ReLUForward", "y", y, len(x)); err != nil {
 		return err
 	}
 	for j, v := range x {
-		y[j] = max(v, 0)
+		y[j] = goMax(v, 0)
 	}
 	return nil
 }
@@ -394,7 +407,7 @@ func (CPU) MaxPoolForward(y []float32, arg []int32, x []float32, g PoolGeom, n i
 		mx := xp[top]
 		for ki := 0; ki < g.K; ki++ {
 			for kj := 0; kj < g.K; kj++ {
-				mx = max(mx, xp[top+ki*g.W+kj])
+				mx = goMax(mx, xp[top+ki*g.W+kj])
 			}
 		}
 		best := top
