@@ -11,13 +11,15 @@
 
 #include "kernels/dpops.cu"
 #include "kernels/layers.cu"
+#include "emu/test_kernels.cu"
 
 #include "emu/runtime.h"
 
 namespace fairdp_emu {
 
 // Every kernel the Go side launches (kernels.go's ptxModules;
-// TestEmulatorHasEveryKernel checks the two lists agree).
+// TestEmulatorKernelsMatchPTX checks the two lists and the parameter types
+// agree), then the emulator's test kernels.
 static const Kernel kernels[] = {
     kernel("fairdp_linear_sqnorms", fairdp_linear_sqnorms),
     kernel("fairdp_conv_sqnorms_part", fairdp_conv_sqnorms_part),
@@ -33,6 +35,11 @@ static const Kernel kernels[] = {
     kernel("fairdp_relu_backward", fairdp_relu_backward),
     kernel("fairdp_maxpool_forward", fairdp_maxpool_forward),
     kernel("fairdp_maxpool_backward", fairdp_maxpool_backward),
+    // the emulator's own tests (emu/test_kernels.cu)
+    kernel("emu_test_coords", emu_test_coords),
+    kernel("emu_test_reverse", emu_test_reverse),
+    kernel("emu_test_atomics", emu_test_atomics),
+    kernel("emu_test_divergent", emu_test_divergent),
 };
 static const int nkernels = sizeof kernels / sizeof kernels[0];
 

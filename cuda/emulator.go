@@ -17,6 +17,7 @@ int fairdp_emu_launch(int i, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 import "C"
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,6 +27,14 @@ import (
 
 	"fairdp/backend"
 )
+
+// emulatorSources are the files emulator.cc includes from subdirectories.
+// The go command hashes a cgo package's own directory but not headers it
+// includes from elsewhere; embedding them makes every change to a kernel or
+// to the shim rebuild the emulator instead of reusing a stale cached build.
+//
+//go:embed kernels/*.cu kernels/*.cuh emu/*.h emu/*.cu
+var emulatorSources embed.FS
 
 // Emulator is a Device that runs on the CPU: the kernels of kernels/*.cu
 // compiled unchanged by the system C++ compiler (emulator.cc with
