@@ -11,6 +11,7 @@
 
 #include "kernels/dpops.cu"
 #include "kernels/layers.cu"
+#include "kernels/train.cu"
 #include "emu/test_kernels.cu"
 
 #include "emu/runtime.h"
@@ -35,6 +36,9 @@ static const Kernel kernels[] = {
     kernel("fairdp_relu_backward", fairdp_relu_backward),
     kernel("fairdp_maxpool_forward", fairdp_maxpool_forward),
     kernel("fairdp_maxpool_backward", fairdp_maxpool_backward),
+    kernel("fairdp_fill_u32", fairdp_fill_u32),
+    kernel("fairdp_sigmoid_bce", fairdp_sigmoid_bce),
+    kernel("fairdp_sgd_step", fairdp_sgd_step),
     // the emulator's own tests (emu/test_kernels.cu)
     kernel("emu_test_coords", emu_test_coords),
     kernel("emu_test_reverse", emu_test_reverse),

@@ -1,7 +1,7 @@
 // runtime.h is the emulated device's execution engine (included once, by
 // cuda/emulator.cc, after cuda_shim.h and the kernel sources): a launch runs
 // the grid's blocks on up to `workers` OS threads; a block's threads are
-// fibers (ucontext) on one OS thread, run in threadIdx order until each
+// fibers (stackful coroutines) on one OS thread, run in threadIdx order until each
 // finishes or reaches __syncthreads, where the block waits until every live
 // thread has arrived. A barrier reached by some threads while others have
 // already returned is reported as an error (on a GPU it hangs or is
@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -68,12 +69,76 @@ static Kernel kernel(const char* name, void (*f)(A...)) {
 }
 
 // ---- fibers ----
+// On x86-64 a fiber switch is a few instructions of our own (callee-saved
+// registers and the stack pointer; the kernels do not change the FP control
+// registers); elsewhere (or with -DFAIRDP_EMU_UCONTEXT) ucontext, whose
+// swapcontext makes a system call per switch and so is ~15× slower.
 
 static const size_t kStack = 128 << 10;  // per thread; kernels use a few hundred bytes
 static const size_t kGuard = 4096;       // PROT_NONE page below each stack
 
+#if defined(__x86_64__) && !defined(FAIRDP_EMU_UCONTEXT)
+extern "C" void fairdp_emu_switch(void** save_sp, void* load_sp);
+__asm__(
+    ".text\n"
+    ".globl fairdp_emu_switch\n"
+    ".type fairdp_emu_switch,@function\n"
+    "fairdp_emu_switch:\n"
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    ".size fairdp_emu_switch, .-fairdp_emu_switch\n"
+    ".section .note.GNU-stack,\"\",@progbits\n"
+    ".text\n");
+
+struct Ctx {
+    void* sp = nullptr;
+};
+
+// ctx_make prepares c to start entry (which must never return) on the
+// stack [stack, stack+size): six zero registers, then entry as the return
+// address, then a fake return address so that entry sees the stack aligned
+// as after a call.
+static void ctx_make(Ctx* c, char* stack, size_t size, void (*entry)()) {
+    uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+    void** sp = (void**)top;
+    *--sp = nullptr;
+    *--sp = (void*)entry;
+    for (int i = 0; i < 6; i++) *--sp = nullptr;
+    c->sp = sp;
+}
+
+static void ctx_swap(Ctx* save, Ctx* load) { fairdp_emu_switch(&save->sp, load->sp); }
+#else
+struct Ctx {
+    ucontext_t uc;
+};
+
+static void ctx_make(Ctx* c, char* stack, size_t size, void (*entry)()) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = stack;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = nullptr;
+    makecontext(&c->uc, entry, 0);
+}
+
+static void ctx_swap(Ctx* save, Ctx* load) { swapcontext(&save->uc, &load->uc); }
+#endif
+
 struct Fiber {
-    ucontext_t ctx;
+    Ctx ctx;
     char* mem = nullptr;  // guard page + stack
     uint3 idx;
     bool done = false, waiting = false;
@@ -97,7 +162,7 @@ struct Launch {
 // Worker holds one OS thread's fibers; their stacks are kept for the next
 // launch (a pool, as threads come and go per launch).
 struct Worker {
-    ucontext_t sched;
+    Ctx sched;
     std::vector<Fiber> fibers;
     Launch* launch = nullptr;
     int current = 0;
@@ -137,14 +202,18 @@ void syncthreads() {
     Worker* w = worker;
     Fiber& f = w->fibers[w->current];
     f.waiting = true;
-    swapcontext(&f.ctx, &w->sched);
+    ctx_swap(&f.ctx, &w->sched);
 }
 
+// fiber_main runs one thread of the kernel, then hands control back to the
+// scheduler for good (it must never return: there is no frame to return to).
 static void fiber_main() {
     Worker* w = worker;
     w->launch->k->invoke(w->launch->k->fn, w->launch->args);
-    w->fibers[w->current].done = true;
-    // returning resumes uc_link, the scheduler
+    Fiber& f = w->fibers[w->current];
+    f.done = true;
+    ctx_swap(&f.ctx, &w->sched);
+    abort();
 }
 
 // run_block runs one block to completion; false after a divergent barrier.
@@ -157,11 +226,7 @@ static bool run_block(Worker* w, long long b) {
         Fiber& f = w->fibers[t];
         f.idx = uint3{t % L->block.x, (t / L->block.x) % L->block.y, t / (L->block.x * L->block.y)};
         f.done = f.waiting = false;
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.mem + kGuard;
-        f.ctx.uc_stack.ss_size = kStack;
-        f.ctx.uc_link = &w->sched;
-        makecontext(&f.ctx, fiber_main, 0);
+        ctx_make(&f.ctx, f.mem + kGuard, kStack, fiber_main);
     }
     int live = n;
     for (int phase = 0; live > 0; phase++) {
@@ -172,7 +237,7 @@ static bool run_block(Worker* w, long long b) {
             f.waiting = false;
             w->current = t;
             thread_idx = &f.idx;
-            swapcontext(&w->sched, &f.ctx);
+            ctx_swap(&w->sched, &f.ctx);
             if (f.done) {
                 live--;
             } else {
