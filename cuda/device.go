@@ -105,6 +105,14 @@ const (
 	Trans   Transpose = true
 )
 
+// stored returns the shape of X as stored when op(X) is rows×cols.
+func (t Transpose) stored(rows, cols int) (int, int) {
+	if t {
+		return cols, rows
+	}
+	return rows, cols
+}
+
 func (t Transpose) String() string {
 	if t {
 		return "T"
@@ -139,14 +147,8 @@ func checkGemm(ta, tb Transpose, m, n, k, lda, ldb, ldc int) (spanA, spanB, span
 	if m < 0 || n < 0 || k < 0 {
 		return 0, 0, 0, fmt.Errorf("cuda: gemm sizes m=%d n=%d k=%d must be ≥ 0", m, n, k)
 	}
-	rowsA, colsA := m, k
-	if ta {
-		rowsA, colsA = k, m
-	}
-	rowsB, colsB := k, n
-	if tb {
-		rowsB, colsB = n, k
-	}
+	rowsA, colsA := ta.stored(m, k)
+	rowsB, colsB := tb.stored(k, n)
 	if lda < max(1, rowsA) || ldb < max(1, rowsB) || ldc < max(1, m) {
 		return 0, 0, 0, fmt.Errorf("cuda: gemm %v%v m=%d n=%d k=%d: leading dimensions lda=%d ldb=%d ldc=%d below the stored rows %d, %d, %d",
 			ta, tb, m, n, k, lda, ldb, ldc, max(1, rowsA), max(1, rowsB), max(1, m))

@@ -17,6 +17,7 @@ int fairdp_emu_launch(int i, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 import "C"
 
 import (
+	"cmp"
 	"embed"
 	"errors"
 	"fmt"
@@ -119,24 +120,14 @@ func (e *Emulator) Alloc(bytes int64) (DevicePtr, error) {
 	}
 	C.memset(p, 0xff, C.size_t(size))
 	a := emuAlloc{base: DevicePtr(uintptr(p)), bytes: bytes, p: p}
-	i, _ := slices.BinarySearchFunc(e.allocs, a.base, func(x emuAlloc, b DevicePtr) int { return cmpPtr(x.base, b) })
+	i, _ := slices.BinarySearchFunc(e.allocs, a.base, func(x emuAlloc, b DevicePtr) int { return cmp.Compare(x.base, b) })
 	e.allocs = slices.Insert(e.allocs, i, a)
 	return a.base, nil
 }
 
-func cmpPtr(a, b DevicePtr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // find returns the allocation holding [p, p+bytes).
 func (e *Emulator) find(p DevicePtr, bytes int64) (emuAlloc, error) {
-	i, found := slices.BinarySearchFunc(e.allocs, p, func(x emuAlloc, b DevicePtr) int { return cmpPtr(x.base, b) })
+	i, found := slices.BinarySearchFunc(e.allocs, p, func(x emuAlloc, b DevicePtr) int { return cmp.Compare(x.base, b) })
 	if !found {
 		i--
 	}
@@ -170,7 +161,7 @@ func (e *Emulator) Free(p DevicePtr) error {
 	if e.closed {
 		return errClosed
 	}
-	i, found := slices.BinarySearchFunc(e.allocs, p, func(x emuAlloc, b DevicePtr) int { return cmpPtr(x.base, b) })
+	i, found := slices.BinarySearchFunc(e.allocs, p, func(x emuAlloc, b DevicePtr) int { return cmp.Compare(x.base, b) })
 	if !found {
 		return fmt.Errorf("cuda: Free(%#x): not the start of a live allocation", uintptr(p))
 	}

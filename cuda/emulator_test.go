@@ -303,14 +303,8 @@ func TestEmulatorGemmColumnMajor(t *testing.T) {
 			for _, tb := range []Transpose{NoTrans, Trans} {
 				for _, ab := range [][2]float64{{1, 0}, {-0.5, 2}, {0, 3}} {
 					alpha, beta := ab[0], ab[1]
-					rowsA, colsA := m, k
-					if ta {
-						rowsA, colsA = k, m
-					}
-					rowsB, colsB := k, n
-					if tb {
-						rowsB, colsB = n, k
-					}
+					rowsA, colsA := ta.stored(m, k)
+					rowsB, colsB := tb.stored(k, n)
 					lda, ldb, ldc := max(1, rowsA)+r.IntN(3), max(1, rowsB)+r.IntN(3), max(1, m)+r.IntN(3)
 					a64 := widen(randF32(r, lda*max(colsA, 1), 1))
 					b64 := widen(randF32(r, ldb*max(colsB, 1), 1))

@@ -105,24 +105,58 @@ func (g *DeviceBackend) buf(role string, bytes int64) (DevicePtr, error) {
 	return ptr, nil
 }
 
-// upload copies s into the role's buffer and returns it.
-func upload[E any](g *DeviceBackend, role string, s []E) (DevicePtr, error) {
-	ptr, err := g.buf(role, byteSize(s))
-	if err != nil {
-		return 0, err
-	}
-	if err := CopyIn(g.dev, ptr, s); err != nil {
-		return 0, fmt.Errorf("cuda: copy %s to the device: %w", role, err)
-	}
-	return ptr, nil
+// stage is one call's sequence of uploads, scratch buffers, launches and
+// downloads; after the first error every later step does nothing and err
+// keeps it, so each method reads as its kernels' argument lists.
+type stage struct {
+	g   *DeviceBackend
+	err error
 }
 
-// download copies the first len(dst) elements of ptr into dst.
-func download[E any](g *DeviceBackend, dst []E, ptr DevicePtr, role string) error {
-	if err := CopyOut(g.dev, dst, ptr); err != nil {
-		return fmt.Errorf("cuda: copy %s to the host: %w", role, err)
+// put copies s into the role's buffer and returns it.
+func put[E any](st *stage, role string, s []E) DevicePtr {
+	ptr := st.scratch(role, byteSize(s))
+	if st.err == nil {
+		if err := CopyIn(st.g.dev, ptr, s); err != nil {
+			st.err = fmt.Errorf("cuda: copy %s to the device: %w", role, err)
+		}
 	}
-	return nil
+	return ptr
+}
+
+// get copies the first len(dst) elements of the role's buffer ptr into dst.
+func get[E any](st *stage, dst []E, ptr DevicePtr, role string) {
+	if st.err == nil {
+		if err := CopyOut(st.g.dev, dst, ptr); err != nil {
+			st.err = fmt.Errorf("cuda: copy %s to the host: %w", role, err)
+		}
+	}
+}
+
+// scratch returns the role's buffer with room for bytes.
+func (st *stage) scratch(role string, bytes int64) DevicePtr {
+	if st.err != nil {
+		return 0
+	}
+	ptr, err := st.g.buf(role, bytes)
+	st.err = err
+	return ptr
+}
+
+// launch runs a kernel (see DeviceBackend.launch).
+func (st *stage) launch(kernel string, units int, perBlock bool, args ...Arg) {
+	if st.err == nil {
+		st.err = st.g.launch(kernel, units, perBlock, args...)
+	}
+}
+
+// run runs fn's steps (see do) and returns their first error.
+func (g *DeviceBackend) run(fn func(st *stage)) error {
+	return g.do(func() error {
+		st := &stage{g: g}
+		fn(st)
+		return st.err
+	})
 }
 
 // maxGrid caps the blocks of one launch; the kernels' grid-stride loops make
@@ -165,28 +199,14 @@ func (g *DeviceBackend) LinearSqNorms(sq []float64, a, b []float32, n, in, out i
 	if n == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		dsq, err := upload(g, "sq", sq)
-		if err != nil {
-			return err
-		}
-		da, err := upload(g, "a", a)
-		if err != nil {
-			return err
-		}
-		db, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		flag := 0
-		if bias {
-			flag = 1
-		}
-		if err := g.launch("fairdp_linear_sqnorms", n, true, Ptr(dsq), Ptr(da), Ptr(db),
-			Int(n), Int(in), Int(out), Int(flag)); err != nil {
-			return err
-		}
-		return download(g, sq, dsq, "sq")
+	flag := 0
+	if bias {
+		flag = 1
+	}
+	return g.run(func(st *stage) {
+		dsq, da, db := put(st, "sq", sq), put(st, "a", a), put(st, "b", b)
+		st.launch("fairdp_linear_sqnorms", n, true, Ptr(dsq), Ptr(da), Ptr(db), Int(n), Int(in), Int(out), Int(flag))
+		get(st, sq, dsq, "sq")
 	})
 }
 
@@ -199,21 +219,11 @@ func (g *DeviceBackend) Im2col(u, x []float32, geom ConvGeom, n int) error {
 		return nil
 	}
 	oh, ow := geom.OutHW()
-	return g.do(func() error {
-		dx, err := upload(g, "x", x)
-		if err != nil {
-			return err
-		}
-		du, err := g.buf("u", byteSize(u))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_im2col", len(u), false, Ptr(du), Ptr(dx), Int(n), Int(geom.InC),
-			Int(geom.InH), Int(geom.InW), Int(geom.K), Int(geom.Stride), Int(geom.Pad),
-			Int(oh), Int(ow)); err != nil {
-			return err
-		}
-		return download(g, u, du, "u")
+	return g.run(func(st *stage) {
+		dx, du := put(st, "x", x), st.scratch("u", byteSize(u))
+		st.launch("fairdp_im2col", len(u), false, Ptr(du), Ptr(dx), Int(n), Int(geom.InC), Int(geom.InH), Int(geom.InW),
+			Int(geom.K), Int(geom.Stride), Int(geom.Pad), Int(oh), Int(ow))
+		get(st, u, du, "u")
 	})
 }
 
@@ -230,31 +240,12 @@ func (g *DeviceBackend) ConvSqNorms(sq []float64, u, b []float32, geom ConvGeom,
 		return nil
 	}
 	kk, hw := geom.CKK()+1, geom.HW()
-	return g.do(func() error {
-		dsq, err := upload(g, "sq", sq)
-		if err != nil {
-			return err
-		}
-		du, err := upload(g, "u", u)
-		if err != nil {
-			return err
-		}
-		db, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		dpart, err := g.buf("part", int64(n)*int64(geom.OutC)*8)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_conv_sqnorms_part", n*geom.OutC, true, Ptr(dpart), Ptr(du), Ptr(db),
-			Int(n), Int(geom.OutC), Int(kk), Int(hw)); err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_rows_sum_add", n, false, Ptr(dsq), Ptr(dpart), Int(n), Int(geom.OutC)); err != nil {
-			return err
-		}
-		return download(g, sq, dsq, "sq")
+	return g.run(func(st *stage) {
+		dsq, du, db := put(st, "sq", sq), put(st, "u", u), put(st, "b", b)
+		dpart := st.scratch("part", int64(n)*int64(geom.OutC)*8)
+		st.launch("fairdp_conv_sqnorms_part", n*geom.OutC, true, Ptr(dpart), Ptr(du), Ptr(db), Int(n), Int(geom.OutC), Int(kk), Int(hw))
+		st.launch("fairdp_rows_sum_add", n, false, Ptr(dsq), Ptr(dpart), Int(n), Int(geom.OutC))
+		get(st, sq, dsq, "sq")
 	})
 }
 
@@ -268,40 +259,17 @@ func (g *DeviceBackend) ClipFactors(scale []float32, norms, sq, bounds []float64
 		return nil
 	}
 	bad := []int32{int32(n), int32(n)}
-	err := g.do(func() error {
-		dsq, err := upload(g, "sq", sq)
-		if err != nil {
-			return err
-		}
-		var dbounds DevicePtr
+	err := g.run(func(st *stage) {
+		dsq := put(st, "sq", sq)
+		var dbounds DevicePtr // null: the flat bound
 		if bounds != nil {
-			if dbounds, err = upload(g, "bounds", bounds); err != nil {
-				return err
-			}
+			dbounds = put(st, "bounds", bounds)
 		}
-		dbad, err := upload(g, "bad", bad)
-		if err != nil {
-			return err
-		}
-		dnorms, err := upload(g, "norms", norms)
-		if err != nil {
-			return err
-		}
-		dscale, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_clip_factors", n, false, Ptr(dscale), Ptr(dnorms), Ptr(dbad),
-			Ptr(dsq), Ptr(dbounds), F64(flat), Int(n)); err != nil {
-			return err
-		}
-		if err := download(g, scale, dscale, "scale"); err != nil {
-			return err
-		}
-		if err := download(g, norms, dnorms, "norms"); err != nil {
-			return err
-		}
-		return download(g, bad, dbad, "bad")
+		dbad, dnorms, dscale := put(st, "bad", bad), put(st, "norms", norms), put(st, "scale", scale)
+		st.launch("fairdp_clip_factors", n, false, Ptr(dscale), Ptr(dnorms), Ptr(dbad), Ptr(dsq), Ptr(dbounds), F64(flat), Int(n))
+		get(st, scale, dscale, "scale")
+		get(st, norms, dnorms, "norms")
+		get(st, bad, dbad, "bad")
 	})
 	if err != nil {
 		return err
@@ -317,20 +285,10 @@ func (g *DeviceBackend) ScaleRows(dst, b, scale []float32, rowLen int) error {
 	if len(b) == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		dbp, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		ds, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_scale_rows", len(b), false, Ptr(dbp), Ptr(dbp), Ptr(ds),
-			Int(len(scale)), Int(rowLen)); err != nil {
-			return err
-		}
-		return download(g, dst, dbp, "b")
+	return g.run(func(st *stage) {
+		db, ds := put(st, "b", b), put(st, "scale", scale)
+		st.launch("fairdp_scale_rows", len(b), false, Ptr(db), Ptr(db), Ptr(ds), Int(len(scale)), Int(rowLen))
+		get(st, dst, db, "b")
 	})
 }
 
@@ -339,41 +297,20 @@ func (g *DeviceBackend) LinearClippedGrad(dw, db, a, b, scale []float32, n, in, 
 	if err := checkLinearGrad("LinearClippedGrad", dw, db, a, b, scale, n, in, out); err != nil {
 		return err
 	}
-	return g.do(func() error {
-		ddw, err := upload(g, "dw", dw)
-		if err != nil {
-			return err
-		}
-		var ddb DevicePtr
+	rows := in
+	if db != nil {
+		rows++
+	}
+	return g.run(func(st *stage) {
+		ddw := put(st, "dw", dw)
+		var ddb DevicePtr // null: a layer without bias
 		if db != nil {
-			if ddb, err = upload(g, "db", db); err != nil {
-				return err
-			}
+			ddb = put(st, "db", db)
 		}
-		da, err := upload(g, "a", a)
-		if err != nil {
-			return err
-		}
-		dbp, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		ds, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		rows := in
-		if db != nil {
-			rows++
-		}
-		if err := g.launch("fairdp_linear_clipped_grad", rows*out, false, Ptr(ddw), Ptr(ddb), Ptr(da),
-			Ptr(dbp), Ptr(ds), Int(n), Int(in), Int(out)); err != nil {
-			return err
-		}
-		if err := download(g, dw, ddw, "dw"); err != nil {
-			return err
-		}
-		return download(g, db, ddb, "db")
+		da, dbp, ds := put(st, "a", a), put(st, "b", b), put(st, "scale", scale)
+		st.launch("fairdp_linear_clipped_grad", rows*out, false, Ptr(ddw), Ptr(ddb), Ptr(da), Ptr(dbp), Ptr(ds), Int(n), Int(in), Int(out))
+		get(st, dw, ddw, "dw")
+		get(st, db, ddb, "db")
 	})
 }
 
@@ -383,35 +320,13 @@ func (g *DeviceBackend) ConvClippedGrad(dw, db, u, b, scale []float32, geom Conv
 		return err
 	}
 	kk, hw := geom.CKK()+1, geom.HW()
-	return g.do(func() error {
-		ddw, err := upload(g, "dw", dw)
-		if err != nil {
-			return err
-		}
-		ddb, err := upload(g, "db", db)
-		if err != nil {
-			return err
-		}
-		du, err := upload(g, "u", u)
-		if err != nil {
-			return err
-		}
-		dbp, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		ds, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_conv_clipped_grad", geom.OutC*kk, false, Ptr(ddw), Ptr(ddb), Ptr(du),
-			Ptr(dbp), Ptr(ds), Int(n), Int(geom.OutC), Int(kk), Int(hw)); err != nil {
-			return err
-		}
-		if err := download(g, dw, ddw, "dw"); err != nil {
-			return err
-		}
-		return download(g, db, ddb, "db")
+	return g.run(func(st *stage) {
+		ddw, ddb := put(st, "dw", dw), put(st, "db", db)
+		du, dbp, ds := put(st, "u", u), put(st, "b", b), put(st, "scale", scale)
+		st.launch("fairdp_conv_clipped_grad", geom.OutC*kk, false, Ptr(ddw), Ptr(ddb), Ptr(du), Ptr(dbp), Ptr(ds),
+			Int(n), Int(geom.OutC), Int(kk), Int(hw))
+		get(st, dw, ddw, "dw")
+		get(st, db, ddb, "db")
 	})
 }
 
@@ -426,18 +341,11 @@ func (g *DeviceBackend) AddGaussian(dst []float32, std float64, seed NoiseSeed) 
 	if std == 0 || len(dst) == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		d, err := upload(g, "noise", dst)
-		if err != nil {
-			return err
-		}
-		pairs := len(dst)/2 + len(dst)%2
-		if err := g.launch("fairdp_add_gaussian", pairs, false, Ptr(d), Int(len(dst)), F64(std),
-			U32(seed.Key[0]), U32(seed.Key[1]), U32(seed.Nonce[0]), U32(seed.Nonce[1]),
-			U32(seed.Stream)); err != nil {
-			return err
-		}
-		return download(g, dst, d, "noise")
+	return g.run(func(st *stage) {
+		d := put(st, "noise", dst)
+		st.launch("fairdp_add_gaussian", len(dst)/2+len(dst)%2, false, Ptr(d), Int(len(dst)), F64(std),
+			U32(seed.Key[0]), U32(seed.Key[1]), U32(seed.Nonce[0]), U32(seed.Nonce[1]), U32(seed.Stream))
+		get(st, dst, d, "noise")
 	})
 }
 
@@ -449,20 +357,10 @@ func (g *DeviceBackend) BiasAdd(y, bias []float32, n, channels, spatial int) err
 	if len(y) == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		dy, err := upload(g, "y", y)
-		if err != nil {
-			return err
-		}
-		dbias, err := upload(g, "bias", bias)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_bias_add", len(y), false, Ptr(dy), Ptr(dbias), Int(n),
-			Int(channels), Int(spatial)); err != nil {
-			return err
-		}
-		return download(g, y, dy, "y")
+	return g.run(func(st *stage) {
+		dy, dbias := put(st, "y", y), put(st, "bias", bias)
+		st.launch("fairdp_bias_add", len(y), false, Ptr(dy), Ptr(dbias), Int(n), Int(channels), Int(spatial))
+		get(st, y, dy, "y")
 	})
 }
 
@@ -474,19 +372,10 @@ func (g *DeviceBackend) ReLUForward(y, x []float32) error {
 	if len(x) == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		dx, err := upload(g, "x", x)
-		if err != nil {
-			return err
-		}
-		dy, err := g.buf("y", byteSize(y))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_relu_forward", len(x), false, Ptr(dy), Ptr(dx), Int(len(x))); err != nil {
-			return err
-		}
-		return download(g, y, dy, "y")
+	return g.run(func(st *stage) {
+		dx, dy := put(st, "x", x), st.scratch("y", byteSize(y))
+		st.launch("fairdp_relu_forward", len(x), false, Ptr(dy), Ptr(dx), Int(len(x)))
+		get(st, y, dy, "y")
 	})
 }
 
@@ -498,23 +387,10 @@ func (g *DeviceBackend) ReLUBackward(dx, y, dy []float32) error {
 	if len(dy) == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		dyp, err := upload(g, "y", y)
-		if err != nil {
-			return err
-		}
-		ddy, err := upload(g, "dy", dy)
-		if err != nil {
-			return err
-		}
-		ddx, err := g.buf("dx", byteSize(dx))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_relu_backward", len(dy), false, Ptr(ddx), Ptr(dyp), Ptr(ddy), Int(len(dy))); err != nil {
-			return err
-		}
-		return download(g, dx, ddx, "dx")
+	return g.run(func(st *stage) {
+		dyp, ddy, ddx := put(st, "y", y), put(st, "dy", dy), st.scratch("dx", byteSize(dx))
+		st.launch("fairdp_relu_backward", len(dy), false, Ptr(ddx), Ptr(dyp), Ptr(ddy), Int(len(dy)))
+		get(st, dx, ddx, "dx")
 	})
 }
 
@@ -526,27 +402,12 @@ func (g *DeviceBackend) MaxPoolForward(y []float32, arg []int32, x []float32, ge
 	if len(y) == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		dx, err := upload(g, "x", x)
-		if err != nil {
-			return err
-		}
-		dy, err := g.buf("y", byteSize(y))
-		if err != nil {
-			return err
-		}
-		darg, err := g.buf("arg", byteSize(arg))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_maxpool_forward", len(y), false, Ptr(dy), Ptr(darg), Ptr(dx),
-			Int(n*geom.C), Int(geom.H), Int(geom.W), Int(geom.K)); err != nil {
-			return err
-		}
-		if err := download(g, y, dy, "y"); err != nil {
-			return err
-		}
-		return download(g, arg, darg, "arg")
+	return g.run(func(st *stage) {
+		dx, dy, darg := put(st, "x", x), st.scratch("y", byteSize(y)), st.scratch("arg", byteSize(arg))
+		st.launch("fairdp_maxpool_forward", len(y), false, Ptr(dy), Ptr(darg), Ptr(dx),
+			Int(n*geom.C), Int(geom.H), Int(geom.W), Int(geom.K))
+		get(st, y, dy, "y")
+		get(st, arg, darg, "arg")
 	})
 }
 
@@ -558,23 +419,10 @@ func (g *DeviceBackend) MaxPoolBackward(dx, dy []float32, arg []int32, geom Pool
 	if len(dx) == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		ddy, err := upload(g, "dy", dy)
-		if err != nil {
-			return err
-		}
-		darg, err := upload(g, "arg", arg)
-		if err != nil {
-			return err
-		}
-		ddx, err := g.buf("dx", byteSize(dx))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_maxpool_backward", len(dx), false, Ptr(ddx), Ptr(ddy), Ptr(darg),
-			Int(n*geom.C), Int(geom.H), Int(geom.W), Int(geom.K)); err != nil {
-			return err
-		}
-		return download(g, dx, ddx, "dx")
+	return g.run(func(st *stage) {
+		ddy, darg, ddx := put(st, "dy", dy), put(st, "arg", arg), st.scratch("dx", byteSize(dx))
+		st.launch("fairdp_maxpool_backward", len(dx), false, Ptr(ddx), Ptr(ddy), Ptr(darg),
+			Int(n*geom.C), Int(geom.H), Int(geom.W), Int(geom.K))
+		get(st, dx, ddx, "dx")
 	})
 }
