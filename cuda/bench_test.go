@@ -7,13 +7,15 @@ import (
 	"fairdp/dpops"
 )
 
-// Benchmarks of the backend under test (FAIRDP_DEVICE=cuda on a GPU host;
-// the twins otherwise, which are references, not fairdp's CPU engine). On
-// the GPU every call includes its host↔device copies, as the Backend
-// interface takes host slices. Sizes: the noise of the ≈1.6M-parameter VGG
-// CNN; the ghost norms of a 4096→512 linear layer at batch 256.
+// Benchmarks of the backend under test (FAIRDP_DEVICE=cuda on a GPU host,
+// the emulated device with -tags cudaemu, the twins otherwise, which are
+// references, not fairdp's CPU engine). Through Backend every call includes
+// its host↔device copies, as the interface takes host slices; DeviceMLP's
+// step does not. Sizes: the noise of the ≈1.6M-parameter VGG CNN; the ghost
+// norms of a 4096→512 linear layer at batch 256; VGG's dominant convolution
+// at 128×128, batch 64; an Adult-sized MLP step at batch 256.
 //
-//	FAIRDP_DEVICE=cuda go test -tags cuda -run '^$' -bench . ./cuda
+//	make bench-gpu  # = FAIRDP_DEVICE=cuda go test -tags cuda -run '^$' -bench . -benchmem ./cuda
 
 func BenchmarkAddGaussian1M6(b *testing.B) {
 	be := backendUnderTest(b)
@@ -52,4 +54,60 @@ func BenchmarkLinearSqNorms(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The dominant layer of the VGG-like model at 3×128×128, batch 64 (conv2,
+// 32→32 channels, 3×3, 128×128 outputs): unfold, per-sample norms and the
+// clipped sum, each call with its host↔device copies (the unfolded input is
+// 1.2 GB). Too slow for the CPU twin; `make bench-gpu` on a GPU host.
+func BenchmarkVGGConv2ClipStep(b *testing.B) {
+	be := backendUnderTest(b)
+	if _, ok := be.(CPU); ok {
+		b.Skip("the CPU twin would take minutes per iteration; run on a device (make bench-gpu)")
+	}
+	const n = 64
+	g := ConvGeom{InC: 32, InH: 128, InW: 128, OutC: 32, K: 3, Stride: 1, Pad: 1}
+	r := rand.New(rand.NewPCG(5, 6))
+	c := &ConvTaps{X: randF32(r, n*g.InC*g.InH*g.InW, 1), B: randF32(r, n*g.OutC*g.HW(), 1), Geom: g,
+		GradW: make([]float32, g.OutC*g.CKK()), GradB: make([]float32, g.OutC)}
+	clip := NewClipper(be)
+	for b.Loop() {
+		if _, err := clip.Clip(n, dpops.Flat(1), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// A device-resident DP-SGD step of the Adult-sized MLP (108 → 64 → 32 → 1,
+// batch 256): only the batch and labels are copied in, the loss and two
+// flags out.
+func BenchmarkDeviceMLPStep(b *testing.B) {
+	db, ok := backendUnderTest(b).(*DeviceBackend)
+	if !ok {
+		b.Skip("needs a device: -tags cudaemu, or a GPU with -tags cuda")
+	}
+	sizes := []int{108, 64, 32, 1}
+	r := rand.New(rand.NewPCG(7, 8))
+	var params [][]float32
+	for l := 0; l+1 < len(sizes); l++ {
+		params = append(params, randF32(r, sizes[l]*sizes[l+1], 0.1), make([]float32, sizes[l+1]))
+	}
+	m, err := NewDeviceMLP(db.Device(), sizes, params)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	const n = 256
+	x, y := randF32(r, n*sizes[0], 1), make([]int32, n)
+	for i := range y {
+		y[i] = int32(i % 2)
+	}
+	noise := rand.New(rand.NewPCG(9, 10))
+	for b.Loop() {
+		if _, err := m.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / n, LR: 0.01, Seed: NewNoiseSeed(noise)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }
