@@ -57,17 +57,15 @@ type Device interface {
 // allocation are addresses too (p + bytes).
 type DevicePtr uintptr
 
-// Dim3 is a grid or block shape; zero components count as 1.
+// Dim3 is a grid or block shape. Y and Z of 0 count as 1 (as CUDA's dim3
+// defaults them); X must be ≥ 1, as the driver rejects an empty launch.
 type Dim3 struct{ X, Y, Z int }
 
 // D1 is the one-dimensional shape x×1×1 that every fairdp kernel uses.
 func D1(x int) Dim3 { return Dim3{X: x, Y: 1, Z: 1} }
 
-// norm returns d with zero components set to 1.
+// norm returns d with zero Y and Z set to 1.
 func (d Dim3) norm() Dim3 {
-	if d.X == 0 {
-		d.X = 1
-	}
 	if d.Y == 0 {
 		d.Y = 1
 	}
@@ -86,7 +84,7 @@ func (d Dim3) count() int64 { d = d.norm(); return int64(d.X) * int64(d.Y) * int
 func checkLaunch(kernel string, grid, block Dim3) error {
 	g, b := grid.norm(), block.norm()
 	if g.X < 1 || g.Y < 1 || g.Z < 1 || b.X < 1 || b.Y < 1 || b.Z < 1 {
-		return fmt.Errorf("cuda: launch %s: negative grid %v or block %v", kernel, grid, block)
+		return fmt.Errorf("cuda: launch %s: grid %v or block %v has a component < 1", kernel, grid, block)
 	}
 	if b.count() > 1024 || b.X > 1024 || b.Y > 1024 || b.Z > 64 {
 		return fmt.Errorf("cuda: launch %s: block %v exceeds 1024 threads (1024×1024×64)", kernel, block)

@@ -205,6 +205,7 @@ func TestEmulatorRefusals(t *testing.T) {
 	wantErr(t, e.Launch("fairdp_relu_forward", D1(1), D1(32), 0, Ptr(p), Ptr(p)), "2 arguments, the kernel takes 3")
 	wantErr(t, e.Launch("fairdp_relu_forward", D1(1), D1(32), 0, Ptr(p), Ptr(p+4096), Int(1)), "pointer argument 1")
 	wantErr(t, e.Launch("fairdp_relu_forward", D1(1), D1(2048), 0, Ptr(p), Ptr(p), Int(1)), "exceeds 1024 threads")
+	wantErr(t, e.Launch("fairdp_relu_forward", D1(0), D1(32), 0, Ptr(p), Ptr(p), Int(1)), "component < 1")
 	wantErr(t, e.Launch("fairdp_relu_forward", Dim3{1, 1 << 16, 1}, D1(32), 0, Ptr(p), Ptr(p), Int(1)), "grid")
 	wantErr(t, e.Launch("fairdp_relu_forward", D1(1), D1(32), 16, Ptr(p), Ptr(p), Int(1)), "dynamic shared memory")
 	wantErr(t, CopyIn(e, p+8, make([]float32, 10)), "run past the end")
