@@ -12,7 +12,7 @@ import (
 // activations, the layers' taps, per-sample norms, gradients and the step's
 // scratch stay in device memory for the model's life; a training step
 // uploads only the batch's inputs and labels and brings back two ints (the
-// clip checks) and one float (the summed loss).
+// clip checks, before any update) and one float (the summed loss).
 //
 // Layout is nn.Linear's: weights in×out row-major, then the bias. Row-major
 // n×k host matrices are column-major k×n matrices to cuBLAS, so a layer's
@@ -41,7 +41,8 @@ type DeviceMLP struct {
 	ones     DevicePtr
 	bad      DevicePtr
 	sum      DevicePtr
-	owned    []DevicePtr
+	owned    []DevicePtr // everything, batch buffers last
+	batch    int         // how many of owned are batch buffers
 	released bool
 }
 
@@ -125,13 +126,13 @@ func (m *DeviceMLP) grow(n int) error {
 	if err := m.dev.Synchronize(); err != nil {
 		return err
 	}
-	keep := 4 * len(m.w) // parameters and gradients stay
-	for _, p := range m.owned[keep+2:] {
+	keep := len(m.owned) - m.batch // parameters, gradients, flags stay
+	for _, p := range m.owned[keep:] {
 		if err := m.dev.Free(p); err != nil {
 			return err
 		}
 	}
-	m.owned = m.owned[:keep+2]
+	m.owned, m.batch, m.capacity = m.owned[:keep], 0, 0
 	c := n + n/4
 	var err error
 	layers := len(m.sizes) - 1
@@ -147,6 +148,7 @@ func (m *DeviceMLP) grow(n int) error {
 	m.da = m.alloc(4*c*widest, &err)
 	m.labels, m.loss = m.alloc(4*c, &err), m.alloc(4*c, &err)
 	m.sq, m.norms, m.scale, m.ones = m.alloc(8*c, &err), m.alloc(8*c, &err), m.alloc(4*c, &err), m.alloc(4*c, &err)
+	m.batch = len(m.owned) - keep
 	if err == nil {
 		err = m.fill(m.ones, math.Float32bits(1), c)
 	}
@@ -281,6 +283,14 @@ func (m *DeviceMLP) Step(x []float32, labels []int32, s DPSGDStep) (float64, err
 	if err := m.launch("fairdp_clip_factors", n, Ptr(m.scale), Ptr(m.norms), Ptr(m.bad), Ptr(m.sq), Ptr(0), F64(s.Clip), Int(n)); err != nil {
 		return 0, err
 	}
+	// The clip check comes back before anything is updated, as on the CPU.
+	bad := make([]int32, 2)
+	if err := CopyOut(d, bad, m.bad); err != nil {
+		return 0, err
+	}
+	if int(bad[0]) < n {
+		return 0, fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad[0])
+	}
 	// Clipped sums: dz rows scaled in place, then dW = aᵀ·dz and db = dzᵀ·1.
 	for l := range layers {
 		in, out := m.sizes[l], m.sizes[l+1]
@@ -313,14 +323,6 @@ func (m *DeviceMLP) Step(x []float32, labels []int32, s DPSGDStep) (float64, err
 				return 0, err
 			}
 		}
-	}
-	// The only values that come back: the clip checks and the loss.
-	bad := make([]int32, 2)
-	if err := CopyOut(d, bad, m.bad); err != nil {
-		return 0, err
-	}
-	if int(bad[0]) < n {
-		return 0, fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite (the parameters were updated with it: discard the model)", bad[0])
 	}
 	sum := make([]float32, 1)
 	if n > 0 {

@@ -215,3 +215,37 @@ func TestTrainingKernels(t *testing.T) {
 		}
 	}
 }
+
+// A sample whose gradient is not finite stops the step before anything is
+// updated (as dpops.Clipper does on the CPU); wrong labels and sizes are
+// refused.
+func TestDeviceMLPRefusesNonFinite(t *testing.T) {
+	dev := deviceUnderTest(t)
+	r := rand.New(rand.NewPCG(47, 48))
+	sizes := []int{5, 4, 1}
+	cpu := newCPUMLP(r, sizes)
+	m, err := NewDeviceMLP(dev, sizes, cpu.values())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	x, y := mlpBatch(r, 3, 5)
+	x[7] = float32(math.Inf(1))
+	s := DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1, LR: 1, Seed: NewNoiseSeed(r)}
+	_, err = m.Step(x, y, s)
+	wantErr(t, err, "sample 1 has a gradient norm² that is negative or not finite")
+	got, err := m.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range cpu.values() {
+		sameBits32(t, fmt.Sprintf("parameter %d after a refused step", k), got[k], v)
+	}
+	_, err = m.Step(x[:5], []int32{2}, s)
+	wantErr(t, err, "label 2, want 0 or 1")
+	_, err = m.Step(x[:4], []int32{1}, s)
+	wantErr(t, err, "4 input values for 1 samples of 5 features")
+	if _, err := NewDeviceMLP(dev, []int{5, 2}, nil); err == nil {
+		t.Error("NewDeviceMLP accepted a model with 2 outputs")
+	}
+}
