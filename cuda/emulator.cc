@@ -38,6 +38,7 @@ static const Kernel kernels[] = {
     kernel("fairdp_maxpool_backward", fairdp_maxpool_backward),
     kernel("fairdp_fill_u32", fairdp_fill_u32),
     kernel("fairdp_sigmoid_bce", fairdp_sigmoid_bce),
+    kernel("fairdp_softmax_ce", fairdp_softmax_ce),
     kernel("fairdp_sgd_step", fairdp_sgd_step),
     // the emulator's own tests (emu/test_kernels.cu)
     kernel("emu_test_coords", emu_test_coords),

@@ -6,9 +6,10 @@ import (
 	"math"
 )
 
-// DeviceMLP is a binary classifier that lives on a Device: Linear → ReLU →
-// … → Linear(→1) with the sigmoid cross-entropy (fairdp's "logistic" model
-// when there is no hidden layer, its "mlp" for two classes). Parameters,
+// DeviceMLP is a classifier that lives on a Device: Linear → ReLU → … →
+// Linear with one logit and the sigmoid cross-entropy (two classes) or one
+// logit per class and the softmax cross-entropy: fairdp's "logistic" model
+// when there is no hidden layer, its "mlp" otherwise. Parameters,
 // activations, the layers' taps, per-sample norms, gradients and the step's
 // scratch stay in device memory for the model's life; a training step
 // uploads only the batch's inputs and labels and brings back two ints (the
@@ -23,7 +24,7 @@ import (
 // yet (see bench/results/cuda.md for what remains).
 type DeviceMLP struct {
 	dev   Device
-	sizes []int // in, hidden…, 1
+	sizes []int // in, hidden…, logits (1 for two classes)
 	w, b  []DevicePtr
 	gw    []DevicePtr
 	gb    []DevicePtr
@@ -58,12 +59,13 @@ type DPSGDStep struct {
 	Seed                  NoiseSeed
 }
 
-// NewDeviceMLP allocates the model on dev with layer sizes in, hidden…, 1
-// and copies the initial parameters there: params[2l] is layer l's weight
+// NewDeviceMLP allocates the model on dev with layer sizes in, hidden…,
+// logits (1 for two classes, else one per class, at least 3) and copies the
+// initial parameters there: params[2l] is layer l's weight
 // (in×out), params[2l+1] its bias.
 func NewDeviceMLP(dev Device, sizes []int, params [][]float32) (*DeviceMLP, error) {
-	if len(sizes) < 2 || sizes[len(sizes)-1] != 1 {
-		return nil, fmt.Errorf("cuda: DeviceMLP sizes %v: want in, hidden…, 1", sizes)
+	if len(sizes) < 2 || sizes[len(sizes)-1] == 2 {
+		return nil, fmt.Errorf("cuda: DeviceMLP sizes %v: want in, hidden…, logits with 1 logit for two classes (fairdp's layout)", sizes)
 	}
 	for _, s := range sizes {
 		if s < 1 || s > maxElems/1024 {
@@ -172,8 +174,8 @@ func (m *DeviceMLP) launch(kernel string, units int, args ...Arg) error {
 	return m.dev.Launch(kernel, launchShape(units, false), D1(block), 0, args...)
 }
 
-// Forward computes the logits of n samples x (n×in, row-major) on the
-// device; they stay there (Logits copies them out).
+// forward computes the logits of the n samples in a[0] into a[layers]; they
+// stay on the device (Logits copies them out).
 func (m *DeviceMLP) forward(n int) error {
 	d := m.dev
 	layers := len(m.sizes) - 1
@@ -194,15 +196,18 @@ func (m *DeviceMLP) forward(n int) error {
 	return nil
 }
 
-// upload copies a batch and its labels (0 or 1) to the device.
+// classes is the number of labels: 2 for one logit.
+func (m *DeviceMLP) classes() int { return max(2, m.sizes[len(m.sizes)-1]) }
+
+// upload copies a batch and its labels (0..classes-1) to the device.
 func (m *DeviceMLP) upload(x []float32, labels []int32) (int, error) {
 	n := len(labels)
 	if len(x) != n*m.sizes[0] {
 		return 0, fmt.Errorf("cuda: DeviceMLP: %d input values for %d samples of %d features", len(x), n, m.sizes[0])
 	}
 	for i, y := range labels {
-		if y != 0 && y != 1 {
-			return 0, fmt.Errorf("cuda: DeviceMLP: sample %d has label %d, want 0 or 1", i, y)
+		if y < 0 || int(y) >= m.classes() {
+			return 0, fmt.Errorf("cuda: DeviceMLP: sample %d has label %d, want 0..%d", i, y, m.classes()-1)
 		}
 	}
 	if err := m.grow(n); err != nil {
@@ -214,7 +219,7 @@ func (m *DeviceMLP) upload(x []float32, labels []int32) (int, error) {
 	return n, CopyIn(m.dev, m.labels, labels)
 }
 
-// Logits returns the model's logits for the samples x (n×in).
+// Logits returns the model's logits for the samples x (n×in): n×logits.
 func (m *DeviceMLP) Logits(x []float32) ([]float32, error) {
 	n := len(x) / m.sizes[0]
 	if _, err := m.upload(x, make([]int32, n)); err != nil {
@@ -223,12 +228,12 @@ func (m *DeviceMLP) Logits(x []float32) ([]float32, error) {
 	if err := m.forward(n); err != nil {
 		return nil, err
 	}
-	z := make([]float32, n)
+	z := make([]float32, n*m.sizes[len(m.sizes)-1])
 	return z, CopyOut(m.dev, z, m.a[len(m.a)-1])
 }
 
 // Step runs one DP-SGD step on the batch x (n×in, row-major) with labels
-// (0 or 1) and returns the batch's summed loss before the update. An empty
+// (0..classes-1) and returns the batch's summed loss before the update. An empty
 // batch still adds noise and updates (a Poisson sample may be empty).
 func (m *DeviceMLP) Step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
 	if err := checkNoise(s.NoiseStd); err != nil {
@@ -247,7 +252,12 @@ func (m *DeviceMLP) Step(x []float32, labels []int32, s DPSGDStep) (float64, err
 		return 0, err
 	}
 	// Loss and ∂L/∂z of the logits; the summed loss as a 1×n·n×1 product.
-	if err := m.launch("fairdp_sigmoid_bce", n, Ptr(m.loss), Ptr(m.dz[layers-1]), Ptr(m.a[layers]), Ptr(m.labels), Int(n)); err != nil {
+	if k := m.sizes[layers]; k == 1 {
+		err = m.launch("fairdp_sigmoid_bce", n, Ptr(m.loss), Ptr(m.dz[layers-1]), Ptr(m.a[layers]), Ptr(m.labels), Int(n))
+	} else {
+		err = m.launch("fairdp_softmax_ce", n, Ptr(m.loss), Ptr(m.dz[layers-1]), Ptr(m.a[layers]), Ptr(m.labels), Int(n), Int(k))
+	}
+	if err != nil {
 		return 0, err
 	}
 	if err := d.Sgemm(NoTrans, NoTrans, 1, 1, n, 1, m.loss, 1, m.ones, max(n, 1), 0, m.sum, 1); err != nil {

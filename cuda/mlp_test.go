@@ -65,8 +65,13 @@ func (m *cpuMLP) step(t *testing.T, x []float32, labels []int32, s DPSGDStep) fl
 	for i, y := range labels {
 		ys[i] = int(y)
 	}
-	loss, dz := make([]float32, n), make([]float32, n)
-	nn.SigmoidBCE(h, ys, nil, loss, dz)
+	k := len(m.lins[len(m.lins)-1].Params()[1].Value)
+	loss, dz := make([]float32, n), make([]float32, n*k)
+	if k == 1 {
+		nn.SigmoidBCE(h, ys, nil, loss, dz)
+	} else {
+		nn.SoftmaxCrossEntropy(h, ys, k, nil, loss, dz)
+	}
 	g := dz
 	for i := len(m.layers) - 1; i >= 0; i-- {
 		g = m.layers[i].Backward(g, i > 0)
@@ -97,25 +102,41 @@ func (m *cpuMLP) step(t *testing.T, x []float32, labels []int32, s DPSGDStep) fl
 	return sum
 }
 
-// mlpBatch draws a batch of n samples with a learnable label.
-func mlpBatch(r *rand.Rand, n, in int) ([]float32, []int32) {
+// mlpBatch draws a batch of n samples with a learnable label of classes
+// values.
+func mlpBatch(r *rand.Rand, n, in, classes int) ([]float32, []int32) {
 	x := randF32(r, n*in, 1)
 	y := make([]int32, n)
 	for i := range y {
 		if x[i*in] > 0.3*float32(r.NormFloat64()) {
 			y[i] = 1
 		}
+		if classes > 2 && x[i*in+1] > 0.5 {
+			y[i] = int32(2 + r.IntN(classes-2))
+		}
 	}
 	return x, y
 }
 
-// DP-SGD steps of the logistic model and of an MLP on the device agree with
-// the CPU engine's steps (nn, dpops) to 1e-4 relative after every step, on
+// forward is the CPU engine's logits for x (inference).
+func (m *cpuMLP) forward(x []float32, n int) []float32 {
+	h := x
+	for _, l := range m.layers {
+		h = l.Forward(h, n, false)
+	}
+	return h
+}
+
+// DP-SGD steps of the logistic model (two classes: one logit and the
+// sigmoid loss; three: softmax) and of MLPs on the device agree with the CPU
+// engine's steps (nn, dpops) to 1e-4 relative after every step, on
 // Poisson-like batch sizes that include an empty batch and a batch of one;
-// the loss sums agree; and two runs on the device give the same bits.
+// the loss sums and the trained model's logits agree; and two runs on the
+// device give the same bits.
 func TestDeviceMLPMatchesCPUEngine(t *testing.T) {
 	dev := deviceUnderTest(t)
-	for _, sizes := range [][]int{{14, 1}, {14, 32, 16, 1}, {300, 257, 1}} {
+	for _, sizes := range [][]int{{14, 1}, {14, 3}, {14, 32, 16, 1}, {300, 257, 5}} {
+		classes := max(2, sizes[len(sizes)-1])
 		t.Run(fmt.Sprint(sizes), func(t *testing.T) {
 			run := func() ([][]float32, *cpuMLP) {
 				r := rand.New(rand.NewPCG(41, uint64(len(sizes))))
@@ -131,7 +152,7 @@ func TestDeviceMLPMatchesCPUEngine(t *testing.T) {
 				}()
 				noise := rand.New(rand.NewPCG(43, 44))
 				for step, n := range []int{37, 1, 0, 64, 23} {
-					x, y := mlpBatch(r, n, sizes[0])
+					x, y := mlpBatch(r, n, sizes[0], classes)
 					s := DPSGDStep{Clip: 0.5, NoiseStd: 0.5 * 1.1, Scale: 1.0 / 32, LR: 0.1, Seed: NewNoiseSeed(noise)}
 					loss, err := m.Step(x, y, s)
 					if err != nil {
@@ -149,6 +170,12 @@ func TestDeviceMLPMatchesCPUEngine(t *testing.T) {
 						near(t, fmt.Sprintf("step %d (n=%d) parameter %d", step, n, k), got[k], widen(p.Value), 1e-4, rms(p.Value))
 					}
 				}
+				x, _ := mlpBatch(r, 9, sizes[0], classes)
+				logits, err := m.Logits(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				near(t, "logits of the trained model", logits, widen(cpu.forward(x, 9)), 1e-4, 1)
 				got, err := m.Params()
 				if err != nil {
 					t.Fatal(err)
@@ -172,8 +199,9 @@ func rms(s []float32) float64 {
 	return math.Sqrt(q / float64(max(len(s), 1)))
 }
 
-// The training kernels on their own: the loss against nn.SigmoidBCE,
-// including large |z| where the naive formulas overflow, and the fill.
+// The training kernels on their own: the losses against nn.SigmoidBCE and
+// nn.SoftmaxCrossEntropy, including large |z| where the naive formulas
+// overflow, and the fill.
 func TestTrainingKernels(t *testing.T) {
 	dev := deviceUnderTest(t)
 	r := rand.New(rand.NewPCG(45, 46))
@@ -206,6 +234,26 @@ func TestTrainingKernels(t *testing.T) {
 	near(t, "sigmoid BCE loss vs nn.SigmoidBCE", gotLoss, widen(wantLoss), 1e-6, 1e-6)
 	near(t, "sigmoid BCE gradient vs nn.SigmoidBCE", gotDZ, widen(wantDZ), 1e-6, 1e-6)
 
+	// Softmax cross-entropy over 7 classes, logits up to ±40.
+	const classes = 7
+	zs := randF32(r, n*classes, 8)
+	zs[3] = 40
+	for i := range labels {
+		labels[i] = int32(r.IntN(classes))
+		ys[i] = int(labels[i])
+	}
+	wantDZs := make([]float32, n*classes)
+	nn.SoftmaxCrossEntropy(zs, ys, classes, nil, wantLoss, wantDZs)
+	dzs, dds := buf(4*n*classes), buf(4*n*classes)
+	must(t, CopyIn(dev, dzs, zs))
+	must(t, CopyIn(dev, dy, labels))
+	must(t, dev.Launch("fairdp_softmax_ce", D1(1), D1(128), 0, Ptr(dl), Ptr(dds), Ptr(dzs), Ptr(dy), Int(n), Int(classes)))
+	gotDZs := make([]float32, n*classes)
+	must(t, CopyOut(dev, gotLoss, dl))
+	must(t, CopyOut(dev, gotDZs, dds))
+	near(t, "softmax CE loss vs nn.SoftmaxCrossEntropy", gotLoss, widen(wantLoss), 1e-6, 1e-6)
+	near(t, "softmax CE gradient vs nn.SoftmaxCrossEntropy", gotDZs, widen(wantDZs), 1e-6, 1e-6)
+
 	must(t, dev.Launch("fairdp_fill_u32", D1(1), D1(64), 0, Ptr(dz), U32(math.Float32bits(-2.5)), Int(n-1)))
 	got := make([]float32, n)
 	must(t, CopyOut(dev, got, dz))
@@ -229,7 +277,7 @@ func TestDeviceMLPRefusesNonFinite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	x, y := mlpBatch(r, 3, 5)
+	x, y := mlpBatch(r, 3, 5, 2)
 	x[7] = float32(math.Inf(1))
 	s := DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1, LR: 1, Seed: NewNoiseSeed(r)}
 	_, err = m.Step(x, y, s)
@@ -242,7 +290,7 @@ func TestDeviceMLPRefusesNonFinite(t *testing.T) {
 		sameBits32(t, fmt.Sprintf("parameter %d after a refused step", k), got[k], v)
 	}
 	_, err = m.Step(x[:5], []int32{2}, s)
-	wantErr(t, err, "label 2, want 0 or 1")
+	wantErr(t, err, "label 2, want 0..1")
 	_, err = m.Step(x[:4], []int32{1}, s)
 	wantErr(t, err, "4 input values for 1 samples of 5 features")
 	if _, err := NewDeviceMLP(dev, []int{5, 2}, nil); err == nil {

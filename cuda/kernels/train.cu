@@ -1,10 +1,10 @@
-// Kernels of a device-resident training step (cuda.DeviceMLP): the sigmoid
-// binary cross-entropy of nn.SigmoidBCE, the release-and-update of
+// Kernels of a device-resident training step (cuda.DeviceMLP): the losses
+// of nn.SigmoidBCE and nn.SoftmaxCrossEntropy, the release-and-update of
 // dpops.NoiseAndScale followed by nn.SGD, and a fill. The linear layers
 // themselves are cuBLAS GEMMs, the per-sample work the kernels of dpops.cu.
 //
 // Unlike dpops.cu these are checked against package nn to a tolerance, not
-// bit for bit: the loss uses exp and log1p, whose last bits differ between
+// bit for bit: the losses use exp, log and log1p, whose last bits differ between
 // CUDA's libdevice, glibc and Go's math.
 #include "fairdp.cuh"
 
@@ -33,6 +33,31 @@ extern "C" __global__ void fairdp_sigmoid_bce(float* loss, float* dz, const floa
             s = e / (1.0 + e);
         }
         dz[i] = (float)(s - y);
+    }
+}
+
+// Per sample i with label y in [0, classes): loss[i] = logsumexp(z_i) -
+// z_i[y] and dz_i = softmax(z_i) - onehot(y), in double around the row's
+// maximum, rounded once to float (nn.SoftmaxCrossEntropy with no weights).
+extern "C" __global__ void fairdp_softmax_ce(float* loss, float* dz, const float* z, const int* labels, int n,
+                                            int classes) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float* zi = z + (size_t)i * classes;
+        float* di = dz + (size_t)i * classes;
+        double m = -INFINITY;
+        for (int j = 0; j < classes; j++) {
+            m = fmax(m, (double)zi[j]);
+        }
+        double s = 0.0;
+        for (int j = 0; j < classes; j++) {
+            s = s + exp((double)zi[j] - m);
+        }
+        const int y = labels[i];
+        loss[i] = (float)(m + log(s) - (double)zi[y]);
+        for (int j = 0; j < classes; j++) {
+            di[j] = (float)(exp((double)zi[j] - m) / s);
+        }
+        di[y] = di[y] - 1.0f;
     }
 }
 
