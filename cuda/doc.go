@@ -24,9 +24,9 @@
 //     build has, DeviceBackend runs the kernels on any Device (NewGPU is
 //     DeviceBackend on a Driver). Clipper composes a Backend into dpops'
 //     clip-and-sum step.
-//   - DeviceMLP is a device-resident model (logistic or MLP, sigmoid
-//     cross-entropy) whose DP-SGD step uploads only the batch: parameters,
-//     activations, taps, norms and gradients stay on the device.
+//   - DeviceMLP is a device-resident model (logistic or MLP, sigmoid or
+//     softmax cross-entropy) whose DP-SGD step uploads only the batch:
+//     parameters, activations, taps, norms and gradients stay on the device.
 //
 // No GPU is available where fairdp is developed and tested. Each kernel has
 // a twin, a method of CPU with the same contract that performs the same IEEE
