@@ -417,3 +417,24 @@ func TestEmulatorAnyLaunchShape(t *testing.T) {
 		sameBits64(t, "linear_sqnorms, any grid", fetch[float64](t, e, dsq, samples), wantSq)
 	}
 }
+
+// DeviceBackend caps a launch at maxGrid blocks; past 2¹⁶·256 elements the
+// kernels' grid-stride loops cover the rest.
+func TestEmulatorGridCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MB through the emulator")
+	}
+	be := NewDeviceBackend(newEmu(t, 2))
+	const n = maxGrid*block + 1001
+	r := rand.New(rand.NewPCG(27, 28))
+	x := randF32(r, n, 1)
+	got, want := make([]float32, n), make([]float32, n)
+	if err := be.ReLUForward(got, x); err != nil {
+		t.Fatal(err)
+	}
+	must(t, (CPU{}).ReLUForward(want, x))
+	sameBits32(t, "ReLU past the grid cap", got, want)
+	if g := launchShape(n, false); g.X != maxGrid {
+		t.Errorf("launchShape(%d) = %v, want the cap %d", n, g, maxGrid)
+	}
+}
