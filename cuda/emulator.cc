@@ -45,6 +45,7 @@ static const Kernel kernels[] = {
     kernel("emu_test_reverse", emu_test_reverse),
     kernel("emu_test_atomics", emu_test_atomics),
     kernel("emu_test_divergent", emu_test_divergent),
+    kernel("emu_test_philox", emu_test_philox),
 };
 static const int nkernels = sizeof kernels / sizeof kernels[0];
 

@@ -438,3 +438,19 @@ func TestEmulatorGridCap(t *testing.T) {
 		t.Errorf("launchShape(%d) = %v, want the cap %d", n, g, maxGrid)
 	}
 }
+
+// The kernels' own Philox4x32-10 (fairdp.cuh, compiled for the emulated
+// device) gives Random123's known answers, the vectors TestPhiloxKnownAnswers
+// checks the Go twin with.
+func TestEmulatorPhiloxKnownAnswers(t *testing.T) {
+	e := newEmu(t, 1)
+	ctr := []uint32{0, 0, 0, 0, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}
+	key := []uint32{0, 0, 0xffffffff, 0xffffffff, 0xa4093822, 0x299f31d0}
+	want := []uint32{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8, 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd,
+		0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}
+	out := alloc(t, e, make([]uint32, 12))
+	must(t, e.Launch("emu_test_philox", D1(1), D1(32), 0, Ptr(out), Ptr(alloc(t, e, ctr)), Ptr(alloc(t, e, key)), Int(3)))
+	if got := fetch[uint32](t, e, out, 12); !slices.Equal(got, want) {
+		t.Errorf("device Philox4x32-10 = %08x, Random123 %08x", got, want)
+	}
+}

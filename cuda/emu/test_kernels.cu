@@ -1,7 +1,7 @@
 // Kernels that test the emulated device itself (emulator_test.go), compiled
 // only into the emulator: thread and block coordinates of a 3-D launch,
-// a shared-memory exchange across __syncthreads, atomics across blocks, and a
-// barrier that only some threads reach.
+// a shared-memory exchange across __syncthreads, atomics across blocks, a
+// barrier that only some threads reach, and the kernels' Philox on its own.
 
 // out[6*g .. 6*g+5] = threadIdx.xyz, blockIdx.xyz of the thread whose
 // linear id (blocks and threads x-fastest) is g; dims[0..5] = blockDim, gridDim.
@@ -52,4 +52,18 @@ extern "C" __global__ void emu_test_divergent(int* out, int k) {
         __syncthreads();
     }
     out[threadIdx.x] = 1;
+}
+
+// out[4i..4i+3] = philox4x32_10 (fairdp.cuh, the kernels' own generator) of
+// counter ctr[4i..] under key key[2i..], so the device code itself can be
+// checked against Random123's known answers.
+extern "C" __global__ void emu_test_philox(unsigned* out, const unsigned* ctr, const unsigned* key, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const uint4 r = philox4x32_10(make_uint4(ctr[4 * i], ctr[4 * i + 1], ctr[4 * i + 2], ctr[4 * i + 3]),
+                                      make_uint2(key[2 * i], key[2 * i + 1]));
+        out[4 * i] = r.x;
+        out[4 * i + 1] = r.y;
+        out[4 * i + 2] = r.z;
+        out[4 * i + 3] = r.w;
+    }
 }
