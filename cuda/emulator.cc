@@ -31,6 +31,7 @@ static const Kernel kernels[] = {
     kernel("fairdp_conv_clipped_grad", fairdp_conv_clipped_grad),
     kernel("fairdp_add_gaussian", fairdp_add_gaussian),
     kernel("fairdp_im2col", fairdp_im2col),
+    kernel("fairdp_col2im", fairdp_col2im),
     kernel("fairdp_bias_add", fairdp_bias_add),
     kernel("fairdp_relu_forward", fairdp_relu_forward),
     kernel("fairdp_relu_backward", fairdp_relu_backward),

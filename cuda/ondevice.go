@@ -227,6 +227,23 @@ func (g *DeviceBackend) Im2col(u, x []float32, geom ConvGeom, n int) error {
 	})
 }
 
+// Col2im implements Backend.
+func (g *DeviceBackend) Col2im(dx, du []float32, geom ConvGeom, n int) error {
+	if err := checkCol2im(dx, du, geom, n); err != nil {
+		return err
+	}
+	if len(dx) == 0 {
+		return nil
+	}
+	oh, ow := geom.OutHW()
+	return g.run(func(st *stage) {
+		ddu, ddx := put(st, "du", du), st.scratch("dx", byteSize(dx))
+		st.launch("fairdp_col2im", len(dx), false, Ptr(ddx), Ptr(ddu), Int(n), Int(geom.InC), Int(geom.InH), Int(geom.InW),
+			Int(geom.K), Int(geom.Stride), Int(geom.Pad), Int(oh), Int(ow))
+		get(st, dx, ddx, "dx")
+	})
+}
+
 // ConvSqNorms implements Backend.
 func (g *DeviceBackend) ConvSqNorms(sq []float64, u, b []float32, geom ConvGeom, n int) error {
 	const fn = "ConvSqNorms"
