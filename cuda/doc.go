@@ -27,6 +27,8 @@
 //   - DeviceMLP is a device-resident model (logistic or MLP, sigmoid or
 //     softmax cross-entropy) whose DP-SGD step uploads only the batch:
 //     parameters, activations, taps, norms and gradients stay on the device.
+//     DeviceConv is the device-resident convolution layer (forward, input
+//     gradient, per-sample norms, clipped sum) a device CNN will be built of.
 //
 // No GPU is available where fairdp is developed and tested. Each kernel has
 // a twin, a method of CPU with the same contract that performs the same IEEE

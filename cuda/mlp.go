@@ -168,10 +168,7 @@ func (m *DeviceMLP) fill(p DevicePtr, v uint32, count int) error {
 
 // launch runs an element-wise kernel over units, one thread per unit.
 func (m *DeviceMLP) launch(kernel string, units int, args ...Arg) error {
-	if units <= 0 {
-		return nil
-	}
-	return m.dev.Launch(kernel, launchShape(units, false), D1(block), 0, args...)
+	return launch1(m.dev, kernel, units, args...)
 }
 
 // forward computes the logits of the n samples in a[0] into a[layers]; they
