@@ -8,6 +8,33 @@ package cuda
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+// fairdp_emu_map returns bytes of emulated device memory that end, after
+// rounding up to 256, at an inaccessible page (and start after one), so a
+// kernel that reads or writes past an allocation stops with SIGSEGV at the
+// access instead of corrupting its neighbour. *mapping and *mapped are what
+// munmap needs.
+static void* fairdp_emu_map(size_t bytes, void** mapping, size_t* mapped) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t body = (bytes + 255) & ~(size_t)255;
+    size_t span = (body + page - 1) / page * page;
+    size_t total = span + 2 * page;
+    char* m = (char*)mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        return NULL;
+    }
+    if (mprotect(m, page, PROT_NONE) != 0 || mprotect(m + page + span, page, PROT_NONE) != 0) {
+        munmap(m, total);
+        return NULL;
+    }
+    *mapping = m;
+    *mapped = total;
+    return m + page + span - body;
+}
+
+static void fairdp_emu_unmap(void* mapping, size_t mapped) { munmap(mapping, mapped); }
 int fairdp_emu_kernel_count(void);
 const char* fairdp_emu_kernel_name(int i);
 const char* fairdp_emu_kernel_kinds(int i);
@@ -40,12 +67,14 @@ var emulatorSources embed.FS
 // Emulator is a Device that runs on the CPU: the kernels of kernels/*.cu
 // compiled unchanged by the system C++ compiler (emulator.cc with
 // emu/cuda_shim.h; see emu/runtime.h for the execution model), device
-// memory in C heap blocks, and GEMMs served by fairdp's CPU BLAS
+// memory in pages of its own, and GEMMs served by fairdp's CPU BLAS
 // (backend.Implementation) with cuBLAS's column-major semantics. It checks
 // what a GPU would not: every copy, GEMM operand and pointer parameter of a
-// launch must lie inside one live allocation, and fresh allocations are
-// filled with 0xFF bytes (NaN as float, -1 as int), so code that reads
-// memory it never wrote shows up in the results. It exists for tests and is
+// launch must lie inside one live allocation; each allocation ends (after
+// rounding up to 256 bytes) at an inaccessible page, so a kernel that runs
+// past it stops the process with SIGSEGV; and fresh allocations are filled
+// with 0xFF bytes (NaN as float, -1 as int), so code that reads memory it
+// never wrote shows up in the results. It exists for tests and is
 // only in builds with the tag `cudaemu`, never in a product binary.
 type Emulator struct {
 	workers int
@@ -55,9 +84,11 @@ type Emulator struct {
 }
 
 type emuAlloc struct {
-	base  DevicePtr
-	bytes int64
-	p     unsafe.Pointer
+	base    DevicePtr
+	bytes   int64
+	p       unsafe.Pointer
+	mapping unsafe.Pointer // for munmap
+	mapped  C.size_t
 }
 
 type emuKernel struct {
@@ -113,13 +144,13 @@ func (e *Emulator) Alloc(bytes int64) (DevicePtr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("cuda: Alloc(%d): want > 0 bytes", bytes)
 	}
-	size := (bytes + 255) &^ 255
-	p := C.aligned_alloc(256, C.size_t(size))
+	var a emuAlloc
+	p := C.fairdp_emu_map(C.size_t(bytes), &a.mapping, &a.mapped)
 	if p == nil {
 		return 0, fmt.Errorf("cuda: emulated device out of memory allocating %d bytes", bytes)
 	}
-	C.memset(p, 0xff, C.size_t(size))
-	a := emuAlloc{base: DevicePtr(uintptr(p)), bytes: bytes, p: p}
+	C.memset(p, 0xff, C.size_t((bytes+255)&^255))
+	a.base, a.bytes, a.p = DevicePtr(uintptr(p)), bytes, p
 	i, _ := slices.BinarySearchFunc(e.allocs, a.base, func(x emuAlloc, b DevicePtr) int { return cmp.Compare(x.base, b) })
 	e.allocs = slices.Insert(e.allocs, i, a)
 	return a.base, nil
@@ -165,7 +196,7 @@ func (e *Emulator) Free(p DevicePtr) error {
 	if !found {
 		return fmt.Errorf("cuda: Free(%#x): not the start of a live allocation", uintptr(p))
 	}
-	C.free(e.allocs[i].p)
+	C.fairdp_emu_unmap(e.allocs[i].mapping, e.allocs[i].mapped)
 	e.allocs = slices.Delete(e.allocs, i, i+1)
 	return nil
 }
@@ -325,7 +356,7 @@ func (e *Emulator) Close() error {
 		return nil
 	}
 	for _, a := range e.allocs {
-		C.free(a.p)
+		C.fairdp_emu_unmap(a.mapping, a.mapped)
 	}
 	e.allocs = nil
 	e.closed = true

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -452,5 +453,35 @@ func TestEmulatorPhiloxKnownAnswers(t *testing.T) {
 	must(t, e.Launch("emu_test_philox", D1(1), D1(32), 0, Ptr(out), Ptr(alloc(t, e, ctr)), Ptr(alloc(t, e, key)), Int(3)))
 	if got := fetch[uint32](t, e, out, 12); !slices.Equal(got, want) {
 		t.Errorf("device Philox4x32-10 = %08x, Random123 %08x", got, want)
+	}
+}
+
+// A kernel that writes past the end of its buffer stops at the guard page
+// (SIGSEGV in the launch) instead of corrupting memory: run in a child
+// process, which must crash.
+func TestEmulatorGuardPage(t *testing.T) {
+	if os.Getenv("FAIRDP_EMU_OVERRUN") == "1" {
+		e, err := NewEmulator(EmulatorOptions{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.Alloc(256) // 64 floats, ending at the guard page
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = e.Launch("fairdp_relu_forward", D1(1), D1(128), 0, Ptr(p), Ptr(p), Int(128))
+		t.Fatal("the overrun did not fault")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEmulatorGuardPage$")
+	cmd.Env = append(os.Environ(), "FAIRDP_EMU_OVERRUN=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "SIGSEGV") {
+		t.Fatalf("child exited with %v, want a SIGSEGV crash; output:\n%.2000s", err, out)
+	}
+	// Within bounds the same launch is fine.
+	e := newEmu(t, 1)
+	p := alloc(t, e, make([]float32, 64))
+	if err := e.Launch("fairdp_relu_forward", D1(1), D1(128), 0, Ptr(p), Ptr(p), Int(64)); err != nil {
+		t.Fatal(err)
 	}
 }
