@@ -1,9 +1,6 @@
 package cuda
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // DeviceConv is a convolution layer whose parameters and per-batch buffers
 // live on a Device, the building block of a device-resident CNN: forward as
@@ -19,13 +16,12 @@ import (
 // row-major matrix (a row-major r×c matrix is a column-major c×r one to
 // cuBLAS), and the gradient likewise.
 type DeviceConv struct {
-	dev      Device
+	arena    // dev and the layer's allocations
 	geom     ConvGeom
 	wb, gwb  DevicePtr // outC×(ckk+1)
 	u, du    DevicePtr // batch buffers: n×(ckk+1)×hw, n×ckk×hw
 	part     DevicePtr // n×outC doubles
 	capacity int
-	owned    []DevicePtr
 }
 
 // NewDeviceConv allocates the layer on dev with nn.Conv2d's weight
@@ -41,7 +37,7 @@ func NewDeviceConv(dev Device, g ConvGeom, weight, bias []float32) (*DeviceConv,
 	if len(weight) != g.OutC*g.CKK() || len(bias) != g.OutC {
 		return nil, fmt.Errorf("cuda: DeviceConv: weight %d and bias %d values, want %d and %d", len(weight), len(bias), g.OutC*g.CKK(), g.OutC)
 	}
-	c := &DeviceConv{dev: dev, geom: g}
+	c := &DeviceConv{arena: arena{dev: dev}, geom: g}
 	wb := make([]float32, g.OutC*kk)
 	for o := range g.OutC {
 		copy(wb[o*kk:], weight[o*g.CKK():(o+1)*g.CKK()])
@@ -59,19 +55,6 @@ func NewDeviceConv(dev Device, g ConvGeom, weight, bias []float32) (*DeviceConv,
 	return c, nil
 }
 
-func (c *DeviceConv) alloc(bytes int, err *error) DevicePtr {
-	if *err != nil {
-		return 0
-	}
-	p, e := c.dev.Alloc(int64(max(bytes, 4)))
-	if e != nil {
-		*err = e
-		return 0
-	}
-	c.owned = append(c.owned, p)
-	return p
-}
-
 // grow makes the batch buffers hold n samples.
 func (c *DeviceConv) grow(n int) error {
 	if n <= c.capacity {
@@ -80,12 +63,10 @@ func (c *DeviceConv) grow(n int) error {
 	if err := c.dev.Synchronize(); err != nil {
 		return err
 	}
-	for _, p := range c.owned[2:] {
-		if err := c.dev.Free(p); err != nil {
-			return err
-		}
+	c.capacity = 0
+	if err := c.freeFrom(2); err != nil { // [W | b] and its gradient stay
+		return err
 	}
-	c.owned, c.capacity = c.owned[:2], 0
 	g := c.geom
 	capN := n + n/4
 	if err := checkDims("DeviceConv", capN, g.CKK()+1, g.HW()); err != nil {
@@ -211,14 +192,7 @@ func (c *DeviceConv) split(p DevicePtr) ([]float32, []float32, error) {
 }
 
 // Close frees the layer's device memory.
-func (c *DeviceConv) Close() error {
-	var errs []error
-	for _, p := range c.owned {
-		errs = append(errs, c.dev.Free(p))
-	}
-	c.owned = nil
-	return errors.Join(errs...)
-}
+func (c *DeviceConv) Close() error { return c.freeFrom(0) }
 
 // launch1 runs an element-wise kernel over units, one thread per unit.
 func launch1(d Device, kernel string, units int, args ...Arg) error {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"unsafe"
@@ -179,4 +180,40 @@ func CopyOut[E any](d Device, dst []E, src DevicePtr) error {
 		return nil
 	}
 	return d.CopyToHost(unsafe.Pointer(&dst[0]), src, byteSize(dst))
+}
+
+// arena is the device memory a device-resident model owns, in allocation
+// order: parameters first, then per-batch buffers that are freed from a
+// mark and reallocated when a larger batch comes.
+type arena struct {
+	dev   Device
+	owned []DevicePtr
+}
+
+// alloc allocates bytes (at least 4); after the first error (kept in *err)
+// it does nothing and returns 0.
+func (a *arena) alloc(bytes int, err *error) DevicePtr {
+	if *err != nil {
+		return 0
+	}
+	p, e := a.dev.Alloc(int64(max(bytes, 4)))
+	if e != nil {
+		*err = e
+		return 0
+	}
+	a.owned = append(a.owned, p)
+	return p
+}
+
+// mark is the number of allocations so far.
+func (a *arena) mark() int { return len(a.owned) }
+
+// freeFrom frees the allocations made after mark.
+func (a *arena) freeFrom(mark int) error {
+	var errs []error
+	for _, p := range a.owned[mark:] {
+		errs = append(errs, a.dev.Free(p))
+	}
+	a.owned = a.owned[:mark]
+	return errors.Join(errs...)
 }

@@ -23,7 +23,7 @@ import (
 // It is the device-resident half of issue 16; the trainer does not use it
 // yet (see bench/results/cuda.md for what remains).
 type DeviceMLP struct {
-	dev   Device
+	arena       // dev and the model's allocations
 	sizes []int // in, hidden…, logits (1 for two classes)
 	w, b  []DevicePtr
 	gw    []DevicePtr
@@ -42,8 +42,7 @@ type DeviceMLP struct {
 	ones     DevicePtr
 	bad      DevicePtr
 	sum      DevicePtr
-	owned    []DevicePtr // everything, batch buffers last
-	batch    int         // how many of owned are batch buffers
+	params   int // arena mark: what comes after are batch buffers
 	released bool
 }
 
@@ -76,7 +75,7 @@ func NewDeviceMLP(dev Device, sizes []int, params [][]float32) (*DeviceMLP, erro
 	if len(params) != 2*layers {
 		return nil, fmt.Errorf("cuda: DeviceMLP: %d parameter buffers, want %d", len(params), 2*layers)
 	}
-	m := &DeviceMLP{dev: dev, sizes: append([]int(nil), sizes...)}
+	m := &DeviceMLP{arena: arena{dev: dev}, sizes: append([]int(nil), sizes...)}
 	for l := range layers {
 		in, out := sizes[l], sizes[l+1]
 		if len(params[2*l]) != in*out || len(params[2*l+1]) != out {
@@ -101,22 +100,8 @@ func NewDeviceMLP(dev Device, sizes []int, params [][]float32) (*DeviceMLP, erro
 		m.Close()
 		return nil, err
 	}
+	m.params = m.mark()
 	return m, nil
-}
-
-// alloc allocates bytes the model owns; after the first error it does
-// nothing.
-func (m *DeviceMLP) alloc(bytes int, err *error) DevicePtr {
-	if *err != nil {
-		return 0
-	}
-	p, e := m.dev.Alloc(int64(max(bytes, 4)))
-	if e != nil {
-		*err = e
-		return 0
-	}
-	m.owned = append(m.owned, p)
-	return p
 }
 
 // grow makes the batch buffers hold n samples (a quarter more, so Poisson
@@ -128,13 +113,10 @@ func (m *DeviceMLP) grow(n int) error {
 	if err := m.dev.Synchronize(); err != nil {
 		return err
 	}
-	keep := len(m.owned) - m.batch // parameters, gradients, flags stay
-	for _, p := range m.owned[keep:] {
-		if err := m.dev.Free(p); err != nil {
-			return err
-		}
+	m.capacity = 0
+	if err := m.freeFrom(m.params); err != nil { // parameters, gradients, flags stay
+		return err
 	}
-	m.owned, m.batch, m.capacity = m.owned[:keep], 0, 0
 	c := n + n/4
 	var err error
 	layers := len(m.sizes) - 1
@@ -150,7 +132,6 @@ func (m *DeviceMLP) grow(n int) error {
 	m.da = m.alloc(4*c*widest, &err)
 	m.labels, m.loss = m.alloc(4*c, &err), m.alloc(4*c, &err)
 	m.sq, m.norms, m.scale, m.ones = m.alloc(8*c, &err), m.alloc(8*c, &err), m.alloc(4*c, &err), m.alloc(4*c, &err)
-	m.batch = len(m.owned) - keep
 	if err == nil {
 		err = m.fill(m.ones, math.Float32bits(1), c)
 	}
@@ -360,10 +341,5 @@ func (m *DeviceMLP) Close() error {
 		return nil
 	}
 	m.released = true
-	var errs []error
-	for _, p := range m.owned {
-		errs = append(errs, m.dev.Free(p))
-	}
-	m.owned = nil
-	return errors.Join(errs...)
+	return m.freeFrom(0)
 }
