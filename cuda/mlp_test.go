@@ -21,32 +21,55 @@ func deviceUnderTest(t *testing.T) Device {
 	return db.Device()
 }
 
-// cpuMLP is the same model on fairdp's CPU engine: nn's layers and loss,
+// cpuNet is the same model on fairdp's CPU engine: nn's layers and losses,
 // dpops.Clipper, the release of dpops.NoiseAndScale (with the twin's Philox
-// noise, so that both sides add the same noise) and nn.SGD.
-type cpuMLP struct {
-	layers []nn.Layer[float32]
-	lins   []*nn.Linear[float32]
-	params []*nn.Param[float32]
-	clip   dpops.Clipper[float32]
+// noise on DeviceNet's parameter buffers, so that both sides add the same
+// noise) and nn.SGD.
+type cpuNet struct {
+	layers  []nn.Layer[float32]
+	blocks  []dpops.Tapped[float32]
+	params  []*nn.Param[float32]
+	buffers []noiseBuffer // DPSGDStep's parameter buffers, stream k = index k
+	classes int           // logits per sample
+	clip    dpops.Clipper[float32]
 }
 
-func newCPUMLP(r *rand.Rand, sizes []int) *cpuMLP {
-	m := &cpuMLP{}
+// noiseBuffer is one of DeviceNet's noised buffers: a parameter, or a
+// convolution's weight and bias interleaved as its rows [W_o | b_o].
+type noiseBuffer struct {
+	w, b *nn.Param[float32] // b nil: w alone
+	ckk  int
+}
+
+func (c *cpuNet) addLinear(r *rand.Rand, in, out int) {
+	lin := nn.NewLinear[float32](in, out)
+	lin.Init(r)
+	p := lin.Params()
+	c.layers, c.blocks, c.params = append(c.layers, lin), append(c.blocks, lin), append(c.params, p...)
+	c.buffers = append(c.buffers, noiseBuffer{w: p[0]}, noiseBuffer{w: p[1]})
+	c.classes = out
+}
+
+func (c *cpuNet) addConv(r *rand.Rand, g ConvGeom) {
+	conv := nn.NewConv2d[float32](g.InC, g.InH, g.InW, g.OutC, g.K, g.Stride, g.Pad)
+	conv.Init(r)
+	p := conv.Params()
+	c.layers, c.blocks, c.params = append(c.layers, conv), append(c.blocks, conv), append(c.params, p...)
+	c.buffers = append(c.buffers, noiseBuffer{w: p[0], b: p[1], ckk: g.CKK()})
+}
+
+func newCPUMLP(r *rand.Rand, sizes []int) *cpuNet {
+	m := &cpuNet{}
 	for l := 0; l+1 < len(sizes); l++ {
-		lin := nn.NewLinear[float32](sizes[l], sizes[l+1])
-		lin.Init(r)
-		m.layers = append(m.layers, lin)
-		m.lins = append(m.lins, lin)
-		m.params = append(m.params, lin.Params()...)
-		if l+2 < len(sizes) {
+		if l > 0 {
 			m.layers = append(m.layers, nn.NewReLU[float32]())
 		}
+		m.addLinear(r, sizes[l], sizes[l+1])
 	}
 	return m
 }
 
-func (m *cpuMLP) values() [][]float32 {
+func (m *cpuNet) values() [][]float32 {
 	var v [][]float32
 	for _, p := range m.params {
 		v = append(v, append([]float32(nil), p.Value...))
@@ -54,18 +77,43 @@ func (m *cpuMLP) values() [][]float32 {
 	return v
 }
 
-func (m *cpuMLP) step(t *testing.T, x []float32, labels []int32, s DPSGDStep) float64 {
+// noise adds the twin's noise for stream k to buffer k.
+func (b noiseBuffer) noise(t *testing.T, std float64, seed NoiseSeed) {
 	t.Helper()
-	n := len(labels)
+	if b.b == nil {
+		must(t, CPU{}.AddGaussian(b.w.Grad, std, seed))
+		return
+	}
+	outC, kk := len(b.b.Grad), b.ckk+1
+	rows := make([]float32, outC*kk)
+	for o := range outC {
+		copy(rows[o*kk:], b.w.Grad[o*b.ckk:(o+1)*b.ckk])
+		rows[o*kk+b.ckk] = b.b.Grad[o]
+	}
+	must(t, CPU{}.AddGaussian(rows, std, seed))
+	for o := range outC {
+		copy(b.w.Grad[o*b.ckk:(o+1)*b.ckk], rows[o*kk:])
+		b.b.Grad[o] = rows[o*kk+b.ckk]
+	}
+}
+
+func (m *cpuNet) forward(x []float32, n int, train bool) []float32 {
 	h := x
 	for _, l := range m.layers {
-		h = l.Forward(h, n, true)
+		h = l.Forward(h, n, train)
 	}
+	return h
+}
+
+func (m *cpuNet) step(t *testing.T, x []float32, labels []int32, s DPSGDStep) float64 {
+	t.Helper()
+	n := len(labels)
+	h := m.forward(x, n, true)
 	ys := make([]int, n)
 	for i, y := range labels {
 		ys[i] = int(y)
 	}
-	k := len(m.lins[len(m.lins)-1].Params()[1].Value)
+	k := m.classes
 	loss, dz := make([]float32, n), make([]float32, n*k)
 	if k == 1 {
 		nn.SigmoidBCE(h, ys, nil, loss, dz)
@@ -77,19 +125,15 @@ func (m *cpuMLP) step(t *testing.T, x []float32, labels []int32, s DPSGDStep) fl
 		g = m.layers[i].Backward(g, i > 0)
 	}
 	nn.ZeroGrads(m.params)
-	blocks := make([]dpops.Tapped[float32], len(m.lins))
-	for i, l := range m.lins {
-		blocks[i] = l
-	}
-	if _, err := m.clip.Clip(n, dpops.Flat(s.Clip), blocks...); err != nil {
+	if _, err := m.clip.Clip(n, dpops.Flat(s.Clip), m.blocks...); err != nil {
 		t.Fatal(err)
 	}
-	for k, p := range m.params {
+	for k, b := range m.buffers {
 		seed := s.Seed
 		seed.Stream = uint32(k)
-		if err := (CPU{}).AddGaussian(p.Grad, s.NoiseStd, seed); err != nil {
-			t.Fatal(err)
-		}
+		b.noise(t, s.NoiseStd, seed)
+	}
+	for _, p := range m.params {
 		for i := range p.Grad {
 			p.Grad[i] *= float32(s.Scale)
 		}
@@ -118,14 +162,6 @@ func mlpBatch(r *rand.Rand, n, in, classes int) ([]float32, []int32) {
 	return x, y
 }
 
-// forward is the CPU engine's logits for x (inference).
-func (m *cpuMLP) forward(x []float32, n int) []float32 {
-	h := x
-	for _, l := range m.layers {
-		h = l.Forward(h, n, false)
-	}
-	return h
-}
 
 // DP-SGD steps of the logistic model (two classes: one logit and the
 // sigmoid loss; three: softmax) and of MLPs on the device agree with the CPU
@@ -138,7 +174,7 @@ func TestDeviceMLPMatchesCPUEngine(t *testing.T) {
 	for _, sizes := range [][]int{{14, 1}, {14, 3}, {14, 32, 16, 1}, {300, 257, 5}} {
 		classes := max(2, sizes[len(sizes)-1])
 		t.Run(fmt.Sprint(sizes), func(t *testing.T) {
-			run := func() ([][]float32, *cpuMLP) {
+			run := func() ([][]float32, *cpuNet) {
 				r := rand.New(rand.NewPCG(41, uint64(len(sizes))))
 				cpu := newCPUMLP(r, sizes)
 				m, err := NewDeviceMLP(dev, sizes, cpu.values())
@@ -175,7 +211,7 @@ func TestDeviceMLPMatchesCPUEngine(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				near(t, "logits of the trained model", logits, widen(cpu.forward(x, 9)), 1e-4, 1)
+				near(t, "logits of the trained model", logits, widen(cpu.forward(x, 9, false)), 1e-4, 1)
 				got, err := m.Params()
 				if err != nil {
 					t.Fatal(err)
