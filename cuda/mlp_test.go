@@ -162,7 +162,6 @@ func mlpBatch(r *rand.Rand, n, in, classes int) ([]float32, []int32) {
 	return x, y
 }
 
-
 // DP-SGD steps of the logistic model (two classes: one logit and the
 // sigmoid loss; three: softmax) and of MLPs on the device agree with the CPU
 // engine's steps (nn, dpops) to 1e-4 relative after every step, on
