@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"fairdp/dpops"
@@ -13,7 +14,8 @@ import (
 // its host↔device copies, as the interface takes host slices; DeviceMLP's
 // step does not. Sizes: the noise of the ≈1.6M-parameter VGG CNN; the ghost
 // norms of a 4096→512 linear layer at batch 256; VGG's dominant convolution
-// at 128×128, batch 64; an Adult-sized MLP step at batch 256.
+// at 128×128, batch 64; device-resident DP-SGD steps of the MLP, the MNIST
+// CNN and the VGG-like CNN.
 //
 //	make bench-gpu  # = FAIRDP_DEVICE=cuda go test -tags cuda -run '^$' -bench . -benchmem ./cuda
 
@@ -79,35 +81,53 @@ func BenchmarkVGGConv2ClipStep(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }
 
-// A device-resident DP-SGD step of the Adult-sized MLP (108 → 64 → 32 → 1,
-// batch 256): only the batch and labels are copied in, the loss and two
-// flags out.
-func BenchmarkDeviceMLPStep(b *testing.B) {
+// A device-resident DP-SGD step of the three benchmark model shapes: an
+// Adult-sized MLP (108 → 64 → 32 → 1, batch 256), the MNIST CNN (1×28×28,
+// batch 64) and the VGG-like CNN (3×128×128, 9 classes, batch 64). Only the
+// batch and labels are copied in, the loss and two flags out; samples/s and
+// the model's device memory (MB) are reported. VGG is skipped on the
+// emulated device (minutes per step).
+func BenchmarkDeviceNetStep(b *testing.B) {
 	db, ok := backendUnderTest(b).(*DeviceBackend)
 	if !ok {
-		b.Skip("needs a device: -tags cudaemu, or a GPU with -tags cuda")
+		b.Skip("needs a device: -tags cudaemu, or a GPU with -tags cuda (make bench-gpu)")
 	}
-	sizes := []int{108, 64, 32, 1}
-	r := rand.New(rand.NewPCG(7, 8))
-	var params [][]float32
-	for l := 0; l+1 < len(sizes); l++ {
-		params = append(params, randF32(r, sizes[l]*sizes[l+1], 0.1), make([]float32, sizes[l+1]))
+	conv := func(outC, k, pad int) ConvGeom { return ConvGeom{OutC: outC, K: k, Stride: 1, Pad: pad} }
+	for _, c := range []struct {
+		plan  cnnPlan
+		batch int
+	}{
+		{cnnPlan{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1}, 256},
+		{cnnPlan{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
+			hidden: []int{500}, classes: 10}, 64},
+		{cnnPlan{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
+			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9}, 64},
+	} {
+		b.Run(c.plan.name, func(b *testing.B) {
+			dev := db.Device()
+			if c.plan.name == "vgg" && strings.HasPrefix(dev.Name(), "emulated") {
+				b.Skip("minutes per step on the emulated device")
+			}
+			r := rand.New(rand.NewPCG(7, 8))
+			_, spec := c.plan.build(r)
+			net, err := NewDeviceNet(dev, spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer net.Close()
+			n, in := c.batch, c.plan.c*c.plan.h*c.plan.w
+			x, y := randF32(r, n*in, 1), make([]int32, n)
+			for i := range y {
+				y[i] = int32(i % max(2, c.plan.classes))
+			}
+			noise := rand.New(rand.NewPCG(9, 10))
+			for b.Loop() {
+				if _, err := net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+			b.ReportMetric(float64(net.DeviceBytes())/1e6, "device-MB")
+		})
 	}
-	m, err := NewDeviceMLP(db.Device(), sizes, params)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	const n = 256
-	x, y := randF32(r, n*sizes[0], 1), make([]int32, n)
-	for i := range y {
-		y[i] = int32(i % 2)
-	}
-	noise := rand.New(rand.NewPCG(9, 10))
-	for b.Loop() {
-		if _, err := m.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / n, LR: 0.01, Seed: NewNoiseSeed(noise)}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }

@@ -188,6 +188,7 @@ func CopyOut[E any](d Device, dst []E, src DevicePtr) error {
 type arena struct {
 	dev   Device
 	owned []DevicePtr
+	sizes []int64
 }
 
 // alloc allocates bytes (at least 4); after the first error (kept in *err)
@@ -196,17 +197,27 @@ func (a *arena) alloc(bytes int, err *error) DevicePtr {
 	if *err != nil {
 		return 0
 	}
-	p, e := a.dev.Alloc(int64(max(bytes, 4)))
+	size := int64(max(bytes, 4))
+	p, e := a.dev.Alloc(size)
 	if e != nil {
 		*err = e
 		return 0
 	}
-	a.owned = append(a.owned, p)
+	a.owned, a.sizes = append(a.owned, p), append(a.sizes, size)
 	return p
 }
 
 // mark is the number of allocations so far.
 func (a *arena) mark() int { return len(a.owned) }
+
+// bytes is the device memory the arena holds.
+func (a *arena) bytes() int64 {
+	var b int64
+	for _, s := range a.sizes {
+		b += s
+	}
+	return b
+}
 
 // freeFrom frees the allocations made after mark.
 func (a *arena) freeFrom(mark int) error {
@@ -214,6 +225,6 @@ func (a *arena) freeFrom(mark int) error {
 	for _, p := range a.owned[mark:] {
 		errs = append(errs, a.dev.Free(p))
 	}
-	a.owned = a.owned[:mark]
+	a.owned, a.sizes = a.owned[:mark], a.sizes[:mark]
 	return errors.Join(errs...)
 }

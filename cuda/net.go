@@ -86,6 +86,8 @@ type netLayer interface {
 	// streams from stream on; it returns the next free stream.
 	release(s DPSGDStep, stream uint32) (uint32, error)
 	values() ([][]float32, error)
+	// deviceBytes is the memory the layer holds itself (not the net's).
+	deviceBytes() int64
 	close() error
 }
 
@@ -343,6 +345,16 @@ func (net *DeviceNet) Params() ([][]float32, error) {
 	return out, nil
 }
 
+// DeviceBytes is the device memory the model holds: parameters, gradients
+// and the batch buffers for the largest batch so far.
+func (net *DeviceNet) DeviceBytes() int64 {
+	b := net.bytes()
+	for _, l := range net.layers {
+		b += l.deviceBytes()
+	}
+	return b
+}
+
 // Close frees the model's device memory (not the device).
 func (net *DeviceNet) Close() error {
 	if net.released {
@@ -394,10 +406,11 @@ func newDevLinear(dev Device, a *arena, in, out int, weight, bias []float32) (*d
 	return l, err
 }
 
-func (l *devLinear) inSize() int    { return l.in }
-func (l *devLinear) outSize() int   { return l.out }
-func (l *devLinear) grow(int) error { return nil }
-func (l *devLinear) close() error   { return nil } // the net's arena holds its memory
+func (l *devLinear) inSize() int        { return l.in }
+func (l *devLinear) outSize() int       { return l.out }
+func (l *devLinear) grow(int) error     { return nil }
+func (l *devLinear) deviceBytes() int64 { return 0 }   // in the net's arena
+func (l *devLinear) close() error       { return nil } // the net's arena holds its memory
 func (l *devLinear) values() ([][]float32, error) {
 	w, b := make([]float32, l.in*l.out), make([]float32, l.out)
 	return [][]float32{w, b}, errors.Join(CopyOut(l.dev, w, l.w), CopyOut(l.dev, b, l.b))
@@ -448,10 +461,11 @@ func (l *devLinear) release(s DPSGDStep, stream uint32) (uint32, error) {
 // input between forward and the norms).
 type devConv struct{ *DeviceConv }
 
-func (c devConv) inSize() int      { return c.geom.InC * c.geom.InH * c.geom.InW }
-func (c devConv) outSize() int     { return c.geom.OutC * c.geom.HW() }
-func (c devConv) grow(n int) error { return c.DeviceConv.grow(n) }
-func (c devConv) close() error     { return c.Close() }
+func (c devConv) inSize() int        { return c.geom.InC * c.geom.InH * c.geom.InW }
+func (c devConv) outSize() int       { return c.geom.OutC * c.geom.HW() }
+func (c devConv) grow(n int) error   { return c.DeviceConv.grow(n) }
+func (c devConv) deviceBytes() int64 { return c.bytes() }
+func (c devConv) close() error       { return c.Close() }
 func (c devConv) values() ([][]float32, error) {
 	w, b, err := c.Params()
 	return [][]float32{w, b}, err
@@ -477,6 +491,7 @@ type devReLU struct {
 func (r devReLU) inSize() int                                   { return r.size }
 func (r devReLU) outSize() int                                  { return r.size }
 func (r devReLU) grow(int) error                                { return nil }
+func (r devReLU) deviceBytes() int64                            { return 0 }
 func (r devReLU) close() error                                  { return nil }
 func (r devReLU) values() ([][]float32, error)                  { return nil, nil }
 func (r devReLU) sqNorms(_, _, _ DevicePtr, _ int) error        { return nil }
@@ -506,6 +521,7 @@ type devPool struct {
 func (p *devPool) inSize() int                                   { return p.g.C * p.g.H * p.g.W }
 func (p *devPool) outSize() int                                  { oh, ow := p.g.OutHW(); return p.g.C * oh * ow }
 func (p *devPool) close() error                                  { return p.freeFrom(0) }
+func (p *devPool) deviceBytes() int64                            { return p.bytes() }
 func (p *devPool) values() ([][]float32, error)                  { return nil, nil }
 func (p *devPool) sqNorms(_, _, _ DevicePtr, _ int) error        { return nil }
 func (p *devPool) clipped(_, _, _, _ DevicePtr, _ int) error     { return nil }
