@@ -24,11 +24,13 @@
 //     build has, DeviceBackend runs the kernels on any Device (NewGPU is
 //     DeviceBackend on a Driver). Clipper composes a Backend into dpops'
 //     clip-and-sum step.
-//   - DeviceMLP is a device-resident model (logistic or MLP, sigmoid or
-//     softmax cross-entropy) whose DP-SGD step uploads only the batch:
-//     parameters, activations, taps, norms and gradients stay on the device.
-//     DeviceConv is the device-resident convolution layer (forward, input
-//     gradient, per-sample norms, clipped sum) a device CNN will be built of.
+//   - DeviceNet is a device-resident classifier (linear, convolution, ReLU
+//     and max-pool layers; sigmoid or softmax cross-entropy: fairdp's
+//     logistic model, MLP, MNIST CNN and VGG-like CNN, NewDeviceMLP for the
+//     first two) whose DP-SGD step uploads only the batch: parameters,
+//     activations, taps, norms and gradients stay on the device. DeviceConv
+//     is its convolution layer (forward, input gradient, per-sample norms,
+//     clipped sum).
 //
 // No GPU is available where fairdp is developed and tested. Each kernel has
 // a twin, a method of CPU with the same contract that performs the same IEEE
@@ -46,6 +48,6 @@
 // check (which would exit the program) is defused in cuinit.c.
 //
 // What is not done: the trainer does not run models on a device yet (the
-// engine seam, the CNNs and the other algorithms on the device); see
-// bench/results/cuda.md. Nothing in this package has run on a GPU.
+// engine seam; algorithms other than plain DP-SGD with SGD on the device);
+// see bench/results/cuda.md. Nothing in this package has run on a GPU.
 package cuda
