@@ -4,9 +4,9 @@ import "fmt"
 
 // DeviceConv is a convolution layer whose parameters and per-batch buffers
 // live on a Device, the building block of a device-resident CNN: forward as
-// Im2col + one cuBLAS GEMM per sample against [W | b] (the unfolded input's
-// last row of ones carries the bias), backward to the input as a GEMM per
-// sample and Col2im, per-sample squared gradient norms from the same
+// Im2col + a strided-batched GEMM (one product per sample) against [W | b]
+// (the unfolded input's last row of ones carries the bias), backward to the
+// input as a strided-batched GEMM and Col2im, per-sample squared gradient norms from the same
 // unfolded input and backprop (fairdp_conv_sqnorms_part, rows_sum_add), and
 // the clipped sum Σ_i c_i·B_i·U_iᵀ as rows scaled by the clip factors and a
 // GEMM per sample accumulated into the gradient. Nothing is copied to the
@@ -96,14 +96,9 @@ func (c *DeviceConv) Forward(y, x DevicePtr, n int) error {
 		Int(g.K), Int(g.Stride), Int(g.Pad), Int(oh), Int(ow)); err != nil {
 		return err
 	}
-	for i := range n {
-		// Y_iᵀ (hw×outC) = U_iᵀ (hw×kk) · [W | b]ᵀ (kk×outC)
-		if err := d.Sgemm(NoTrans, NoTrans, hw, g.OutC, kk, 1, c.sample(c.u, i, kk*hw), hw, c.wb, kk, 0,
-			c.sample(y, i, g.OutC*hw), hw); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Y_iᵀ (hw×outC) = U_iᵀ (hw×kk) · [W | b]ᵀ (kk×outC), every sample in one call.
+	return d.SgemmStrided(NoTrans, NoTrans, hw, g.OutC, kk, 1, c.u, hw, int64(kk*hw), c.wb, kk, 0, 0,
+		y, hw, int64(g.OutC*hw), n)
 }
 
 // sample is the address of sample i's block of per floats in buffer p.
@@ -118,12 +113,11 @@ func (c *DeviceConv) Backward(dx, dy DevicePtr, n int) error {
 	g, d := c.geom, c.dev
 	kk, ckk, hw := g.CKK()+1, g.CKK(), g.HW()
 	oh, ow := g.OutHW()
-	for i := range n {
-		// dU_iᵀ (hw×ckk) = B_iᵀ (hw×outC) · W (outC×ckk): W is [W | b] without its last column
-		if err := d.Sgemm(NoTrans, Trans, hw, ckk, g.OutC, 1, c.sample(dy, i, g.OutC*hw), hw, c.wb, kk, 0,
-			c.sample(c.du, i, ckk*hw), hw); err != nil {
-			return err
-		}
+	// dU_iᵀ (hw×ckk) = B_iᵀ (hw×outC) · W (outC×ckk), W being [W | b] without
+	// its last column; every sample in one call.
+	if err := d.SgemmStrided(NoTrans, Trans, hw, ckk, g.OutC, 1, dy, hw, int64(g.OutC*hw), c.wb, kk, 0, 0,
+		c.du, hw, int64(ckk*hw), n); err != nil {
+		return err
 	}
 	return launch1(d, "fairdp_col2im", n*g.InC*g.InH*g.InW, Ptr(dx), Ptr(c.du), Int(n), Int(g.InC), Int(g.InH),
 		Int(g.InW), Int(g.K), Int(g.Stride), Int(g.Pad), Int(oh), Int(ow))

@@ -47,6 +47,11 @@ type Device interface {
 	// Dgemm is Sgemm on float64 matrices.
 	Dgemm(ta, tb Transpose, m, n, k int, alpha float64, a DevicePtr, lda int, b DevicePtr, ldb int,
 		beta float64, c DevicePtr, ldc int) error
+	// SgemmStrided is batch Sgemms in one call (cublasSgemmStridedBatched):
+	// product i reads A at a + 4·i·strideA, B at b + 4·i·strideB and writes
+	// C at c + 4·i·strideC (strides in elements; 0 shares the operand).
+	SgemmStrided(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, strideA int64,
+		b DevicePtr, ldb int, strideB int64, beta float32, c DevicePtr, ldc int, strideC int64, batch int) error
 	// Synchronize waits for all queued work and returns its first error.
 	Synchronize() error
 	// Close releases the device; it must not be used after.
@@ -159,6 +164,14 @@ func checkGemm(ta, tb Transpose, m, n, k, lda, ldb, ldc int) (spanA, spanB, span
 		return int64(cols-1)*int64(ld) + int64(rows)
 	}
 	return span(rowsA, colsA, lda), span(rowsB, colsB, ldb), span(m, n, ldc), nil
+}
+
+// checkStrided validates the batch and strides of a strided GEMM.
+func checkStrided(strideA, strideB, strideC int64, batch int) error {
+	if batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 {
+		return fmt.Errorf("cuda: strided gemm: batch %d and strides %d, %d, %d must be ≥ 0", batch, strideA, strideB, strideC)
+	}
+	return nil
 }
 
 func byteSize[E any](s []E) int64 {

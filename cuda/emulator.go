@@ -271,6 +271,21 @@ func (e *Emulator) Dgemm(ta, tb Transpose, m, n, k int, alpha float64, a DeviceP
 	return emuGemm(e, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, backend.Implementation().Dgemm)
 }
 
+// SgemmStrided implements Device: the products one after another.
+func (e *Emulator) SgemmStrided(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, strideA int64,
+	b DevicePtr, ldb int, strideB int64, beta float32, c DevicePtr, ldc int, strideC int64, batch int) error {
+	if err := checkStrided(strideA, strideB, strideC, batch); err != nil {
+		return err
+	}
+	for i := range int64(batch) {
+		if err := e.Sgemm(ta, tb, m, n, k, alpha, a+DevicePtr(4*i*strideA), lda, b+DevicePtr(4*i*strideB), ldb,
+			beta, c+DevicePtr(4*i*strideC), ldc); err != nil {
+			return fmt.Errorf("cuda: strided gemm, product %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // rowMajorGemm is gonum's (row-major) ?gemm.
 type rowMajorGemm[E float32 | float64] func(tA, tB blas.Transpose, m, n, k int, alpha E, a []E, lda int, b []E, ldb int, beta E, c []E, ldc int)
 

@@ -485,3 +485,24 @@ func TestEmulatorGuardPage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// SgemmStrided is its products one by one: a batch with a shared (stride 0)
+// operand against separate Sgemm calls, and its argument checks.
+func TestEmulatorSgemmStrided(t *testing.T) {
+	e := newEmu(t, 1)
+	r := rand.New(rand.NewPCG(29, 30))
+	const m, n, k, batch = 5, 3, 4, 6
+	a := randF32(r, batch*k*m, 1) // Aᵢ stored k×m (Trans), stride k·m
+	b := randF32(r, k*n, 1)       // shared
+	c0 := randF32(r, batch*m*n, 1)
+	da, db, dc := alloc(t, e, a), alloc(t, e, b), alloc(t, e, c0)
+	must(t, e.SgemmStrided(Trans, NoTrans, m, n, k, 0.5, da, k, k*m, db, k, 0, 2, dc, m, m*n, batch))
+	want := alloc(t, e, c0)
+	for i := range batch {
+		must(t, e.Sgemm(Trans, NoTrans, m, n, k, 0.5, da+DevicePtr(4*i*k*m), k, db, k, 2, want+DevicePtr(4*i*m*n), m))
+	}
+	sameBits32(t, "SgemmStrided vs Sgemm per product", fetch[float32](t, e, dc, batch*m*n), fetch[float32](t, e, want, batch*m*n))
+	must(t, e.SgemmStrided(NoTrans, NoTrans, m, n, k, 1, da, m, 0, db, k, 0, 0, dc, m, 0, 0))
+	wantErr(t, e.SgemmStrided(NoTrans, NoTrans, m, n, k, 1, da, m, -1, db, k, 0, 0, dc, m, 0, 1), "must be ≥ 0")
+	wantErr(t, e.SgemmStrided(NoTrans, NoTrans, m, n, k, 1, da, m, k*m, db, k, 0, 0, dc, m, m*n, batch+1), "product 6")
+}

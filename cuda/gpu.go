@@ -21,6 +21,12 @@ static int fairdp_sgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, f
     return (int)cublasSgemm(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const float*)a, lda,
                             (const float*)b, ldb, &beta, (float*)c, ldc);
 }
+static int fairdp_sgemm_strided(cublasHandle_t h, int ta, int tb, int m, int n, int k, float alpha, uintptr_t a,
+                                int lda, long long sa, uintptr_t b, int ldb, long long sb, float beta, uintptr_t c,
+                                int ldc, long long sc, int batch) {
+    return (int)cublasSgemmStridedBatched(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const float*)a, lda, sa,
+                                          (const float*)b, ldb, sb, &beta, (float*)c, ldc, sc, batch);
+}
 static int fairdp_dgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, double alpha, uintptr_t a, int lda,
                         uintptr_t b, int ldb, double beta, uintptr_t c, int ldc) {
     return (int)cublasDgemm(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const double*)a, lda,
@@ -356,6 +362,28 @@ func (d *Driver) Dgemm(ta, tb Transpose, m, n, k int, alpha float64, a DevicePtr
 		if st := C.fairdp_dgemm(d.blas, flag(ta), flag(tb), C.int(m), C.int(n), C.int(k), C.double(alpha), C.uintptr_t(a),
 			C.int(lda), C.uintptr_t(b), C.int(ldb), C.double(beta), C.uintptr_t(c), C.int(ldc)); st != 0 {
 			return fmt.Errorf("cuda: cublasDgemm: status %d", int(st))
+		}
+		return nil
+	})
+}
+
+// SgemmStrided implements Device (cublasSgemmStridedBatched on the stream).
+func (d *Driver) SgemmStrided(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, strideA int64,
+	b DevicePtr, ldb int, strideB int64, beta float32, c DevicePtr, ldc int, strideC int64, batch int) error {
+	if _, _, _, err := checkGemm(ta, tb, m, n, k, lda, ldb, ldc); err != nil {
+		return err
+	}
+	if err := checkStrided(strideA, strideB, strideC, batch); err != nil {
+		return err
+	}
+	if batch == 0 {
+		return nil
+	}
+	return d.run(func() error {
+		if st := C.fairdp_sgemm_strided(d.blas, flag(ta), flag(tb), C.int(m), C.int(n), C.int(k), C.float(alpha), C.uintptr_t(a),
+			C.int(lda), C.longlong(strideA), C.uintptr_t(b), C.int(ldb), C.longlong(strideB), C.float(beta), C.uintptr_t(c),
+			C.int(ldc), C.longlong(strideC), C.int(batch)); st != 0 {
+			return fmt.Errorf("cuda: cublasSgemmStridedBatched: status %d", int(st))
 		}
 		return nil
 	})
