@@ -18,7 +18,7 @@ else
   TAGS :=
 endif
 
-.PHONY: all build run test test-portable vet fmt-check bench blas-hint clean ptx cuda-check
+.PHONY: all build run test test-portable vet fmt-check bench blas-hint clean ptx cuda-check test-gpu-emulated test-gpu bench-gpu
 
 all: build
 
@@ -48,6 +48,7 @@ test-portable:
 
 test: blas-hint fmt-check vet
 	$(GO) test -count=1 -timeout 20m $(TAGS) ./...
+	$(MAKE) --no-print-directory test-gpu-emulated
 ifeq ($(BLAS),openblas)
 	$(MAKE) --no-print-directory test-portable BLAS=portable
 endif
@@ -66,7 +67,28 @@ clean:
 # need the CUDA 11.8 toolkit (about 1.6 GB to download, 5.5 GB installed), so neither is
 # part of `make test`; .ci/run installs the toolkit (when the disk has room) and runs
 # cuda-check. Without the toolkit cuda-check says what is missing and exits 0.
-.PHONY: ptx cuda-check
+.PHONY: ptx cuda-check test-gpu-emulated test-gpu bench-gpu
+
+comma := ,
+EMU_TAGS := -tags cudaemu$(if $(filter openblas,$(BLAS)),$(comma)openblas)
+
+# The GPU code on the emulated device (build tag `cudaemu`): cuda/kernels/*.cu compiled
+# unchanged for the CPU by the system C++ compiler (g++), run through the same Device seam
+# and DeviceBackend a GPU runs; every kernel test and the emulator's own tests. Needs g++, not
+# the CUDA toolkit, and takes seconds; part of `make test`.
+test-gpu-emulated:
+	$(GO) vet $(EMU_TAGS) ./cuda/...
+	FAIRDP_DEVICE=emu $(GO) test -count=1 $(EMU_TAGS) ./cuda/...
+
+# On a GPU host (NVIDIA driver R520+, compute capability ≥ 7.0, CUDA 11.8 toolkit): the same
+# suite on GPU 0. FAIRDP_REQUIRE_DEVICE=1 makes a missing device fail the tests instead of
+# skipping them. bench-gpu times the kernels on the device (each call with its host↔device
+# copies, as Backend takes host slices).
+test-gpu:
+	FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 $(GO) test -count=1 -tags cuda ./cuda/...
+
+bench-gpu:
+	FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 $(GO) test -tags cuda -run '^$$' -bench . -benchmem ./cuda/
 
 ptx:
 	cuda/kernels/build-ptx.sh

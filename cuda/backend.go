@@ -22,6 +22,10 @@ type Backend interface {
 	// Im2col unfolds x (n×inC×inH×inW) into u (n×(ckk+1)×hw, nn's layout with
 	// a last row of ones for the bias).
 	Im2col(u, x []float32, g ConvGeom, n int) error
+	// Col2im folds du (n×ckk×hw: Im2col's rows without the ones row) into
+	// dx (n×inC×inH×inW), each input element the sum of the entries that
+	// read it; with du_i = Wᵀ·B_i that is the convolution's input gradient.
+	Col2im(dx, du []float32, g ConvGeom, n int) error
 	// ConvSqNorms adds ‖B_i·U_iᵀ‖²_F to sq[i]: the squared norm of a
 	// convolution's per-sample [weight | bias] gradient from the unfolded
 	// input u and the backprop b (n×outC×hw).

@@ -10,11 +10,14 @@ import (
 	"testing"
 )
 
-// The suite runs on one backend: the CPU twins by default, the GPU kernels
-// with FAIRDP_DEVICE=cuda (build with -tags cuda). Every test compares the
-// backend under test with fairdp's own CPU path (nn, dpops, brute force) and,
-// bit for bit, with the twin, which is trivial on the CPU and is the check of
-// the kernels on a GPU host.
+// The suite runs on one backend: FAIRDP_DEVICE=cpu the CPU twins (the
+// default), FAIRDP_DEVICE=emu the kernels on the emulated device through
+// DeviceBackend (the default in a build with -tags cudaemu: `make
+// test-gpu-emulated`), FAIRDP_DEVICE=cuda the kernels on GPU 0 through the
+// same DeviceBackend (build with -tags cuda). Every test compares the backend
+// under test with fairdp's own CPU path (nn, dpops, brute force) and, bit
+// for bit, with the twin, which is trivial on the CPU and is the check of
+// the kernels' code on the emulated device and on a GPU host.
 var device struct {
 	once sync.Once
 	be   Backend
@@ -22,22 +25,30 @@ var device struct {
 }
 
 // backendUnderTest returns the backend selected by FAIRDP_DEVICE, skipping
-// the test with the reason when that is a GPU that cannot be used.
+// the test with the reason when that is a device that cannot be used (or
+// failing it, with FAIRDP_REQUIRE_DEVICE=1: `make test-gpu` on a GPU host).
 func backendUnderTest(t testing.TB) Backend {
 	t.Helper()
 	device.once.Do(func() {
-		switch d := os.Getenv("FAIRDP_DEVICE"); d {
-		case "", "cpu":
+		d := os.Getenv("FAIRDP_DEVICE")
+		if d == "" {
+			d = defaultTestDevice
+		}
+		switch d {
+		case "cpu":
 			device.be = CPU{}
+		case "emu":
+			device.be, device.err = openEmulated()
 		case "cuda":
 			device.be, device.err = NewGPU(0)
 		default:
-			device.err = errors.New("FAIRDP_DEVICE=" + d + ": want cpu or cuda")
+			device.err = errors.New("FAIRDP_DEVICE=" + d + ": want cpu, emu or cuda")
 		}
 	})
 	if device.err != nil {
-		if errors.Is(device.err, ErrUnavailable) {
-			t.Skipf("FAIRDP_DEVICE=cuda but the GPU backend is unavailable, so the kernels are not tested: %v", device.err)
+		if errors.Is(device.err, ErrUnavailable) && os.Getenv("FAIRDP_REQUIRE_DEVICE") == "" {
+			t.Skipf("the device under test (FAIRDP_DEVICE=%s) is unavailable, so the kernels are not tested: %v",
+				os.Getenv("FAIRDP_DEVICE"), device.err)
 		}
 		t.Fatal(device.err)
 	}

@@ -2,18 +2,22 @@ package cuda
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"fairdp/dpops"
 )
 
-// Benchmarks of the backend under test (FAIRDP_DEVICE=cuda on a GPU host;
-// the twins otherwise, which are references, not fairdp's CPU engine). On
-// the GPU every call includes its host↔device copies, as the Backend
-// interface takes host slices. Sizes: the noise of the ≈1.6M-parameter VGG
-// CNN; the ghost norms of a 4096→512 linear layer at batch 256.
+// Benchmarks of the backend under test (FAIRDP_DEVICE=cuda on a GPU host,
+// the emulated device with -tags cudaemu, the twins otherwise, which are
+// references, not fairdp's CPU engine). Through Backend every call includes
+// its host↔device copies, as the interface takes host slices; DeviceMLP's
+// step does not. Sizes: the noise of the ≈1.6M-parameter VGG CNN; the ghost
+// norms of a 4096→512 linear layer at batch 256; VGG's dominant convolution
+// at 128×128, batch 64; device-resident DP-SGD steps of the MLP, the MNIST
+// CNN and the VGG-like CNN.
 //
-//	FAIRDP_DEVICE=cuda go test -tags cuda -run '^$' -bench . ./cuda
+//	make bench-gpu  # = FAIRDP_DEVICE=cuda go test -tags cuda -run '^$' -bench . -benchmem ./cuda
 
 func BenchmarkAddGaussian1M6(b *testing.B) {
 	be := backendUnderTest(b)
@@ -51,5 +55,79 @@ func BenchmarkLinearSqNorms(b *testing.B) {
 		if err := be.LinearSqNorms(sq, a, g, n, in, out, true); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The dominant layer of the VGG-like model at 3×128×128, batch 64 (conv2,
+// 32→32 channels, 3×3, 128×128 outputs): unfold, per-sample norms and the
+// clipped sum, each call with its host↔device copies (the unfolded input is
+// 1.2 GB). Too slow for the CPU twin; `make bench-gpu` on a GPU host.
+func BenchmarkVGGConv2ClipStep(b *testing.B) {
+	be := backendUnderTest(b)
+	if _, ok := be.(CPU); ok {
+		b.Skip("the CPU twin would take minutes per iteration; run on a device (make bench-gpu)")
+	}
+	const n = 64
+	g := ConvGeom{InC: 32, InH: 128, InW: 128, OutC: 32, K: 3, Stride: 1, Pad: 1}
+	r := rand.New(rand.NewPCG(5, 6))
+	c := &ConvTaps{X: randF32(r, n*g.InC*g.InH*g.InW, 1), B: randF32(r, n*g.OutC*g.HW(), 1), Geom: g,
+		GradW: make([]float32, g.OutC*g.CKK()), GradB: make([]float32, g.OutC)}
+	clip := NewClipper(be)
+	for b.Loop() {
+		if _, err := clip.Clip(n, dpops.Flat(1), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// A device-resident DP-SGD step of the three benchmark model shapes: an
+// Adult-sized MLP (108 → 64 → 32 → 1, batch 256), the MNIST CNN (1×28×28,
+// batch 64) and the VGG-like CNN (3×128×128, 9 classes, batch 64). Only the
+// batch and labels are copied in, the loss and two flags out; samples/s and
+// the model's device memory (MB) are reported. VGG is skipped on the
+// emulated device (minutes per step).
+func BenchmarkDeviceNetStep(b *testing.B) {
+	db, ok := backendUnderTest(b).(*DeviceBackend)
+	if !ok {
+		b.Skip("needs a device: -tags cudaemu, or a GPU with -tags cuda (make bench-gpu)")
+	}
+	conv := func(outC, k, pad int) ConvGeom { return ConvGeom{OutC: outC, K: k, Stride: 1, Pad: pad} }
+	for _, c := range []struct {
+		plan  cnnPlan
+		batch int
+	}{
+		{cnnPlan{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1}, 256},
+		{cnnPlan{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
+			hidden: []int{500}, classes: 10}, 64},
+		{cnnPlan{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
+			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9}, 64},
+	} {
+		b.Run(c.plan.name, func(b *testing.B) {
+			dev := db.Device()
+			if c.plan.name == "vgg" && strings.HasPrefix(dev.Name(), "emulated") {
+				b.Skip("minutes per step on the emulated device")
+			}
+			r := rand.New(rand.NewPCG(7, 8))
+			_, spec := c.plan.build(r)
+			net, err := NewDeviceNet(dev, spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer net.Close()
+			n, in := c.batch, c.plan.c*c.plan.h*c.plan.w
+			x, y := randF32(r, n*in, 1), make([]int32, n)
+			for i := range y {
+				y[i] = int32(i % max(2, c.plan.classes))
+			}
+			noise := rand.New(rand.NewPCG(9, 10))
+			for b.Loop() {
+				if _, err := net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+			b.ReportMetric(float64(net.DeviceBytes())/1e6, "device-MB")
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -147,4 +149,61 @@ func TestIm2colLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameBits32(t, "Im2col with padding", u, []float32{0, 0, 0, 4, 1, 1, 1, 1})
+}
+
+// Col2im of du_i = Wᵀ·B_i is the convolution's input gradient: nn.Conv2d's
+// Backward to 1e-5, and the twin's bits. Col2im is Im2col's adjoint:
+// ⟨Im2col(x), du⟩ = ⟨x, Col2im(du)⟩ for random x and du (ones row left out).
+func TestCol2imIsConvInputGradient(t *testing.T) {
+	be := backendUnderTest(t)
+	r := rand.New(rand.NewPCG(19, 20))
+	const n = 3
+	for _, g := range convGeoms {
+		oh, ow := g.OutHW()
+		ckk, hw := g.CKK(), g.HW()
+		c := nn.NewConv2d[float32](g.InC, g.InH, g.InW, g.OutC, g.K, g.Stride, g.Pad)
+		c.Init(r)
+		x := randF32(r, n*g.InC*g.InH*g.InW, 1)
+		dy := randF32(r, n*g.OutC*oh*ow, 0.5)
+		c.Forward(x, n, true)
+		want := widen(c.Backward(dy, true))
+		w := c.Params()[0].Value // outC × ckk
+		du := make([]float32, n*ckk*hw)
+		for i := range n {
+			for rr := range ckk {
+				for p := range hw {
+					s := 0.0
+					for o := range g.OutC {
+						s += float64(w[o*ckk+rr]) * float64(dy[(i*g.OutC+o)*hw+p])
+					}
+					du[(i*ckk+rr)*hw+p] = float32(s)
+				}
+			}
+		}
+		dx := make([]float32, len(x))
+		if err := be.Col2im(dx, du, g, n); err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("Col2im(Wᵀ·B) vs nn.Conv2d.Backward %+v", g), dx, want, 1e-5, 1)
+		twin := make([]float32, len(x))
+		must(t, CPU{}.Col2im(twin, du, g, n))
+		sameBits32(t, be.Name()+" Col2im vs twin", dx, twin)
+
+		// Adjoint of the unfold.
+		u := make([]float32, n*(ckk+1)*hw)
+		must(t, be.Im2col(u, x, g, n))
+		lhs, rhs := 0.0, 0.0
+		for i := range n {
+			for j := range ckk * hw {
+				lhs += float64(u[(i*(ckk+1))*hw+j]) * float64(du[i*ckk*hw+j])
+			}
+		}
+		for j := range x {
+			rhs += float64(x[j]) * float64(dx[j])
+		}
+		if math.Abs(lhs-rhs) > 1e-4*math.Max(1, math.Abs(lhs)) {
+			t.Errorf("%+v: ⟨Im2col(x), du⟩ = %v, ⟨x, Col2im(du)⟩ = %v", g, lhs, rhs)
+		}
+	}
+	wantErr(t, be.Col2im(make([]float32, 3), make([]float32, 9), ConvGeom{InC: 1, InH: 3, InW: 3, OutC: 1, K: 3, Stride: 1}, 1), "input gradient dx has 3 elements, want 9")
 }

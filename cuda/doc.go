@@ -1,5 +1,6 @@
-// Package cuda holds fairdp's GPU kernels for the hot paths of private
-// training and their CPU twins.
+// Package cuda holds fairdp's GPU code: the kernels for the hot paths of
+// private training, the seam they run behind, an emulated device that runs
+// them on the CPU, and their CPU twins.
 //
 // Why it exists: on a GPU host the per-sample work of DP-SGD (squared norms
 // of every sample's gradient from the layers' taps, clip factors, the clipped
@@ -9,21 +10,44 @@
 // committed) and are loaded through gorgonia.org/cu when fairdp is built with
 // the build tag `cuda`.
 //
-// No GPU is available where fairdp is developed and tested, so each kernel
-// has a twin: a method of CPU with the same contract that performs the same
-// IEEE operations in the same order (reductions included), so that kernel and
-// twin agree bit for bit. The tests check every twin against fairdp's own CPU
-// path (nn's layers, dpops.Clipper, brute-force per-sample gradients) and
-// Philox4x32-10 against Random123's published vectors; on a GPU host
-// `FAIRDP_DEVICE=cuda go test -tags cuda ./cuda/` runs the same tests with
-// the kernels and compares them with the twins. Both backends implement
-// Backend; Clipper composes a Backend into dpops' clip-and-sum step.
+// The shape of the package:
+//   - Device is the seam: allocate, free, copy host↔device, launch a kernel
+//     by name (grid, block, shared memory, 8-byte argument slots), GEMM with
+//     cuBLAS's column-major semantics, synchronise. Driver (tag `cuda`) is
+//     an NVIDIA GPU through gorgonia.org/cu and cuBLAS; Emulator (tag
+//     `cudaemu`, never in a product build) compiles the same kernels/*.cu
+//     sources for the CPU with the system C++ compiler and emu/cuda_shim.h,
+//     runs each block's threads as fibers meeting at a real barrier
+//     (emu/runtime.h) and serves GEMMs from the CPU BLAS.
+//   - Backend is the kernel-level interface on host slices (the GPU stages
+//     them through device buffers kept across calls): CPU is the twin every
+//     build has, DeviceBackend runs the kernels on any Device (NewGPU is
+//     DeviceBackend on a Driver). Clipper composes a Backend into dpops'
+//     clip-and-sum step.
+//   - DeviceNet is a device-resident classifier (linear, convolution, ReLU
+//     and max-pool layers; sigmoid or softmax cross-entropy: fairdp's
+//     logistic model, MLP, MNIST CNN and VGG-like CNN, NewDeviceMLP for the
+//     first two) whose DP-SGD step uploads only the batch: parameters,
+//     activations, taps, norms and gradients stay on the device. DeviceConv
+//     is its convolution layer (forward, input gradient, per-sample norms,
+//     clipped sum).
 //
-// Without the tag, Available is false and Check says how to get a CUDA
-// build. With the tag on a machine without a usable device, Check names the
-// missing device and the driver's error; gorgonia.org/cu's own start-up check
-// (which would exit the program) is defused in cuinit.c.
+// No GPU is available where fairdp is developed and tested. Each kernel has
+// a twin, a method of CPU with the same contract that performs the same IEEE
+// operations in the same order (reductions included), so that kernel and twin
+// agree bit for bit; the tests check every twin against fairdp's own CPU path
+// (nn's layers, dpops.Clipper, brute-force per-sample gradients) and Philox
+// against Random123's published vectors. The same tests run the kernels'
+// own code: `make test-gpu-emulated` (part of `make test`) on the emulated
+// device, `make test-gpu` on a GPU host (FAIRDP_DEVICE=cuda), each comparing
+// with the twins bit for bit.
 //
-// What is not done: the trainer does not yet run whole models on the GPU
-// (forward and backward GEMMs, optimizer); see bench/results/cuda.md.
+// Without the tag `cuda`, Available is false and Check says how to get a
+// CUDA build. With the tag on a machine without a usable device, Check names
+// the missing device and the driver's error; gorgonia.org/cu's own start-up
+// check (which would exit the program) is defused in cuinit.c.
+//
+// What is not done: the trainer does not run models on a device yet (the
+// engine seam; algorithms other than plain DP-SGD with SGD on the device);
+// see bench/results/cuda.md. Nothing in this package has run on a GPU.
 package cuda

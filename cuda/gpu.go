@@ -3,9 +3,35 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -ldl
+#cgo LDFLAGS: -ldl -lcublas
+#include <stdint.h>
+#include <cublas_v2.h>
 int fairdp_cuinit_result(void);
 const char* fairdp_cuda_error_name(int code);
+
+// cuBLAS through a few wrappers of our own (gorgonia.org/cu/blas takes Go
+// slices, not device pointers, and has no stream setter): device pointers
+// travel as integers, alpha and beta by value (host pointer mode).
+static int fairdp_cublas_create(cublasHandle_t* h) { return (int)cublasCreate(h); }
+static int fairdp_cublas_destroy(cublasHandle_t h) { return (int)cublasDestroy(h); }
+static int fairdp_cublas_set_stream(cublasHandle_t h, void* s) { return (int)cublasSetStream(h, (cudaStream_t)s); }
+static cublasOperation_t fairdp_op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+static int fairdp_sgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, float alpha, uintptr_t a, int lda,
+                        uintptr_t b, int ldb, float beta, uintptr_t c, int ldc) {
+    return (int)cublasSgemm(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const float*)a, lda,
+                            (const float*)b, ldb, &beta, (float*)c, ldc);
+}
+static int fairdp_sgemm_strided(cublasHandle_t h, int ta, int tb, int m, int n, int k, float alpha, uintptr_t a,
+                                int lda, long long sa, uintptr_t b, int ldb, long long sb, float beta, uintptr_t c,
+                                int ldc, long long sc, int batch) {
+    return (int)cublasSgemmStridedBatched(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const float*)a, lda, sa,
+                                          (const float*)b, ldb, sb, &beta, (float*)c, ldc, sc, batch);
+}
+static int fairdp_dgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, double alpha, uintptr_t a, int lda,
+                        uintptr_t b, int ldb, double beta, uintptr_t c, int ldc) {
+    return (int)cublasDgemm(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const double*)a, lda,
+                            (const double*)b, ldb, &beta, (double*)c, ldc);
+}
 */
 import "C"
 
@@ -13,7 +39,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -62,44 +87,71 @@ func resultName(code int) string {
 	return fmt.Sprintf("%d", code)
 }
 
-// GPU runs the PTX kernels on one device through gorgonia.org/cu: its own
-// context and stream, device buffers that grow to the largest call and are
-// then reused (no allocation in the steady state), every driver call's result
-// checked. Calls are serialised and run on a locked OS thread with the
-// context current.
-type GPU struct {
-	mu     sync.Mutex
+// Driver is the Device of an NVIDIA GPU, through gorgonia.org/cu (driver
+// API) and cuBLAS: its own context, one non-blocking stream that every copy,
+// launch and GEMM is queued on, and the embedded PTX modules of the newest
+// architecture the GPU supports. Every driver call runs on one goroutine
+// locked to an OS thread with the context current, so callers may come from
+// any goroutine (one at a time: a Device is not for concurrent use).
+type Driver struct {
 	name   string
+	calls  chan func()
 	ctx    cu.CUContext
 	stream cu.Stream
+	blas   C.cublasHandle_t
 	mods   []cu.Module
 	fns    map[string]cu.Function
-	bufs   map[string]*devBuf
 	closed bool
 }
 
-type devBuf struct {
-	ptr   cu.DevicePtr
-	bytes int64
+var _ Device = (*Driver)(nil)
+
+// NewGPU opens device ordinal as a Backend: DeviceBackend on a Driver.
+func NewGPU(ordinal int) (Backend, error) {
+	d, err := NewDriver(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return NewDeviceBackend(d), nil
 }
 
-// NewGPU opens device ordinal: a context, a stream and the PTX modules of
-// the newest architecture the device supports.
-func NewGPU(ordinal int) (Backend, error) {
+// NewDriver opens device ordinal: a context, a stream, a cuBLAS handle on
+// that stream and the PTX modules.
+func NewDriver(ordinal int) (*Driver, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
-	g := &GPU{fns: map[string]cu.Function{}, bufs: map[string]*devBuf{}}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := g.open(ordinal); err != nil {
-		g.release()
+	d := &Driver{calls: make(chan func()), fns: map[string]cu.Function{}}
+	go d.serve()
+	if err := d.run(func() error { return d.open(ordinal) }); err != nil {
+		d.run(d.release)
+		close(d.calls)
 		return nil, err
 	}
-	return g, nil
+	return d, nil
 }
 
-func (g *GPU) open(ordinal int) error {
+// serve runs the driver calls on one locked OS thread: a CUDA context is
+// current per thread, and cuBLAS's handle belongs to it.
+func (d *Driver) serve() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for f := range d.calls {
+		f()
+	}
+}
+
+// run executes fn on the driver's thread and returns its error.
+func (d *Driver) run(fn func() error) error {
+	if d.closed {
+		return errors.New("cuda: GPU device used after Close")
+	}
+	done := make(chan error, 1)
+	d.calls <- func() { done <- fn() }
+	return <-done
+}
+
+func (d *Driver) open(ordinal int) error {
 	n, err := cu.NumDevices()
 	if err != nil {
 		return fmt.Errorf("cuda: cuDeviceGetCount: %w", err)
@@ -123,12 +175,18 @@ func (g *GPU) open(ordinal int) error {
 	if err != nil {
 		return err
 	}
-	g.name = fmt.Sprintf("cuda:%d %s (sm_%d%d, PTX sm_%d)", ordinal, name, major, minor, arch)
-	if g.ctx, err = dev.MakeContext(cu.SchedAuto); err != nil {
+	d.name = fmt.Sprintf("cuda:%d %s (sm_%d%d, PTX sm_%d)", ordinal, name, major, minor, arch)
+	if d.ctx, err = dev.MakeContext(cu.SchedAuto); err != nil {
 		return fmt.Errorf("cuda: cuCtxCreate on device %d: %w", ordinal, err)
 	}
-	if g.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+	if d.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
 		return fmt.Errorf("cuda: cuStreamCreate: %w", err)
+	}
+	if st := C.fairdp_cublas_create(&d.blas); st != 0 {
+		return fmt.Errorf("cuda: cublasCreate: status %d", int(st))
+	}
+	if st := C.fairdp_cublas_set_stream(d.blas, unsafe.Pointer(d.stream.C())); st != 0 {
+		return fmt.Errorf("cuda: cublasSetStream: status %d", int(st))
 	}
 	for module, kernels := range ptxModules {
 		file := ptxName(module, arch)
@@ -140,59 +198,55 @@ func (g *GPU) open(ordinal int) error {
 		if err != nil {
 			return fmt.Errorf("cuda: cuModuleLoadData(%s): %w (the driver may be older than CUDA 11.8's PTX ISA 7.8 needs)", file, err)
 		}
-		g.mods = append(g.mods, mod)
+		d.mods = append(d.mods, mod)
 		for _, k := range kernels {
 			fn, err := mod.Function(k)
 			if err != nil {
 				return fmt.Errorf("cuda: cuModuleGetFunction(%s, %s): %w", file, k, err)
 			}
-			g.fns[k] = fn
+			d.fns[k] = fn
 		}
 	}
 	return nil
 }
 
-// Name implements Backend.
-func (g *GPU) Name() string { return g.name }
+// Name implements Device.
+func (d *Driver) Name() string { return d.name }
 
-// Close implements Backend: frees the buffers, modules, stream and context.
-func (g *GPU) Close() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
+// Close implements Device: releases the modules, cuBLAS, the stream and the
+// context (memory still allocated goes with the context).
+func (d *Driver) Close() error {
+	if d.closed {
 		return nil
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := cu.SetCurrentContext(g.ctx); err != nil {
-		return fmt.Errorf("cuda: cuCtxSetCurrent: %w", err)
-	}
-	return g.release()
+	err := d.run(d.release)
+	d.closed = true
+	close(d.calls)
+	return err
 }
 
 // release frees everything that was created, returning the first error.
-func (g *GPU) release() error {
-	g.closed = true
+func (d *Driver) release() error {
 	var errs []error
-	for _, b := range g.bufs {
-		if err := cu.MemFree(b.ptr); err != nil {
-			errs = append(errs, fmt.Errorf("cuMemFree: %w", err))
+	if d.blas != nil {
+		if st := C.fairdp_cublas_destroy(d.blas); st != 0 {
+			errs = append(errs, fmt.Errorf("cublasDestroy: status %d", int(st)))
 		}
+		d.blas = nil
 	}
-	g.bufs = nil
-	for _, m := range g.mods {
+	for _, m := range d.mods {
 		if err := m.Unload(); err != nil {
 			errs = append(errs, fmt.Errorf("cuModuleUnload: %w", err))
 		}
 	}
-	g.mods = nil
-	if g.stream != (cu.Stream{}) {
-		if err := g.stream.Destroy(); err != nil {
+	d.mods = nil
+	if d.stream != (cu.Stream{}) {
+		if err := d.stream.Destroy(); err != nil {
 			errs = append(errs, fmt.Errorf("cuStreamDestroy: %w", err))
 		}
 	}
-	if g.ctx != (cu.CUContext{}) {
-		if err := g.ctx.Destroy(); err != nil {
+	if d.ctx != (cu.CUContext{}) {
+		if err := d.ctx.Destroy(); err != nil {
 			errs = append(errs, fmt.Errorf("cuCtxDestroy: %w", err))
 		}
 	}
@@ -202,534 +256,145 @@ func (g *GPU) release() error {
 	return nil
 }
 
-// do runs fn with the context current on a locked OS thread, then waits for
-// the stream, so every asynchronous error of fn's launches is reported here.
-func (g *GPU) do(fn func() error) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return errors.New("cuda: GPU backend used after Close")
+// Alloc implements Device (cuMemAlloc: 256-byte aligned, not zeroed).
+func (d *Driver) Alloc(bytes int64) (DevicePtr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("cuda: Alloc(%d): want > 0 bytes", bytes)
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := cu.SetCurrentContext(g.ctx); err != nil {
-		return fmt.Errorf("cuda: cuCtxSetCurrent: %w", err)
-	}
-	err := fn()
-	if serr := g.stream.Synchronize(); serr != nil && err == nil {
-		err = fmt.Errorf("cuda: cuStreamSynchronize: %w", serr)
-	}
-	return err
-}
-
-// buf returns the device buffer of a role with room for bytes, growing it
-// (by a quarter more than asked, so varying Poisson batch sizes settle
-// quickly) only when it is too small.
-func (g *GPU) buf(role string, bytes int64) (cu.DevicePtr, error) {
-	b := g.bufs[role]
-	if b != nil && b.bytes >= bytes {
-		return b.ptr, nil
-	}
-	if b != nil {
-		if err := cu.MemFree(b.ptr); err != nil {
-			return 0, fmt.Errorf("cuda: cuMemFree(%s): %w", role, err)
+	var p cu.DevicePtr
+	err := d.run(func() (err error) {
+		if p, err = cu.MemAlloc(bytes); err != nil {
+			return fmt.Errorf("cuda: cuMemAlloc(%d): %w", bytes, err)
 		}
-		delete(g.bufs, role)
-	}
-	size := max(bytes+bytes/4, 256)
-	ptr, err := cu.MemAlloc(size)
-	if err != nil {
-		return 0, fmt.Errorf("cuda: cuMemAlloc(%d bytes for %s): %w", size, role, err)
-	}
-	g.bufs[role] = &devBuf{ptr: ptr, bytes: size}
-	return ptr, nil
-}
-
-func byteSize[E any](s []E) int64 {
-	var z E
-	return int64(len(s)) * int64(unsafe.Sizeof(z))
-}
-
-// upload copies s into the role's buffer (on the stream) and returns it.
-func upload[E any](g *GPU, role string, s []E) (cu.DevicePtr, error) {
-	ptr, err := g.buf(role, byteSize(s))
-	if err != nil || len(s) == 0 {
-		return ptr, err
-	}
-	if err := cu.MemcpyHtoDAsync(ptr, unsafe.Pointer(&s[0]), byteSize(s), g.stream); err != nil {
-		return 0, fmt.Errorf("cuda: cuMemcpyHtoDAsync(%s): %w", role, err)
-	}
-	return ptr, nil
-}
-
-// download copies the first len(dst) elements of ptr into dst. From device
-// to pageable host memory the copy has completed when the call returns.
-func download[E any](g *GPU, dst []E, ptr cu.DevicePtr, role string) error {
-	if len(dst) == 0 {
 		return nil
-	}
-	if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), ptr, byteSize(dst), g.stream); err != nil {
-		return fmt.Errorf("cuda: cuMemcpyDtoHAsync(%s): %w", role, err)
-	}
-	return nil
+	})
+	return DevicePtr(p), err
 }
 
-// Kernel arguments: every value is stored in an 8-byte slot, as
-// cu.Function.Launch reads 8 bytes per argument; the driver reads the
-// parameter's own size from the low bytes (little-endian).
-func ptrArg(p cu.DevicePtr) uint64 { return uint64(p) }
-func intArg(v int) uint64          { return uint64(uint32(int32(v))) }
-func f64Arg(v float64) uint64      { return math.Float64bits(v) }
-func u32Arg(v uint32) uint64       { return uint64(v) }
-
-// launch runs a kernel over units of work: one block per unit when
-// perBlock (kernels that reduce within a block), else one thread per unit.
-// The kernels' grid-stride loops make any grid size correct; it is capped.
-func (g *GPU) launch(kernel string, units int, perBlock bool, args ...uint64) error {
-	if units <= 0 {
+// Free implements Device.
+func (d *Driver) Free(p DevicePtr) error {
+	return d.run(func() error {
+		if err := cu.MemFree(cu.DevicePtr(p)); err != nil {
+			return fmt.Errorf("cuda: cuMemFree: %w", err)
+		}
 		return nil
-	}
-	fn, ok := g.fns[kernel]
+	})
+}
+
+// CopyToDevice implements Device (queued on the stream; from pageable host
+// memory the driver stages the data before the call returns).
+func (d *Driver) CopyToDevice(dst DevicePtr, src unsafe.Pointer, bytes int64) error {
+	return d.run(func() error {
+		if err := cu.MemcpyHtoDAsync(cu.DevicePtr(dst), src, bytes, d.stream); err != nil {
+			return fmt.Errorf("cuda: cuMemcpyHtoDAsync: %w", err)
+		}
+		return nil
+	})
+}
+
+// CopyToHost implements Device: queued after the stream's work, then waited
+// for, so dst holds the data when it returns.
+func (d *Driver) CopyToHost(dst unsafe.Pointer, src DevicePtr, bytes int64) error {
+	return d.run(func() error {
+		if err := cu.MemcpyDtoHAsync(dst, cu.DevicePtr(src), bytes, d.stream); err != nil {
+			return fmt.Errorf("cuda: cuMemcpyDtoHAsync: %w", err)
+		}
+		if err := d.stream.Synchronize(); err != nil {
+			return fmt.Errorf("cuda: cuStreamSynchronize: %w", err)
+		}
+		return nil
+	})
+}
+
+// Launch implements Device (cuLaunchKernel on the stream).
+func (d *Driver) Launch(kernel string, grid, block Dim3, sharedBytes int, args ...Arg) error {
+	fn, ok := d.fns[kernel]
 	if !ok {
 		return fmt.Errorf("cuda: kernel %s was not loaded", kernel)
 	}
-	blocks := units
-	if !perBlock {
-		blocks = (units + block - 1) / block
+	if err := checkLaunch(kernel, grid, block); err != nil {
+		return err
 	}
-	blocks = min(blocks, 1<<16)
+	g, b := grid.norm(), block.norm()
+	slots := make([]uint64, len(args))
 	params := make([]unsafe.Pointer, len(args))
 	for i := range args {
-		params[i] = unsafe.Pointer(&args[i])
+		slots[i] = uint64(args[i])
+		params[i] = unsafe.Pointer(&slots[i])
 	}
-	if err := fn.Launch(blocks, 1, 1, block, 1, 1, 0, g.stream, params); err != nil {
-		return fmt.Errorf("cuda: cuLaunchKernel(%s, %d blocks): %w", kernel, blocks, err)
-	}
-	return nil
+	return d.run(func() error {
+		if err := fn.Launch(g.X, g.Y, g.Z, b.X, b.Y, b.Z, sharedBytes, d.stream, params); err != nil {
+			return fmt.Errorf("cuda: cuLaunchKernel(%s, grid %v, block %v): %w", kernel, g, b, err)
+		}
+		return nil
+	})
 }
 
-// LinearSqNorms implements Backend.
-func (g *GPU) LinearSqNorms(sq []float64, a, b []float32, n, in, out int, bias bool) error {
-	const fn = "LinearSqNorms"
-	if err := checkLinear(fn, a, b, n, in, out); err != nil {
+func flag(t Transpose) C.int {
+	if t {
+		return 1
+	}
+	return 0
+}
+
+// Sgemm implements Device (cublasSgemm on the stream).
+func (d *Driver) Sgemm(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int,
+	beta float32, c DevicePtr, ldc int) error {
+	if _, _, _, err := checkGemm(ta, tb, m, n, k, lda, ldb, ldc); err != nil {
 		return err
 	}
-	if err := checkLen(fn, "sq", sq, n); err != nil {
+	return d.run(func() error {
+		if st := C.fairdp_sgemm(d.blas, flag(ta), flag(tb), C.int(m), C.int(n), C.int(k), C.float(alpha), C.uintptr_t(a),
+			C.int(lda), C.uintptr_t(b), C.int(ldb), C.float(beta), C.uintptr_t(c), C.int(ldc)); st != 0 {
+			return fmt.Errorf("cuda: cublasSgemm: status %d", int(st))
+		}
+		return nil
+	})
+}
+
+// Dgemm implements Device (cublasDgemm on the stream).
+func (d *Driver) Dgemm(ta, tb Transpose, m, n, k int, alpha float64, a DevicePtr, lda int, b DevicePtr, ldb int,
+	beta float64, c DevicePtr, ldc int) error {
+	if _, _, _, err := checkGemm(ta, tb, m, n, k, lda, ldb, ldc); err != nil {
 		return err
 	}
-	if n == 0 {
+	return d.run(func() error {
+		if st := C.fairdp_dgemm(d.blas, flag(ta), flag(tb), C.int(m), C.int(n), C.int(k), C.double(alpha), C.uintptr_t(a),
+			C.int(lda), C.uintptr_t(b), C.int(ldb), C.double(beta), C.uintptr_t(c), C.int(ldc)); st != 0 {
+			return fmt.Errorf("cuda: cublasDgemm: status %d", int(st))
+		}
+		return nil
+	})
+}
+
+// SgemmStrided implements Device (cublasSgemmStridedBatched on the stream).
+func (d *Driver) SgemmStrided(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, strideA int64,
+	b DevicePtr, ldb int, strideB int64, beta float32, c DevicePtr, ldc int, strideC int64, batch int) error {
+	if _, _, _, err := checkGemm(ta, tb, m, n, k, lda, ldb, ldc); err != nil {
+		return err
+	}
+	if err := checkStrided(strideA, strideB, strideC, batch); err != nil {
+		return err
+	}
+	if batch == 0 {
 		return nil
 	}
-	return g.do(func() error {
-		dsq, err := upload(g, "sq", sq)
-		if err != nil {
-			return err
+	return d.run(func() error {
+		if st := C.fairdp_sgemm_strided(d.blas, flag(ta), flag(tb), C.int(m), C.int(n), C.int(k), C.float(alpha), C.uintptr_t(a),
+			C.int(lda), C.longlong(strideA), C.uintptr_t(b), C.int(ldb), C.longlong(strideB), C.float(beta), C.uintptr_t(c),
+			C.int(ldc), C.longlong(strideC), C.int(batch)); st != 0 {
+			return fmt.Errorf("cuda: cublasSgemmStridedBatched: status %d", int(st))
 		}
-		da, err := upload(g, "a", a)
-		if err != nil {
-			return err
-		}
-		db, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		flag := 0
-		if bias {
-			flag = 1
-		}
-		if err := g.launch("fairdp_linear_sqnorms", n, true, ptrArg(dsq), ptrArg(da), ptrArg(db),
-			intArg(n), intArg(in), intArg(out), intArg(flag)); err != nil {
-			return err
-		}
-		return download(g, sq, dsq, "sq")
-	})
-}
-
-// Im2col implements Backend.
-func (g *GPU) Im2col(u, x []float32, geom ConvGeom, n int) error {
-	if err := checkIm2col(u, x, geom, n); err != nil {
-		return err
-	}
-	if len(u) == 0 {
 		return nil
-	}
-	oh, ow := geom.OutHW()
-	return g.do(func() error {
-		dx, err := upload(g, "x", x)
-		if err != nil {
-			return err
-		}
-		du, err := g.buf("u", byteSize(u))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_im2col", len(u), false, ptrArg(du), ptrArg(dx), intArg(n), intArg(geom.InC),
-			intArg(geom.InH), intArg(geom.InW), intArg(geom.K), intArg(geom.Stride), intArg(geom.Pad),
-			intArg(oh), intArg(ow)); err != nil {
-			return err
-		}
-		return download(g, u, du, "u")
 	})
 }
 
-// ConvSqNorms implements Backend.
-func (g *GPU) ConvSqNorms(sq []float64, u, b []float32, geom ConvGeom, n int) error {
-	const fn = "ConvSqNorms"
-	if err := checkConv(fn, u, b, geom, n); err != nil {
-		return err
-	}
-	if err := checkLen(fn, "sq", sq, n); err != nil {
-		return err
-	}
-	if n == 0 {
+// Synchronize implements Device: waits for the stream.
+func (d *Driver) Synchronize() error {
+	return d.run(func() error {
+		if err := d.stream.Synchronize(); err != nil {
+			return fmt.Errorf("cuda: cuStreamSynchronize: %w", err)
+		}
 		return nil
-	}
-	kk, hw := geom.CKK()+1, geom.HW()
-	return g.do(func() error {
-		dsq, err := upload(g, "sq", sq)
-		if err != nil {
-			return err
-		}
-		du, err := upload(g, "u", u)
-		if err != nil {
-			return err
-		}
-		db, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		dpart, err := g.buf("part", int64(n)*int64(geom.OutC)*8)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_conv_sqnorms_part", n*geom.OutC, true, ptrArg(dpart), ptrArg(du), ptrArg(db),
-			intArg(n), intArg(geom.OutC), intArg(kk), intArg(hw)); err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_rows_sum_add", n, false, ptrArg(dsq), ptrArg(dpart), intArg(n), intArg(geom.OutC)); err != nil {
-			return err
-		}
-		return download(g, sq, dsq, "sq")
-	})
-}
-
-// ClipFactors implements Backend.
-func (g *GPU) ClipFactors(scale []float32, norms, sq, bounds []float64, flat float64) error {
-	if err := checkClip(scale, norms, sq, bounds); err != nil {
-		return err
-	}
-	n := len(sq)
-	if n == 0 {
-		return nil
-	}
-	bad := []int32{int32(n), int32(n)}
-	err := g.do(func() error {
-		dsq, err := upload(g, "sq", sq)
-		if err != nil {
-			return err
-		}
-		var dbounds cu.DevicePtr
-		if bounds != nil {
-			if dbounds, err = upload(g, "bounds", bounds); err != nil {
-				return err
-			}
-		}
-		dbad, err := upload(g, "bad", bad)
-		if err != nil {
-			return err
-		}
-		dnorms, err := upload(g, "norms", norms)
-		if err != nil {
-			return err
-		}
-		dscale, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_clip_factors", n, false, ptrArg(dscale), ptrArg(dnorms), ptrArg(dbad),
-			ptrArg(dsq), ptrArg(dbounds), f64Arg(flat), intArg(n)); err != nil {
-			return err
-		}
-		if err := download(g, scale, dscale, "scale"); err != nil {
-			return err
-		}
-		if err := download(g, norms, dnorms, "norms"); err != nil {
-			return err
-		}
-		return download(g, bad, dbad, "bad")
-	})
-	if err != nil {
-		return err
-	}
-	return clipError(sq, bounds, flat, int(bad[0]), int(bad[1]))
-}
-
-// ScaleRows implements Backend.
-func (g *GPU) ScaleRows(dst, b, scale []float32, rowLen int) error {
-	if err := checkScaleRows(dst, b, scale, rowLen); err != nil {
-		return err
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	return g.do(func() error {
-		dbp, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		ds, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_scale_rows", len(b), false, ptrArg(dbp), ptrArg(dbp), ptrArg(ds),
-			intArg(len(scale)), intArg(rowLen)); err != nil {
-			return err
-		}
-		return download(g, dst, dbp, "b")
-	})
-}
-
-// LinearClippedGrad implements Backend.
-func (g *GPU) LinearClippedGrad(dw, db, a, b, scale []float32, n, in, out int) error {
-	if err := checkLinearGrad("LinearClippedGrad", dw, db, a, b, scale, n, in, out); err != nil {
-		return err
-	}
-	return g.do(func() error {
-		ddw, err := upload(g, "dw", dw)
-		if err != nil {
-			return err
-		}
-		var ddb cu.DevicePtr
-		if db != nil {
-			if ddb, err = upload(g, "db", db); err != nil {
-				return err
-			}
-		}
-		da, err := upload(g, "a", a)
-		if err != nil {
-			return err
-		}
-		dbp, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		ds, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		rows := in
-		if db != nil {
-			rows++
-		}
-		if err := g.launch("fairdp_linear_clipped_grad", rows*out, false, ptrArg(ddw), ptrArg(ddb), ptrArg(da),
-			ptrArg(dbp), ptrArg(ds), intArg(n), intArg(in), intArg(out)); err != nil {
-			return err
-		}
-		if err := download(g, dw, ddw, "dw"); err != nil {
-			return err
-		}
-		return download(g, db, ddb, "db")
-	})
-}
-
-// ConvClippedGrad implements Backend.
-func (g *GPU) ConvClippedGrad(dw, db, u, b, scale []float32, geom ConvGeom, n int) error {
-	if err := checkConvGrad("ConvClippedGrad", dw, db, u, b, scale, geom, n); err != nil {
-		return err
-	}
-	kk, hw := geom.CKK()+1, geom.HW()
-	return g.do(func() error {
-		ddw, err := upload(g, "dw", dw)
-		if err != nil {
-			return err
-		}
-		ddb, err := upload(g, "db", db)
-		if err != nil {
-			return err
-		}
-		du, err := upload(g, "u", u)
-		if err != nil {
-			return err
-		}
-		dbp, err := upload(g, "b", b)
-		if err != nil {
-			return err
-		}
-		ds, err := upload(g, "scale", scale)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_conv_clipped_grad", geom.OutC*kk, false, ptrArg(ddw), ptrArg(ddb), ptrArg(du),
-			ptrArg(dbp), ptrArg(ds), intArg(n), intArg(geom.OutC), intArg(kk), intArg(hw)); err != nil {
-			return err
-		}
-		if err := download(g, dw, ddw, "dw"); err != nil {
-			return err
-		}
-		return download(g, db, ddb, "db")
-	})
-}
-
-// AddGaussian implements Backend.
-func (g *GPU) AddGaussian(dst []float32, std float64, seed NoiseSeed) error {
-	if err := checkNoise(std); err != nil {
-		return err
-	}
-	if err := checkCount("AddGaussian", "dst", len(dst), len(dst)); err != nil {
-		return err
-	}
-	if std == 0 || len(dst) == 0 {
-		return nil
-	}
-	return g.do(func() error {
-		d, err := upload(g, "noise", dst)
-		if err != nil {
-			return err
-		}
-		pairs := len(dst)/2 + len(dst)%2
-		if err := g.launch("fairdp_add_gaussian", pairs, false, ptrArg(d), intArg(len(dst)), f64Arg(std),
-			u32Arg(seed.Key[0]), u32Arg(seed.Key[1]), u32Arg(seed.Nonce[0]), u32Arg(seed.Nonce[1]),
-			u32Arg(seed.Stream)); err != nil {
-			return err
-		}
-		return download(g, dst, d, "noise")
-	})
-}
-
-// BiasAdd implements Backend.
-func (g *GPU) BiasAdd(y, bias []float32, n, channels, spatial int) error {
-	if err := checkBias("BiasAdd", y, bias, n, channels, spatial); err != nil {
-		return err
-	}
-	if len(y) == 0 {
-		return nil
-	}
-	return g.do(func() error {
-		dy, err := upload(g, "y", y)
-		if err != nil {
-			return err
-		}
-		dbias, err := upload(g, "bias", bias)
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_bias_add", len(y), false, ptrArg(dy), ptrArg(dbias), intArg(n),
-			intArg(channels), intArg(spatial)); err != nil {
-			return err
-		}
-		return download(g, y, dy, "y")
-	})
-}
-
-// ReLUForward implements Backend.
-func (g *GPU) ReLUForward(y, x []float32) error {
-	if err := checkLen("ReLUForward", "y", y, len(x)); err != nil {
-		return err
-	}
-	if len(x) == 0 {
-		return nil
-	}
-	return g.do(func() error {
-		dx, err := upload(g, "x", x)
-		if err != nil {
-			return err
-		}
-		dy, err := g.buf("y", byteSize(y))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_relu_forward", len(x), false, ptrArg(dy), ptrArg(dx), intArg(len(x))); err != nil {
-			return err
-		}
-		return download(g, y, dy, "y")
-	})
-}
-
-// ReLUBackward implements Backend.
-func (g *GPU) ReLUBackward(dx, y, dy []float32) error {
-	if err := checkReLUBackward(dx, y, dy); err != nil {
-		return err
-	}
-	if len(dy) == 0 {
-		return nil
-	}
-	return g.do(func() error {
-		dyp, err := upload(g, "y", y)
-		if err != nil {
-			return err
-		}
-		ddy, err := upload(g, "dy", dy)
-		if err != nil {
-			return err
-		}
-		ddx, err := g.buf("dx", byteSize(dx))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_relu_backward", len(dy), false, ptrArg(ddx), ptrArg(dyp), ptrArg(ddy), intArg(len(dy))); err != nil {
-			return err
-		}
-		return download(g, dx, ddx, "dx")
-	})
-}
-
-// MaxPoolForward implements Backend.
-func (g *GPU) MaxPoolForward(y []float32, arg []int32, x []float32, geom PoolGeom, n int) error {
-	if err := checkPool("MaxPoolForward", geom, n, len(x), len(y), len(arg)); err != nil {
-		return err
-	}
-	if len(y) == 0 {
-		return nil
-	}
-	return g.do(func() error {
-		dx, err := upload(g, "x", x)
-		if err != nil {
-			return err
-		}
-		dy, err := g.buf("y", byteSize(y))
-		if err != nil {
-			return err
-		}
-		darg, err := g.buf("arg", byteSize(arg))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_maxpool_forward", len(y), false, ptrArg(dy), ptrArg(darg), ptrArg(dx),
-			intArg(n*geom.C), intArg(geom.H), intArg(geom.W), intArg(geom.K)); err != nil {
-			return err
-		}
-		if err := download(g, y, dy, "y"); err != nil {
-			return err
-		}
-		return download(g, arg, darg, "arg")
-	})
-}
-
-// MaxPoolBackward implements Backend.
-func (g *GPU) MaxPoolBackward(dx, dy []float32, arg []int32, geom PoolGeom, n int) error {
-	if err := checkPool("MaxPoolBackward", geom, n, len(dx), len(dy), len(arg)); err != nil {
-		return err
-	}
-	if len(dx) == 0 {
-		return nil
-	}
-	return g.do(func() error {
-		ddy, err := upload(g, "dy", dy)
-		if err != nil {
-			return err
-		}
-		darg, err := upload(g, "arg", arg)
-		if err != nil {
-			return err
-		}
-		ddx, err := g.buf("dx", byteSize(dx))
-		if err != nil {
-			return err
-		}
-		if err := g.launch("fairdp_maxpool_backward", len(dx), false, ptrArg(ddx), ptrArg(ddy), ptrArg(darg),
-			intArg(n*geom.C), intArg(geom.H), intArg(geom.W), intArg(geom.K)); err != nil {
-			return err
-		}
-		return download(g, dx, ddx, "dx")
 	})
 }

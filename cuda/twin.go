@@ -106,6 +106,53 @@ func (CPU) Im2col(u, x []float32, g ConvGeom, n int) error {
 	return nil
 }
 
+// Col2im implements Backend (kernel fairdp_col2im).
+func (CPU) Col2im(dx, du []float32, g ConvGeom, n int) error {
+	if err := checkCol2im(dx, du, g, n); err != nil {
+		return err
+	}
+	ckk, hw := g.CKK(), g.HW()
+	outH, outW := g.OutHW()
+	for idx := range dx {
+		iw, ih := idx%g.InW, (idx/g.InW)%g.InH
+		ci, i := (idx/(g.InW*g.InH))%g.InC, idx/(g.InW*g.InH*g.InC)
+		dui := du[i*ckk*hw : (i+1)*ckk*hw]
+		acc := 0.0
+		for ki := 0; ki < g.K; ki++ {
+			th := ih + g.Pad - ki
+			if th < 0 || th%g.Stride != 0 || th/g.Stride >= outH {
+				continue
+			}
+			for kj := 0; kj < g.K; kj++ {
+				tw := iw + g.Pad - kj
+				if tw < 0 || tw%g.Stride != 0 || tw/g.Stride >= outW {
+					continue
+				}
+				acc = acc + float64(dui[((ci*g.K+ki)*g.K+kj)*hw+(th/g.Stride)*outW+tw/g.Stride])
+			}
+		}
+		dx[idx] = float32(acc)
+	}
+	return nil
+}
+
+func checkCol2im(dx, du []float32, g ConvGeom, n int) error {
+	const fn = "Col2im"
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	if err := checkDims(fn, n, g.CKK(), g.HW()); err != nil {
+		return err
+	}
+	if err := checkDims(fn, n, g.InC, g.InH, g.InW); err != nil {
+		return err
+	}
+	if err := checkLen(fn, "unfolded gradient du", du, n*g.CKK()*g.HW()); err != nil {
+		return err
+	}
+	return checkLen(fn, "input gradient dx", dx, n*g.InC*g.InH*g.InW)
+}
+
 func checkIm2col(u, x []float32, g ConvGeom, n int) error {
 	const fn = "Im2col"
 	if err := g.Validate(); err != nil {
@@ -348,13 +395,26 @@ func checkBias(fn string, y, bias []float32, n, channels, spatial int) error {
 	return checkLen(fn, "y", y, n*channels*spatial)
 }
 
+// canonicalNaN is the NaN Go's max returns on amd64 whatever its NaN
+// operand: the quiet NaN with a clear sign bit and no payload.
+var canonicalNaN = math.Float32frombits(0x7fc00000)
+
+// goMax is the kernels' goMax: Go's max, with the NaN result's bits spelled
+// out (the Go spec leaves them open; the kernel must not copy the operand's).
+func goMax(a, b float32) float32 {
+	if a != a || b != b {
+		return canonicalNaN
+	}
+	return max(a, b)
+}
+
 // ReLUForward implements Backend (kernel fairdp_relu_forward).
 func (CPU) ReLUForward(y, x []float32) error {
 	if err := checkLen("ReLUForward", "y", y, len(x)); err != nil {
 		return err
 	}
 	for j, v := range x {
-		y[j] = max(v, 0)
+		y[j] = goMax(v, 0)
 	}
 	return nil
 }
@@ -394,7 +454,7 @@ func (CPU) MaxPoolForward(y []float32, arg []int32, x []float32, g PoolGeom, n i
 		mx := xp[top]
 		for ki := 0; ki < g.K; ki++ {
 			for kj := 0; kj < g.K; kj++ {
-				mx = max(mx, xp[top+ki*g.W+kj])
+				mx = goMax(mx, xp[top+ki*g.W+kj])
 			}
 		}
 		best := top

@@ -53,10 +53,12 @@ __device__ __forceinline__ double convDot(const float* brow, const float* urow, 
     return g;
 }
 
-// goMax is Go's built-in max for floats: NaN wins, and +0 > -0.
+// goMax is Go's built-in max for floats: NaN wins, and +0 > -0. A NaN
+// result is the canonical quiet NaN 0x7fc00000 whatever the NaN operand's
+// sign and payload, as Go's max returns on amd64 (nn.ReLU's backward gate
+// reads the sign bit of its output, so the NaN's bits matter).
 __device__ __forceinline__ float goMax(float a, float b) {
-    if (a != a) return a;
-    if (b != b) return b;
+    if (a != a || b != b) return __uint_as_float(0x7fc00000u);
     if (a > b) return a;
     if (b > a) return b;
     return signbit(a) ? b : a;

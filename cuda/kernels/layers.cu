@@ -1,6 +1,6 @@
 // Element-wise pieces of fairdp's models (package nn on the CPU): the unfold
-// (im2col) that convolution norms and gradients read, bias add, ReLU and
-// 2-D max-pooling. Each kernel's contract is mirrored by the method of the same
+// (im2col) that convolution norms and gradients read and its adjoint (col2im,
+// for the convolution's input gradient), bias add, ReLU and 2-D max-pooling. Each kernel's contract is mirrored by the method of the same
 // name on cuda.CPU (twin.go), and those match nn's layers bit for bit.
 // One-dimensional blocks, grid-stride loops; NCHW, sample-major layouts.
 #include "fairdp.cuh"
@@ -30,6 +30,35 @@ extern "C" __global__ void fairdp_im2col(float* u, const float* x, int n, int in
             v = x[(((size_t)i * inC + ci) * inH + ih) * inW + iw];
         }
         u[idx] = v;
+    }
+}
+
+// dx (n x inC x inH x inW) = the fold of du (n x ckk x hw, im2col's rows
+// without the ones row): each input element gathers the du entries of every
+// (ki, kj) whose window reads it, ki then kj ascending, summed in double and
+// rounded once. With du_i = W^T B_i this is the convolution's input
+// gradient. One thread per input element; no atomics.
+extern "C" __global__ void fairdp_col2im(float* dx, const float* du, int n, int inC, int inH, int inW, int k,
+                                        int stride, int pad, int outH, int outW) {
+    const int hw = outH * outW, ckk = inC * k * k;
+    const size_t total = (size_t)n * inC * inH * inW;
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        const int iw = (int)(idx % inW), ih = (int)((idx / inW) % inH);
+        const int ci = (int)((idx / ((size_t)inW * inH)) % inC);
+        const size_t i = idx / ((size_t)inW * inH * inC);
+        const float* dui = du + i * ckk * hw;
+        double acc = 0.0;
+        for (int ki = 0; ki < k; ki++) {
+            const int th = ih + pad - ki;
+            if (th < 0 || th % stride != 0 || th / stride >= outH) continue;
+            for (int kj = 0; kj < k; kj++) {
+                const int tw = iw + pad - kj;
+                if (tw < 0 || tw % stride != 0 || tw / stride >= outW) continue;
+                acc = acc + (double)dui[(size_t)((ci * k + ki) * k + kj) * hw + (th / stride) * outW + tw / stride];
+            }
+        }
+        dx[idx] = (float)acc;
     }
 }
 

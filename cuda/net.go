@@ -1,0 +1,562 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// DeviceNet is a classifier that lives on a Device: a sequence of linear,
+// convolution, ReLU and max-pool layers (nn's layouts; a convolution's
+// output feeds a linear layer as its flattened NCHW rows) ending in one logit
+// and the sigmoid cross-entropy (two classes) or one logit per class and the
+// softmax cross-entropy. Parameters, activations, the layers' taps,
+// per-sample norms, gradients and the step's scratch stay in device memory
+// for the model's life; a DP-SGD step uploads only the batch's inputs and
+// labels and brings back two ints (the clip checks, before any update) and
+// one float (the summed loss).
+//
+// It is the device-resident half of issue 16 (NewDeviceMLP builds fairdp's
+// logistic model and MLP; a CNN is its convolution, ReLU and pool layers);
+// the trainer does not use it yet (see bench/results/cuda.md).
+type DeviceNet struct {
+	arena  // dev and the model's allocations
+	layers []netLayer
+	sizes  []int // per-sample values of a[l]: sizes[0] the input, sizes[len] the logits
+	// Batch buffers, grown with the largest batch: a[l] layer l's input
+	// (a[len] the logits), g[l] ∂L/∂a[l].
+	capacity int
+	a, g     []DevicePtr
+	labels   DevicePtr
+	loss     DevicePtr
+	sq       DevicePtr
+	norms    DevicePtr
+	scale    DevicePtr
+	ones     DevicePtr
+	bad      DevicePtr
+	sum      DevicePtr
+	params   int // arena mark: what comes after are batch buffers
+	released bool
+}
+
+// NetLayer describes one layer of a DeviceNet.
+type NetLayer struct {
+	// Kind is "linear", "conv", "relu" or "maxpool".
+	Kind string
+	// In and Out are a linear layer's sizes (Weight In×Out, Bias Out).
+	In, Out int
+	// Conv is a convolution's geometry (Weight OutC×CKK, Bias OutC).
+	Conv ConvGeom
+	// Pool is a max-pool's geometry.
+	Pool PoolGeom
+	// Size is a ReLU's values per sample.
+	Size int
+	// Weight and Bias are the initial parameters, as nn's layers hold them.
+	Weight, Bias []float32
+}
+
+// DPSGDStep is one DP-SGD step's settings, as trainer.DPSGD applies them:
+// every sample's whole gradient clipped to Clip, N(0, NoiseStd²) added to
+// each coordinate of the clipped sum (NoiseStd = σ·C), the result scaled by
+// Scale (1 / expected batch size) and applied by SGD with rate LR. The noise
+// is Philox4x32-10 under Seed (drawn fresh per step with NewNoiseSeed),
+// parameter buffer k on stream k: a linear layer's weight then bias, a
+// convolution's [W | b] as one outC×(ckk+1) buffer.
+type DPSGDStep struct {
+	Clip, NoiseStd, Scale float64
+	LR                    float32
+	Seed                  NoiseSeed
+}
+
+// netLayer is a layer on the device: its step given its input and output
+// buffers (the net owns those).
+type netLayer interface {
+	inSize() int
+	outSize() int
+	// grow sizes the layer's own batch buffers for n samples.
+	grow(n int) error
+	forward(out, in DevicePtr, n int) error
+	// backward sets din = ∂L/∂in from dout (din 0: not needed).
+	backward(din, dout, in, out DevicePtr, n int) error
+	// sqNorms adds the per-sample squared gradient norms to sq; clipped
+	// sets the gradient to the clipped sum (dout is scaled in place).
+	sqNorms(sq, in, dout DevicePtr, n int) error
+	clipped(in, dout, scale, ones DevicePtr, n int) error
+	// release noises, scales and applies the gradient, parameter buffers on
+	// streams from stream on; it returns the next free stream.
+	release(s DPSGDStep, stream uint32) (uint32, error)
+	values() ([][]float32, error)
+	// deviceBytes is the memory the layer holds itself (not the net's).
+	deviceBytes() int64
+	close() error
+}
+
+// NewDeviceNet allocates the model on dev.
+func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
+	net := &DeviceNet{arena: arena{dev: dev}}
+	fail := func(err error) (*DeviceNet, error) {
+		net.Close()
+		return nil, err
+	}
+	for i, l := range spec {
+		var nl netLayer
+		var err error
+		switch l.Kind {
+		case "linear":
+			nl, err = newDevLinear(dev, &net.arena, l.In, l.Out, l.Weight, l.Bias)
+		case "conv":
+			var c *DeviceConv
+			c, err = NewDeviceConv(dev, l.Conv, l.Weight, l.Bias)
+			nl = devConv{c}
+		case "relu":
+			if l.Size < 1 {
+				err = fmt.Errorf("cuda: NetLayer %d: ReLU Size %d, want ≥ 1", i, l.Size)
+			}
+			nl = devReLU{dev, l.Size}
+		case "maxpool":
+			if err = l.Pool.Validate(); err == nil {
+				nl = &devPool{arena: arena{dev: dev}, g: l.Pool}
+			}
+		default:
+			err = fmt.Errorf("cuda: NetLayer %d: Kind %q, want linear, conv, relu or maxpool", i, l.Kind)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if i > 0 && nl.inSize() != net.sizes[i] {
+			return fail(fmt.Errorf("cuda: NetLayer %d (%s) takes %d values per sample, layer %d gives %d", i, l.Kind, nl.inSize(), i-1, net.sizes[i]))
+		}
+		if i == 0 {
+			net.sizes = append(net.sizes, nl.inSize())
+		}
+		net.sizes = append(net.sizes, nl.outSize())
+		net.layers = append(net.layers, nl)
+	}
+	if len(spec) == 0 || net.sizes[len(net.sizes)-1] == 2 {
+		return fail(fmt.Errorf("cuda: DeviceNet ends in %v logits: want 1 logit for two classes (fairdp's layout) or one per class for more", net.sizes[len(net.sizes)-1:]))
+	}
+	var err error
+	net.bad, net.sum = net.alloc(8, &err), net.alloc(4, &err)
+	if err != nil {
+		return fail(err)
+	}
+	net.params = net.mark()
+	return net, nil
+}
+
+// NewDeviceMLP builds fairdp's logistic model (sizes in, logits) or MLP
+// (in, hidden…, logits) on dev: linear layers with ReLU between them;
+// params[2l] is layer l's weight (in×out), params[2l+1] its bias.
+func NewDeviceMLP(dev Device, sizes []int, params [][]float32) (*DeviceNet, error) {
+	if len(sizes) < 2 || len(params) != 2*(len(sizes)-1) {
+		return nil, fmt.Errorf("cuda: NewDeviceMLP: sizes %v and %d parameter buffers, want in, hidden…, logits and two buffers per layer", sizes, len(params))
+	}
+	var spec []NetLayer
+	for l := 0; l+1 < len(sizes); l++ {
+		if l > 0 {
+			spec = append(spec, NetLayer{Kind: "relu", Size: sizes[l]})
+		}
+		spec = append(spec, NetLayer{Kind: "linear", In: sizes[l], Out: sizes[l+1], Weight: params[2*l], Bias: params[2*l+1]})
+	}
+	return NewDeviceNet(dev, spec)
+}
+
+// grow makes the batch buffers hold n samples (a quarter more, so Poisson
+// batch sizes settle quickly).
+func (net *DeviceNet) grow(n int) error {
+	for _, l := range net.layers {
+		if err := l.grow(n); err != nil {
+			return err
+		}
+	}
+	if n <= net.capacity {
+		return nil
+	}
+	if err := net.dev.Synchronize(); err != nil {
+		return err
+	}
+	net.capacity = 0
+	if err := net.freeFrom(net.params); err != nil {
+		return err
+	}
+	c := n + n/4
+	for _, s := range net.sizes {
+		if err := checkDims("DeviceNet", c, s); err != nil {
+			return err
+		}
+	}
+	var err error
+	net.a, net.g = make([]DevicePtr, len(net.sizes)), make([]DevicePtr, len(net.sizes))
+	for l, s := range net.sizes {
+		net.a[l], net.g[l] = net.alloc(4*c*s, &err), net.alloc(4*c*s, &err)
+	}
+	net.labels, net.loss = net.alloc(4*c, &err), net.alloc(4*c, &err)
+	net.sq, net.norms, net.scale, net.ones = net.alloc(8*c, &err), net.alloc(8*c, &err), net.alloc(4*c, &err), net.alloc(4*c, &err)
+	if err == nil {
+		err = launch1(net.dev, "fairdp_fill_u32", c, Ptr(net.ones), U32(math.Float32bits(1)), Int(c))
+	}
+	if err != nil {
+		return err
+	}
+	net.capacity = c
+	return nil
+}
+
+// classes is the number of labels: 2 for one logit.
+func (net *DeviceNet) classes() int { return max(2, net.sizes[len(net.sizes)-1]) }
+
+// upload copies a batch and its labels (0..classes-1) to the device.
+func (net *DeviceNet) upload(x []float32, labels []int32) (int, error) {
+	n := len(labels)
+	if len(x) != n*net.sizes[0] {
+		return 0, fmt.Errorf("cuda: DeviceNet: %d input values for %d samples of %d features", len(x), n, net.sizes[0])
+	}
+	for i, y := range labels {
+		if y < 0 || int(y) >= net.classes() {
+			return 0, fmt.Errorf("cuda: DeviceNet: sample %d has label %d, want 0..%d", i, y, net.classes()-1)
+		}
+	}
+	if err := net.grow(n); err != nil {
+		return 0, err
+	}
+	if err := CopyIn(net.dev, net.a[0], x); err != nil {
+		return 0, err
+	}
+	return n, CopyIn(net.dev, net.labels, labels)
+}
+
+// forward computes the logits of the n samples in a[0] into a[len].
+func (net *DeviceNet) forward(n int) error {
+	for l, layer := range net.layers {
+		if err := layer.forward(net.a[l+1], net.a[l], n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Logits returns the model's logits for the samples x: n×logits.
+func (net *DeviceNet) Logits(x []float32) ([]float32, error) {
+	n := len(x) / net.sizes[0]
+	if _, err := net.upload(x, make([]int32, n)); err != nil {
+		return nil, err
+	}
+	if err := net.forward(n); err != nil {
+		return nil, err
+	}
+	z := make([]float32, n*net.sizes[len(net.sizes)-1])
+	return z, CopyOut(net.dev, z, net.a[len(net.a)-1])
+}
+
+// Step runs one DP-SGD step on the batch x (n samples, row-major) with
+// labels (0..classes-1) and returns the batch's summed loss before the
+// update. An empty batch still adds noise and updates (a Poisson sample may
+// be empty).
+func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
+	if err := checkNoise(s.NoiseStd); err != nil {
+		return 0, err
+	}
+	if !(s.Clip > 0) || math.IsInf(s.Clip, 0) || !(s.Scale > 0) || math.IsInf(s.Scale, 0) || !(s.LR >= 0) {
+		return 0, fmt.Errorf("cuda: DPSGDStep Clip %v, Scale %v, LR %v: want finite Clip and Scale > 0, LR ≥ 0", s.Clip, s.Scale, s.LR)
+	}
+	n, err := net.upload(x, labels)
+	if err != nil {
+		return 0, err
+	}
+	d, L := net.dev, len(net.layers)
+	if err := net.forward(n); err != nil {
+		return 0, err
+	}
+	// Loss and ∂L/∂logits; the summed loss as a 1×n·n×1 product.
+	if k := net.sizes[L]; k == 1 {
+		err = launch1(d, "fairdp_sigmoid_bce", n, Ptr(net.loss), Ptr(net.g[L]), Ptr(net.a[L]), Ptr(net.labels), Int(n))
+	} else {
+		err = launch1(d, "fairdp_softmax_ce", n, Ptr(net.loss), Ptr(net.g[L]), Ptr(net.a[L]), Ptr(net.labels), Int(n), Int(k))
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := d.Sgemm(NoTrans, NoTrans, 1, 1, n, 1, net.loss, 1, net.ones, max(n, 1), 0, net.sum, 1); err != nil {
+		return 0, err
+	}
+	// Backward; the first layer's input gradient is not needed.
+	for l := L - 1; l >= 0; l-- {
+		din := net.g[l]
+		if l == 0 {
+			din = 0
+		}
+		if err := net.layers[l].backward(din, net.g[l+1], net.a[l], net.a[l+1], n); err != nil {
+			return 0, err
+		}
+	}
+	// Joint per-sample norms over all layers, clip factors; the clip check
+	// comes back before anything is updated, as on the CPU.
+	if err := launch1(d, "fairdp_fill_u32", 2*n, Ptr(net.sq), U32(0), Int(2*n)); err != nil {
+		return 0, err
+	}
+	for l, layer := range net.layers {
+		if err := layer.sqNorms(net.sq, net.a[l], net.g[l+1], n); err != nil {
+			return 0, err
+		}
+	}
+	if err := launch1(d, "fairdp_fill_u32", 2, Ptr(net.bad), U32(uint32(n)), Int(2)); err != nil {
+		return 0, err
+	}
+	if err := launch1(d, "fairdp_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(net.bad), Ptr(net.sq), Ptr(0), F64(s.Clip), Int(n)); err != nil {
+		return 0, err
+	}
+	bad := make([]int32, 2)
+	if err := CopyOut(d, bad, net.bad); err != nil {
+		return 0, err
+	}
+	if int(bad[0]) < n {
+		return 0, fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad[0])
+	}
+	// Clipped sums, then noise, scale and update, buffer k on stream k.
+	var stream uint32
+	for l, layer := range net.layers {
+		if err := layer.clipped(net.a[l], net.g[l+1], net.scale, net.ones, n); err != nil {
+			return 0, err
+		}
+		if stream, err = layer.release(s, stream); err != nil {
+			return 0, err
+		}
+	}
+	sum := make([]float32, 1)
+	if n > 0 {
+		if err := CopyOut(d, sum, net.sum); err != nil {
+			return 0, err
+		}
+	}
+	return float64(sum[0]), d.Synchronize()
+}
+
+// Params copies the parameters to the host: each parameterised layer's
+// weight then bias, in nn's layouts.
+func (net *DeviceNet) Params() ([][]float32, error) {
+	var out [][]float32
+	for _, l := range net.layers {
+		v, err := l.values()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+// DeviceBytes is the device memory the model holds: parameters, gradients
+// and the batch buffers for the largest batch so far.
+func (net *DeviceNet) DeviceBytes() int64 {
+	b := net.bytes()
+	for _, l := range net.layers {
+		b += l.deviceBytes()
+	}
+	return b
+}
+
+// Close frees the model's device memory (not the device).
+func (net *DeviceNet) Close() error {
+	if net.released {
+		return nil
+	}
+	net.released = true
+	errs := []error{net.freeFrom(0)}
+	for _, l := range net.layers {
+		errs = append(errs, l.close())
+	}
+	return errors.Join(errs...)
+}
+
+// releaseBuffer noises grad (count values) on stream, then scales it and
+// applies it to w by SGD.
+func releaseBuffer(d Device, w, grad DevicePtr, count int, s DPSGDStep, stream uint32) error {
+	seed := s.Seed
+	seed.Stream = stream
+	if s.NoiseStd != 0 {
+		if err := launch1(d, "fairdp_add_gaussian", count/2+count%2, Ptr(grad), Int(count), F64(s.NoiseStd),
+			U32(seed.Key[0]), U32(seed.Key[1]), U32(seed.Nonce[0]), U32(seed.Nonce[1]), U32(seed.Stream)); err != nil {
+			return err
+		}
+	}
+	return launch1(d, "fairdp_sgd_step", count, Ptr(w), Ptr(grad), Int(count), F32(float32(s.Scale)), F32(s.LR))
+}
+
+// devLinear is nn.Linear on the device: y = x·W + b as one GEMM (row-major
+// n×k host matrices are column-major k×n to cuBLAS) and the bias kernel.
+type devLinear struct {
+	dev          Device
+	in, out      int
+	w, b, gw, gb DevicePtr
+}
+
+func newDevLinear(dev Device, a *arena, in, out int, weight, bias []float32) (*devLinear, error) {
+	if in < 1 || out < 1 || in > maxElems/1024 || out > maxElems/1024 {
+		return nil, fmt.Errorf("cuda: linear layer %d→%d: sizes must be in 1..%d", in, out, maxElems/1024)
+	}
+	if len(weight) != in*out || len(bias) != out {
+		return nil, fmt.Errorf("cuda: linear layer %d→%d: weight %d and bias %d values, want %d and %d", in, out, len(weight), len(bias), in*out, out)
+	}
+	var err error
+	l := &devLinear{dev: dev, in: in, out: out}
+	l.w, l.b, l.gw, l.gb = a.alloc(4*in*out, &err), a.alloc(4*out, &err), a.alloc(4*in*out, &err), a.alloc(4*out, &err)
+	if err == nil {
+		err = errors.Join(CopyIn(dev, l.w, weight), CopyIn(dev, l.b, bias))
+	}
+	return l, err
+}
+
+func (l *devLinear) inSize() int        { return l.in }
+func (l *devLinear) outSize() int       { return l.out }
+func (l *devLinear) grow(int) error     { return nil }
+func (l *devLinear) deviceBytes() int64 { return 0 }   // in the net's arena
+func (l *devLinear) close() error       { return nil } // the net's arena holds its memory
+func (l *devLinear) values() ([][]float32, error) {
+	w, b := make([]float32, l.in*l.out), make([]float32, l.out)
+	return [][]float32{w, b}, errors.Join(CopyOut(l.dev, w, l.w), CopyOut(l.dev, b, l.b))
+}
+
+func (l *devLinear) forward(y, x DevicePtr, n int) error {
+	if err := l.dev.Sgemm(NoTrans, NoTrans, l.out, n, l.in, 1, l.w, l.out, x, l.in, 0, y, l.out); err != nil {
+		return err
+	}
+	return launch1(l.dev, "fairdp_bias_add", n*l.out, Ptr(y), Ptr(l.b), Int(n), Int(l.out), Int(1))
+}
+
+// backward: ∂L/∂x = ∂L/∂y · Wᵀ.
+func (l *devLinear) backward(dx, dy, _, _ DevicePtr, n int) error {
+	if dx == 0 {
+		return nil
+	}
+	return l.dev.Sgemm(Trans, NoTrans, l.in, n, l.out, 1, l.w, l.out, dy, l.out, 0, dx, l.in)
+}
+
+func (l *devLinear) sqNorms(sq, x, dy DevicePtr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return l.dev.Launch("fairdp_linear_sqnorms", launchShape(n, true), D1(block), 0, Ptr(sq), Ptr(x), Ptr(dy),
+		Int(n), Int(l.in), Int(l.out), Int(1))
+}
+
+// clipped: dy's rows scaled in place, then ∂W = xᵀ·dy and ∂b = dyᵀ·1.
+func (l *devLinear) clipped(x, dy, scale, ones DevicePtr, n int) error {
+	if err := launch1(l.dev, "fairdp_scale_rows", n*l.out, Ptr(dy), Ptr(dy), Ptr(scale), Int(n), Int(l.out)); err != nil {
+		return err
+	}
+	if err := l.dev.Sgemm(NoTrans, Trans, l.out, l.in, n, 1, dy, l.out, x, l.in, 0, l.gw, l.out); err != nil {
+		return err
+	}
+	return l.dev.Sgemm(NoTrans, NoTrans, l.out, 1, n, 1, dy, l.out, ones, max(n, 1), 0, l.gb, l.out)
+}
+
+func (l *devLinear) release(s DPSGDStep, stream uint32) (uint32, error) {
+	if err := releaseBuffer(l.dev, l.w, l.gw, l.in*l.out, s, stream); err != nil {
+		return 0, err
+	}
+	return stream + 2, releaseBuffer(l.dev, l.b, l.gb, l.out, s, stream+1)
+}
+
+// devConv adapts DeviceConv (which owns its memory and keeps the unfolded
+// input between forward and the norms).
+type devConv struct{ *DeviceConv }
+
+func (c devConv) inSize() int        { return c.geom.InC * c.geom.InH * c.geom.InW }
+func (c devConv) outSize() int       { return c.geom.OutC * c.geom.HW() }
+func (c devConv) grow(n int) error   { return c.DeviceConv.grow(n) }
+func (c devConv) deviceBytes() int64 { return c.bytes() }
+func (c devConv) close() error       { return c.Close() }
+func (c devConv) values() ([][]float32, error) {
+	w, b, err := c.Params()
+	return [][]float32{w, b}, err
+}
+func (c devConv) forward(y, x DevicePtr, n int) error { return c.Forward(y, x, n) }
+func (c devConv) backward(dx, dy, _, _ DevicePtr, n int) error {
+	return c.Backward(dx, dy, n)
+}
+func (c devConv) sqNorms(sq, _, dy DevicePtr, n int) error { return c.SqNorms(sq, dy, n) }
+func (c devConv) clipped(_, dy, scale, _ DevicePtr, n int) error {
+	return c.ClippedGrad(dy, scale, n)
+}
+func (c devConv) release(s DPSGDStep, stream uint32) (uint32, error) {
+	return stream + 1, releaseBuffer(c.dev, c.wb, c.gwb, c.geom.OutC*(c.geom.CKK()+1), s, stream)
+}
+
+// devReLU is nn.ReLU on the device.
+type devReLU struct {
+	dev  Device
+	size int
+}
+
+func (r devReLU) inSize() int                                   { return r.size }
+func (r devReLU) outSize() int                                  { return r.size }
+func (r devReLU) grow(int) error                                { return nil }
+func (r devReLU) deviceBytes() int64                            { return 0 }
+func (r devReLU) close() error                                  { return nil }
+func (r devReLU) values() ([][]float32, error)                  { return nil, nil }
+func (r devReLU) sqNorms(_, _, _ DevicePtr, _ int) error        { return nil }
+func (r devReLU) clipped(_, _, _, _ DevicePtr, _ int) error     { return nil }
+func (r devReLU) release(_ DPSGDStep, s uint32) (uint32, error) { return s, nil }
+func (r devReLU) forward(y, x DevicePtr, n int) error {
+	return launch1(r.dev, "fairdp_relu_forward", n*r.size, Ptr(y), Ptr(x), Int(n*r.size))
+}
+
+// backward gates dy by the output y, as nn.ReLU does.
+func (r devReLU) backward(dx, dy, _, y DevicePtr, n int) error {
+	if dx == 0 {
+		return nil
+	}
+	return launch1(r.dev, "fairdp_relu_backward", n*r.size, Ptr(dx), Ptr(y), Ptr(dy), Int(n*r.size))
+}
+
+// devPool is nn.MaxPool2d on the device; the arg-max of the last forward is
+// its own batch buffer.
+type devPool struct {
+	arena    // dev and the arg-max buffer
+	g        PoolGeom
+	arg      DevicePtr
+	capacity int
+}
+
+func (p *devPool) inSize() int                                   { return p.g.C * p.g.H * p.g.W }
+func (p *devPool) outSize() int                                  { oh, ow := p.g.OutHW(); return p.g.C * oh * ow }
+func (p *devPool) close() error                                  { return p.freeFrom(0) }
+func (p *devPool) deviceBytes() int64                            { return p.bytes() }
+func (p *devPool) values() ([][]float32, error)                  { return nil, nil }
+func (p *devPool) sqNorms(_, _, _ DevicePtr, _ int) error        { return nil }
+func (p *devPool) clipped(_, _, _, _ DevicePtr, _ int) error     { return nil }
+func (p *devPool) release(_ DPSGDStep, s uint32) (uint32, error) { return s, nil }
+
+func (p *devPool) grow(n int) error {
+	if n <= p.capacity {
+		return nil
+	}
+	if err := p.dev.Synchronize(); err != nil {
+		return err
+	}
+	p.capacity = 0
+	if err := p.freeFrom(0); err != nil {
+		return err
+	}
+	c := n + n/4
+	var err error
+	p.arg = p.alloc(4*c*p.outSize(), &err)
+	if err != nil {
+		return err
+	}
+	p.capacity = c
+	return nil
+}
+
+func (p *devPool) forward(y, x DevicePtr, n int) error {
+	return launch1(p.dev, "fairdp_maxpool_forward", n*p.outSize(), Ptr(y), Ptr(p.arg), Ptr(x),
+		Int(n*p.g.C), Int(p.g.H), Int(p.g.W), Int(p.g.K))
+}
+
+func (p *devPool) backward(dx, dy, _, _ DevicePtr, n int) error {
+	if dx == 0 {
+		return nil
+	}
+	return launch1(p.dev, "fairdp_maxpool_backward", n*p.inSize(), Ptr(dx), Ptr(dy), Ptr(p.arg),
+		Int(n*p.g.C), Int(p.g.H), Int(p.g.W), Int(p.g.K))
+}
