@@ -1,0 +1,304 @@
+package gemm
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// active is the kernel Sgemm uses: the first of kernels() unless
+// FAIRDP_GEMM_KERNEL or Use chose another.
+var active atomic.Pointer[kernel]
+
+// threads is how many goroutines one Sgemm call may use.
+var threads atomic.Int32
+
+func init() {
+	ks := kernels()
+	active.Store(&ks[0])
+	if name := os.Getenv("FAIRDP_GEMM_KERNEL"); name != "" {
+		if err := Use(name); err != nil {
+			fmt.Fprintln(os.Stderr, "fairdp:", err)
+		}
+	}
+	threads.Store(int32(runtime.NumCPU()))
+}
+
+// Use selects the kernel by name ("avx512 12x32", "avx2 6x16", "go 4x4"; an
+// instruction-set name alone, such as "avx2", picks that set's first kernel).
+// It exists for benchmarks and diagnosis: the default is the fastest kernel
+// the CPU supports. Kernels the CPU cannot run are refused.
+func Use(name string) error {
+	want := strings.ToLower(strings.ReplaceAll(name, "×", "x"))
+	ks := kernels()
+	var names []string
+	for i := range ks {
+		n := strings.ReplaceAll(ks[i].name, "×", "x")
+		if n == want || ks[i].isa == want {
+			active.Store(&ks[i])
+			return nil
+		}
+		names = append(names, n)
+	}
+	return fmt.Errorf("gemm: kernel %q is not available on this CPU (have %s)", name, strings.Join(names, ", "))
+}
+
+// Kernel names the kernel in use, e.g. "avx512 12×32".
+func Kernel() string { return active.Load().name }
+
+// SIMD reports whether the kernel in use is a vector (assembly) kernel,
+// the condition under which callers should prefer this package to a BLAS.
+func SIMD() bool { return active.Load().isa != "go" }
+
+// SetThreads sets how many goroutines one Sgemm call may use (n < 1 means
+// 1). Callers that already run several products at once, one per core, set
+// it to 1, as they do for OpenBLAS. The default is the number of CPUs.
+func SetThreads(n int) { threads.Store(int32(max(1, n))) }
+
+// Threads reports how many goroutines one Sgemm call may use.
+func Threads() int { return int(threads.Load()) }
+
+// Describe names the path in use, for `fairdp version` and progress lines:
+// "gemm: avx512 12×32 micro-kernel, 2 threads".
+func Describe() string {
+	t := Threads()
+	s := "s"
+	if t == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("gemm: %s micro-kernel, %d thread%s", Kernel(), t, s)
+}
+
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
+// matrices, where op(A) is m×k, op(B) is k×n and C is m×n; transA and transB
+// select the transposes and lda, ldb, ldc are the row strides, as in BLAS's
+// sgemm (CblasRowMajor). When beta is 0, C is not read (NaNs in C do not
+// propagate). It panics on a stride or slice too small for its shape.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(active.Load(), Threads(), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// minParallelMACs is the product size below which one goroutine does the
+// whole product: starting and joining a goroutine costs microseconds.
+const minParallelMACs = 1 << 20
+
+func sgemm(kr *kernel, nt int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMatrix("A", ar, ac, a, lda)
+	checkMatrix("B", br, bc, b, ldb)
+	checkMatrix("C", m, n, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if beta != 1 {
+		for i := 0; i < m; i++ {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+				continue
+			}
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	if k == 0 || alpha == 0 {
+		return
+	}
+	if nt > 1 && m*n*k >= minParallelMACs {
+		if parts := min(nt, n/(2*kr.nr)); parts > 1 {
+			split(parts, n, kr.nr, func(j0, j1 int) {
+				bj := j0
+				if transB {
+					bj = j0 * ldb
+				}
+				serial(kr, transA, transB, m, j1-j0, k, alpha, a, lda, b[bj:], ldb, c[j0:], ldc)
+			})
+			return
+		}
+		if parts := min(nt, m/(2*kr.mr)); parts > 1 {
+			split(parts, m, kr.mr, func(i0, i1 int) {
+				ai := i0 * lda
+				if transA {
+					ai = i0
+				}
+				serial(kr, transA, transB, i1-i0, n, k, alpha, a[ai:], lda, b, ldb, c[i0*ldc:], ldc)
+			})
+			return
+		}
+	}
+	serial(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+}
+
+// split runs f over [0, n) in parts contiguous ranges whose bounds are
+// multiples of unit (the kernel's tile, so no tile straddles two parts),
+// the first on the calling goroutine.
+func split(parts, n, unit int, f func(lo, hi int)) {
+	per := (n/unit + parts - 1) / parts * unit
+	var wg sync.WaitGroup
+	for lo := per; lo < n; lo += per {
+		wg.Add(1)
+		go func(lo int) {
+			defer wg.Done()
+			f(lo, min(lo+per, n))
+		}(lo)
+	}
+	f(0, min(per, n))
+	wg.Wait()
+}
+
+func checkMatrix(name string, rows, cols int, s []float32, ld int) {
+	if ld < max(1, cols) {
+		panic(fmt.Sprintf("gemm: %s has %d columns but stride %d", name, cols, ld))
+	}
+	if rows > 0 && cols > 0 && len(s) < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: %s is %d×%d with stride %d but has %d elements", name, rows, cols, ld, len(s)))
+	}
+}
+
+// Block sizes (Goto's mc, kc, nc): a kc-deep panel of B (kc×nr) stays in
+// L1 while the mc×kc packed block of A (L2) streams past it, and the kc×nc
+// block of B sits in L3.
+const (
+	blockK = 256
+	blockM = 192
+	blockN = 3072
+)
+
+// workspace holds one goroutine's packed blocks and edge tile.
+type workspace struct {
+	a, b []float32
+	tile []float32
+}
+
+var workspaces = sync.Pool{New: func() any { return new(workspace) }}
+
+// serial is the blocked product on one goroutine, C += alpha·op(A)·op(B)
+// (beta was applied by the caller).
+func serial(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	mr, nr := kr.mr, kr.nr
+	mc := max(mr, blockM/mr*mr)
+	nc := max(nr, blockN/nr*nr)
+	kc := blockK
+	ws := workspaces.Get().(*workspace)
+	defer workspaces.Put(ws)
+	ws.a = growTo(ws.a, min(mc, roundUp(m, mr))*min(kc, k))
+	ws.b = growTo(ws.b, min(nc, roundUp(n, nr))*min(kc, k))
+	ws.tile = growTo(ws.tile, mr*nr)
+	tile := ws.tile[:mr*nr]
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			kb := min(kc, k-pc)
+			packB(ws.b, transB, b, ldb, pc, jc, kb, nb, nr)
+			for ic := 0; ic < m; ic += mc {
+				mb := min(mc, m-ic)
+				packA(ws.a, transA, a, lda, ic, pc, mb, kb, mr, alpha)
+				for jr := 0; jr < nb; jr += nr {
+					bp := &ws.b[jr*kb]
+					cols := min(nr, nb-jr)
+					for ir := 0; ir < mb; ir += mr {
+						ap := &ws.a[ir*kb]
+						rows := min(mr, mb-ir)
+						ci := (ic+ir)*ldc + jc + jr
+						if rows == mr && cols == nr {
+							kr.run(kb, ap, bp, &c[ci], ldc)
+							continue
+						}
+						clear(tile)
+						kr.run(kb, ap, bp, &tile[0], nr)
+						for i := 0; i < rows; i++ {
+							crow := c[ci+i*ldc : ci+i*ldc+cols]
+							for j, v := range tile[i*nr : i*nr+cols] {
+								crow[j] += v
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packA copies rows [i0, i0+mb) × columns [p0, p0+kb) of op(A), times alpha,
+// into dst as panels of mr rows: element (i, p) of panel q at
+// dst[q·mr·kb + p·mr + i]; the last panel is padded with zeros.
+func packA(dst []float32, trans bool, a []float32, lda, i0, p0, mb, kb, mr int, alpha float32) {
+	for ir := 0; ir < mb; ir += mr {
+		pan := dst[ir*kb : ir*kb+mr*kb]
+		rows := min(mr, mb-ir)
+		if trans {
+			for p := 0; p < kb; p++ {
+				src := a[(p0+p)*lda+i0+ir:][:rows]
+				d := pan[p*mr : p*mr+rows]
+				for i, v := range src {
+					d[i] = alpha * v
+				}
+			}
+		} else {
+			for i := 0; i < rows; i++ {
+				src := a[(i0+ir+i)*lda+p0:][:kb]
+				for p, v := range src {
+					pan[p*mr+i] = alpha * v
+				}
+			}
+		}
+		if rows < mr {
+			for p := 0; p < kb; p++ {
+				clear(pan[p*mr+rows : p*mr+mr])
+			}
+		}
+	}
+}
+
+// packB copies rows [p0, p0+kb) × columns [j0, j0+nb) of op(B) into dst as
+// panels of nr columns: element (p, j) of panel q at dst[q·nr·kb + p·nr + j];
+// the last panel is padded with zeros.
+func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb, nr int) {
+	for jr := 0; jr < nb; jr += nr {
+		pan := dst[jr*kb : jr*kb+nr*kb]
+		cols := min(nr, nb-jr)
+		if trans {
+			for j := 0; j < cols; j++ {
+				src := b[(j0+jr+j)*ldb+p0:][:kb]
+				for p, v := range src {
+					pan[p*nr+j] = v
+				}
+			}
+		} else {
+			for p := 0; p < kb; p++ {
+				copy(pan[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+jr:][:cols])
+			}
+		}
+		if cols < nr {
+			for p := 0; p < kb; p++ {
+				clear(pan[p*nr+cols : p*nr+nr])
+			}
+		}
+	}
+}
+
+func roundUp(n, unit int) int { return (n + unit - 1) / unit * unit }
+
+func growTo(s []float32, n int) []float32 {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]float32, n)
+}
+
+func unsafeSlice(p *float32, n int) []float32 { return unsafe.Slice(p, n) }
