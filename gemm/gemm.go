@@ -179,13 +179,38 @@ const (
 	blockN = 3072
 )
 
-// workspace holds one goroutine's packed blocks and edge tile.
+// workspace holds one goroutine's packed blocks and edge tile, each
+// allocated once at its largest size (for the largest kernel tile), so a
+// workspace never reallocates whatever shapes it serves.
 type workspace struct {
-	a, b []float32
-	tile []float32
+	a, b, tile []float32
 }
 
-var workspaces = sync.Pool{New: func() any { return new(workspace) }}
+// workspaces is a free list of workspaces. Unlike a sync.Pool it is not
+// emptied by garbage collections, so steady-state training steps allocate
+// nothing; it holds at most as many workspaces as products ever ran at once.
+var workspaces = make(chan *workspace, 256)
+
+func getWorkspace() *workspace {
+	select {
+	case ws := <-workspaces:
+		return ws
+	default:
+		const maxMR, maxNR = 16, 64
+		return &workspace{
+			a:    make([]float32, (blockM+maxMR)*blockK),
+			b:    make([]float32, (blockN+maxNR)*blockK),
+			tile: make([]float32, maxMR*maxNR),
+		}
+	}
+}
+
+func putWorkspace(ws *workspace) {
+	select {
+	case workspaces <- ws:
+	default:
+	}
+}
 
 // serial is the blocked product on one goroutine, C += alpha·op(A)·op(B)
 // (beta was applied by the caller).
@@ -194,11 +219,8 @@ func serial(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []flo
 	mc := max(mr, blockM/mr*mr)
 	nc := max(nr, blockN/nr*nr)
 	kc := blockK
-	ws := workspaces.Get().(*workspace)
-	defer workspaces.Put(ws)
-	ws.a = growTo(ws.a, min(mc, roundUp(m, mr))*min(kc, k))
-	ws.b = growTo(ws.b, min(nc, roundUp(n, nr))*min(kc, k))
-	ws.tile = growTo(ws.tile, mr*nr)
+	ws := getWorkspace()
+	defer putWorkspace(ws)
 	tile := ws.tile[:mr*nr]
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
@@ -294,11 +316,5 @@ func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb, nr int) 
 
 func roundUp(n, unit int) int { return (n + unit - 1) / unit * unit }
 
-func growTo(s []float32, n int) []float32 {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]float32, n)
-}
 
 func unsafeSlice(p *float32, n int) []float32 { return unsafe.Slice(p, n) }

@@ -215,3 +215,52 @@ func ExampleSgemm() {
 	fmt.Println(c)
 	// Output: [4 2 10 5]
 }
+
+// TestSsyrkUpper checks the upper triangle against the reference product
+// and that the strictly lower triangle is untouched, across block edges.
+func TestSsyrkUpper(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		trans       bool
+		n, k, pad   int
+		alpha, beta float32
+	}{
+		{false, 1, 1, 0, 1, 0}, {true, 5, 3, 0, 1, 0}, {false, 64, 9, 2, 2, 0.5},
+		{true, 65, 17, 1, 1, 0}, {false, 150, 31, 0, -1, 1}, {true, 129, 290, 3, 0.5, -2},
+	} {
+		ar, ac := tc.n, tc.k
+		if tc.trans {
+			ar, ac = tc.k, tc.n
+		}
+		lda, ldc := ac+tc.pad, tc.n+tc.pad
+		a := make([]float32, (ar-1)*lda+ac)
+		c := make([]float32, (tc.n-1)*ldc+tc.n)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range c {
+			c[i] = float32(rng.NormFloat64())
+			if tc.beta == 0 {
+				c[i] = float32(math.NaN()) // never read when beta is 0; the lower triangle must stay NaN
+			}
+		}
+		orig := append([]float32(nil), c...)
+		want, mag := reference(tc.trans, !tc.trans, tc.n, tc.n, tc.k, tc.alpha, a, lda, a, lda, tc.beta, c, ldc)
+		SsyrkUpper(tc.trans, tc.n, tc.k, tc.alpha, a, lda, tc.beta, c, ldc)
+		for i := 0; i < tc.n; i++ {
+			for j := 0; j < tc.n; j++ {
+				got := c[i*ldc+j]
+				if j < i {
+					if math.Float32bits(got) != math.Float32bits(orig[i*ldc+j]) {
+						t.Fatalf("%+v: lower C[%d,%d] changed", tc, i, j)
+					}
+					continue
+				}
+				w, g := want[i*tc.n+j], mag[i*tc.n+j]
+				if math.IsNaN(float64(got)) || math.Abs(float64(got)-w) > 1e-5*g+1e-30 {
+					t.Fatalf("%+v: C[%d,%d] = %v, want %v", tc, i, j, got, w)
+				}
+			}
+		}
+	}
+}

@@ -1,9 +1,11 @@
 package nn
 
 import (
+	"sync/atomic"
 	"unsafe"
 
-	_ "fairdp/backend" // switches blas32/blas64 to OpenBLAS in the openblas build
+	"fairdp/backend" // also switches blas32/blas64 to OpenBLAS in the openblas build
+	"fairdp/gemm"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -11,9 +13,11 @@ import (
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, where
 // op(A) is m×k, op(B) is k×n and C is m×n; trans selects the transpose.
-// It dispatches to gonum's blas32/blas64, so the openblas build runs it on
-// OpenBLAS. Every product in nn goes through here so there is one place to
-// tune and one place where the element type is bridged to BLAS.
+// float32 products run on package gemm when backend.OwnGemm says so (the
+// default on CPUs with AVX2 or AVX-512, in every build), otherwise on gonum's
+// blas32, which the openblas build switches to OpenBLAS; float64 products
+// always run on blas64. Every product in nn goes through here so there is
+// one place to tune and one place where the element type is bridged to BLAS.
 func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -32,6 +36,11 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b 
 		}
 		return
 	}
+	gemmFlops.Add(2 * int64(m) * int64(n) * int64(k))
+	if elemSize[T]() == 4 && backend.OwnGemm() {
+		gemm.Sgemm(transA, transB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
+		return
+	}
 	ta, tb := transpose(transA), transpose(transB)
 	if elemSize[T]() == 4 {
 		blas32.Implementation().Sgemm(ta, tb, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
@@ -47,6 +56,11 @@ func syrkUpper[T Float](trans bool, n, k int, alpha T, a []T, lda int, beta T, c
 	if n == 0 {
 		return
 	}
+	gemmFlops.Add(int64(n) * int64(n+1) * int64(k))
+	if elemSize[T]() == 4 && backend.OwnGemm() {
+		gemm.SsyrkUpper(trans, n, k, float32(alpha), as32(a), lda, float32(beta), as32(c), ldc)
+		return
+	}
 	t := transpose(trans)
 	if elemSize[T]() == 4 {
 		blas32.Implementation().Ssyrk(blas.Upper, t, n, k, float32(alpha), as32(a), lda, float32(beta), as32(c), ldc)
@@ -54,6 +68,16 @@ func syrkUpper[T Float](trans bool, n, k int, alpha T, a []T, lda int, beta T, c
 	}
 	blas64.Implementation().Dsyrk(blas.Upper, t, n, k, float64(alpha), as64(a), lda, float64(beta), as64(c), ldc)
 }
+
+// gemmFlops counts the floating-point operations of every product since
+// start-up (2·m·n·k per Gemm, n·(n+1)·k per syrkUpper), for benchmarks that
+// report GFLOP/s and the fraction of the SGEMM peak a training step reaches.
+var gemmFlops atomic.Int64
+
+// GemmFlops reports the floating-point operations of all matrix products
+// run so far (both precisions, every path), for benchmarks: the difference
+// over one training step is the step's product work.
+func GemmFlops() int64 { return gemmFlops.Load() }
 
 func transpose(t bool) blas.Transpose {
 	if t {

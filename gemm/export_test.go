@@ -1,0 +1,11 @@
+package gemm
+
+// Kernels names every kernel this CPU can run, fastest first (for the
+// comparison benchmarks, which select them with Use).
+func Kernels() []string {
+	var names []string
+	for _, k := range kernels() {
+		names = append(names, k.name)
+	}
+	return names
+}
