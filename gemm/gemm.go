@@ -316,5 +316,4 @@ func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb, nr int) 
 
 func roundUp(n, unit int) int { return (n + unit - 1) / unit * unit }
 
-
 func unsafeSlice(p *float32, n int) []float32 { return unsafe.Slice(p, n) }
