@@ -104,7 +104,10 @@ func sgemm(kr *kernel, nt int, transA, transB bool, m, n, k int, alpha float32, 
 	if m == 0 || n == 0 {
 		return
 	}
-	if beta != 1 {
+	// beta = 0 with a product to add is done by the kernels, which then
+	// overwrite C instead of accumulating into it.
+	overwrite := beta == 0 && k > 0 && alpha != 0
+	if beta != 1 && !overwrite {
 		for i := 0; i < m; i++ {
 			row := c[i*ldc : i*ldc+n]
 			if beta == 0 {
@@ -126,7 +129,7 @@ func sgemm(kr *kernel, nt int, transA, transB bool, m, n, k int, alpha float32, 
 				if transB {
 					bj = j0 * ldb
 				}
-				serial(kr, transA, transB, m, j1-j0, k, alpha, a, lda, b[bj:], ldb, c[j0:], ldc)
+				serial(kr, transA, transB, m, j1-j0, k, alpha, a, lda, b[bj:], ldb, c[j0:], ldc, overwrite)
 			})
 			return
 		}
@@ -136,12 +139,12 @@ func sgemm(kr *kernel, nt int, transA, transB bool, m, n, k int, alpha float32, 
 				if transA {
 					ai = i0
 				}
-				serial(kr, transA, transB, i1-i0, n, k, alpha, a[ai:], lda, b, ldb, c[i0*ldc:], ldc)
+				serial(kr, transA, transB, i1-i0, n, k, alpha, a[ai:], lda, b, ldb, c[i0*ldc:], ldc, overwrite)
 			})
 			return
 		}
 	}
-	serial(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+	serial(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, overwrite)
 }
 
 // split runs f over [0, n) in parts contiguous ranges whose bounds are
@@ -212,9 +215,14 @@ func putWorkspace(ws *workspace) {
 	}
 }
 
-// serial is the blocked product on one goroutine, C += alpha·op(A)·op(B)
-// (beta was applied by the caller).
-func serial(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+// serial is the blocked product on one goroutine: C += alpha·op(A)·op(B),
+// or C = alpha·op(A)·op(B) when overwrite is set (C is then not read).
+//
+// When op(A) fits one block of rows and B is not transposed, B is read in
+// place rather than packed: each of its panels then meets A once, so
+// copying it would cost a memory pass for no reuse (the conv forward and
+// linear products, whose A is a few dozen rows of weights).
+func serial(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, overwrite bool) {
 	mr, nr := kr.mr, kr.nr
 	mc := max(mr, blockM/mr*mr)
 	nc := max(nr, blockN/nr*nr)
@@ -222,30 +230,49 @@ func serial(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []flo
 	ws := getWorkspace()
 	defer putWorkspace(ws)
 	tile := ws.tile[:mr*nr]
+	inPlace := !transB && m <= mc
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			packB(ws.b, transB, b, ldb, pc, jc, kb, nb, nr)
+			mode := 0
+			if overwrite && pc == 0 {
+				mode = 1
+			}
+			if !inPlace {
+				packB(ws.b, transB, b, ldb, pc, jc, kb, nb, nr)
+			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				packA(ws.a, transA, a, lda, ic, pc, mb, kb, mr, alpha)
 				for jr := 0; jr < nb; jr += nr {
-					bp := &ws.b[jr*kb]
 					cols := min(nr, nb-jr)
+					bp, bld := &ws.b[jr*kb], nr
+					if inPlace {
+						if cols == nr {
+							bp, bld = &b[pc*ldb+jc+jr], ldb
+						} else { // the last columns: pad them to a panel
+							packB(ws.b, false, b, ldb, pc, jc+jr, kb, cols, nr)
+							bp = &ws.b[0]
+						}
+					}
 					for ir := 0; ir < mb; ir += mr {
 						ap := &ws.a[ir*kb]
 						rows := min(mr, mb-ir)
 						ci := (ic+ir)*ldc + jc + jr
 						if rows == mr && cols == nr {
-							kr.run(kb, ap, bp, &c[ci], ldc)
+							kr.run(kb, ap, bp, bld, &c[ci], ldc, mode)
 							continue
 						}
-						clear(tile)
-						kr.run(kb, ap, bp, &tile[0], nr)
+						kr.run(kb, ap, bp, bld, &tile[0], nr, 1)
 						for i := 0; i < rows; i++ {
 							crow := c[ci+i*ldc : ci+i*ldc+cols]
-							for j, v := range tile[i*nr : i*nr+cols] {
+							src := tile[i*nr : i*nr+cols]
+							if mode == 1 {
+								copy(crow, src)
+								continue
+							}
+							for j, v := range src {
 								crow[j] += v
 							}
 						}
@@ -272,12 +299,7 @@ func packA(dst []float32, trans bool, a []float32, lda, i0, p0, mb, kb, mr int, 
 				}
 			}
 		} else {
-			for i := 0; i < rows; i++ {
-				src := a[(i0+ir+i)*lda+p0:][:kb]
-				for p, v := range src {
-					pan[p*mr+i] = alpha * v
-				}
-			}
+			transposePanel(pan, mr, a, lda, i0+ir, p0, rows, kb, alpha)
 		}
 		if rows < mr {
 			for p := 0; p < kb; p++ {
@@ -295,12 +317,7 @@ func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb, nr int) 
 		pan := dst[jr*kb : jr*kb+nr*kb]
 		cols := min(nr, nb-jr)
 		if trans {
-			for j := 0; j < cols; j++ {
-				src := b[(j0+jr+j)*ldb+p0:][:kb]
-				for p, v := range src {
-					pan[p*nr+j] = v
-				}
-			}
+			transposePanel(pan, nr, b, ldb, j0+jr, p0, cols, kb, 1)
 		} else {
 			for p := 0; p < kb; p++ {
 				copy(pan[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+jr:][:cols])
@@ -310,6 +327,29 @@ func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb, nr int) 
 			for p := 0; p < kb; p++ {
 				clear(pan[p*nr+cols : p*nr+nr])
 			}
+		}
+	}
+}
+
+// transposePanel writes pan[p·w + r] = f·src[(r0+r)·ld + p0 + p] for r <
+// rows, p < kb: rows of the source become columns of a panel w wide. Four
+// source rows at a time, so each store fills four adjacent elements.
+func transposePanel(pan []float32, w int, src []float32, ld, r0, p0, rows, kb int, f float32) {
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		s0 := src[(r0+r)*ld+p0:][:kb:kb]
+		s1 := src[(r0+r+1)*ld+p0:][:kb:kb]
+		s2 := src[(r0+r+2)*ld+p0:][:kb:kb]
+		s3 := src[(r0+r+3)*ld+p0:][:kb:kb]
+		for p := 0; p < kb; p++ {
+			d := pan[p*w+r : p*w+r+4 : p*w+r+4]
+			d[0], d[1], d[2], d[3] = f*s0[p], f*s1[p], f*s2[p], f*s3[p]
+		}
+	}
+	for ; r < rows; r++ {
+		s0 := src[(r0+r)*ld+p0:][:kb:kb]
+		for p, v := range s0 {
+			pan[p*w+r] = f * v
 		}
 	}
 }

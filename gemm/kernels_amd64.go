@@ -10,19 +10,19 @@ import "golang.org/x/sys/cpu"
 // the shapes there and here in step).
 
 //go:noescape
-func kernAVX2x6x16(k int, a, b, c *float32, ldc int)
+func kernAVX2x6x16(k int, a, b *float32, ldb int, c *float32, ldc int, overwrite int)
 
 //go:noescape
-func kernAVX2x4x24(k int, a, b, c *float32, ldc int)
+func kernAVX2x4x24(k int, a, b *float32, ldb int, c *float32, ldc int, overwrite int)
 
 //go:noescape
-func kernAVX512x8x32(k int, a, b, c *float32, ldc int)
+func kernAVX512x8x32(k int, a, b *float32, ldb int, c *float32, ldc int, overwrite int)
 
 //go:noescape
-func kernAVX512x12x32(k int, a, b, c *float32, ldc int)
+func kernAVX512x12x32(k int, a, b *float32, ldb int, c *float32, ldc int, overwrite int)
 
 //go:noescape
-func kernAVX512x14x32(k int, a, b, c *float32, ldc int)
+func kernAVX512x14x32(k int, a, b *float32, ldb int, c *float32, ldc int, overwrite int)
 
 // kernels lists every kernel this CPU can run, fastest first by the
 // measurements in doc.go; generic is always last.

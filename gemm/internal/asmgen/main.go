@@ -1,7 +1,9 @@
 // Command asmgen writes gemm's amd64 micro-kernels (kernels_amd64.s).
 //
-// Each kernel computes C[0:mr, 0:nr] += Ã·B̃ for one packed panel of A (k
-// columns of mr values) and one packed panel of B (k rows of nr values), with
+// Each kernel computes C[0:mr, 0:nr] += Ã·B̃ (or C = Ã·B̃ when overwrite is
+// nonzero, which never reads C) for one packed panel of A (k columns of mr
+// values) and a panel of B (k rows of nr values, ldb apart: nr when packed,
+// B's own stride when read in place), with
 // the mr×nr accumulator held in vector registers for the whole k loop: the
 // shape every Goto/BLIS-style SGEMM is built on. Writing the assembly from a
 // generator keeps the register allocation, unrolling and the several tile
@@ -74,14 +76,16 @@ func (s shape) write(b *bytes.Buffer) error {
 	bc := func(i int) string { return reg(nacc + nv + i%nbcast) }
 	p := func(format string, args ...any) { fmt.Fprintf(b, "\t"+format+"\n", args...) }
 
-	fmt.Fprintf(b, "\n// func %s(k int, a, b, c *float32, ldc int)\n", s.name)
-	fmt.Fprintf(b, "// C[0:%d, 0:%d] += A·B, A packed %d per k step, B packed %d per k step.\n", s.mr, s.nr, s.mr, s.nr)
-	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-40\n", s.name)
+	fmt.Fprintf(b, "\n// func %s(k int, a, b *float32, ldb int, c *float32, ldc int, overwrite int)\n", s.name)
+	fmt.Fprintf(b, "// C[0:%d, 0:%d] (+)= A·B, A packed %d per k step, B rows of %d, ldb apart.\n", s.mr, s.nr, s.mr, s.nr)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-56\n", s.name)
 	p("MOVQ k+0(FP), CX")
 	p("MOVQ a+8(FP), SI")
 	p("MOVQ b+16(FP), DI")
-	p("MOVQ c+24(FP), DX")
-	p("MOVQ ldc+32(FP), R8")
+	p("MOVQ ldb+24(FP), R10")
+	p("SHLQ $2, R10")
+	p("MOVQ c+32(FP), DX")
+	p("MOVQ ldc+40(FP), R8")
 	p("SHLQ $2, R8")
 	for i := 0; i < nacc; i++ {
 		p("VXORPS %s, %s, %s", reg(i), reg(i), reg(i))
@@ -99,8 +103,9 @@ func (s shape) write(b *bytes.Buffer) error {
 	}
 	step := func(u int) {
 		for v := 0; v < nv; v++ {
-			p("VMOVUPS %d(DI), %s", (u*s.nr+v*width)*4, breg(v))
+			p("VMOVUPS %d(DI), %s", v*width*4, breg(v))
 		}
+		p("ADDQ R10, DI")
 		for i := 0; i < s.mr; i++ {
 			p("VBROADCASTSS %d(SI), %s", (u*s.mr+i)*4, bc(i))
 			for v := 0; v < nv; v++ {
@@ -118,7 +123,6 @@ func (s shape) write(b *bytes.Buffer) error {
 		step(u)
 	}
 	p("ADDQ $%d, SI", s.unroll*s.mr*4)
-	p("ADDQ $%d, DI", s.unroll*s.nr*4)
 	p("DECQ R9")
 	p("JNE loop")
 	fmt.Fprintf(b, "tail:\n")
@@ -127,13 +131,26 @@ func (s shape) write(b *bytes.Buffer) error {
 	fmt.Fprintf(b, "tailloop:\n")
 	step(0)
 	p("ADDQ $%d, SI", s.mr*4)
-	p("ADDQ $%d, DI", s.nr*4)
 	p("DECQ CX")
 	p("JNE tailloop")
 	fmt.Fprintf(b, "store:\n")
+	p("MOVQ overwrite+48(FP), R9")
+	p("TESTQ R9, R9")
+	p("JNE overwrite")
 	for i := 0; i < s.mr; i++ {
 		for v := 0; v < nv; v++ {
 			p("VADDPS %d(DX), %s, %s", v*width*4, acc(i, v), acc(i, v))
+			p("VMOVUPS %s, %d(DX)", acc(i, v), v*width*4)
+		}
+		if i < s.mr-1 {
+			p("ADDQ R8, DX")
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+	fmt.Fprintf(b, "overwrite:\n")
+	for i := 0; i < s.mr; i++ {
+		for v := 0; v < nv; v++ {
 			p("VMOVUPS %s, %d(DX)", acc(i, v), v*width*4)
 		}
 		if i < s.mr-1 {
