@@ -48,10 +48,17 @@ func trans(t bool) blas.Transpose {
 	return blas.NoTrans
 }
 
-// impls: every kernel of package gemm this CPU runs, gonum's pure-Go
+// impls: package gemm as Sgemm runs it (own: the best instruction set's
+// kernels, one picked per call) and each kernel it can run alone, gonum's pure-Go
 // SGEMM, OpenBLAS in the openblas build and BLIS with -tags blis.
 func impls() []impl {
-	var is []impl
+	isa := gemm.BestISA()
+	is := []impl{{name: "own", setup: func(t int) {
+		if err := gemm.Use(isa); err != nil {
+			panic(err)
+		}
+		gemm.SetThreads(t)
+	}, run: gemm.Sgemm}}
 	for _, k := range gemm.Kernels() {
 		is = append(is, impl{name: "own-" + strings.NewReplacer("×", "x", " ", "-").Replace(k),
 			setup: func(t int) {
@@ -86,7 +93,7 @@ var extraImpls []impl // BLIS, with -tags blis
 // thread column says.
 func BenchmarkSgemm(b *testing.B) {
 	defer gemm.SetThreads(gemm.Threads())
-	defer func(k string) { _ = gemm.Use(k) }(gemm.Kernel())
+	defer func() { _ = gemm.Use(gemm.BestISA()) }()
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, s := range shapes {
 		ar, ac := s.m, s.k

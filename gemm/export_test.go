@@ -9,3 +9,6 @@ func Kernels() []string {
 	}
 	return names
 }
+
+// BestISA is the instruction set Sgemm uses by default ("avx512", "avx2" or "go").
+func BestISA() string { return kernels()[0].isa }

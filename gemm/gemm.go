@@ -10,16 +10,28 @@ import (
 	"unsafe"
 )
 
-// active is the kernel Sgemm uses: the first of kernels() unless
-// FAIRDP_GEMM_KERNEL or Use chose another.
-var active atomic.Pointer[kernel]
+// family is the set of kernels Sgemm chooses from: every kernel of the best
+// instruction set the CPU has, or the one kernel Use named.
+type family struct {
+	name    string // "avx512", or a kernel's name
+	kernels []kernel
+}
+
+// active is the family Sgemm uses.
+var active atomic.Pointer[family]
 
 // threads is how many goroutines one Sgemm call may use.
 var threads atomic.Int32
 
 func init() {
 	ks := kernels()
-	active.Store(&ks[0])
+	best := &family{name: ks[0].isa}
+	for _, k := range ks {
+		if k.isa == best.name {
+			best.kernels = append(best.kernels, k)
+		}
+	}
+	active.Store(best)
 	if name := os.Getenv("FAIRDP_GEMM_KERNEL"); name != "" {
 		if err := Use(name); err != nil {
 			fmt.Fprintln(os.Stderr, "fairdp:", err)
@@ -28,31 +40,67 @@ func init() {
 	threads.Store(int32(runtime.NumCPU()))
 }
 
-// Use selects the kernel by name ("avx512 12x32", "avx2 6x16", "go 4x4"; an
-// instruction-set name alone, such as "avx2", picks that set's first kernel).
-// It exists for benchmarks and diagnosis: the default is the fastest kernel
-// the CPU supports. Kernels the CPU cannot run are refused.
+// Use restricts Sgemm to one kernel, by name ("avx512 12x32", "avx2 6x16",
+// "go 4x4"), or to an instruction set's kernels ("avx512", "avx2", "go").
+// It exists for benchmarks and diagnosis (FAIRDP_GEMM_KERNEL does the same
+// at start-up): by default Sgemm picks, per call, among the kernels of the
+// best instruction set the CPU supports. Kernels the CPU cannot run are
+// refused.
 func Use(name string) error {
 	want := strings.ToLower(strings.ReplaceAll(name, "×", "x"))
 	ks := kernels()
+	f := &family{name: want}
 	var names []string
 	for i := range ks {
 		n := strings.ReplaceAll(ks[i].name, "×", "x")
-		if n == want || ks[i].isa == want {
-			active.Store(&ks[i])
+		if n == want {
+			active.Store(&family{name: ks[i].name, kernels: []kernel{ks[i]}})
 			return nil
 		}
+		if ks[i].isa == want {
+			f.kernels = append(f.kernels, ks[i])
+		}
 		names = append(names, n)
+	}
+	if len(f.kernels) > 0 {
+		active.Store(f)
+		return nil
 	}
 	return fmt.Errorf("gemm: kernel %q is not available on this CPU (have %s)", name, strings.Join(names, ", "))
 }
 
-// Kernel names the kernel in use, e.g. "avx512 12×32".
-func Kernel() string { return active.Load().name }
+// Kernel names the kernels in use: an instruction set ("avx512") when
+// Sgemm picks among its kernels per call, else one kernel ("avx2 6×16").
+func Kernel() string {
+	f := active.Load()
+	if len(f.kernels) == 1 {
+		return f.kernels[0].name
+	}
+	var tiles []string
+	for _, k := range f.kernels {
+		tiles = append(tiles, fmt.Sprintf("%d×%d", k.mr, k.nr))
+	}
+	return f.name + " " + strings.Join(tiles, "/")
+}
 
-// SIMD reports whether the kernel in use is a vector (assembly) kernel,
+// SIMD reports whether the kernels in use are vector (assembly) kernels,
 // the condition under which callers should prefer this package to a BLAS.
-func SIMD() bool { return active.Load().isa != "go" }
+func SIMD() bool { return active.Load().kernels[0].isa != "go" }
+
+// pick returns the kernel of f whose tiles cover the m×n product with the
+// least padding (wasted multiply-adds on edge tiles), the larger tile on
+// ties: 32 output rows fit 8×32 tiles exactly but waste 4 rows of 12×32.
+func (f *family) pick(m, n int) *kernel {
+	best, waste := &f.kernels[0], -1
+	for i := range f.kernels {
+		k := &f.kernels[i]
+		w := roundUp(m, k.mr)*roundUp(n, k.nr) - m*n
+		if waste < 0 || w < waste || w == waste && k.mr*k.nr > best.mr*best.nr {
+			best, waste = k, w
+		}
+	}
+	return best
+}
 
 // SetThreads sets how many goroutines one Sgemm call may use (n < 1 means
 // 1). Callers that already run several products at once, one per core, set
@@ -63,14 +111,18 @@ func SetThreads(n int) { threads.Store(int32(max(1, n))) }
 func Threads() int { return int(threads.Load()) }
 
 // Describe names the path in use, for `fairdp version` and progress lines:
-// "gemm: avx512 12×32 micro-kernel, 2 threads".
+// "gemm: avx512 12×32/8×32 micro-kernels, 2 threads".
 func Describe() string {
 	t := Threads()
 	s := "s"
 	if t == 1 {
 		s = ""
 	}
-	return fmt.Sprintf("gemm: %s micro-kernel, %d thread%s", Kernel(), t, s)
+	ks := "micro-kernels"
+	if len(active.Load().kernels) == 1 {
+		ks = "micro-kernel"
+	}
+	return fmt.Sprintf("gemm: %s %s, %d thread%s", Kernel(), ks, t, s)
 }
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
@@ -79,7 +131,7 @@ func Describe() string {
 // sgemm (CblasRowMajor). When beta is 0, C is not read (NaNs in C do not
 // propagate). It panics on a stride or slice too small for its shape.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	sgemm(active.Load(), Threads(), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	sgemm(active.Load().pick(m, n), Threads(), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // minParallelMACs is the product size below which one goroutine does the
@@ -199,7 +251,7 @@ func getWorkspace() *workspace {
 	case ws := <-workspaces:
 		return ws
 	default:
-		const maxMR, maxNR = 16, 64
+		const maxMR, maxNR = 16, 64 // the largest kernel tile (TestKernelsFitWorkspace)
 		return &workspace{
 			a:    make([]float32, (blockM+maxMR)*blockK),
 			b:    make([]float32, (blockN+maxNR)*blockK),

@@ -201,6 +201,9 @@ func TestUse(t *testing.T) {
 	if err := Use("go 4x4"); err != nil || Kernel() != "go 4×4" || SIMD() {
 		t.Fatalf("Use(go 4x4): %v, kernel %s", err, Kernel())
 	}
+	if err := Use("go"); err != nil || Kernel() != "go 4×4" || !strings.Contains(Describe(), "go 4×4 micro-kernel,") {
+		t.Fatalf("Use(go): %v, kernel %s, %s", err, Kernel(), Describe())
+	}
 	if err := Use("sse9"); err == nil {
 		t.Fatal("Use(sse9) accepted")
 	}
@@ -261,6 +264,30 @@ func TestSsyrkUpper(t *testing.T) {
 					t.Fatalf("%+v: C[%d,%d] = %v, want %v", tc, i, j, got, w)
 				}
 			}
+		}
+	}
+}
+
+// TestPick checks the per-call choice of tile on a made-up family: the
+// least padding wins, the larger tile on ties.
+func TestPick(t *testing.T) {
+	f := &family{name: "test", kernels: []kernel{{name: "12x32", mr: 12, nr: 32}, {name: "8x32", mr: 8, nr: 32}}}
+	for _, tc := range []struct {
+		m, n int
+		want string
+	}{{32, 64, "8x32"}, {36, 64, "12x32"}, {24, 64, "12x32"}, {20, 64, "12x32"}, {50, 64, "8x32"}, {1, 1, "8x32"}} {
+		if got := f.pick(tc.m, tc.n).name; got != tc.want {
+			t.Errorf("pick(%d, %d) = %s, want %s", tc.m, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestKernelsFitWorkspace: getWorkspace sizes its buffers for tiles up to
+// 16×64.
+func TestKernelsFitWorkspace(t *testing.T) {
+	for _, k := range kernels() {
+		if k.mr > 16 || k.nr > 64 {
+			t.Errorf("%s is larger than the workspace's 16×64 tile", k.name)
 		}
 	}
 }
