@@ -111,7 +111,7 @@ func SetThreads(n int) { threads.Store(int32(max(1, n))) }
 func Threads() int { return int(threads.Load()) }
 
 // Describe names the path in use, for `fairdp version` and progress lines:
-// "gemm: avx512 12×32/8×32 micro-kernels, 2 threads".
+// "gemm: avx512 12×32/8×32 micro-kernels, 2 threads per product".
 func Describe() string {
 	t := Threads()
 	s := "s"
@@ -122,7 +122,7 @@ func Describe() string {
 	if len(active.Load().kernels) == 1 {
 		ks = "micro-kernel"
 	}
-	return fmt.Sprintf("gemm: %s %s, %d thread%s", Kernel(), ks, t, s)
+	return fmt.Sprintf("gemm: %s %s, %d thread%s per product", Kernel(), ks, t, s)
 }
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
