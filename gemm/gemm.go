@@ -385,9 +385,10 @@ func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb, nr int) 
 
 // transposePanel writes pan[p·w + r] = f·src[(r0+r)·ld + p0 + p] for r <
 // rows, p < kb: rows of the source become columns of a panel w wide. Four
-// source rows at a time, so each store fills four adjacent elements.
+// source rows at a time, so each store fills four adjacent elements, after
+// transposeRows8 did what it can eight rows at a time with AVX.
 func transposePanel(pan []float32, w int, src []float32, ld, r0, p0, rows, kb int, f float32) {
-	r := 0
+	r := transposeRows8(pan, w, src, ld, r0, p0, rows, kb, f)
 	for ; r+4 <= rows; r += 4 {
 		s0 := src[(r0+r)*ld+p0:][:kb:kb]
 		s1 := src[(r0+r+1)*ld+p0:][:kb:kb]

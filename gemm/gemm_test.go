@@ -291,3 +291,35 @@ func TestKernelsFitWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestTransposePanel checks the packing transpose (eight-row AVX strips
+// where available, then Go) element by element on sizes around 8.
+func TestTransposePanel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, rows := range []int{1, 4, 7, 8, 9, 16, 23} {
+		for _, kb := range []int{1, 7, 8, 9, 17, 64} {
+			const r0, p0, f = 3, 5, 1.5
+			w, ld := rows+3, p0+kb+2
+			src := make([]float32, (r0+rows)*ld)
+			for i := range src {
+				src[i] = float32(rng.NormFloat64())
+			}
+			pan := make([]float32, kb*w)
+			for i := range pan {
+				pan[i] = -7
+			}
+			transposePanel(pan, w, src, ld, r0, p0, rows, kb, f)
+			for p := 0; p < kb; p++ {
+				for r := 0; r < w; r++ {
+					want := float32(-7) // columns past rows are not written
+					if r < rows {
+						want = f * src[(r0+r)*ld+p0+p]
+					}
+					if got := pan[p*w+r]; got != want {
+						t.Fatalf("rows %d, kb %d: pan[%d·w+%d] = %v, want %v", rows, kb, p, r, got, want)
+					}
+				}
+			}
+		}
+	}
+}
