@@ -21,7 +21,7 @@ import (
 // samples/s, the step's matrix-product work in GFLOP (counted by nn.Gemm),
 // the GFLOP/s that makes, its share of the SGEMM peak measured in the same
 // run (a 1024³ product on all cores, on the same float32 GEMM path), the
-// DP/plain time ratio and the peak RSS. Each row runs in its own process
+// DP/plain time ratio, the CPU seconds per step and the peak RSS. Each row runs in its own process
 // (this test binary re-executed) so its peak RSS is its own. It is a
 // benchmark, not a check: it runs only with FAIRDP_BENCH_TABLE=1, e.g.
 //
@@ -42,8 +42,8 @@ func TestBenchTable(t *testing.T) {
 	fmt.Printf("fairdp benchmark table: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Printf("float32 GEMM path: %s\n", backend.Describe())
 	fmt.Printf("SGEMM peak (1024³, %d threads): %.1f GFLOP/s; load average before: %s\n", runtime.NumCPU(), peak, strings.TrimSpace(string(load)))
-	fmt.Println("| model (batch) | step | samples/s | GFLOP/step | GFLOP/s | % of peak | DP/plain | peak RSS |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| model (batch) | step | samples/s | GFLOP/step | GFLOP/s | % of peak | DP/plain | CPU-s/step | peak RSS |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, m := range benchModels {
 		var plain float64
 		for _, kind := range []string{"plain", "dp-sgd"} {
@@ -58,8 +58,8 @@ func TestBenchTable(t *testing.T) {
 				ratio = fmt.Sprintf("%.2f×", r.Seconds/plain)
 			}
 			gflops := r.Flops / r.Seconds / 1e9
-			fmt.Printf("| %s (%d) | %s | %s | %.3g | %.1f | %.0f %% | %s | %d MB |\n",
-				m.name, m.batch, kind, rate(float64(m.batch)/r.Seconds), r.Flops/1e9, gflops, 100*gflops/peak, ratio, r.MaxRSSKB/1024)
+			fmt.Printf("| %s (%d) | %s | %s | %.3g | %.1f | %.0f %% | %s | %.3g | %d MB |\n",
+				m.name, m.batch, kind, rate(float64(m.batch)/r.Seconds), r.Flops/1e9, gflops, 100*gflops/peak, ratio, r.CPUSeconds, r.MaxRSSKB/1024)
 		}
 	}
 	load, _ = os.ReadFile("/proc/loadavg")
@@ -77,9 +77,11 @@ var benchModels = []struct {
 }
 
 // caseResult is what a row's process reports: the median step time, the
-// product work of one step and the process's peak RSS.
+// mean CPU time of a step (all threads; steadier than wall-clock on a shared
+// machine), the product work of one step and the process's peak RSS.
 type caseResult struct {
-	Seconds  float64 `json:"seconds"`
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpu_seconds"`
 	Flops    float64 `json:"flops"`
 	MaxRSSKB int64   `json:"max_rss_kb"`
 }
@@ -130,13 +132,15 @@ func benchCase(t *testing.T, name string) {
 	run() // sizes every layer's buffers
 	flops := nn.GemmFlops() - f0
 	times := make([]float64, steps)
+	cpu := cpuSeconds()
 	for j := range times {
 		start := time.Now()
 		run()
 		times[j] = time.Since(start).Seconds()
 	}
+	cpu = (cpuSeconds() - cpu) / float64(steps)
 	slices.Sort(times)
-	out, _ := json.Marshal(caseResult{Seconds: times[steps/2], Flops: float64(flops), MaxRSSKB: maxRSSKB()})
+	out, _ := json.Marshal(caseResult{Seconds: times[steps/2], CPUSeconds: cpu, Flops: float64(flops), MaxRSSKB: maxRSSKB()})
 	fmt.Println(caseMarker + string(out))
 }
 
