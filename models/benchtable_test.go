@@ -82,8 +82,8 @@ var benchModels = []struct {
 type caseResult struct {
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpu_seconds"`
-	Flops    float64 `json:"flops"`
-	MaxRSSKB int64   `json:"max_rss_kb"`
+	Flops      float64 `json:"flops"`
+	MaxRSSKB   int64   `json:"max_rss_kb"`
 }
 
 const caseMarker = "BENCHCASE "
