@@ -96,14 +96,8 @@ func BenchmarkSgemm(b *testing.B) {
 	defer func() { _ = gemm.Use(gemm.BestISA()) }()
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, s := range shapes {
-		ar, ac := s.m, s.k
-		if s.transA {
-			ar, ac = s.k, s.m
-		}
-		br, bc := s.k, s.n
-		if s.transB {
-			br, bc = s.n, s.k
-		}
+		ar, ac := gemm.Stored(s.transA, s.m, s.k)
+		br, bc := gemm.Stored(s.transB, s.k, s.n)
 		a, bm, c := make([]float32, ar*ac), make([]float32, br*bc), make([]float32, s.m*s.n)
 		for i := range a {
 			a[i] = float32(rng.NormFloat64())

@@ -12,3 +12,6 @@ func Kernels() []string {
 
 // BestISA is the instruction set Sgemm uses by default ("avx512", "avx2" or "go").
 func BestISA() string { return kernels()[0].isa }
+
+// Stored is stored, for the benchmarks.
+var Stored = stored

@@ -142,14 +142,8 @@ func sgemm(kr *kernel, nt int, transA, transB bool, m, n, k int, alpha float32, 
 	if m < 0 || n < 0 || k < 0 {
 		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
 	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
+	ar, ac := stored(transA, m, k)
+	br, bc := stored(transB, k, n)
 	checkMatrix("A", ar, ac, a, lda)
 	checkMatrix("B", br, bc, b, ldb)
 	checkMatrix("C", m, n, c, ldc)
@@ -160,16 +154,7 @@ func sgemm(kr *kernel, nt int, transA, transB bool, m, n, k int, alpha float32, 
 	// overwrite C instead of accumulating into it.
 	overwrite := beta == 0 && k > 0 && alpha != 0
 	if beta != 1 && !overwrite {
-		for i := 0; i < m; i++ {
-			row := c[i*ldc : i*ldc+n]
-			if beta == 0 {
-				clear(row)
-				continue
-			}
-			for j := range row {
-				row[j] *= beta
-			}
-		}
+		ScaleC(m, n, beta, c, ldc)
 	}
 	if k == 0 || alpha == 0 {
 		return
@@ -214,6 +199,31 @@ func split(parts, n, unit int, f func(lo, hi int)) {
 	}
 	f(0, min(per, n))
 	wg.Wait()
+}
+
+// ScaleC sets the m×n matrix C (row stride ldc) to beta·C, which is all a
+// product with k = 0 or alpha = 0 leaves; beta = 0 clears C without reading
+// it (NaNs do not survive), as BLAS does.
+func ScaleC[T ~float32 | ~float64](m, n int, beta T, c []T, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// stored is the shape of the matrix stored for an operand that is rows×cols
+// after the optional transpose.
+func stored(trans bool, rows, cols int) (int, int) {
+	if trans {
+		return cols, rows
+	}
+	return rows, cols
 }
 
 func checkMatrix(name string, rows, cols int, s []float32, ld int) {

@@ -94,14 +94,8 @@ func cases() []gemmCase {
 
 func (tc gemmCase) run(t *testing.T, kr *kernel, nt int, rng *rand.Rand) {
 	t.Helper()
-	ar, ac := tc.m, tc.k
-	if tc.transA {
-		ar, ac = tc.k, tc.m
-	}
-	br, bc := tc.k, tc.n
-	if tc.transB {
-		br, bc = tc.n, tc.k
-	}
+	ar, ac := stored(tc.transA, tc.m, tc.k)
+	br, bc := stored(tc.transB, tc.k, tc.n)
 	lda, ldb, ldc := max(1, ac+tc.pad), max(1, bc+tc.pad), max(1, tc.n+tc.pad)
 	fill := func(rows, cols, ld int, nan bool) []float32 {
 		s := make([]float32, max(0, (rows-1)*ld+cols)+tc.pad) // trailing slack must stay untouched
@@ -231,10 +225,7 @@ func TestSsyrkUpper(t *testing.T) {
 		{false, 1, 1, 0, 1, 0}, {true, 5, 3, 0, 1, 0}, {false, 64, 9, 2, 2, 0.5},
 		{true, 65, 17, 1, 1, 0}, {false, 150, 31, 0, -1, 1}, {true, 129, 290, 3, 0.5, -2},
 	} {
-		ar, ac := tc.n, tc.k
-		if tc.trans {
-			ar, ac = tc.k, tc.n
-		}
+		ar, ac := stored(tc.trans, tc.n, tc.k)
 		lda, ldc := ac+tc.pad, tc.n+tc.pad
 		a := make([]float32, (ar-1)*lda+ac)
 		c := make([]float32, (tc.n-1)*ldc+tc.n)

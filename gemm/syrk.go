@@ -15,10 +15,7 @@ var syrkTiles = sync.Pool{New: func() any { s := make([]float32, syrkBlock*syrkB
 // about half the multiply-adds of the full product, in row blocks of
 // Sgemm calls.
 func SsyrkUpper(trans bool, n, k int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int) {
-	ar, ac := n, k
-	if trans {
-		ar, ac = k, n
-	}
+	ar, ac := stored(trans, n, k)
 	checkMatrix("A", ar, ac, a, lda)
 	checkMatrix("C", n, n, c, ldc)
 	tp := syrkTiles.Get().(*[]float32)

@@ -24,16 +24,7 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b 
 	}
 	if k == 0 {
 		// BLAS implementations differ on k == 0; the answer is beta·C.
-		for i := 0; i < m; i++ {
-			row := c[i*ldc : i*ldc+n]
-			if beta == 0 {
-				clear(row)
-				continue
-			}
-			for j := range row {
-				row[j] *= beta
-			}
-		}
+		gemm.ScaleC(m, n, beta, c, ldc)
 		return
 	}
 	gemmFlops.Add(2 * int64(m) * int64(n) * int64(k))
