@@ -134,6 +134,17 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	sgemm(active.Load().pick(m, n), Threads(), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// Suits reports whether the kernels are efficient for an m×n×k product:
+// its tiles cover C with at most twice its area in padding and k is at
+// least 4. Matrix-vector shapes (n = 1 in a logistic regression's forward
+// pass, k = 1 in its input gradient) would run a 12×32 tile to compute one
+// column, or load and store C for one multiply-add; callers with a BLAS
+// send those there.
+func Suits(m, n, k int) bool {
+	kr := active.Load().pick(m, n)
+	return k >= 4 && roundUp(m, kr.mr)*roundUp(n, kr.nr) <= 2*m*n
+}
+
 // minParallelMACs is the product size below which one goroutine does the
 // whole product: starting and joining a goroutine costs microseconds.
 const minParallelMACs = 1 << 20

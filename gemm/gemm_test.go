@@ -314,3 +314,18 @@ func TestTransposePanel(t *testing.T) {
 		}
 	}
 }
+
+// TestSuits: matrix-vector and tiny-k shapes go elsewhere, conv shapes stay.
+func TestSuits(t *testing.T) {
+	defer active.Store(active.Load())
+	active.Store(&family{name: "test", kernels: []kernel{{name: "12x32", mr: 12, nr: 32}, {name: "8x32", mr: 8, nr: 32}}})
+	for _, tc := range []struct {
+		m, n, k int
+		want    bool
+	}{{512, 1, 102, false}, {512, 102, 1, false}, {102, 1, 1024, false}, {128, 10, 500, false},
+		{32, 896, 289, true}, {20, 10368, 26, true}, {288, 896, 32, true}, {32, 289, 896, true}, {5, 40, 3, false}} {
+		if got := Suits(tc.m, tc.n, tc.k); got != tc.want {
+			t.Errorf("Suits(%d, %d, %d) = %v, want %v", tc.m, tc.n, tc.k, got, tc.want)
+		}
+	}
+}

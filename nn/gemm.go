@@ -14,7 +14,8 @@ import (
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, where
 // op(A) is m×k, op(B) is k×n and C is m×n; trans selects the transpose.
 // float32 products run on package gemm when backend.OwnGemm says so (the
-// default on CPUs with AVX2 or AVX-512, in every build), otherwise on gonum's
+// default on CPUs with AVX2 or AVX-512, in every build) and the shape suits
+// its kernels (not matrix-vector: gemm.Suits), otherwise on gonum's
 // blas32, which the openblas build switches to OpenBLAS; float64 products
 // always run on blas64. Every product in nn goes through here so there is
 // one place to tune and one place where the element type is bridged to BLAS.
@@ -28,7 +29,7 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b 
 		return
 	}
 	gemmFlops.Add(2 * int64(m) * int64(n) * int64(k))
-	if elemSize[T]() == 4 && backend.OwnGemm() {
+	if elemSize[T]() == 4 && backend.OwnGemm() && gemm.Suits(m, n, k) {
 		gemm.Sgemm(transA, transB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
 		return
 	}
@@ -48,7 +49,7 @@ func syrkUpper[T Float](trans bool, n, k int, alpha T, a []T, lda int, beta T, c
 		return
 	}
 	gemmFlops.Add(int64(n) * int64(n+1) * int64(k))
-	if elemSize[T]() == 4 && backend.OwnGemm() {
+	if elemSize[T]() == 4 && backend.OwnGemm() && gemm.Suits(n, n, k) {
 		gemm.SsyrkUpper(trans, n, k, float32(alpha), as32(a), lda, float32(beta), as32(c), ldc)
 		return
 	}
