@@ -163,10 +163,13 @@ func sgemmPeak() float64 {
 	return best
 }
 
-// rate formats samples/s with three significant digits: "3.52 M", "984", "4.95".
+// rate formats samples/s: "3.52 M", "2520", "984", "4.95".
 func rate(v float64) string {
-	if v >= 1e6 {
+	switch {
+	case v >= 1e6:
 		return fmt.Sprintf("%.3g M", v/1e6)
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
