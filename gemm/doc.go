@@ -50,8 +50,9 @@
 // the training steps on each path. On the 2-core AMD EPYC (AVX-512) where
 // they were measured, where Debian's OpenBLAS 0.3.21 does pick a proper
 // AVX-512 kernel (Cooperlake), these kernels ran the layers' products at
-// 73–105 GFLOP/s on one core against OpenBLAS's 62–97, and the CNN training
-// steps used 9–17 % less CPU than on OpenBLAS; the portable build, once
+// 73–105 GFLOP/s on one core against OpenBLAS's 62–97; the VGG-like
+// training steps used 14–17 % less CPU than on OpenBLAS and the MNIST CNN
+// steps about the same (−8 % to +2 %); the portable build, once
 // 3.4× (MNIST CNN) and 5.3× (VGG-like) slower with gonum's pure-Go SGEMM,
 // is now within 1.1× of the fastest build. Matrix-vector shapes (the
 // logistic regression's) lose to a BLAS, so Suits sends them there.
