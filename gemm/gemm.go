@@ -88,14 +88,14 @@ func Kernel() string {
 func SIMD() bool { return active.Load().kernels[0].isa != "go" }
 
 // pick returns the kernel of f whose tiles cover the m×n product with the
-// least padding (wasted multiply-adds on edge tiles), the larger tile on
-// ties: 32 output rows fit 8×32 tiles exactly but waste 4 rows of 12×32.
+// least padding (wasted multiply-adds on edge tiles), the first listed on
+// ties: 36 output rows fit 12×32 tiles exactly but waste 4 rows of 8×32,
+// while 32 or 20 rows go to 8×32, the fastest alone.
 func (f *family) pick(m, n int) *kernel {
 	best, waste := &f.kernels[0], -1
 	for i := range f.kernels {
 		k := &f.kernels[i]
-		w := roundUp(m, k.mr)*roundUp(n, k.nr) - m*n
-		if waste < 0 || w < waste || w == waste && k.mr*k.nr > best.mr*best.nr {
+		if w := roundUp(m, k.mr)*roundUp(n, k.nr) - m*n; waste < 0 || w < waste {
 			best, waste = k, w
 		}
 	}
@@ -111,7 +111,7 @@ func SetThreads(n int) { threads.Store(int32(max(1, n))) }
 func Threads() int { return int(threads.Load()) }
 
 // Describe names the path in use, for `fairdp version` and progress lines:
-// "gemm: avx512 12×32/8×32 micro-kernels, 2 threads per product".
+// "gemm: avx512 8×32/12×32/14×32 micro-kernels, 2 threads per product".
 func Describe() string {
 	t := Threads()
 	s := "s"

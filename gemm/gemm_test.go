@@ -260,13 +260,13 @@ func TestSsyrkUpper(t *testing.T) {
 }
 
 // TestPick checks the per-call choice of tile on a made-up family: the
-// least padding wins, the larger tile on ties.
+// least padding wins, the first listed on ties.
 func TestPick(t *testing.T) {
-	f := &family{name: "test", kernels: []kernel{{name: "12x32", mr: 12, nr: 32}, {name: "8x32", mr: 8, nr: 32}}}
+	f := &family{name: "test", kernels: []kernel{{name: "8x32", mr: 8, nr: 32}, {name: "12x32", mr: 12, nr: 32}, {name: "6x16", mr: 6, nr: 16}}}
 	for _, tc := range []struct {
 		m, n int
 		want string
-	}{{32, 64, "8x32"}, {36, 64, "12x32"}, {24, 64, "12x32"}, {20, 64, "12x32"}, {50, 64, "8x32"}, {1, 1, "8x32"}} {
+	}{{32, 64, "8x32"}, {36, 64, "12x32"}, {24, 64, "8x32"}, {20, 64, "8x32"}, {50, 64, "6x16"}, {56, 64, "8x32"}, {1, 1, "6x16"}, {6, 40, "6x16"}} {
 		if got := f.pick(tc.m, tc.n).name; got != tc.want {
 			t.Errorf("pick(%d, %d) = %s, want %s", tc.m, tc.n, got, tc.want)
 		}
