@@ -29,9 +29,14 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b 
 		return
 	}
 	gemmFlops.Add(2 * int64(m) * int64(n) * int64(k))
-	if elemSize[T]() == 4 && backend.OwnGemm() && gemm.Suits(m, n, k) {
-		gemm.Sgemm(transA, transB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
-		return
+	if elemSize[T]() == 4 && backend.OwnGemm() {
+		if gemm.Suits(m, n, k) {
+			gemm.Sgemm(transA, transB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
+			return
+		}
+		if sgemmAsLevel2(transA, transB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc) {
+			return
+		}
 	}
 	ta, tb := transpose(transA), transpose(transB)
 	if elemSize[T]() == 4 {
@@ -39,6 +44,45 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b 
 		return
 	}
 	blas64.Implementation().Dgemm(ta, tb, m, n, k, float64(alpha), as64(a), lda, as64(b), ldb, float64(beta), as64(c), ldc)
+}
+
+// sgemmAsLevel2 runs a matrix-vector-shaped float32 product (n = 1, m = 1
+// or k = 1: a logistic regression's forward pass, weight gradient and input
+// gradient) as the BLAS's sgemv or sger, and reports whether it did. A
+// general sgemm pays blocking and packing for these shapes: gonum's took
+// 11× OpenBLAS's time per logistic step (bench/RESULTS.md). The strides of
+// the vector operands follow from the transposes: a column of a row-major
+// matrix is ld apart, a row is contiguous.
+func sgemmAsLevel2(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
+	impl := blas32.Implementation()
+	inc := func(trans bool, ld int, column bool) int {
+		if trans != column { // a column of the stored matrix
+			return ld
+		}
+		return 1
+	}
+	switch {
+	case n == 1: // C (m×1) = alpha·op(A)·b + beta·C, b the one column of op(B)
+		incB := inc(transB, ldb, true)
+		if transA {
+			impl.Sgemv(blas.Trans, k, m, alpha, a, lda, b, incB, beta, c, ldc)
+		} else {
+			impl.Sgemv(blas.NoTrans, m, k, alpha, a, lda, b, incB, beta, c, ldc)
+		}
+	case m == 1: // C (1×n) = alpha·op(B)ᵀ·a + beta·C, a the one row of op(A)
+		incA := inc(transA, lda, false)
+		if transB {
+			impl.Sgemv(blas.NoTrans, n, k, alpha, b, ldb, a, incA, beta, c, 1)
+		} else {
+			impl.Sgemv(blas.Trans, k, n, alpha, b, ldb, a, incA, beta, c, 1)
+		}
+	case k == 1: // C = beta·C + alpha·(column of op(A))·(row of op(B))
+		gemm.ScaleC(m, n, beta, c, ldc)
+		impl.Sger(m, n, alpha, a, inc(transA, lda, true), b, inc(transB, ldb, false), c, ldc)
+	default:
+		return false
+	}
+	return true
 }
 
 // syrkUpper computes the upper triangle of C = alpha·Aᵀ·A + beta·C when
