@@ -1,9 +1,5 @@
 //go:build blis && cgo
 
-// Package blis binds BLIS's sgemm (Debian's libblis-dev, which picks its
-// kernel by CPU at run time) for gemm's comparison benchmarks only: it was
-// measured against gemm's own kernels and OpenBLAS (see gemm/doc.go) and is
-// not used by fairdp itself. Build with -tags blis and CGO_LDFLAGS=-lblis.
 package blis
 
 /*
