@@ -51,11 +51,12 @@
 // they were measured, where Debian's OpenBLAS 0.3.21 does pick a proper
 // AVX-512 kernel (Cooperlake), these kernels ran the layers' products at
 // 73–105 GFLOP/s on one core against OpenBLAS's 62–97; the VGG-like
-// training steps used 14–17 % less CPU than on OpenBLAS and the MNIST CNN
+// training steps used 14–24 % less CPU than on OpenBLAS and the MNIST CNN
 // steps about the same (−8 % to +2 %); the portable build, once
 // 3.4× (MNIST CNN) and 5.3× (VGG-like) slower with gonum's pure-Go SGEMM,
-// is now within 1.1× of the fastest build. Matrix-vector shapes (the
-// logistic regression's) lose to a BLAS, so Suits sends them there.
+// is now within about 1.15× of the fastest build. Matrix-vector shapes (the
+// logistic regression's) would waste a tile, so Suits refuses them and nn
+// runs them as the BLAS's sgemv or sger.
 //
 // What lost: BLIS 0.9.0 (Debian's libblis, OpenMP; bound in internal/blis
 // for the comparison only, -tags blis) matched the best on one thread but
