@@ -329,3 +329,24 @@ func TestSuits(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSgemm compares every kernel with the reference on fuzzer-chosen
+// shapes, transposes, strides and alpha/beta (`go test -fuzz FuzzSgemm
+// ./gemm`; plain `go test` runs the seeds).
+func FuzzSgemm(f *testing.F) {
+	f.Add(uint8(5), uint8(7), uint8(3), uint8(0), uint8(0), float32(1), float32(0), uint64(1))
+	f.Add(uint8(33), uint8(65), uint8(17), uint8(3), uint8(2), float32(-2), float32(0.5), uint64(2))
+	f.Add(uint8(13), uint8(1), uint8(255), uint8(1), uint8(1), float32(0.25), float32(1), uint64(3))
+	f.Fuzz(func(t *testing.T, m, n, k, flags, pad uint8, alpha, beta float32, seed uint64) {
+		if math.IsNaN(float64(alpha)) || math.IsInf(float64(alpha), 0) || math.Abs(float64(alpha)) > 1e3 ||
+			math.IsNaN(float64(beta)) || math.IsInf(float64(beta), 0) || math.Abs(float64(beta)) > 1e3 {
+			t.Skip("alpha and beta are kept finite and moderate so the tolerance means something")
+		}
+		tc := gemmCase{transA: flags&1 != 0, transB: flags&2 != 0, m: int(m), n: int(n), k: int(k),
+			pad: int(pad % 5), alpha: alpha, beta: beta, nanC: beta == 0}
+		rng := rand.New(rand.NewPCG(seed, 99))
+		for _, kr := range kernels() {
+			tc.run(t, &kr, 1+int(flags>>2)%3, rng)
+		}
+	})
+}
