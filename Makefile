@@ -57,7 +57,7 @@ endif
 # samples/s, GFLOP/s, % of the SGEMM peak measured in the same run, DP/plain, peak RSS
 # (models/benchtable_test.go). FAIRDP_GEMM=own|blas picks the float32 GEMM path,
 # FAIRDP_BENCH_STEPS the timed steps per row. The go-test benchmarks stay available:
-# go test -run '^$$' -bench . -benchtime 3x ./models
+# go test -run '^$$' -bench . -benchtime 3x ./models ./bench (the old make bench: plus tailoring's).
 bench: blas-hint
 	FAIRDP_BENCH_TABLE=1 $(GO) test $(TAGS) -count=1 -timeout 0 -run '^TestBenchTable$$' -v ./models
 
