@@ -18,7 +18,7 @@ else
   TAGS :=
 endif
 
-.PHONY: all build run test test-portable vet fmt-check bench blas-hint clean ptx cuda-check test-gpu-emulated test-gpu bench-gpu
+.PHONY: all build run test test-portable vet fmt-check bench bench-compare blas-hint clean ptx cuda-check test-gpu-emulated test-gpu bench-gpu
 
 all: build
 
@@ -44,7 +44,8 @@ vet:
 # The portable path must build and pass the BLAS-dependent unit tests too.
 test-portable:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./backend ./nn
+	$(GO) test -count=1 ./backend ./gemm ./nn
+	$(GO) test -count=1 -tags purego ./gemm
 
 test: blas-hint fmt-check vet
 	$(GO) test -count=1 -timeout 20m $(TAGS) ./...
@@ -53,9 +54,26 @@ ifeq ($(BLAS),openblas)
 	$(MAKE) --no-print-directory test-portable BLAS=portable
 endif
 
-# Quick benchmark profile: throughput of the three models and the DP step (a few minutes).
+# Benchmark table (a few minutes): logistic, MNIST CNN and VGG-like, plain and DP-SGD steps:
+# samples/s, GFLOP/s, % of the SGEMM peak measured in the same run, DP/plain, peak RSS
+# (models/benchtable_test.go). FAIRDP_GEMM=own|blas picks the float32 GEMM path,
+# FAIRDP_BENCH_STEPS the timed steps per row. The go-test benchmarks stay available:
+# go test -run '^$$' -bench . -benchtime 3x ./models ./bench (the old make bench: plus tailoring's).
 bench: blas-hint
-	$(GO) test $(TAGS) -run '^$$' -bench . -benchtime 3x ./models ./bench
+	FAIRDP_BENCH_TABLE=1 $(GO) test $(TAGS) -count=1 -timeout 0 -run '^TestBenchTable$$' -v ./models
+
+# The table for each float32 GEMM path, interleaved over ROUNDS rounds: package gemm's
+# kernels, OpenBLAS (when linked) and the portable build's gonum BLAS. For bench/RESULTS.md.
+ROUNDS ?= 1
+bench-compare:
+	@for r in $$(seq $(ROUNDS)); do \
+	  if [ -n "$(HAVE_OPENBLAS)" ]; then \
+	    echo "== round $$r: own kernels (openblas build)"; FAIRDP_GEMM=own $(MAKE) --no-print-directory bench BLAS=openblas; \
+	    echo "== round $$r: OpenBLAS"; FAIRDP_GEMM=blas $(MAKE) --no-print-directory bench BLAS=openblas; \
+	  fi; \
+	  echo "== round $$r: portable build (own kernels)"; FAIRDP_GEMM=own $(MAKE) --no-print-directory bench BLAS=portable; \
+	  echo "== round $$r: portable build, gonum BLAS"; FAIRDP_GEMM=blas $(MAKE) --no-print-directory bench BLAS=portable; \
+	done
 
 clean:
 	rm -rf bin

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -44,5 +45,20 @@ func TestGemmAgreesWithNaive(t *testing.T) {
 		if c[i] != want[i] || float64(c32[i]) != want[i] {
 			t.Fatalf("backend %s: element %d = %v / %v, want %v", Name(), i, c[i], c32[i], want[i])
 		}
+	}
+}
+
+// TestDescribeNamesThePath checks that Describe follows UseOwnGemm: the
+// own kernels are named only when float32 products run on them, and the
+// BLAS always (it serves float64 and Gorgonia).
+func TestDescribeNamesThePath(t *testing.T) {
+	defer UseOwnGemm(OwnGemm())
+	UseOwnGemm(true)
+	if d := Describe(); !strings.HasPrefix(d, "gemm: ") || !strings.Contains(d, "; BLAS: ") {
+		t.Errorf("own path: Describe() = %q", d)
+	}
+	UseOwnGemm(false)
+	if d := Describe(); !strings.HasPrefix(d, "BLAS: ") {
+		t.Errorf("BLAS path: Describe() = %q", d)
 	}
 }

@@ -2,13 +2,20 @@
 
 package backend
 
-import "gonum.org/v1/gonum/blas/gonum"
+import (
+	"fairdp/gemm"
+
+	"gonum.org/v1/gonum/blas/gonum"
+)
 
 const name = "gonum"
 
-// SetThreads is a no-op on the portable path (gonum's BLAS uses goroutines).
-func SetThreads(n int) {}
+// SetThreads sets package gemm's thread count (gonum's BLAS starts its own
+// goroutines and has no setting).
+func SetThreads(n int) { gemm.SetThreads(n) }
 
 // Implementation is the BLAS in use, for libraries that take one (Gorgonia's
 // tensor package, see package graph).
 func Implementation() BLAS { return gonum.Implementation{} }
+
+func blasDescription() string { return "gonum pure-Go BLAS" }

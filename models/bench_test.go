@@ -45,11 +45,11 @@ type stepper struct {
 	scale   []float32
 }
 
-func newStepper(b *testing.B, spec Spec, batch int) *stepper {
+func newStepper(tb testing.TB, spec Spec, batch int) *stepper {
 	rng := rand.New(rand.NewPCG(41, 42))
 	m, err := New[float32](spec, rng)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s := &stepper{m: m, opt: nn.NewSGD[float32](1e-3), rng: rng,
 		x: make([]float32, batch*m.InSize()), labels: make([]int, batch),

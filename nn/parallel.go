@@ -48,8 +48,9 @@ func init() {
 // SetWorkers sets how many goroutines (the caller included) each layer
 // operation may use; n < 1 means 1. The default is GOMAXPROCS at start-up.
 //
-// It also sets OpenBLAS's own thread count (a no-op in the portable build)
-// to NumCPU/n, at least 1: the layers hand each worker its own GEMMs, and
+// It also sets the threads of one product (package gemm's and, in the
+// openblas build, OpenBLAS's; backend.SetThreads) to NumCPU/n, at least 1:
+// the layers hand each worker its own GEMMs, and
 // measured on the 2-core reference machine two workers with single-threaded
 // BLAS beat one worker with two BLAS threads (which leaves im2col, pooling
 // and element-wise work on one core), while two workers each driving two BLAS

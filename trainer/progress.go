@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"fairdp/backend"
 )
 
 // progress draws a one-line bar with throughput and ε spent when the output
@@ -27,7 +29,11 @@ func newProgress(w io.Writer, quiet bool, totalSteps int) *progress {
 			tty = true
 		}
 	}
-	return &progress{w: w, quiet: quiet || w == nil, tty: tty, total: totalSteps, start: time.Now()}
+	p := &progress{w: w, quiet: quiet || w == nil, tty: tty, total: totalSteps, start: time.Now()}
+	if !p.quiet { // first line: the matrix-product path, so a user sees why a machine is slow
+		fmt.Fprintln(w, "matrix products:", backend.Describe())
+	}
+	return p
 }
 
 func (p *progress) step(samples int, epsilon func() *float64) {

@@ -20,6 +20,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+
+	"fairdp/backend"
 )
 
 const usage = `fairdp: differentially private and fair model training
@@ -77,6 +79,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return runFederate(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "fairdp", versionString())
+		fmt.Fprintln(stdout, "matrix products:", backend.Describe())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

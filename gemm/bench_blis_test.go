@@ -1,0 +1,9 @@
+//go:build blis && cgo
+
+package gemm_test
+
+import "fairdp/gemm/internal/blis"
+
+func init() {
+	extraImpls = append(extraImpls, impl{name: "blis", setup: blis.SetThreads, run: blis.Sgemm})
+}

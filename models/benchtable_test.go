@@ -1,0 +1,175 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"fairdp/backend"
+	"fairdp/nn"
+)
+
+// TestBenchTable prints the throughput table `make bench` shows: for the
+// benchmark models and batches above, one plain and one DP-SGD step,
+// samples/s, the step's matrix-product work in GFLOP (counted by nn.Gemm),
+// the GFLOP/s that makes, its share of the SGEMM peak measured in the same
+// run (a 1024³ product on all cores, on the same float32 GEMM path), the
+// DP/plain time ratio, the CPU seconds per step and the peak RSS. Each row runs in its own process
+// (this test binary re-executed) so its peak RSS is its own. It is a
+// benchmark, not a check: it runs only with FAIRDP_BENCH_TABLE=1, e.g.
+//
+//	FAIRDP_BENCH_TABLE=1 go test -run '^TestBenchTable$' -v -timeout 0 ./models
+//
+// FAIRDP_BENCH_STEPS sets the timed steps per row (default 3; the median is
+// reported) and FAIRDP_GEMM=own|blas the float32 GEMM path.
+func TestBenchTable(t *testing.T) {
+	if name := os.Getenv("FAIRDP_BENCH_CASE"); name != "" {
+		benchCase(t, name)
+		return
+	}
+	if os.Getenv("FAIRDP_BENCH_TABLE") != "1" {
+		t.Skip("set FAIRDP_BENCH_TABLE=1 to run the benchmark table")
+	}
+	peak := sgemmPeak()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("fairdp benchmark table: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Printf("float32 GEMM path: %s\n", backend.Describe())
+	fmt.Printf("SGEMM peak (1024³, %d threads): %.1f GFLOP/s; load average before: %s\n", runtime.NumCPU(), peak, strings.TrimSpace(string(load)))
+	fmt.Println("| model (batch) | step | samples/s | GFLOP/step | GFLOP/s | % of peak | DP/plain | CPU-s/step | peak RSS |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, m := range benchModels {
+		var plain float64
+		for _, kind := range []string{"plain", "dp-sgd"} {
+			r, err := runCase(m.name + "/" + kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := "—"
+			if kind == "plain" {
+				plain = r.Seconds
+			} else if plain > 0 {
+				ratio = fmt.Sprintf("%.2f×", r.Seconds/plain)
+			}
+			gflops := r.Flops / r.Seconds / 1e9
+			fmt.Printf("| %s (%d) | %s | %s | %.3g | %.1f | %.0f %% | %s | %.3g | %d MB |\n",
+				m.name, m.batch, kind, rate(float64(m.batch)/r.Seconds), r.Flops/1e9, gflops, 100*gflops/peak, ratio, r.CPUSeconds, r.MaxRSSKB/1024)
+		}
+	}
+	load, _ = os.ReadFile("/proc/loadavg")
+	fmt.Printf("load average after: %s\n", strings.TrimSpace(string(load)))
+}
+
+var benchModels = []struct {
+	name  string
+	spec  Spec
+	batch int
+}{
+	{"logistic", benchLogistic, 1024},
+	{"mnist-cnn", benchMNIST, 256},
+	{"vgg", benchVGG, 64},
+}
+
+// caseResult is what a row's process reports: the median step time, the
+// mean CPU time of a step (all threads; steadier than wall-clock on a shared
+// machine), the product work of one step and the process's peak RSS.
+type caseResult struct {
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	Flops      float64 `json:"flops"`
+	MaxRSSKB   int64   `json:"max_rss_kb"`
+}
+
+const caseMarker = "BENCHCASE "
+
+func runCase(name string) (caseResult, error) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestBenchTable$", "-test.v")
+	cmd.Env = append(os.Environ(), "FAIRDP_BENCH_CASE="+name)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return caseResult{}, fmt.Errorf("%s: %v\n%s", name, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), caseMarker); ok {
+			var r caseResult
+			return r, json.Unmarshal([]byte(rest), &r)
+		}
+	}
+	return caseResult{}, fmt.Errorf("%s: no result in\n%s", name, out)
+}
+
+// benchCase runs one row in this process: a warm-up step, then the timed
+// steps, as benchStep does.
+func benchCase(t *testing.T, name string) {
+	model, kind, _ := strings.Cut(name, "/")
+	i := slices.IndexFunc(benchModels, func(m struct {
+		name  string
+		spec  Spec
+		batch int
+	}) bool {
+		return m.name == model
+	})
+	if i < 0 || (kind != "plain" && kind != "dp-sgd") {
+		t.Fatalf("unknown case %q", name)
+	}
+	steps := 3
+	if v, err := strconv.Atoi(os.Getenv("FAIRDP_BENCH_STEPS")); err == nil && v > 0 {
+		steps = v
+	}
+	backend.SetThreads(1) // nn parallelises over the batch itself, as in benchStep
+	s := newStepper(t, benchModels[i].spec, benchModels[i].batch)
+	run := s.step
+	if kind == "dp-sgd" {
+		run = s.dpStep
+	}
+	f0 := nn.GemmFlops()
+	run() // sizes every layer's buffers
+	flops := nn.GemmFlops() - f0
+	times := make([]float64, steps)
+	cpu := cpuSeconds()
+	for j := range times {
+		start := time.Now()
+		run()
+		times[j] = time.Since(start).Seconds()
+	}
+	cpu = (cpuSeconds() - cpu) / float64(steps)
+	slices.Sort(times)
+	out, _ := json.Marshal(caseResult{Seconds: times[steps/2], CPUSeconds: cpu, Flops: float64(flops), MaxRSSKB: maxRSSKB()})
+	fmt.Println(caseMarker + string(out))
+}
+
+// sgemmPeak is the best of five 1024³ float32 products on the path nn.Gemm
+// uses, on all cores, in GFLOP/s.
+func sgemmPeak() float64 {
+	const n = 1024
+	backend.SetThreads(runtime.NumCPU())
+	defer backend.SetThreads(1)
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(i%7)-3, float32(i%5)-2
+	}
+	best := 0.0
+	for range 5 {
+		start := time.Now()
+		nn.Gemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n)
+		best = max(best, 2*n*n*n/time.Since(start).Seconds()/1e9)
+	}
+	return best
+}
+
+// rate formats samples/s: "3.52 M", "2520", "984", "4.95".
+func rate(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.3g M", v/1e6)
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
