@@ -40,6 +40,7 @@ type deviceStep struct {
 	lr     float32
 	seeded bool
 	dev    cuda.Device
+	name   string // dev.Name(), kept for the report after Close
 	net    *cuda.DeviceNet
 	labels []int32
 	closed bool
@@ -69,7 +70,7 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, err)
 	}
-	d.dev = dev
+	d.dev, d.name = dev, dev.Name()
 	return d, nil
 }
 
@@ -186,9 +187,10 @@ func (d *deviceStep) Close() error {
 	return errors.Join(err, d.dev.Close())
 }
 
-// Finish implements Finisher: the report's backend names the device.
+// Finish implements Finisher: the report's backend names the device (Run
+// calls it after Close).
 func (d *deviceStep) Finish(_ Model[float32], _ *Job, rep *Report) error {
-	rep.Backend = "cuda: " + d.dev.Name()
+	rep.Backend = "cuda: " + d.name
 	return nil
 }
 
