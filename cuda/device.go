@@ -13,9 +13,9 @@ import (
 // the embedded PTX on an NVIDIA GPU through gorgonia.org/cu and cuBLAS, and
 // Emulator (build tag `cudaemu`, never in a product build) compiles the same
 // kernels/*.cu sources for the CPU and serves GEMMs from the CPU BLAS. Code
-// written against Device (DeviceBackend, and a device-resident training step
-// later) therefore runs unchanged on both, and CI exercises it on the
-// emulator.
+// written against Device (DeviceBackend, DeviceNet and the trainer's
+// device-resident step) therefore runs unchanged on both, and CI exercises it
+// on the emulator.
 //
 // Launches and copies may be asynchronous (queued on one stream, in order);
 // errors of queued work may surface only at Synchronize. A Device is not safe

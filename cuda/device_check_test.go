@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/cuda"
 	"fairdp/trainer"
 )
 
 // trainer.CheckDevice: --device cpu always runs; --device cuda fails with a
 // message that names what is missing: the build tag and the toolkit in a
-// build without the tag, the device in a CUDA build on a host without one.
+// build without the tag, the FAIRDP_DEVICE=emu opt-in in a test build with
+// the emulated device, which it accepts once asked for.
 func TestCheckDevice(t *testing.T) {
 	if err := trainer.CheckDevice("cpu"); err != nil {
 		t.Errorf("CheckDevice(cpu) = %v", err)
@@ -24,18 +24,15 @@ func TestCheckDevice(t *testing.T) {
 	if err := trainer.CheckDevice("tpu"); err == nil || !strings.Contains(err.Error(), "Device must be cpu or cuda") {
 		t.Errorf("CheckDevice(tpu) = %v", err)
 	}
+	t.Setenv("FAIRDP_DEVICE", "")
 	err := trainer.CheckDevice("cuda")
 	if err == nil {
-		t.Fatal("CheckDevice(cuda) = nil, but the trainer cannot train on the GPU")
+		t.Fatal("CheckDevice(cuda) = nil in a build without the tag cuda and without FAIRDP_DEVICE=emu")
 	}
-	var want []string
-	switch {
-	case cuda.Available():
-		want = []string{"does not run models on the GPU yet"}
-	case strings.Contains(cuda.Check().Error(), "without the build tag"):
-		want = []string{"Device cuda", "build tag `cuda`", "CUDA 11.8 toolkit", "nvidia-cuda-toolkit"}
-	default:
-		want = []string{"Device cuda", "no usable CUDA device"}
+	emulated := strings.Contains(err.Error(), "emulated device")
+	want := []string{"Device cuda", "build tag `cuda`", "CUDA 11.8 toolkit", "nvidia-cuda-toolkit"}
+	if emulated {
+		want = []string{"Device cuda", "FAIRDP_DEVICE=emu", "not a GPU", "-tags cuda"}
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
@@ -43,4 +40,10 @@ func TestCheckDevice(t *testing.T) {
 		}
 	}
 	t.Logf("CheckDevice(cuda): %v", err)
+	if emulated {
+		t.Setenv("FAIRDP_DEVICE", "emu")
+		if err := trainer.CheckDevice("cuda"); err != nil {
+			t.Errorf("CheckDevice(cuda) with FAIRDP_DEVICE=emu in an emulator build = %v", err)
+		}
+	}
 }

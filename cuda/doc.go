@@ -47,7 +47,12 @@
 // the missing device and the driver's error; gorgonia.org/cu's own start-up
 // check (which would exit the program) is defused in cuinit.c.
 //
-// What is not done: the trainer does not run models on a device yet (the
-// engine seam; algorithms other than plain DP-SGD with SGD on the device);
-// see bench/results/cuda.md. Nothing in this package has run on a GPU.
+// OpenDevice is how the trainer gets its device for Config.Device "cuda"
+// (GPU 0 in a `cuda` build; the emulated device in a `cudaemu` test build
+// when FAIRDP_DEVICE=emu asks for it): package trainer wraps SGD and DP-SGD
+// in a step that owns a DeviceNet (trainer/ondevice.go).
+//
+// What is not done: algorithms other than SGD and plain DP-SGD with the
+// plain SGD update on the device, evaluation on the device; see
+// bench/results/cuda.md. Nothing in this package has run on a GPU.
 package cuda

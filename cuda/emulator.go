@@ -48,6 +48,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"unsafe"
 
@@ -381,3 +382,16 @@ func (e *Emulator) Close() error {
 // Live returns the number of allocations not yet freed (tests check that
 // code frees what it allocates).
 func (e *Emulator) Live() int { return len(e.allocs) }
+
+// checkDevice: a cudaemu build has no GPU driver; it trains on the emulated
+// device only when FAIRDP_DEVICE=emu asks for it explicitly.
+func checkDevice() error {
+	if os.Getenv("FAIRDP_DEVICE") != "emu" {
+		return fmt.Errorf("%w: this fairdp was built with the emulated device (build tag cudaemu, for tests) and no GPU driver; "+
+			"set FAIRDP_DEVICE=emu to train on the emulation (the CUDA kernels run on the CPU, slowly: it is not a GPU), "+
+			"or build with -tags cuda on a GPU host", ErrUnavailable)
+	}
+	return nil
+}
+
+func openDevice() (Device, error) { return NewEmulator(EmulatorOptions{}) }

@@ -398,3 +398,7 @@ func (d *Driver) Synchronize() error {
 		return nil
 	})
 }
+
+func checkDevice() error { return Check() }
+
+func openDevice() (Device, error) { return NewDriver(0) }

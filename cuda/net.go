@@ -18,7 +18,8 @@ import (
 //
 // It is the device-resident half of issue 16 (NewDeviceMLP builds fairdp's
 // logistic model and MLP; a CNN is its convolution, ReLU and pool layers);
-// the trainer does not use it yet (see bench/results/cuda.md).
+// the trainer's Device "cuda" runs its SGD and DP-SGD on one (package
+// trainer, ondevice.go; see bench/results/cuda.md).
 type DeviceNet struct {
 	arena  // dev and the model's allocations
 	layers []netLayer

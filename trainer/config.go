@@ -296,6 +296,7 @@ func (c *Config) Validate() error {
 	if c.Device != "cpu" && c.Device != "cuda" {
 		errs.add("Device", "must be cpu or cuda (got %q)", c.Device)
 	}
+	checkDeviceConfig(c, &errs)
 	f := c.Fair
 	if f.Lambda < 0 || math.IsNaN(f.Lambda) {
 		errs.add("Fair.Lambda", "must be ≥ 0 (got %v)", f.Lambda)

@@ -102,6 +102,18 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	if err != nil {
 		return nil, err
 	}
+	if job.Cfg.Device == "cuda" {
+		// Only float32 SGD and DP-SGD have a device step (Config.Validate
+		// refuses the rest); never a silent CPU run instead.
+		f32, ok := any(alg).(Algorithm[float32])
+		if !ok {
+			return nil, FieldErrors{{Field: "DType", Msg: "Device cuda trains float32 only"}}
+		}
+		if f32, err = onDevice(job, f32); err != nil {
+			return nil, err
+		}
+		alg = any(f32).(Algorithm[T])
+	}
 	rep, _, err := Run(ctx, job, alg)
 	if err != nil || !job.Cfg.Baseline {
 		return rep, err

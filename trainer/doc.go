@@ -25,6 +25,21 @@
 // error: an accountant that cannot state the guarantee fails the run, never
 // turns into a "not private" receipt.
 //
+// # On a device
+//
+// Config.Device "cuda" runs SGD and DP-SGD (float32, the plain SGD update)
+// on a CUDA device, or on package cuda's emulated device in a test build
+// (tag cudaemu, FAIRDP_DEVICE=emu): Train wraps the algorithm in a step
+// that owns a cuda.DeviceNet built from the model on its first step
+// (ondevice.go). It implements DeviceResident, so Run skips its optimizer
+// and copies the parameters back to the host model (Sync) only before each
+// epoch's evaluation, the report and the checkpoint. Sampling, the
+// accountant and the receipt are the host algorithm's; the receipt notes
+// that the noise is Philox on the device, keyed from the run's stream.
+// Config.Validate refuses what has no device step (other algorithms and
+// pipelines, float64, adam, momentum, weight decay, Baseline): a run never
+// falls back to the CPU silently.
+//
 // # Library API
 //
 // NewPrivate (validated PrivateOptions, typed Method and Sampling, errors

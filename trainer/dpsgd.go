@@ -33,7 +33,11 @@ type DPSGD[T nn.Float] struct {
 	// ClipPolicy); nil is DP-SGD.
 	Policy ClipPolicy[T]
 
-	noise   *rand.Rand
+	noise *rand.Rand
+	// release noises and scales the clipped sum (nil: dpops.NoiseAndScale);
+	// the device tests replace it by the device's Philox noise on the CPU
+	// to compare a CPU run with a device run.
+	release func(r *rand.Rand, params []*nn.Param[T], std, scale float64) error
 	acc     *accounting.RDP
 	clipper dpops.Clipper[T]
 	pass    Pass[T]
@@ -180,7 +184,11 @@ func (a *DPSGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 	if n > 0 {
 		m.ParamGrads(a.scale)
 	}
-	if err := dpops.NoiseAndScale(a.noise, m.Params(), a.Sigma*sens, 1/float64(a.Batch)); err != nil {
+	release := dpops.NoiseAndScale[T]
+	if a.release != nil {
+		release = a.release
+	}
+	if err := release(a.noise, m.Params(), a.Sigma*sens, 1/float64(a.Batch)); err != nil {
 		return 0, err
 	}
 	return lossSum, a.acc.Step(a.Mechanism(), 1)

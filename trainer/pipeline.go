@@ -45,6 +45,9 @@ func PipelineNames() []string {
 // progress of SGD-family runs.
 func RunConfig(ctx context.Context, cfg Config, log io.Writer) (*Report, error) {
 	if p, ok := pipelines[cfg.Algo]; ok {
+		if cfg.Device != "cpu" {
+			return nil, deviceRefusal(cfg.Algo)
+		}
 		return p(ctx, cfg)
 	}
 	if _, ok := algorithms[cfg.Algo]; !ok {

@@ -173,6 +173,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// An algorithm resident on a device updates the parameters there: the
+	// host model is brought up to date (Sync) only before it is read.
+	resident, onDev := alg.(DeviceResident[T])
+	if onDev {
+		defer resident.Close()
+	}
 	var jsonl *atomicfile.File
 	if cfg.Out != "" {
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
@@ -231,7 +237,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 						epoch, s+1, perSample, firstLoss)
 				}
 			}
-			opt.Step(m.Params())
+			if !onDev {
+				opt.Step(m.Params())
+			}
 			lossSum += l
 			seen += b.N()
 			if b.N() == 0 {
@@ -249,6 +257,11 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		}
 		if receipt, err = alg.Receipt(); err != nil {
 			return nil, nil, fmt.Errorf("epoch %d: %w", epoch, err)
+		}
+		if onDev {
+			if err := resident.Sync(m); err != nil {
+				return nil, nil, fmt.Errorf("epoch %d: copying the parameters from the device: %w", epoch, err)
+			}
 		}
 		test := ev.evaluate(job.Test)
 		el := EpochLog{Epoch: epoch, Steps: stepsPerEpoch,
@@ -271,6 +284,11 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		}
 	}
 	prog.done()
+	if onDev {
+		if err := resident.Close(); err != nil {
+			return nil, nil, err
+		}
+	}
 	rep := &Report{
 		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: modelName(m), Params: NumParams(m),
 		DType: cfg.DType, Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,

@@ -106,7 +106,7 @@ func flagError(err error) error {
 var fieldFlags = map[string]string{
 	"Epochs": "--epochs", "Batch": "--batch", "LR": "--lr", "DType": "--dtype", "Optimizer": "--optimizer",
 	"TrainFrac": "--train-frac", "Limit": "--limit", "Device": "--device", "Out": "--out", "Algo": "--algo",
-	"Dataset": "--dataset", "DataDir": "--data-dir", "Preset": "--preset", "Schema": "--schema",
+	"Dataset": "--dataset", "DataDir": "--data-dir", "Preset": "--preset", "Schema": "--schema", "Baseline": "--baseline",
 	"Momentum":              "--momentum",
 	"Fair.PublicGroupSizes": "--public-group-sizes", "Federation.SiloAttribute": "--silo-attribute",
 	"Privacy.Epsilon": "--epsilon", "Privacy.Delta": "--delta", "Privacy.Clip": "--clip", "Privacy.Sigma": "--sigma",
