@@ -206,6 +206,18 @@ var builtins = map[string]func() Schema{
 	"dutch":      dutchSchema,
 }
 
+// RegisterBuiltin adds a built-in schema under name (from an init
+// function: the registry is not locked). It is how a package that owns an
+// encoding of a shared data set (dpsgdf's paper encodings) makes it a
+// --dataset value; mk must return a fresh, valid schema on every call.
+// Registering a name twice panics.
+func RegisterBuiltin(name string, mk func() Schema) {
+	if _, dup := builtins[name]; dup {
+		panic(fmt.Sprintf("loaders: built-in data set %q registered twice", name))
+	}
+	builtins[name] = mk
+}
+
 // BuiltinNames lists the built-in schemas, sorted.
 func BuiltinNames() []string {
 	names := make([]string, 0, len(builtins))
@@ -247,6 +259,17 @@ func DataDir() (string, error) {
 	return "", fmt.Errorf("no data directory: %s is not set and %s does not exist (relative to %s)", DataDirEnv, rel, wd)
 }
 
+// embedded says whether every file is in the binary's embedded copy (the
+// Adult files, so every encoding of Adult runs without the data directory).
+func embedded(files []string) bool {
+	for _, f := range files {
+		if _, err := fs.Stat(EmbeddedFS(), f+".gz"); err != nil {
+			return false
+		}
+	}
+	return len(files) > 0
+}
+
 func isDir(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()
@@ -282,7 +305,7 @@ func LoadBuiltinFitted(name, dataDir string, split SplitOptions, fitted *Preproc
 		switch {
 		case dirErr == nil:
 			opts.Dir = dir
-		case name == "adult":
+		case embedded(s.Files):
 			opts.FS, opts.FSName = EmbeddedFS(), "embedded"
 			embeddedNote = "read from the copy embedded in the binary (" + dirErr.Error() + ")"
 		default:

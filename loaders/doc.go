@@ -62,7 +62,9 @@
 //	sensitive.groups      group names in id order (default: sorted)
 //	sensitive_as_feature  also feed the sensitive columns to the model
 //	                      (default false)
-//	numeric               columns z-scored with the training mean and sd
+//	numeric               columns scaled with training statistics (scale)
+//	scale                 "zscore" (default: training mean and sd) or
+//	                      "minmax" (training min → 0, max → 1)
 //	categorical           columns one-hot encoded
 //	categories            column → its category list (default: the values
 //	                      seen in the training rows)
