@@ -41,6 +41,7 @@ package bench
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"maps"
 	"math"
@@ -742,5 +743,100 @@ func TestFERMIAdultEOPreset(t *testing.T) {
 	eo.LR, eo.Fair.Fairness, eo.Fair.Lambda, eo.Preset = dp.LR, dp.Fair.Fairness, dp.Fair.Lambda, dp.Preset
 	if a, b := fmt.Sprintf("%+v", eo), fmt.Sprintf("%+v", dp); a != b {
 		t.Errorf("fermi-adult-eo differs from fermi-adult beyond lr, fairness, λ and its name:\n%s\n%s", a, b)
+	}
+}
+
+// TestFERMIAdultTradeoff draws DP-FERMI's trade-off on Adult (demographic
+// parity, scope sensitive, preset fermi-adult) from the committed sweep
+// CSVs in results/ — fermi_adult_sweep.csv (λ ∈ {0, …, 8}, 5 seeds) and
+// fermi_adult_sweep_ext.csv (λ ∈ {12, 16}, 3 seeds) — as test error against
+// DP violation, one curve per ε (mean ± sd over seeds), beside the
+// reference code's outputs of REFERENCE §3 (λ ∈ {0, 0.5, 1}, one curve per
+// ε, marked "reference code"). The reference points are not the same
+// regulariser (its λ is not ours): compare the curves, not cells. It
+// writes fermi_adult_tradeoff.png into $FAIRDP_BENCH_OUT when set (how
+// results/fermi_adult_tradeoff.png was made), else into a temporary
+// directory, and checks that every CSV row was used.
+func TestFERMIAdultTradeoff(t *testing.T) {
+	type key struct{ eps, lambda float64 }
+	cells := map[key][][2]float64{}
+	rows := 0
+	for _, name := range []string{"fermi_adult_sweep.csv", "fermi_adult_sweep_ext.csv"} {
+		f, err := os.Open(filepath.Join("results", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := map[string]int{}
+		for j, c := range recs[0] {
+			col[c] = j
+		}
+		for _, r := range recs[1:] {
+			num := func(c string) float64 {
+				v, err := strconv.ParseFloat(r[col[c]], 64)
+				if err != nil {
+					t.Fatalf("%s: column %s: %v", name, c, err)
+				}
+				return v
+			}
+			k := key{num("epsilon"), num("lambda")}
+			cells[k] = append(cells[k], [2]float64{num("error"), num("dp_violation")})
+			rows++
+		}
+	}
+	epsilons := []float64{0.5, 1, 3, 9, math.Inf(1)}
+	label := func(e float64) string {
+		if math.IsInf(e, 1) {
+			return "∞"
+		}
+		return strconv.FormatFloat(e, 'g', -1, 64)
+	}
+	var curves []metrics.Curve
+	used := 0
+	for _, e := range epsilons {
+		c := metrics.Curve{Name: "fairdp ε = " + label(e)}
+		var lambdas []float64
+		for k := range cells {
+			if k.eps == e {
+				lambdas = append(lambdas, k.lambda)
+			}
+		}
+		slices.Sort(lambdas)
+		for _, l := range lambdas {
+			runs := cells[key{e, l}]
+			var errs, viols []float64
+			for _, r := range runs {
+				errs, viols = append(errs, r[0]), append(viols, r[1])
+			}
+			me, se := meanSD(errs)
+			mv, sv := meanSD(viols)
+			c.Points = append(c.Points, metrics.Point{X: mv, Y: me, XErr: sv, YErr: se})
+			used += len(runs)
+		}
+		curves = append(curves, c)
+	}
+	if used != rows {
+		t.Errorf("plotted %d of %d runs: an ε outside %v in the CSVs", used, rows, epsilons)
+	}
+	for _, e := range epsilons {
+		ref := fermiReferenceCode["adult"][e]
+		c := metrics.Curve{Name: "reference code ε = " + label(e)}
+		for _, l := range []float64{0, 0.5, 1} {
+			c.Points = append(c.Points, metrics.Point{X: ref[l][1], Y: ref[l][0]})
+		}
+		curves = append(curves, c)
+	}
+	dir := os.Getenv("FAIRDP_BENCH_OUT")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, "fermi_adult_tradeoff.png")
+	if err := metrics.ScatterPlot(path, "DP-FERMI on Adult: fairdp (ERMI, λ ≤ 16) vs reference-code outputs (λ ≤ 1)",
+		"DP violation (test)", "test error", curves, metrics.WithSize(1000, 700)); err != nil {
+		t.Fatal(err)
 	}
 }
