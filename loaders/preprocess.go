@@ -16,8 +16,9 @@ import (
 )
 
 // Preprocessor turns table rows into Dataset records with state fitted on
-// the training rows only: z-score means and standard deviations, category
-// lists, imputation values and the group names. Fitting on the test rows
+// the training rows only: z-score means and standard deviations (or min-max
+// minima and maxima), category lists, imputation values and the group
+// names. Fitting on the test rows
 // would leak them into training, so Fit sees the training split and Apply
 // encodes any split the same way. The fitted state is JSON (MarshalJSON) so
 // a checkpoint can encode new data exactly as its training data was.
