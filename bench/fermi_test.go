@@ -746,22 +746,35 @@ func TestFERMIAdultEOPreset(t *testing.T) {
 	}
 }
 
-// TestFERMIAdultTradeoff draws DP-FERMI's trade-off on Adult (demographic
-// parity, scope sensitive, preset fermi-adult) from the committed sweep
-// CSVs in results/ — fermi_adult_sweep.csv (λ ∈ {0, …, 8}, 5 seeds) and
-// fermi_adult_sweep_ext.csv (λ ∈ {12, 16}, 3 seeds) — as test error against
-// DP violation, one curve per ε (mean ± sd over seeds), beside the
-// reference code's outputs of REFERENCE §3 (λ ∈ {0, 0.5, 1}, one curve per
-// ε, marked "reference code"). The reference points are not the same
-// regulariser (its λ is not ours): compare the curves, not cells. It
-// writes fermi_adult_tradeoff.png into $FAIRDP_BENCH_OUT when set (how
-// results/fermi_adult_tradeoff.png was made), else into a temporary
-// directory, and checks that every CSV row was used.
-func TestFERMIAdultTradeoff(t *testing.T) {
+// TestFERMITradeoffPlots draws DP-FERMI's trade-off (demographic parity,
+// scope sensitive, presets fermi-adult, fermi-credit, fermi-parkinsons)
+// from the committed sweep CSVs in results/, as test error against DP
+// violation, one curve per ε (mean ± sd over seeds), beside the reference
+// code's outputs of REFERENCE §3 (λ ∈ {0, 0.5, 1}, one curve per ε, named
+// "reference code"). The reference points come from another regulariser
+// (its λ is not ours): compare the curves, not cells. Adult:
+// fermi_adult_sweep.csv (λ ≤ 8, 5 seeds) and fermi_adult_sweep_ext.csv
+// (λ ∈ {12, 16}, 3 seeds); Credit and Parkinsons: fermi_credit_curve.csv
+// and fermi_parkinsons_curve.csv (λ ≤ 16, ε ∈ {1, ∞}, 3 seeds). It writes
+// fermi_D_tradeoff.png into $FAIRDP_BENCH_OUT when set (how the PNGs in
+// results/ were made), else into a temporary directory, and checks that
+// every CSV row was plotted.
+func TestFERMITradeoffPlots(t *testing.T) {
+	dir := os.Getenv("FAIRDP_BENCH_OUT")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	fermiTradeoffPlot(t, dir, "adult", []float64{0.5, 1, 3, 9, math.Inf(1)}, "fermi_adult_sweep.csv", "fermi_adult_sweep_ext.csv")
+	fermiTradeoffPlot(t, dir, "credit", []float64{1, math.Inf(1)}, "fermi_credit_curve.csv")
+	fermiTradeoffPlot(t, dir, "parkinsons", []float64{1, math.Inf(1)}, "fermi_parkinsons_curve.csv")
+}
+
+func fermiTradeoffPlot(t *testing.T, dir, dataset string, epsilons []float64, files ...string) {
+	t.Helper()
 	type key struct{ eps, lambda float64 }
 	cells := map[key][][2]float64{}
 	rows := 0
-	for _, name := range []string{"fermi_adult_sweep.csv", "fermi_adult_sweep_ext.csv"} {
+	for _, name := range files {
 		f, err := os.Open(filepath.Join("results", name))
 		if err != nil {
 			t.Fatal(err)
@@ -788,7 +801,6 @@ func TestFERMIAdultTradeoff(t *testing.T) {
 			rows++
 		}
 	}
-	epsilons := []float64{0.5, 1, 3, 9, math.Inf(1)}
 	label := func(e float64) string {
 		if math.IsInf(e, 1) {
 			return "∞"
@@ -797,6 +809,7 @@ func TestFERMIAdultTradeoff(t *testing.T) {
 	}
 	var curves []metrics.Curve
 	used := 0
+	top := 0.0
 	for _, e := range epsilons {
 		c := metrics.Curve{Name: "fairdp ε = " + label(e)}
 		var lambdas []float64
@@ -816,27 +829,27 @@ func TestFERMIAdultTradeoff(t *testing.T) {
 			mv, sv := meanSD(viols)
 			c.Points = append(c.Points, metrics.Point{X: mv, Y: me, XErr: sv, YErr: se})
 			used += len(runs)
+			top = max(top, l)
 		}
 		curves = append(curves, c)
 	}
 	if used != rows {
-		t.Errorf("plotted %d of %d runs: an ε outside %v in the CSVs", used, rows, epsilons)
+		t.Errorf("%s: plotted %d of %d runs: an ε outside %v in the CSVs", dataset, used, rows, epsilons)
 	}
 	for _, e := range epsilons {
-		ref := fermiReferenceCode["adult"][e]
+		ref, ok := fermiReferenceCode[dataset][e]
+		if !ok {
+			continue
+		}
 		c := metrics.Curve{Name: "reference code ε = " + label(e)}
 		for _, l := range []float64{0, 0.5, 1} {
 			c.Points = append(c.Points, metrics.Point{X: ref[l][1], Y: ref[l][0]})
 		}
 		curves = append(curves, c)
 	}
-	dir := os.Getenv("FAIRDP_BENCH_OUT")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	path := filepath.Join(dir, "fermi_adult_tradeoff.png")
-	if err := metrics.ScatterPlot(path, "DP-FERMI on Adult: fairdp (ERMI, λ ≤ 16) vs reference-code outputs (λ ≤ 1)",
-		"DP violation (test)", "test error", curves, metrics.WithSize(1000, 700)); err != nil {
+	title := fmt.Sprintf("DP-FERMI on %s: fairdp (ERMI, λ ≤ %g) vs reference-code outputs (λ ≤ 1)", dataset, top)
+	path := filepath.Join(dir, "fermi_"+dataset+"_tradeoff.png")
+	if err := metrics.ScatterPlot(path, title, "DP violation (test)", "test error", curves, metrics.WithSize(1000, 700)); err != nil {
 		t.Fatal(err)
 	}
 }
