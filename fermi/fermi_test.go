@@ -629,3 +629,28 @@ func TestPaperCalibrationChargesLambda(t *testing.T) {
 		prev = a.Sigma
 	}
 }
+
+// TestDefaultRunIsFair: `fairdp train` with no flags (trainer.Defaults) must
+// give a visibly fair model on the embedded Adult at ε = 1 (issue 17): mean
+// test DP violation ≤ .03 over three seeded runs, each at test error ≤ .20.
+// The old default (λ = 1, η_θ = 0.01) gives ≈ .12 and fails it.
+func TestDefaultRunIsFair(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the default run three times")
+	}
+	viol := 0.0
+	for seed := range uint64(3) {
+		job := adultJob(t, func(c *trainer.Config) { s := 100 + seed; c.Seed = &s })
+		rep, _ := run(t, job)
+		if eps := rep.Privacy.Epsilon; eps == nil || *eps > 1+1e-9 {
+			t.Fatalf("seed %d: ε %v, want 1", seed, eps)
+		}
+		if rep.Test.Error > 0.20 {
+			t.Errorf("seed %d: test error %.4f, want ≤ .20", seed, rep.Test.Error)
+		}
+		viol += rep.Test.DPViolation / 3
+	}
+	if viol > 0.03 {
+		t.Errorf("mean test DP violation %.4f over 3 runs, want ≤ .03", viol)
+	}
+}
