@@ -746,8 +746,9 @@ func TestFERMIAdultEOPreset(t *testing.T) {
 	}
 }
 
-// TestFERMITradeoffPlots draws DP-FERMI's trade-off (demographic parity,
-// scope sensitive, presets fermi-adult, fermi-credit, fermi-parkinsons)
+// TestFERMITradeoffPlots draws DP-FERMI's trade-off (scope sensitive;
+// demographic parity with presets fermi-adult, fermi-credit,
+// fermi-parkinsons, equalized odds with fermi-adult-eo)
 // from the committed sweep CSVs in results/, as test error against DP
 // violation, one curve per ε (mean ± sd over seeds), beside the reference
 // code's outputs of REFERENCE §3 (λ ∈ {0, 0.5, 1}, one curve per ε, named
@@ -755,8 +756,10 @@ func TestFERMIAdultEOPreset(t *testing.T) {
 // (its λ is not ours): compare the curves, not cells. Adult:
 // fermi_adult_sweep.csv (λ ≤ 8, 5 seeds) and fermi_adult_sweep_ext.csv
 // (λ ∈ {12, 16}, 3 seeds); Credit and Parkinsons: fermi_credit_curve.csv
-// and fermi_parkinsons_curve.csv (λ ≤ 16, ε ∈ {1, ∞}, 3 seeds). It writes
-// fermi_D_tradeoff.png into $FAIRDP_BENCH_OUT when set (how the PNGs in
+// and fermi_parkinsons_curve.csv (λ ≤ 16, ε ∈ {1, ∞}, 3 seeds); Adult
+// equalized odds (preset fermi-adult-eo, ε = 0.5, the only ε with
+// reference-code EO cells): fermi_adult_eo_curve.csv. It writes
+// fermi_D[_eo]_tradeoff.png into $FAIRDP_BENCH_OUT when set (how the PNGs in
 // results/ were made), else into a temporary directory, and checks that
 // every CSV row was plotted.
 func TestFERMITradeoffPlots(t *testing.T) {
@@ -764,12 +767,23 @@ func TestFERMITradeoffPlots(t *testing.T) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	fermiTradeoffPlot(t, dir, "adult", []float64{0.5, 1, 3, 9, math.Inf(1)}, "fermi_adult_sweep.csv", "fermi_adult_sweep_ext.csv")
-	fermiTradeoffPlot(t, dir, "credit", []float64{1, math.Inf(1)}, "fermi_credit_curve.csv")
-	fermiTradeoffPlot(t, dir, "parkinsons", []float64{1, math.Inf(1)}, "fermi_parkinsons_curve.csv")
+	all := []float64{0.5, 1, 3, 9, math.Inf(1)}
+	fermiTradeoffPlot(t, dir, "adult", "dp", all, "fermi_adult_sweep.csv", "fermi_adult_sweep_ext.csv")
+	fermiTradeoffPlot(t, dir, "credit", "dp", all[1:], "fermi_credit_curve.csv")
+	fermiTradeoffPlot(t, dir, "parkinsons", "dp", all[1:], "fermi_parkinsons_curve.csv")
+	fermiTradeoffPlot(t, dir, "adult", "eo", all[:1], "fermi_adult_eo_curve.csv")
 }
 
-func fermiTradeoffPlot(t *testing.T, dir, dataset string, epsilons []float64, files ...string) {
+// fermiReferenceCodeEO holds REFERENCE §3's equalized-odds cells (test
+// error, EO violation), also reference-code outputs.
+var fermiReferenceCodeEO = map[string]map[float64]map[float64][2]float64{
+	"adult": {0.5: {0: {.1653, .2291}, 0.25: {.1821, .0337}, 0.5: {.2375, .0017}}},
+}
+
+// fermiTradeoffPlot draws one data set's plot for notion "dp" or "eo"
+// (fermi_D_tradeoff.png or fermi_D_eo_tradeoff.png) from files in
+// results/, with the curves at the given ε.
+func fermiTradeoffPlot(t *testing.T, dir, dataset, notion string, epsilons []float64, files ...string) {
 	t.Helper()
 	type key struct{ eps, lambda float64 }
 	cells := map[key][][2]float64{}
@@ -797,7 +811,7 @@ func fermiTradeoffPlot(t *testing.T, dir, dataset string, epsilons []float64, fi
 				return v
 			}
 			k := key{num("epsilon"), num("lambda")}
-			cells[k] = append(cells[k], [2]float64{num("error"), num("dp_violation")})
+			cells[k] = append(cells[k], [2]float64{num("error"), num(notion + "_violation")})
 			rows++
 		}
 	}
@@ -836,20 +850,26 @@ func fermiTradeoffPlot(t *testing.T, dir, dataset string, epsilons []float64, fi
 	if used != rows {
 		t.Errorf("%s: plotted %d of %d runs: an ε outside %v in the CSVs", dataset, used, rows, epsilons)
 	}
+	refs, axis, suffix := fermiReferenceCode, "DP violation (test)", ""
+	if notion == "eo" {
+		refs, axis, suffix = fermiReferenceCodeEO, "EO violation (test)", "_eo"
+	}
+	refTop := 0.0
 	for _, e := range epsilons {
-		ref, ok := fermiReferenceCode[dataset][e]
+		ref, ok := refs[dataset][e]
 		if !ok {
 			continue
 		}
 		c := metrics.Curve{Name: "reference code ε = " + label(e)}
-		for _, l := range []float64{0, 0.5, 1} {
+		for _, l := range slices.Sorted(maps.Keys(ref)) {
 			c.Points = append(c.Points, metrics.Point{X: ref[l][1], Y: ref[l][0]})
+			refTop = max(refTop, l)
 		}
 		curves = append(curves, c)
 	}
-	title := fmt.Sprintf("DP-FERMI on %s: fairdp (ERMI, λ ≤ %g) vs reference-code outputs (λ ≤ 1)", dataset, top)
-	path := filepath.Join(dir, "fermi_"+dataset+"_tradeoff.png")
-	if err := metrics.ScatterPlot(path, title, "DP violation (test)", "test error", curves, metrics.WithSize(1000, 700)); err != nil {
+	title := fmt.Sprintf("DP-FERMI on %s (%s): fairdp (ERMI, λ ≤ %g) vs reference-code outputs (λ ≤ %g)", dataset, notion, top, refTop)
+	path := filepath.Join(dir, "fermi_"+dataset+suffix+"_tradeoff.png")
+	if err := metrics.ScatterPlot(path, title, axis, "test error", curves, metrics.WithSize(1000, 700)); err != nil {
 		t.Fatal(err)
 	}
 }
