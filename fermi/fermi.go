@@ -405,12 +405,13 @@ func (a *DPFERMI[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // Step implements trainer.Algorithm: one step of DP-SGDA. It leaves the
 // θ descent direction in the model's gradients and updates W itself.
 //
-// λ multiplies the fairness terms after clipping: the clipped and noised
-// release is of ∇_Wψ_i (and, for --scope sensitive, of the s-dependent
-// part of ∇_θψ_i) without λ, so the clip bound means the same for every λ
-// and does not shrink W's ascent direction as λ grows; scaling a noisy
-// release by λ is post-processing. With --scope all the θ part is the whole
-// ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
+// λ multiplies the fairness terms after clipping: the clipped release is of
+// ∇_Wψ_i (and, for --scope sensitive, of the s-dependent part of ∇_θψ_i)
+// without λ, so the clip bound means the same for every λ and does not
+// shrink W's ascent direction as λ grows. θ's noisy sum is then scaled by
+// λ (post-processing); W's clipped sum is scaled by λ/B and Algorithm 1's
+// V_t (std WNoise) added after that. With --scope all the θ part is the
+// whole ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
 func (a *DPFERMI[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	clear(a.w.Grad)
@@ -452,9 +453,10 @@ func (a *DPFERMI[T]) Step(m *models.Model[T], b trainer.Batch[T]) (float64, erro
 	return sum(a.loss[:n]), a.ascend()
 }
 
-// privateStep computes the clipped sums (Clipped), adds the noise, divides
-// by the expected batch size (times λ where λ was left out of the clip)
-// and, for --scope sensitive, adds the exact terms that do not depend on s.
+// privateStep computes the clipped sums (Clipped), adds θ's noise and
+// divides by the expected batch size (times λ where λ was left out of the
+// clip), forms W's direction (λ/B)·sum + V_t, and, for --scope sensitive,
+// adds the exact terms that do not depend on s.
 func (a *DPFERMI[T]) privateStep(m *models.Model[T], b trainer.Batch[T], logits []T, out int) error {
 	n := b.N()
 	var norms []float64
