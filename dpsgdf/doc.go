@@ -16,6 +16,10 @@
 // The package registers `--algo dpsgdf` and `--algo naive` with the trainer
 // (DP-SGD itself is the trainer's `--algo dpsgd`; the Flat policy here is the
 // same algorithm on this package's code path, used by the Table 1
-// reproduction and by the tests) and the presets `dpsgdf-mnist`,
-// `dpsgdf-adult` and `dpsgdf-dutch` with the paper's settings.
+// reproduction and by the tests), the presets `dpsgdf-mnist`,
+// `dpsgdf-adult` and `dpsgdf-dutch` with the paper's settings, and the
+// paper's tabular encodings as the built-in data sets `adult-dpsgdf` and
+// `dutch-dpsgdf` (PaperSchema: numeric columns min-max scaled to [0, 1]).
+// EqualEpsilonEpochs is the paper's protocol of shortening DPSGD-F's and
+// Naïve's runs until their ε equals DPSGD's.
 package dpsgdf
