@@ -8,12 +8,29 @@ import (
 	"fairdp/loaders"
 )
 
+// init registers the paper encodings as the built-in data sets
+// adult-dpsgdf and dutch-dpsgdf (--dataset), which the tabular presets use.
+func init() {
+	for _, name := range []string{"adult", "dutch"} {
+		loaders.RegisterBuiltin(name+"-dpsgdf", func() loaders.Schema {
+			s, err := PaperSchema(name)
+			if err != nil {
+				panic(err) // a constant encoding; TestPaperSchema checks it
+			}
+			return s
+		})
+	}
+}
+
 // PaperSchema returns a compact encoding of Adult or Dutch, closer to the
 // paper's 40 and 35 features than the built-in schemas (102 and 59). The
-// paper does not publish its preprocessing; this one follows one rule:
-// ordinal and binary columns become one z-scored number, nominal columns
-// are one-hot, and survey weights and duplicated columns are dropped. Sex is
-// the sensitive attribute (not a feature) in both; labels as the built-ins.
+// paper does not publish its preprocessing beyond normalising numerical
+// attributes to [0, 1] (REFERENCE §4), so numeric columns are min-max
+// scaled with the training split's minimum and maximum
+// (loaders.ScaleMinMax); otherwise it follows one rule: ordinal and binary
+// columns become one number, nominal columns are one-hot, and survey
+// weights and duplicated columns are dropped. Sex is the sensitive
+// attribute (not a feature) in both; labels as the built-ins.
 //
 // Adult (45 features): numeric age, education-num, capital-gain,
 // capital-loss, hours-per-week and native-country as 1 = United-States,
@@ -32,6 +49,7 @@ func PaperSchema(name string) (loaders.Schema, error) {
 		return loaders.Schema{}, err
 	}
 	s.TrainFrac = paperTrainFrac
+	s.Scale = loaders.ScaleMinMax
 	switch name {
 	case "adult":
 		countries := s.Categories["native-country"]

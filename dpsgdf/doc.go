@@ -23,6 +23,10 @@
 // three variants from one Config.
 //
 // The package registers `--algo dpsgdf` and `--algo naive` with the trainer
-// (DP-SGD is the trainer's `--algo dpsgd`) and the presets `dpsgdf-mnist`,
-// `dpsgdf-adult` and `dpsgdf-dutch` with the paper's settings.
+// (DP-SGD is the trainer's `--algo dpsgd`), the presets `dpsgdf-mnist`,
+// `dpsgdf-adult` and `dpsgdf-dutch` with the paper's settings, and the
+// paper's tabular encodings as the built-in data sets `adult-dpsgdf` and
+// `dutch-dpsgdf` (PaperSchema: numeric columns min-max scaled to [0, 1]).
+// EqualEpsilonEpochs is the paper's protocol of shortening DPSGD-F's and
+// Naïve's runs until their ε equals DPSGD's.
 package dpsgdf

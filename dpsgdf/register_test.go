@@ -12,6 +12,7 @@ import (
 	"slices"
 	"testing"
 
+	"fairdp/dpops/accounting"
 	"fairdp/loaders"
 	"fairdp/trainer"
 )
@@ -25,9 +26,9 @@ func TestPresets(t *testing.T) {
 	}{
 		{"dpsgdf-mnist", "mnist-unbalanced", "mnist-cnn", 60, 0.01, 0.8, 1, 0},
 		// lr = 1/sqrt(20 · round(36,177/256)) = 1/sqrt(2,820).
-		{"dpsgdf-adult", "adult", "logistic", 20, 1 / math.Sqrt(2820), 1, 0.5, 0.01},
+		{"dpsgdf-adult", "adult-dpsgdf", "logistic", 20, 1 / math.Sqrt(2820), 1, 0.5, 0.01},
 		// lr = 1/sqrt(20 · round(48,336/256)) = 1/sqrt(3,780).
-		{"dpsgdf-dutch", "dutch", "logistic", 20, 1 / math.Sqrt(3780), 1, 0.5, 0.01},
+		{"dpsgdf-dutch", "dutch-dpsgdf", "logistic", 20, 1 / math.Sqrt(3780), 1, 0.5, 0.01},
 	}
 	for _, tc := range tests {
 		cfg := trainer.Defaults()
@@ -104,6 +105,27 @@ func TestPaperSchema(t *testing.T) {
 	}
 	if _, err := PaperSchema("credit"); err == nil {
 		t.Error("credit has no paper encoding, want an error")
+	}
+	// The encodings are the built-in data sets adult-dpsgdf and
+	// dutch-dpsgdf (what the presets load; Adult also from the embedded
+	// copy), and the paper normalises numeric attributes to [0, 1]: each
+	// numeric feature spans exactly [0, 1] on the training split.
+	train, _, prep, err := loaders.LoadBuiltin("adult-dpsgdf", "", loaders.SplitOptions{TrainFrac: 0.8, Rand: rand.New(rand.NewPCG(1, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prep.Dim() != 45 {
+		t.Errorf("adult-dpsgdf: %d features, want 45", prep.Dim())
+	}
+	for k, col := range prep.Schema().Numeric {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i := range train.N() {
+			v := train.X[i*train.Dim+k]
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if math.Abs(lo) > 1e-12 || math.Abs(hi-1) > 1e-12 {
+			t.Errorf("adult-dpsgdf: numeric %q spans [%v, %v] on the training split, want [0, 1]", col, lo, hi)
+		}
 	}
 }
 
@@ -207,5 +229,52 @@ func TestTrainWritesBoundsAndCost(t *testing.T) {
 				t.Errorf("report.json extra.%s = %s (%v), want 3 epochs for each of 2 groups", tc.key, doc.Extra[tc.key], err)
 			}
 		})
+	}
+}
+
+// TestEqualEpsilonEpochs: the paper's unbalanced-MNIST settings (n =
+// 54,649, batch 256, σ2 = 0.8, σ1 = 8, δ = 1e-6, 60 epochs) give DPSGD-F
+// and Naïve the largest whole number of epochs whose joint charge (σ_eff =
+// (σ2⁻² + σ1⁻²)^-½, REFERENCE §8 row 10) stays within DPSGD's ε, computed
+// here from the RDP formula directly: 58 (59 would overspend).
+func TestEqualEpsilonEpochs(t *testing.T) {
+	const n, batch = 54649, 256
+	cfg := Config{Policy: Adaptive, Clip: 1, Sigma: 0.8, Delta: 1e-6, CountNoiseRatio: 10, Batch: batch, Epochs: 60,
+		Groups: []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}}
+	q := float64(batch) / n
+	perEpoch := int(math.Round(1 / q))
+	eps := func(sigma float64, epochs int) float64 {
+		orders := accounting.OpacusOrders()
+		rdp := make([]float64, len(orders))
+		for i, a := range orders {
+			rdp[i] = float64(epochs*perEpoch) * accounting.SubsampledGaussianRDP(q, sigma, a)
+		}
+		e, _, err := accounting.EpsilonFromRDP(orders, rdp, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	joint := accounting.JointSigma(0.8, 8)
+	target := eps(0.8, 60)
+	want := 60
+	for eps(joint, want) > target {
+		want--
+	}
+	if want != 58 {
+		t.Fatalf("independent count: %d epochs, expected 58 (ε %.4f at 58, %.4f at 59, DPSGD %.4f)", want, eps(joint, 58), eps(joint, 59), target)
+	}
+	for _, p := range []Policy{Adaptive, Naive} {
+		c := cfg
+		c.Policy = p
+		got, err := EqualEpsilonEpochs(c, n)
+		if err != nil || got != want {
+			t.Errorf("%s: %d epochs (%v), want %d", p, got, err, want)
+		}
+	}
+	flat := cfg
+	flat.Policy = Flat
+	if got, _ := EqualEpsilonEpochs(flat, n); got != 60 {
+		t.Errorf("DPSGD keeps its epochs: got %d", got)
 	}
 }

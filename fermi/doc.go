@@ -27,7 +27,10 @@
 //   - wBlock exposes W's per-sample gradients as a dpops.Tapped block, so
 //     --scope all clips θ and W jointly under one accountant.
 //   - DPFERMI is the trainer.Algorithm (--algo fermi): descent on θ through
-//     the trainer's optimizer, projected ascent on W inside Step, Poisson
+//     the trainer's optimizer, projected ascent on W inside Step as
+//     Algorithm 1 writes it, W + η_W[(λ/|B|) Σ_i ∇_Wψ_i + V_t] with the noise
+//     V_t added after the λ scaling (DPFERMI.WNoise says how V_t and the
+//     accountant's charge follow from that), Poisson
 //     sampling, noise calibrated by the RDP accountant (default) or by the
 //     paper's Theorem 3.3 (--calibration paper), and group frequencies
 //     released with their own Gaussian noise and charged to the same

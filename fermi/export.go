@@ -6,9 +6,9 @@ import (
 	"fairdp/trainer"
 )
 
-// WGrad is W's ascent direction from the last Step, before λ and η_W: the
-// estimate of mean_B ∇_Wψ, clipped and noised for private runs (the
-// release is a copy). It is exported for SteFFLe, whose silos send this
+// WGrad is W's ascent direction from the last Step, before η_W: the
+// estimate of λ·mean_B ∇_Wψ, clipped and with Algorithm 1's V_t added for
+// private runs (the release is a copy). It is exported for SteFFLe, whose silos send this
 // direction to the server instead of taking the ascent step themselves.
 func (a *DPFERMI[T]) WGrad() []float64 { return append([]float64(nil), a.w.Grad...) }
 

@@ -41,10 +41,10 @@ func countSigma(eps, delta float64) float64 {
 // DPFERMI is DP-FERMI's Algorithm 1 (DP-SGDA, REFERENCE §3) as a
 // trainer.Algorithm: each step writes the descent direction for θ,
 // mean_B[∇ℓ + λ∇_θψ] (+ noise), into the model's gradients for the
-// trainer's optimizer, and itself takes the projected ascent step
-// W ← Π_D(W + η_W λ (mean_B[∇_Wψ] + noise)) (the paper adds its noise
-// after the λ scaling; here λ scales a noisy release, see Step). The model
-// the trainer returns is the last iterate, as the paper recommends.
+// trainer's optimizer, and itself takes Algorithm 1's projected ascent
+// step W ← Π_D(W + η_W[(λ/|B|) Σ_i ∇_Wψ_i + V_t]), the noise V_t added
+// after the λ scaling, as the paper writes it (see WNoise). The model the
+// trainer returns is the last iterate, as the paper recommends.
 //
 // Private runs sample batches by Poisson sampling (or shuffled batches,
 // flagged in the receipt) and clip per sample with the bound Clip:
@@ -90,14 +90,27 @@ type DPFERMI[T nn.Float] struct {
 	// paper's two blocks 1/sqrt((Δ_θ/std_θ)² + (Δ_W/std_W)²), the exact
 	// multiplier of noise with two block variances.
 	Sigma float64
-	// StdTheta and StdW are the standard deviations of the noise added to
-	// the clipped sums of θ and W gradients (equal unless --calibration
-	// paper, whose Theorem 3.3 gives two).
+	// StdTheta and StdW are the standard deviations of the noise on the
+	// clipped sums of θ and W gradients before any λ scaling (StdW in W's
+	// own units, so σ·Sensitivity/WWeight under one joint clip; B times
+	// Theorem 3.3's σ_W under --calibration paper).
 	StdTheta, StdW float64
-	Delta          float64 // δ of the reported (ε, δ); 1/n² by default as in the paper
-	Q              float64 // sampling rate batch/n
-	Batch          int     // expected batch size; sums are divided by it
-	Steps          int     // planned steps (epochs × steps per epoch)
+	// WNoise is the std of Algorithm 1's V_t, the noise on each
+	// coordinate of W's ascent direction (λ/|B|) Σ_i ∇_Wψ_i + V_t: V_t is
+	// added after the λ scaling, so the release's sensitivity is λ times
+	// that of the λ-free mean. Under the accountant's calibration (or
+	// --sigma) V_t is the smallest noise that keeps that release at the
+	// per-step multiplier Sigma, λ·StdW/B; this has the same distribution
+	// as scaling a λ-free noisy release by λ, the form fairdp used before,
+	// so no separate option keeps it. Under --calibration paper V_t is
+	// Theorem 3.3's σ_W whatever λ is, and the accountant charges W's
+	// release with sensitivity λ·WSensitivity (the theorem's σ_W assumes
+	// λ = 1: at λ > 1 it buys less privacy than its ε).
+	WNoise float64
+	Delta  float64 // δ of the reported (ε, δ); 1/n² by default as in the paper
+	Q      float64 // sampling rate batch/n
+	Batch  int     // expected batch size; sums are divided by it
+	Steps  int     // planned steps (epochs × steps per epoch)
 	// CountSigma is the noise multiplier of the released group counts (0
 	// when they are public or the run is not private); CountSensitivity is
 	// their L2 sensitivity (1 for --scope all, √2 for --scope sensitive).
@@ -316,6 +329,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 	case sigma > 0:
 		a.Sigma = sigma
 		a.StdTheta, a.StdW = sigma*a.Sensitivity, sigma*a.Sensitivity/a.WWeight
+		a.WNoise = a.Lambda * a.StdW / float64(a.Batch)
 		return nil
 	case a.Calibration == "paper":
 		T := epochs * ((n + a.Batch - 1) / a.Batch) // REFERENCE §3: T = epochs · ceil(n/m)
@@ -325,20 +339,23 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 			return err
 		}
 		// Theorem 3.3's σ are noise on the mean gradients; the sums get B·σ.
-		a.StdTheta, a.StdW = st*float64(a.Batch), sw*float64(a.Batch)
+		// V_t = σ_W is added after the λ scaling (Algorithm 1), so W's
+		// release (λ/B)Σ_i ∇_Wψ_i + V_t moves by λ·WSensitivity/B when one
+		// record changes.
+		a.StdTheta, a.StdW, a.WNoise = st*float64(a.Batch), sw*float64(a.Batch), sw
 		a.WWeight = 0
 		a.WSensitivity = 2*a.Radius + 2/math.Sqrt(rho)
 		if a.Scope == accounting.ScopeSensitive {
 			a.WSensitivity = 2 * math.Sqrt(2/rho)
 		}
-		a.Sigma = 1 / math.Hypot(a.Sensitivity/a.StdTheta, a.WSensitivity/a.StdW)
+		a.Sigma = 1 / math.Hypot(a.Sensitivity/a.StdTheta, a.Lambda*a.WSensitivity/a.StdW)
 		eps, err := projectedEpsilon(a.Q, a.Sigma, a.Steps, countRDP, a.Delta)
 		if err != nil {
 			return err
 		}
 		if eps > a.target {
-			return fmt.Errorf("fermi: Theorem 3.3's noise (σ_θ = %.4g, σ_W = %.4g) gives ε = %.4g by the RDP accountant, above Privacy.Epsilon %v; use Fair.Calibration accountant",
-				st, sw, eps, a.target)
+			return fmt.Errorf("fermi: Theorem 3.3's noise (σ_θ = %.4g, σ_W = %.4g) gives ε = %.4g at Fair.Lambda %v by the RDP accountant, above Privacy.Epsilon %v; use Fair.Calibration accountant",
+				st, sw, eps, a.Lambda, a.target)
 		}
 		return nil
 	}
@@ -354,6 +371,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 	}
 	a.Sigma = s
 	a.StdTheta, a.StdW = s*a.Sensitivity, s*a.Sensitivity/a.WWeight
+	a.WNoise = a.Lambda * a.StdW / float64(a.Batch)
 	return nil
 }
 
@@ -387,12 +405,13 @@ func (a *DPFERMI[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // Step implements trainer.Algorithm: one step of DP-SGDA. It leaves the
 // θ descent direction in the model's gradients and updates W itself.
 //
-// λ multiplies the fairness terms after clipping: the clipped and noised
-// release is of ∇_Wψ_i (and, for --scope sensitive, of the s-dependent
-// part of ∇_θψ_i) without λ, so the clip bound means the same for every λ
-// and does not shrink W's ascent direction as λ grows; scaling a noisy
-// release by λ is post-processing. With --scope all the θ part is the whole
-// ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
+// λ multiplies the fairness terms after clipping: the clipped release is of
+// ∇_Wψ_i (and, for --scope sensitive, of the s-dependent part of ∇_θψ_i)
+// without λ, so the clip bound means the same for every λ and does not
+// shrink W's ascent direction as λ grows. θ's noisy sum is then scaled by
+// λ (post-processing); W's clipped sum is scaled by λ/B and Algorithm 1's
+// V_t (std WNoise) added after that. With --scope all the θ part is the
+// whole ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
 func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	clear(a.w.Grad)
@@ -418,7 +437,7 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 			}
 			m.Loss(logits, b.Labels, a.weights, a.loss, a.dl)
 			if a.Lambda > 0 {
-				a.addFairness(b, out, Full, a.Lambda/float64(n), 1/float64(n), a.dl, false)
+				a.addFairness(b, out, Full, a.Lambda/float64(n), a.Lambda/float64(n), a.dl, false)
 			}
 			m.Backward(a.dl)
 			m.ParamGrads(nil)
@@ -434,9 +453,10 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 	return sum(a.loss[:n]), a.ascend()
 }
 
-// privateStep computes the clipped sums (Clipped), adds the noise, divides
-// by the expected batch size (times λ where λ was left out of the clip)
-// and, for --scope sensitive, adds the exact terms that do not depend on s.
+// privateStep computes the clipped sums (Clipped), adds θ's noise and
+// divides by the expected batch size (times λ where λ was left out of the
+// clip), forms W's direction (λ/B)·sum + V_t, and, for --scope sensitive,
+// adds the exact terms that do not depend on s.
 func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits []T, out int) error {
 	n := b.N()
 	var norms []float64
@@ -466,11 +486,12 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 	if err := noise(a.noise, m.Params(), a.StdTheta, thetaScale); err != nil {
 		return err
 	}
-	if err := addW(a.noise, a.w.Grad, a.StdW); err != nil {
-		return err
-	}
+	// W's ascent direction (λ/B) Σ_i clip_i + V_t (Algorithm 1).
 	for i := range a.w.Grad {
-		a.w.Grad[i] *= inv
+		a.w.Grad[i] *= a.Lambda * inv
+	}
+	if err := addW(a.noise, a.w.Grad, a.WNoise); err != nil {
+		return err
 	}
 	if a.Scope == accounting.ScopeSensitive && n > 0 {
 		// The terms that do not depend on s_i, exact and already divided by B.
@@ -480,7 +501,7 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 		}
 		m.Loss(logits, b.Labels, a.weights, a.loss, a.dl)
 		if a.Lambda > 0 {
-			a.addFairness(b, out, NonSensitive, a.Lambda*inv, inv, a.dl, false)
+			a.addFairness(b, out, NonSensitive, a.Lambda*inv, a.Lambda*inv, a.dl, false)
 		}
 		m.Backward(a.dl)
 		m.ParamGrads(nil)
@@ -574,12 +595,11 @@ func (a *DPFERMI[T]) recordPsi(b trainer.Batch[T]) {
 	a.seen += b.N()
 }
 
-// ascend is W's projected ascent step W ← Π_D(W + η_W λ ĝ_W), where ĝ_W
-// is this step's estimate of mean ∇_Wψ (noisy for private runs).
+// ascend is W's projected ascent step W ← Π_D(W + η_W ĝ_W), where ĝ_W
+// is this step's estimate of λ·mean ∇_Wψ (plus V_t for private runs).
 func (a *DPFERMI[T]) ascend() error {
-	step := a.LRW * a.Lambda
 	for i, g := range a.w.Grad {
-		a.Reg.W[i] += step * g
+		a.Reg.W[i] += a.LRW * g
 	}
 	a.Reg.Project(a.Radius)
 	for _, v := range a.Reg.W {
@@ -607,11 +627,11 @@ func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 	if err != nil {
 		return accounting.Receipt{}, fmt.Errorf("fermi: %w", err)
 	}
-	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ and %.4g on W gradient sums; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
-		a.StdTheta, a.StdW, a.WWeight, a.Clip, a.Sensitivity, a.Calibration)
+	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ gradient sums, std %.4g (V_t) on W's ascent direction (λ/B)·sum; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
+		a.StdTheta, a.WNoise, a.WWeight, a.Clip, a.Sensitivity, a.Calibration)
 	if a.WWeight == 0 {
-		note = fmt.Sprintf("DP-FERMI (Theorem 3.3 noise): std %.4g on θ gradient sums clipped to %.4g (sensitivity %.4g), std %.4g on W gradient sums (sensitivity %.4g by construction)",
-			a.StdTheta, a.Clip, a.Sensitivity, a.StdW, a.WSensitivity)
+		note = fmt.Sprintf("DP-FERMI (Theorem 3.3 noise): std %.4g on θ gradient sums clipped to %.4g (sensitivity %.4g), std %.4g (V_t) on W's ascent direction (λ/B)·sum (sensitivity λ·%.4g/B by construction)",
+			a.StdTheta, a.Clip, a.Sensitivity, a.WNoise, a.WSensitivity)
 	}
 	if a.CountSigma > 0 {
 		note += fmt.Sprintf("; group counts released once with noise multiplier %.4g", a.CountSigma)
@@ -670,7 +690,7 @@ func (a *DPFERMI[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.R
 		extra["scope"], extra["calibration"] = a.Scope, a.Calibration
 		extra["clip"], extra["sensitivity"], extra["sigma"] = a.Clip, a.Sensitivity, a.Sigma
 		extra["w_weight"], extra["w_sensitivity"] = a.WWeight, a.WSensitivity
-		extra["noise_std_theta"], extra["noise_std_w"] = a.StdTheta, a.StdW
+		extra["noise_std_theta"], extra["noise_std_w"], extra["w_noise_step"] = a.StdTheta, a.StdW, a.WNoise
 		extra["group_counts_sigma"] = a.CountSigma
 	}
 	if rep.Extra == nil {

@@ -8,10 +8,13 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -47,8 +50,8 @@ func sumCounts(a, b []int) []int {
 // REFERENCE §3: Adult 102, Credit 85, Parkinsons 19; Dutch 59 is ours
 // (DPSGD-F's 35 comes from an unpublished preprocessing).
 func TestBuiltinFeatureCounts(t *testing.T) {
-	want := map[string]int{"adult": 102, "credit": 85, "parkinsons": 19, "dutch": 59}
-	if got := BuiltinNames(); !reflect.DeepEqual(got, []string{"adult", "credit", "dutch", "parkinsons"}) {
+	want := map[string]int{"adult": 102, "communities": 121, "credit": 85, "parkinsons": 19, "dutch": 59}
+	if got := BuiltinNames(); !reflect.DeepEqual(got, []string{"adult", "communities", "credit", "dutch", "parkinsons"}) {
 		t.Errorf("BuiltinNames = %q", got)
 	}
 	for _, name := range BuiltinNames() {
@@ -68,7 +71,7 @@ func TestBuiltinFeatureCounts(t *testing.T) {
 			t.Errorf("%s: %d features, want %d", name, dim, want[name])
 		}
 	}
-	if _, err := Builtin("mnist"); err == nil || !strings.Contains(err.Error(), "adult, credit, dutch, parkinsons") {
+	if _, err := Builtin("mnist"); err == nil || !strings.Contains(err.Error(), "adult, communities, credit, dutch, parkinsons") {
 		t.Errorf("unknown name: %v", err)
 	}
 }
@@ -86,6 +89,7 @@ func TestBuiltinsOnCommittedSamples(t *testing.T) {
 		{"credit", []string{"credit_sample.csv"}, 100, 85},
 		{"parkinsons", []string{"parkinsons_sample.data"}, 100, 19},
 		{"dutch", []string{"dutch_synthetic.csv"}, 100, 59},
+		{"communities", []string{"communities_sample.data"}, 41, 121},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -293,6 +297,10 @@ func TestBuiltinsOnRealData(t *testing.T) {
 		// README: 60,420 rows, sex 1: 30,147 / 2: 30,273, occupation 2_1
 		// 28,763 / 5_4_9 31,657; 80 % split as DPSGD-F.
 		{"dutch", 60420, 48336, 59, []int{30147, 30273}, []int{28763, 31657}, "dutch/dutch.csv"},
+		// README: 1,994 rows; racePctWhite ≤ / > its median 0.85: 1,032 /
+		// 962; ViolentCrimesPerPop > its 70th percentile 0.28: 583
+		// (counted with a separate script when writing the test).
+		{"communities", 1994, 1495, 121, []int{1032, 962}, []int{1411, 583}, "communities/communities.data"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -339,5 +347,90 @@ func TestEmbeddedEqualsDataDir(t *testing.T) {
 	}
 	if _, err := ReadCSVFS(EmbeddedFS(), "adult/absent", s.Format); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("absent embedded file: %v", err)
+	}
+}
+
+// TestCommunitiesSample checks the data README's facts about
+// communities.data on the committed sample (its first 40 rows and the
+// Natchezcity row, CRLF line ends kept) and the GerryFair preprocessing
+// against a plain reading of the same bytes: 128 fields, "?" recoded to 0
+// (OtherPerCap's only "?" is Natchezcity's), the label ViolentCrimesPerPop
+// > 0.28, the group racePctWhite > 0.85, racePctWhite not a feature, and
+// every feature min-max scaled with the training rows.
+func TestCommunitiesSample(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "communities_sample.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(raw), "8,?,?,Lakewoodcity,1,0.19,") || !strings.Contains(string(raw), "\r\n") {
+		t.Fatalf("sample does not start like the README's first row or has no CRLF: %q", raw[:40])
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimRight(string(raw), "\r\n"), "\r\n") {
+		rows = append(rows, strings.Split(line, ","))
+	}
+	s, err := Builtin("communities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(name string) int { return slices.Index(s.Format.Columns, name) }
+	for i, r := range rows {
+		if len(r) != 128 {
+			t.Fatalf("row %d has %d fields, want 128", i+1, len(r))
+		}
+		if (r[col("OtherPerCap")] == "?") != (r[col("communityname")] == "Natchezcity") {
+			t.Errorf("row %d (%s): OtherPerCap %q; the README says only Natchezcity's is missing", i+1, r[3], r[col("OtherPerCap")])
+		}
+	}
+	split := SplitOptions{TrainFrac: 0.75, Rand: rand.New(rand.NewPCG(3, 3))}
+	tr, te, p, err := LoadCSV(CSVOptions{Schema: s, Files: []string{"communities_sample.data"}, Dir: "testdata", Split: split})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := p.FeatureNames()
+	if len(names) != 121 || slices.Contains(names, "racePctWhite") || slices.Contains(names, "fold") {
+		t.Fatalf("%d features %v: want the 122 predictive fields without racePctWhite", len(names), names[:5])
+	}
+	value := func(r []string, name string) float64 {
+		v := r[col(name)]
+		if v == "?" {
+			return 0 // GerryFair's fillna(0)
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	lo, hi := make([]float64, len(names)), make([]float64, len(names))
+	for k, name := range names {
+		lo[k], hi[k] = math.Inf(1), math.Inf(-1)
+		for _, i := range tr.Row {
+			v := value(rows[i-1], name) // Row is the 1-based line
+			lo[k], hi[k] = min(lo[k], v), max(hi[k], v)
+		}
+	}
+	for _, d := range []*Dataset{tr, te} {
+		for j, i := range d.Row {
+			r := rows[i-1]
+			if want := map[bool]int{false: 0, true: 1}[value(r, "ViolentCrimesPerPop") > 0.28]; d.Labels[j] != want {
+				t.Errorf("%s: label %d, want %d", r[3], d.Labels[j], want)
+			}
+			if want := map[bool]int{false: 0, true: 1}[value(r, "racePctWhite") > 0.85]; d.Groups[j] != want {
+				t.Errorf("%s: group %d, want %d", r[3], d.Groups[j], want)
+			}
+			for k, name := range names {
+				want := value(r, name) - lo[k]
+				if hi[k] > lo[k] {
+					want /= hi[k] - lo[k]
+				}
+				if got := d.X[j*d.Dim+k]; math.Abs(got-want) > 1e-12 {
+					t.Fatalf("%s %s: feature %v, want %v", r[3], name, got, want)
+				}
+			}
+		}
+	}
+	if !reflect.DeepEqual(tr.GroupNames, []string{"<=0.85", ">0.85"}) || tr.N()+te.N() != len(rows) {
+		t.Errorf("groups %v, %d+%d records of %d", tr.GroupNames, tr.N(), te.N(), len(rows))
 	}
 }

@@ -10,12 +10,18 @@
 //   - ReadCSV reads a delimited file into a Table of raw cells, surviving what
 //     real files contain (quotes, CRLF, a UTF-8 BOM, "?" for missing, comment
 //     lines) and naming file, line and column in every error;
-//   - a Schema (JSON, or one of the Builtin ones for adult, credit,
-//     parkinsons and dutch) says which column is the label, which are
+//   - a Schema (JSON, or one of the Builtin ones for adult, communities,
+//     credit, parkinsons and dutch, or one a package registered with
+//     RegisterBuiltin) says which column is the label, which are
 //     sensitive, numeric, categorical or dropped, and what to do with missing
 //     cells and unseen categories;
 //   - a Preprocessor is Fit on the training rows and Applied to any rows; its
 //     fitted state is JSON so it travels inside checkpoints.
+//
+// Where each built-in's encoding comes from is in its schema function's
+// comment (communitiesSchema: Kearns et al. 2018's GerryFair preprocessing
+// of Communities and Crime, with the binary group of Jagielski et al.'s
+// reference code, each choice cited there).
 //
 // LoadCSV and LoadBuiltin run the three steps with a seeded split. The Adult
 // files are embedded (gzip) so that `fairdp train` works on a machine without
@@ -62,7 +68,9 @@
 //	sensitive.groups      group names in id order (default: sorted)
 //	sensitive_as_feature  also feed the sensitive columns to the model
 //	                      (default false)
-//	numeric               columns z-scored with the training mean and sd
+//	numeric               columns scaled with training statistics (scale)
+//	scale                 "zscore" (default: training mean and sd) or
+//	                      "minmax" (training min → 0, max → 1)
 //	categorical           columns one-hot encoded
 //	categories            column → its category list (default: the values
 //	                      seen in the training rows)

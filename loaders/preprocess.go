@@ -16,8 +16,9 @@ import (
 )
 
 // Preprocessor turns table rows into Dataset records with state fitted on
-// the training rows only: z-score means and standard deviations, category
-// lists, imputation values and the group names. Fitting on the test rows
+// the training rows only: z-score means and standard deviations (or min-max
+// minima and maxima), category lists, imputation values and the group
+// names. Fitting on the test rows
 // would leak them into training, so Fit sees the training split and Apply
 // encodes any split the same way. The fitted state is JSON (MarshalJSON) so
 // a checkpoint can encode new data exactly as its training data was.
@@ -32,12 +33,30 @@ type Preprocessor struct {
 	features    []string
 }
 
-// numericFit is the fitted state of one z-scored column.
+// numericFit is the fitted state of one numeric column. A z-scored column
+// is encoded as (v − Mean)/Std, a min-max one (Scale ScaleMinMax) as
+// (v − Min)/(Max − Min); a zero scale (constant column) scales by 1.
 type numericFit struct {
 	Column string  `json:"column"`
 	Mean   float64 `json:"mean"`
-	Std    float64 `json:"std"` // population std; 0 (constant column) scales by 1
+	Std    float64 `json:"std"` // population std
 	Impute float64 `json:"impute"`
+	Scale  string  `json:"scale,omitempty"` // "" (z-score) or ScaleMinMax
+	Min    float64 `json:"min,omitempty"`   // training minimum (min-max only)
+	Max    float64 `json:"max,omitempty"`   // training maximum (min-max only)
+}
+
+// offsetScale is what encoding subtracts and then divides by.
+func (n numericFit) offsetScale() (offset, scale float64) {
+	offset, scale = n.Mean, n.Std
+	if n.Scale == ScaleMinMax {
+		// max/2 − min/2 cannot overflow where max − min can.
+		offset, scale = n.Min, 2*(n.Max/2-n.Min/2)
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	return offset, scale
 }
 
 // categoricalFit is the fitted state of one one-hot column.
@@ -569,6 +588,9 @@ func (p *Preprocessor) fit(t *Table, recs []record, extraGroups []string) error 
 		}
 		mean, std := meanStd(vals)
 		n := numericFit{Column: col, Mean: mean, Std: std, Impute: mean}
+		if s.Scale == ScaleMinMax {
+			n.Scale, n.Min, n.Max = ScaleMinMax, slices.Min(vals), slices.Max(vals)
+		}
 		if policy == MissingImputeMode {
 			n.Impute = numericMode(vals)
 		}
@@ -735,13 +757,10 @@ func (p *Preprocessor) encode(t *Table, recs []record) (*Dataset, Report, error)
 				v = n.Impute
 				rep.Imputed[n.Column]++
 			}
-			scale := n.Std
-			if scale == 0 {
-				scale = 1
-			}
-			// v/scale − mean/scale: v − mean itself can overflow for
+			offset, scale := n.offsetScale()
+			// v/scale − offset/scale: v − offset itself can overflow for
 			// cells near ±1.8e308.
-			x[k] = v/scale - n.Mean/scale
+			x[k] = v/scale - offset/scale
 			if math.IsInf(x[k], 0) {
 				return nil, Report{}, &DataError{File: t.Sources[t.SourceOf[r.row]], Line: t.Line[r.row], Field: n.Column,
 					Msg: fmt.Sprintf("value %g is %g standard deviations from the training mean, beyond float64's range", v, x[k])}
@@ -850,13 +869,20 @@ func (p *Preprocessor) UnmarshalJSON(data []byte) error {
 		if n.Column != numCols[k] {
 			return bad("numeric[%d] is %q, the schema says %q", k, n.Column, numCols[k])
 		}
-		for _, v := range []float64{n.Mean, n.Std, n.Impute} {
+		for _, v := range []float64{n.Mean, n.Std, n.Impute, n.Min, n.Max} {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return bad("numeric %q has a non-finite value", n.Column)
 			}
 		}
 		if n.Std < 0 {
 			return bad("numeric %q has std %v, expected >= 0", n.Column, n.Std)
+		}
+		want := ""
+		if j.Schema.Scale == ScaleMinMax {
+			want = ScaleMinMax
+		}
+		if n.Scale != want || n.Min > n.Max {
+			return bad("numeric %q is scaled %q with min %v, max %v; the schema's scale is %q", n.Column, n.Scale, n.Min, n.Max, j.Schema.Scale)
 		}
 	}
 	for k := range j.Categorical {

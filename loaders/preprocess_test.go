@@ -697,3 +697,56 @@ func TestExtremeValues(t *testing.T) {
 		t.Errorf("the fitted preprocessing does not serialise: %v", err)
 	}
 }
+
+// TestMinMaxScale: "scale": "minmax" maps the training minimum to 0 and
+// maximum to 1 (test rows are encoded with the training statistics and may
+// leave [0, 1]; a constant column scales by 1), survives the JSON round
+// trip, and an unknown scale is refused.
+func TestMinMaxScale(t *testing.T) {
+	const schema = `{"label": {"column": "y", "positive": ["1"]}, "numeric": ["a", "b"], "sensitive": {"columns": ["s"]}, "scale": "minmax"}`
+	train := tabTable(t, "train.csv", "a,b,s,y\n2,7,m,1\n10,7,f,0\n4,7,m,0\n", CSVFormat{Header: true})
+	test := tabTable(t, "test.csv", "a,b,s,y\n6,7,f,1\n12,9,m,0\n-2,7,f,1\n", CSVFormat{Header: true})
+	p, trainD, _, err := fitApply(t, tabSchema(t, schema), train, train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a: min 2, max 10 → (v − 2)/8; b is constant 7 → v − 7.
+	if want := []float64{0, 0, 1, 0, 0.25, 0}; !reflect.DeepEqual(trainD.X, want) {
+		t.Errorf("train features %v, want %v", trainD.X, want)
+	}
+	testD, err := p.Apply(test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0.5, 0, 1.25, 2, -0.5, 0}; !reflect.DeepEqual(testD.X, want) {
+		t.Errorf("test features %v, want %v (training min and max)", testD.X, want)
+	}
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Preprocessor
+	if err := json.Unmarshal(js, &q); err != nil {
+		t.Fatal(err)
+	}
+	again, err := q.Apply(test)
+	if err != nil || !reflect.DeepEqual(again.X, testD.X) {
+		t.Errorf("after the JSON round trip: %v, %v; want %v", again.X, err, testD.X)
+	}
+	// A fitted state whose scaling disagrees with its schema is refused.
+	bad := strings.Replace(string(js), `"scale":"minmax",`, "", 1)
+	if err := json.Unmarshal([]byte(bad), &q); err == nil || !strings.Contains(err.Error(), "scale") {
+		t.Errorf("fitted state without its min-max scaling: error %v", err)
+	}
+	if _, err := ParseSchema([]byte(strings.Replace(schema, "minmax", "robust", 1))); err == nil || !strings.Contains(err.Error(), "scale") {
+		t.Errorf("unknown scale: error %v", err)
+	}
+	// The default is still the z-score.
+	_, z, _, err := fitApply(t, tabSchema(t, strings.Replace(schema, `, "scale": "minmax"`, "", 1)), train, train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := (z.X[0] + z.X[2] + z.X[4]) / 3; math.Abs(m) > 1e-12 {
+		t.Errorf("z-scored train mean %v, want 0", m)
+	}
+}

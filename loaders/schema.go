@@ -25,6 +25,17 @@ const (
 	MissingImputeMode = "impute-mode"
 )
 
+// Scalings of the numeric columns (Schema.Scale).
+const (
+	// ScaleZScore subtracts the training mean and divides by the training
+	// standard deviation (the default).
+	ScaleZScore = "zscore"
+	// ScaleMinMax maps the training minimum to 0 and the training maximum
+	// to 1 (test values may fall outside [0, 1]); DPSGD-F's paper
+	// normalises its numerical attributes this way.
+	ScaleMinMax = "minmax"
+)
+
 // Policies for categories not seen when fitting (Schema.OnUnseen).
 const (
 	// UnseenError rejects a record whose category is not in the fitted list.
@@ -58,9 +69,12 @@ type Schema struct {
 	// categorical columns unless listed under numeric or categorical).
 	SensitiveAsFeature bool `json:"sensitive_as_feature,omitempty"`
 
-	// Numeric columns are z-scored with the training mean and standard
-	// deviation; Categorical ones are one-hot encoded.
-	Numeric     []string `json:"numeric,omitempty"`
+	// Numeric columns are scaled with statistics of the training rows
+	// (Scale); Categorical ones are one-hot encoded.
+	Numeric []string `json:"numeric,omitempty"`
+	// Scale is how numeric columns are scaled: ScaleZScore (default) or
+	// ScaleMinMax.
+	Scale       string   `json:"scale,omitempty"`
 	Categorical []string `json:"categorical,omitempty"`
 	// Categories declares the category list (and one-hot order) of a
 	// categorical column; undeclared columns take the values seen in the
@@ -173,6 +187,11 @@ func (s Schema) Validate() error {
 	case "", MissingDropRow, MissingError, MissingImputeMean, MissingImputeMode:
 	default:
 		return bad("on_missing is %q, expected %q, %q, %q or %q", s.OnMissing, MissingDropRow, MissingError, MissingImputeMean, MissingImputeMode)
+	}
+	switch s.Scale {
+	case "", ScaleZScore, ScaleMinMax:
+	default:
+		return bad("scale is %q, expected %q or %q", s.Scale, ScaleZScore, ScaleMinMax)
 	}
 	switch s.OnUnseen {
 	case "", UnseenError, UnseenZero:

@@ -24,7 +24,7 @@ func DeclareNotCovered(r *accounting.Receipt, trainRecords int, preprocess json.
 	r.AddNotCovered(accounting.NotCoveredRecordCount, fmt.Sprintf("the number of training records (%d) is treated as public: "+
 		"the sampling rate and the default δ are computed from it", trainRecords))
 	if p := bytes.TrimSpace(preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-		r.AddNotCovered(accounting.NotCoveredPreprocessing, "the preprocessing (numeric columns' means and standard deviations, "+
+		r.AddNotCovered(accounting.NotCoveredPreprocessing, "the preprocessing (numeric columns' means and standard deviations, and minima and maxima when min-max scaled, "+
 			"categorical columns' category lists) was fitted on the training records without noise and is stored in model.ckpt")
 	}
 	if cfg.ReportTrainStats {

@@ -49,10 +49,11 @@ func TestSiloCerts(t *testing.T) {
 // it replaced gave for the same seed (recorded with commit 139b99a's
 // binary: test error 0.425, DP violation 0.15486896969103636, ε
 // 0.9999999999882463), with the federation in report.json's config.
+// --lr 0.01 and --lambda 1 were the defaults then (issue 17 changed them).
 func TestSteffleTrainCLI(t *testing.T) {
 	var out, errOut bytes.Buffer
 	dir := t.TempDir()
-	args := []string{"--algo", "steffle", "--dataset", "adult", "--limit", "3000", "--epochs", "2", "--batch", "100",
+	args := []string{"--algo", "steffle", "--dataset", "adult", "--limit", "3000", "--epochs", "2", "--batch", "100", "--lr", "0.01", "--lambda", "1",
 		"--silos", "3", "--heterogeneity", "0.75", "--silo-attribute", "age", "--seed", "1", "--quiet", "--scope", "sensitive", "--out", dir}
 	if err := runTrain(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())

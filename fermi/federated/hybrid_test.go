@@ -152,7 +152,7 @@ func TestGeneralMapping(t *testing.T) {
 // size. Two runs with the same seed and group sizes public differ only in
 // --sigma (1 and 2), so they see the same batches and the same standard
 // normal draws: M₁ − (2M₁ − M₂) is silo 3's noise, which must have about
-// the std StdW/B (W) and StdTheta·λ/B (θ) per value; with the noise
+// the std WNoise = λ·StdW/B (W) and StdTheta·λ/B (θ) per value; with the noise
 // removed it would be 0.
 func TestSensitiveReleaseIsNoised(t *testing.T) {
 	msgs := func(sigma float64) ([]Message, *Silo[float64]) {
@@ -187,7 +187,7 @@ func TestSensitiveReleaseIsNoised(t *testing.T) {
 	for r := range m1 {
 		for i := range m1[r].W {
 			noise := m1[r].W[i] - (2*m1[r].W[i] - m2[r].W[i])
-			zW = append(zW, noise/(lane.alg.StdW/b))
+			zW = append(zW, noise/lane.alg.WNoise)
 		}
 		for i := range m1[r].Theta {
 			noise := m1[r].Theta[i] - (2*m1[r].Theta[i] - m2[r].Theta[i])

@@ -246,7 +246,7 @@ func (s *Server[T]) exchange(ctx context.Context) (float64, []Message, error) {
 			return 0, nil, fmt.Errorf("round %d: silo %s: %w", rq.Round, c.Name(), err)
 		}
 	}
-	loss, err := Aggregate(s.Model, s.Reg, msgs, s.weights, s.Cfg.Lambda, s.Cfg.LRW, s.Cfg.Radius)
+	loss, err := Aggregate(s.Model, s.Reg, msgs, s.weights, s.Cfg.LRW, s.Cfg.Radius)
 	if err != nil {
 		return 0, nil, fmt.Errorf("round %d: %w", rq.Round, err)
 	}
@@ -278,10 +278,11 @@ func checkMessage(m Message, rq Request, info Info) error {
 
 // Aggregate is the server's update from one round of messages: the
 // weighted average of the θ directions goes into the model's gradients
-// (for the optimizer), and W ← Π_D(W + η_W λ Σ_i w_i ĝ_W,i). Sums run in
+// (for the optimizer), and W ← Π_D(W + η_W Σ_i w_i ĝ_W,i), where each ĝ_W,i
+// is a silo's λ-scaled, noised W direction (fermi.DPFERMI.WGrad). Sums run in
 // float64 in silo order, so the result does not depend on transport.
 // It returns the summed loss the silos sent.
-func Aggregate[T nn.Float](m *models.Model[T], reg *fermi.Regularizer, msgs []Message, weights []float64, lambda, lrW, radius float64) (float64, error) {
+func Aggregate[T nn.Float](m *models.Model[T], reg *fermi.Regularizer, msgs []Message, weights []float64, lrW, radius float64) (float64, error) {
 	params := m.Params()
 	k := 0
 	loss := 0.0
@@ -298,13 +299,12 @@ func Aggregate[T nn.Float](m *models.Model[T], reg *fermi.Regularizer, msgs []Me
 			k++
 		}
 	}
-	step := lrW * lambda
 	for j := range reg.W {
 		g := 0.0
 		for i, msg := range msgs {
 			g += weights[i] * msg.W[j]
 		}
-		reg.W[j] += step * g
+		reg.W[j] += lrW * g
 	}
 	reg.Project(radius)
 	for _, v := range reg.W {
