@@ -202,6 +202,7 @@ func TestCheckSweepSettingsLegacyKeys(t *testing.T) {
 	base := Defaults()
 	base.Federation = FederationConfig{}
 	base.Limit = 500
+	base.LR, base.Fair.Lambda = 0.01, 1 // the legacy sweep.json states the defaults of its time
 	legacy := `{"fairdp_version": "0.1.0-dev", "seeded": true, "base_seed": 5, "seed_derivation": "` + SweepSeedDerivation + `",
 	  "config": {"Algo": "fermi", "Dataset": "adult", "Schema": "", "DataDir": "", "Model": "", "Hidden": null, "DType": "float32",
 	  "Epochs": 20, "Batch": 256, "LR": 0.01, "Optimizer": "adam", "Momentum": 0, "TrainFrac": 0.75, "ImageSize": 64, "Limit": 500,

@@ -222,6 +222,7 @@ func TestConfigReadsOldReports(t *testing.T) {
 	seed := uint64(9)
 	want.Algo, want.Epochs, want.Limit, want.Seed, want.Out, want.Quiet = "dpsgd", 1, 1200, &seed, "x", true
 	want.Privacy.Epsilon = 3
+	want.LR, want.Fair.Lambda = 0.01, 1 // the old report states the defaults of its time
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("old report's config read as\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -230,7 +231,7 @@ func TestConfigReadsOldReports(t *testing.T) {
 	}
 	fresh := t.TempDir()
 	if _, _, err := runCLI(t, "train", "--algo", "dpsgd", "--epochs", "1", "--limit", "1200", "--seed", "9", "--epsilon", "3",
-		"--quiet", "--out", fresh); err != nil {
+		"--lr", "0.01", "--lambda", "1", "--quiet", "--out", fresh); err != nil {
 		t.Fatal(err)
 	}
 	a, b := validateReport(t, dir, "dpsgd"), validateReport(t, fresh, "dpsgd")
