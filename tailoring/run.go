@@ -452,7 +452,10 @@ var rhoLogHeader = []string{"rho", "summaries"}
 // values (writing it for a new comparison) and opens the log there.
 func openRhoLog(out string, cfg trainer.Config) (*trainer.SweepLog, error) {
 	base := cfg
-	base.Tailoring.Rho, base.Tailoring.Workers, base.Seed = nil, 0, nil // the axis; results do not depend on workers
+	// Not settings: the axis, the seed (kept apart), the trial workers (the
+	// results do not depend on them) and ε, which Finish records as an
+	// output (the ε that ρ converts to), so a rerun from report.json matches.
+	base.Tailoring.Rho, base.Tailoring.Workers, base.Seed, base.Privacy.Epsilon = nil, 0, nil, 0
 	settings := trainer.SweepSettings{Version: trainer.Version, Seeded: cfg.Seed != nil}
 	if cfg.Seed != nil {
 		settings.BaseSeed = *cfg.Seed

@@ -341,6 +341,14 @@ func TestTailoringSweepResumes(t *testing.T) {
 		}
 	}
 
+	// A finished comparison rerun, from its flags or from its report.json,
+	// runs nothing and says the same.
+	for _, rerun := range [][]string{args(resumed), {"--config", filepath.Join(whole, "report.json"), "--out", resumed}} {
+		if out, _, err := runTailoringArgs(t, rerun...); err != nil || strings.ReplaceAll(out, resumed, whole) != wantOut {
+			t.Errorf("rerun %v of a finished comparison (err %v):\n%s", rerun, err, out)
+		}
+	}
+
 	// A skipped ρ is read from the log, not run again: a doctored row
 	// (its CSV cell is JSON with doubled quotes) shows in the output.
 	doctored := strings.Replace(lines[1], `""Trials"":2`, `""Trials"":7`, -1)
