@@ -29,8 +29,9 @@
 //     and a trainer.Report with extra.tailoring (ReportExtra); `fairdp
 //     train --algo tailoring|dpnose` and the bench call it. The ρ values
 //     run through trainer.Sweep; a comparison of several ρ with an output
-//     directory appends each finished ρ's summaries (exact, as JSON) to
-//     the resumable, fsynced trainer.SweepLog RhoLogName there, its
+//     directory appends each finished ρ's summaries (exact, as JSON; the
+//     training-split statistics only with Config.ReportTrainStats) to the
+//     resumable, fsynced trainer.SweepLog RhoLogName there, its
 //     settings checked by trainer.CheckSweepSettings (sweep.json), so a
 //     killed run started again with the same flags skips the finished ρ
 //     and gives the same results (every trial draws from the stream

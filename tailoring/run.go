@@ -380,7 +380,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 		if log == nil {
 			return nil
 		}
-		cell, err := encodeRow(row)
+		cell, err := encodeRow(row, cfg.ReportTrainStats)
 		if err != nil {
 			return err
 		}
@@ -494,8 +494,19 @@ func rhoKey(rho float64) string { return strconv.FormatFloat(rho, 'g', -1, 64) }
 // encodeRow is a ρ's summaries as one log cell, in JSON: Go writes every
 // float in its shortest exact form, so a resumed run reports the same
 // numbers. (A NaN cannot be encoded, but neither can report.json hold one.)
-func encodeRow(row []*Summary) (string, error) {
-	raw, err := json.Marshal(row)
+// The exact training-split statistics are left out unless the run reports
+// them (Config.ReportTrainStats): they are not privatised, and the log is a
+// results file like report.json. A resumed row without them has a nil
+// Summary.Train.
+func encodeRow(row []*Summary, withTrain bool) (string, error) {
+	logged := make([]Summary, len(row))
+	for k, sum := range row {
+		logged[k] = *sum
+		if !withTrain {
+			logged[k].Train = nil
+		}
+	}
+	raw, err := json.Marshal(logged)
 	return string(raw), err
 }
 

@@ -313,6 +313,10 @@ func TestTailoringSweepResumes(t *testing.T) {
 		t.Fatalf("%s after ρ = 1,2:\n%s", tailoring.RhoLogName, logged)
 	}
 
+	if strings.Contains(logged, `""Train"":[`) { // CSV-quoted JSON
+		t.Errorf("%s holds the exact training-split statistics of a run without --report-train-stats:\n%s", tailoring.RhoLogName, logged)
+	}
+
 	resumed := t.TempDir()
 	if _, _, err := runTailoringArgs(t, args(resumed)...); err != nil {
 		t.Fatal(err)
