@@ -354,7 +354,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 			return err
 		}
 		defer log.Close()
-		if rows, err = loggedRows(log, rhos, len(ex.Methods)); err != nil {
+		if rows, err = loggedRows(log, rhos, len(ex.Methods), cfg.ReportTrainStats); err != nil {
 			return err
 		}
 	}
@@ -467,8 +467,9 @@ func openRhoLog(out string, cfg trainer.Config) (*trainer.SweepLog, error) {
 }
 
 // loggedRows returns the summaries of the methods methods that the log
-// holds for each of rhos (nil where that ρ has not run yet).
-func loggedRows(log *trainer.SweepLog, rhos []float64, methods int) ([][]*Summary, error) {
+// holds for each of rhos (nil where that ρ has not run yet), with their
+// training-split statistics when withTrain.
+func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bool) ([][]*Summary, error) {
 	rows := make([][]*Summary, len(rhos))
 	for _, rec := range log.Rows() {
 		for i, rho := range rhos {
@@ -476,8 +477,10 @@ func loggedRows(log *trainer.SweepLog, rhos []float64, methods int) ([][]*Summar
 				continue
 			}
 			row, err := decodeRow(rec[1])
-			if err == nil && (len(row) != methods || slices.Contains(row, nil)) {
-				err = fmt.Errorf("%d summaries, want %d", len(row), methods)
+			if err == nil && (len(row) != methods || slices.ContainsFunc(row, func(s *Summary) bool {
+				return s == nil || len(s.Test) == 0 || (withTrain && len(s.Train) == 0)
+			})) {
+				err = fmt.Errorf("%d summaries (want %d) or one without its statistics", len(row), methods)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: ρ = %s: %w", RhoLogName, rec[0], err)

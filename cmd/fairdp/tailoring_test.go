@@ -277,8 +277,19 @@ func TestTailoringErrors(t *testing.T) {
 // and prints and writes exactly what an uninterrupted run does, and that
 // a rerun with other settings is refused.
 func TestTailoringSweepResumes(t *testing.T) {
+	for _, trainStats := range []bool{false, true} {
+		t.Run(fmt.Sprintf("report-train-stats=%v", trainStats), func(t *testing.T) { testTailoringSweepResumes(t, trainStats) })
+	}
+}
+
+// testTailoringSweepResumes is TestTailoringSweepResumes without or with
+// --report-train-stats (whose exact statistics the log then keeps).
+func testTailoringSweepResumes(t *testing.T, trainStats bool) {
 	args := func(dir string, extra ...string) []string {
 		a := append([]string{"--algo", "tailoring", "--rho", "1,2", "--trials", "2", "--seed", "5", "--out", dir}, smallSynthetic...)
+		if trainStats {
+			a = append(a, "--report-train-stats")
+		}
 		return append(a, extra...)
 	}
 	// report.json without its wall-clock seconds.
@@ -313,8 +324,9 @@ func TestTailoringSweepResumes(t *testing.T) {
 		t.Fatalf("%s after ρ = 1,2:\n%s", tailoring.RhoLogName, logged)
 	}
 
-	if strings.Contains(logged, `""Train"":[`) { // CSV-quoted JSON
-		t.Errorf("%s holds the exact training-split statistics of a run without --report-train-stats:\n%s", tailoring.RhoLogName, logged)
+	if got := strings.Contains(logged, `""Train"":[`); got != trainStats { // CSV-quoted JSON
+		t.Errorf("%s holds the exact training-split statistics: %v, want %v (as --report-train-stats):\n%s",
+			tailoring.RhoLogName, got, trainStats, logged)
 	}
 
 	resumed := t.TempDir()
