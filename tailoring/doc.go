@@ -27,7 +27,16 @@
 //     trainer.Config (its Tailoring settings): data (synthetic with
 //     SyntheticBounds, or a CSV with public bounds), the trials at every ρ,
 //     and a trainer.Report with extra.tailoring (ReportExtra); `fairdp
-//     train --algo tailoring|dpnose` and the bench call it.
+//     train --algo tailoring|dpnose` and the bench call it. The ρ values
+//     run through trainer.Sweep; a comparison of several ρ with an output
+//     directory appends each finished ρ's summaries (exact, as JSON; the
+//     training-split statistics only with Config.ReportTrainStats) to the
+//     resumable, fsynced trainer.SweepLog RhoLogName there, its
+//     settings checked by trainer.CheckSweepSettings (sweep.json), so a
+//     killed run started again with the same flags skips the finished ρ
+//     and gives the same results (every trial draws from the stream
+//     Source.Derive("trial i"), whatever ρ ran before), and one with other
+//     settings is refused.
 //
 // Choices this implementation makes where REFERENCE §7 leaves room, each
 // visible in Options or the receipt:

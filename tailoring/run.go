@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -332,26 +333,67 @@ func Run(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
 
 // Finish runs the trials of a prepared report (Prepare) at every ρ of its
 // config, fills in its results and receipt, and with out set writes
-// report.json there (with several ρ also sweep.csv and ratio.png).
+// report.json there (with several ρ also sweep.csv and ratio.png). The ρ
+// values run through trainer.Sweep one at a time; with several ρ and out
+// set, each finished ρ is appended to out's resumable log (RhoLogName,
+// settings in sweep.json), so a run killed part-way and started again with
+// the same settings skips the ρ values already done and gives the same
+// results, and one with other settings is refused.
 func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	start := time.Now()
 	ex, cfg := Extra(rep), &rep.Config
-	train := ex.Data[0]
-	for i, rho := range cfg.Tailoring.Rho {
+	rhos := cfg.Tailoring.Rho
+	rows := make([][]*Summary, len(rhos))
+	var log *trainer.SweepLog
+	if out != "" && len(ex.Methods) == 2 {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", out, err)}}
+		}
+		var err error
+		if log, err = openRhoLog(out, *cfg); err != nil {
+			return err
+		}
+		defer log.Close()
+		if rows, err = loggedRows(log, rhos, len(ex.Methods), cfg.ReportTrainStats); err != nil {
+			return err
+		}
+	}
+	var runs []trainer.SweepRun
+	index := map[string]int{}
+	for i, rho := range rhos {
+		if rows[i] == nil {
+			key := rhoKey(rho)
+			index[key] = i
+			runs = append(runs, trainer.SweepRun{Key: key, Cfg: trainer.Config{Tailoring: trainer.TailoringConfig{Rho: []float64{rho}}}})
+		}
+	}
+	sweep := trainer.Sweep{Workers: 1, Pipeline: func(ctx context.Context, c trainer.Config) (*trainer.Report, error) {
+		row, err := runRho(ctx, ex, cfg, c.Tailoring.Rho[0])
+		return &trainer.Report{Extra: map[string]any{"tailoring": row}}, err
+	}}
+	err := sweep.Run(ctx, runs, func(res trainer.SweepResult) error {
+		if res.Err != nil {
+			return res.Err
+		}
+		row := res.Report.Extra["tailoring"].([]*Summary)
+		rows[index[res.Run.Key]] = row
+		if log == nil {
+			return nil
+		}
+		cell, err := encodeRow(row, cfg.ReportTrainStats)
+		if err != nil {
+			return err
+		}
+		return log.Append([]string{res.Run.Key, cell})
+	})
+	if err != nil {
+		return err
+	}
+	for i, rho := range rhos {
+		row := rows[i]
 		results := map[Method]*Summary{}
-		var row []*Summary
-		for _, m := range ex.Methods {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			o := ex.Options
-			o.Rho, o.Method = rho, m
-			sum, err := RunTrials(ex.Source, train, ex.Data[1], o, ex.Variant, cfg.Tailoring.Trials, cfg.Tailoring.Workers, cfg.Privacy.Delta)
-			if err != nil {
-				return fmt.Errorf("ρ = %g, %s: %w", rho, m, err)
-			}
-			results[m] = sum
-			row = append(row, sum)
+		for k, m := range ex.Methods {
+			results[m] = row[k]
 		}
 		ex.Summaries = append(ex.Summaries, row)
 		if first := row[0]; i == 0 {
@@ -365,7 +407,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 				ex.Train, rep.TrainNotPrivate = &tr, true
 			}
 			rep.Privacy = first.Receipt
-			declareNotCovered(&rep.Privacy, *cfg, len(train.Y))
+			declareNotCovered(&rep.Privacy, *cfg, len(ex.Data[0].Y))
 			overall := first.Test[len(first.Test)-1]
 			rep.Test = metrics.Split{N: overall.N}
 			if first.Metric == "mspe" {
@@ -398,6 +440,105 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 		return writeSweep(out, ex.Sweep, ex.GroupNames)
 	}
 	return nil
+}
+
+// RhoLogName is the resumable log of a ρ comparison in its output
+// directory: one row per finished ρ (its key, then its summaries, exactly).
+const RhoLogName = "rho_runs.csv"
+
+var rhoLogHeader = []string{"rho", "summaries"}
+
+// openRhoLog checks out/sweep.json against cfg's settings without its ρ
+// values (writing it for a new comparison) and opens the log there.
+func openRhoLog(out string, cfg trainer.Config) (*trainer.SweepLog, error) {
+	base := cfg
+	// Not settings: the axis, the seed (kept apart), the trial workers (the
+	// results do not depend on them) and ε, which Finish records as an
+	// output (the ε that ρ converts to), so a rerun from report.json matches.
+	base.Tailoring.Rho, base.Tailoring.Workers, base.Seed, base.Privacy.Epsilon = nil, 0, nil, 0
+	settings := trainer.SweepSettings{Version: trainer.Version, Seeded: cfg.Seed != nil}
+	if cfg.Seed != nil {
+		settings.BaseSeed = *cfg.Seed
+	}
+	if err := trainer.CheckSweepSettings(out, base, &settings); err != nil {
+		return nil, err
+	}
+	return trainer.OpenSweepLog(filepath.Join(out, RhoLogName), rhoLogHeader, 1)
+}
+
+// loggedRows returns the summaries of the methods methods that the log
+// holds for each of rhos (nil where that ρ has not run yet), with their
+// training-split statistics when withTrain.
+func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bool) ([][]*Summary, error) {
+	rows := make([][]*Summary, len(rhos))
+	for _, rec := range log.Rows() {
+		for i, rho := range rhos {
+			if rec[0] != rhoKey(rho) {
+				continue
+			}
+			row, err := decodeRow(rec[1])
+			if err == nil && (len(row) != methods || slices.ContainsFunc(row, func(s *Summary) bool {
+				return s == nil || len(s.Test) == 0 || (withTrain && len(s.Train) == 0)
+			})) {
+				err = fmt.Errorf("%d summaries (want %d) or one without its statistics", len(row), methods)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: ρ = %s: %w", RhoLogName, rec[0], err)
+			}
+			rows[i] = row
+		}
+	}
+	return rows, nil
+}
+
+// rhoKey names a ρ exactly (shortest round-trip form).
+func rhoKey(rho float64) string { return strconv.FormatFloat(rho, 'g', -1, 64) }
+
+// encodeRow is a ρ's summaries as one log cell, in JSON: Go writes every
+// float in its shortest exact form, so a resumed run reports the same
+// numbers. (A NaN cannot be encoded, but neither can report.json hold one.)
+// The exact training-split statistics are left out unless the run reports
+// them (Config.ReportTrainStats): they are not privatised, and the log is a
+// results file like report.json. A resumed row without them has a nil
+// Summary.Train.
+func encodeRow(row []*Summary, withTrain bool) (string, error) {
+	logged := make([]Summary, len(row))
+	for k, sum := range row {
+		logged[k] = *sum
+		if !withTrain {
+			logged[k].Train = nil
+		}
+	}
+	raw, err := json.Marshal(logged)
+	return string(raw), err
+}
+
+func decodeRow(cell string) ([]*Summary, error) {
+	var row []*Summary
+	if err := json.Unmarshal([]byte(cell), &row); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// runRho runs the trials of every method of ex at one ρ (the primary
+// method first). Each trial draws from its own stream of ex.Source named
+// by the trial alone, so a ρ's results do not depend on which ρ ran before.
+func runRho(ctx context.Context, ex *ReportExtra, cfg *trainer.Config, rho float64) ([]*Summary, error) {
+	var row []*Summary
+	for _, m := range ex.Methods {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		o := ex.Options
+		o.Rho, o.Method = rho, m
+		sum, err := RunTrials(ex.Source, ex.Data[0], ex.Data[1], o, ex.Variant, cfg.Tailoring.Trials, cfg.Tailoring.Workers, cfg.Privacy.Delta)
+		if err != nil {
+			return nil, fmt.Errorf("ρ = %g, %s: %w", rho, m, err)
+		}
+		row = append(row, sum)
+	}
+	return row, nil
 }
 
 func trialsSplit(stats []GroupStats, metric string) TrialsSplit {

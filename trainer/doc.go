@@ -77,9 +77,10 @@
 //
 // One sweep runner: Sweep runs a grid Workers at a time, training SGD-family
 // runs itself or calling Sweep.Pipeline for the pipelines that are not
-// Algorithms (post-processing, the oracle learner); SweepLog is the
-// resumable, fsynced sweep.csv and CheckSweepSettings the sweep.json that
-// keeps a resumed sweep on the same settings.
+// Algorithms (post-processing, the oracle learner, budget tailoring's ρ
+// comparison); SweepLog is the resumable, fsynced sweep.csv (tailoring's
+// rho_runs.csv) and CheckSweepSettings the sweep.json that keeps a resumed
+// sweep on the same settings.
 //
 // # Where this deviates from DESIGN.md
 //

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"fairdp/tailoring"
 )
 
 func runTailoringArgs(t *testing.T, args ...string) (string, string, error) {
@@ -265,6 +267,119 @@ func TestTailoringErrors(t *testing.T) {
 		_, _, err := runTailoringArgs(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestTailoringSweepResumes kills a ρ = 1,2 comparison after ρ = 1 (its
+// log keeps ρ = 1's row and a torn line; report.json, sweep.csv and
+// ratio.png are not yet written) and checks that the rerun skips ρ = 1
+// and prints and writes exactly what an uninterrupted run does, and that
+// a rerun with other settings is refused.
+func TestTailoringSweepResumes(t *testing.T) {
+	for _, trainStats := range []bool{false, true} {
+		t.Run(fmt.Sprintf("report-train-stats=%v", trainStats), func(t *testing.T) { testTailoringSweepResumes(t, trainStats) })
+	}
+}
+
+// testTailoringSweepResumes is TestTailoringSweepResumes without or with
+// --report-train-stats (whose exact statistics the log then keeps).
+func testTailoringSweepResumes(t *testing.T, trainStats bool) {
+	args := func(dir string, extra ...string) []string {
+		a := append([]string{"--algo", "tailoring", "--rho", "1,2", "--trials", "2", "--seed", "5", "--out", dir}, smallSynthetic...)
+		if trainStats {
+			a = append(a, "--report-train-stats")
+		}
+		return append(a, extra...)
+	}
+	// report.json without its wall-clock seconds.
+	report := func(dir string) string {
+		raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "seconds")
+		out, _ := json.Marshal(m)
+		return string(out)
+	}
+	read := func(path string) string {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	whole := t.TempDir()
+	wantOut, _, err := runTailoringArgs(t, args(whole)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := read(filepath.Join(whole, tailoring.RhoLogName))
+	lines := strings.SplitAfter(logged, "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "1,") || !strings.HasPrefix(lines[2], "2,") {
+		t.Fatalf("%s after ρ = 1,2:\n%s", tailoring.RhoLogName, logged)
+	}
+
+	if got := strings.Contains(logged, `""Train"":[`); got != trainStats { // CSV-quoted JSON
+		t.Errorf("%s holds the exact training-split statistics: %v, want %v (as --report-train-stats):\n%s",
+			tailoring.RhoLogName, got, trainStats, logged)
+	}
+
+	resumed := t.TempDir()
+	if _, _, err := runTailoringArgs(t, args(resumed)...); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.json", "sweep.csv", "ratio.png"} {
+		os.Remove(filepath.Join(resumed, f))
+	}
+	// The state of a kill during ρ = 2's append: ρ = 1's row and a torn line.
+	killed := lines[0] + lines[1] + lines[2][:len(lines[2])/2]
+	if err := os.WriteFile(filepath.Join(resumed, tailoring.RhoLogName), []byte(killed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gotOut, _, err := runTailoringArgs(t, args(resumed)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotOut = strings.ReplaceAll(gotOut, resumed, whole); gotOut != wantOut { // the last line names the directory
+		t.Errorf("resumed output differs from the uninterrupted run's:\n%s\nwant:\n%s", gotOut, wantOut)
+	}
+	if got, want := report(resumed), report(whole); got != want {
+		t.Errorf("resumed report.json differs:\n%s\nwant:\n%s", got, want)
+	}
+	for _, f := range []string{"sweep.csv", "ratio.png", tailoring.RhoLogName} {
+		if got, want := read(filepath.Join(resumed, f)), read(filepath.Join(whole, f)); got != want {
+			t.Errorf("resumed %s differs from the uninterrupted run's", f)
+		}
+	}
+
+	// A finished comparison rerun, from its flags or from its report.json,
+	// runs nothing and says the same.
+	for _, rerun := range [][]string{args(resumed), {"--config", filepath.Join(whole, "report.json"), "--out", resumed}} {
+		if out, _, err := runTailoringArgs(t, rerun...); err != nil || strings.ReplaceAll(out, resumed, whole) != wantOut {
+			t.Errorf("rerun %v of a finished comparison (err %v):\n%s", rerun, err, out)
+		}
+	}
+
+	// A skipped ρ is read from the log, not run again: a doctored row
+	// (its CSV cell is JSON with doubled quotes) shows in the output.
+	doctored := strings.Replace(lines[1], `""Trials"":2`, `""Trials"":7`, -1)
+	if doctored == lines[1] {
+		t.Fatalf("ρ = 1's row has no Trials 2 (CSV-quoted JSON): %s", lines[1])
+	}
+	os.WriteFile(filepath.Join(resumed, tailoring.RhoLogName), []byte(lines[0]+doctored), 0o644)
+	if out, _, err := runTailoringArgs(t, args(resumed)...); err != nil || !strings.Contains(out, "7 trials") {
+		t.Errorf("the rerun did not take ρ = 1 from the log (err %v):\n%s", err, out)
+	}
+
+	for _, changed := range [][]string{{"--ridge", "0.5"}, {"--seed", "6"}} {
+		_, _, err := runTailoringArgs(t, args(resumed, changed...)...)
+		if err == nil || !strings.Contains(err.Error(), "other settings") {
+			t.Errorf("rerun with %v: err %v, want a refusal naming other settings", changed, err)
 		}
 	}
 }
