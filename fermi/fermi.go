@@ -130,8 +130,7 @@ type DPFERMI[T nn.Float] struct {
 	clipper  dpops.Clipper[T]
 	w        *wBlock[T]
 	probs    []T
-	loss     []T
-	dl       []T
+	pass     trainer.Pass[T] // the loss and ∂/∂logits buffers, fairness term added
 	weights  []T
 	coef     []float64
 	row      []float64
@@ -422,11 +421,9 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 	}
 	var logits []T
 	if n > 0 {
-		logits = m.Forward(b.X, n, true)
+		logits = a.pass.Forward(m, b)
 		a.probs = grow(a.probs, n*l)
 		models.Probabilities(logits, out, n, a.probs)
-		a.loss = grow(a.loss, n)
-		a.dl = grow(a.dl, n*out)
 		a.recordPsi(b)
 	}
 	if !a.Private {
@@ -435,14 +432,14 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 			for i := range a.weights {
 				a.weights[i] = T(1) / T(n)
 			}
-			m.Loss(logits, b.Labels, a.weights, a.loss, a.dl)
+			a.pass.LossGrad(m, b, logits, a.weights)
 			if a.Lambda > 0 {
-				a.addFairness(b, out, Full, a.Lambda/float64(n), a.Lambda/float64(n), a.dl, false)
+				a.addFairness(b, out, Full, a.Lambda/float64(n), a.Lambda/float64(n), a.pass.DLogits, false)
 			}
-			m.Backward(a.dl)
+			a.pass.Backward(m)
 			m.ParamGrads(nil)
 		}
-		return sum(a.loss[:n]), a.ascend()
+		return sum(a.pass.Loss[:n]), a.ascend()
 	}
 	if err := a.privateStep(m, b, logits, out); err != nil {
 		return 0, err
@@ -450,7 +447,7 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 	if err := a.acc.Step(a.StepMechanism(), 1); err != nil {
 		return 0, err
 	}
-	return sum(a.loss[:n]), a.ascend()
+	return sum(a.pass.Loss[:n]), a.ascend()
 }
 
 // privateStep computes the clipped sums (Clipped), adds θ's noise and
@@ -499,11 +496,11 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 		for i := range a.weights {
 			a.weights[i] = T(inv)
 		}
-		m.Loss(logits, b.Labels, a.weights, a.loss, a.dl)
+		a.pass.LossGrad(m, b, logits, a.weights)
 		if a.Lambda > 0 {
-			a.addFairness(b, out, NonSensitive, a.Lambda*inv, a.Lambda*inv, a.dl, false)
+			a.addFairness(b, out, NonSensitive, a.Lambda*inv, a.Lambda*inv, a.pass.DLogits, false)
 		}
-		m.Backward(a.dl)
+		a.pass.Backward(m)
 		m.ParamGrads(nil)
 	}
 	return nil
@@ -525,20 +522,18 @@ func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T,
 	if n == 0 { // an empty Poisson batch still releases noise
 		return nil, nil
 	}
-	a.dl = grow(a.dl, n*out)
-	a.loss = grow(a.loss, n)
 	if a.Scope == accounting.ScopeAll {
-		m.Loss(logits, b.Labels, nil, a.loss, a.dl)
-		a.addFairness(b, out, Full, a.Lambda, 1, a.dl, true)
+		a.pass.LossGrad(m, b, logits, nil)
+		a.addFairness(b, out, Full, a.Lambda, 1, a.pass.DLogits, true)
 	} else {
-		clear(a.dl)
+		a.pass.Zero(m, b) // only the fairness term is back-propagated
 		thetaScale := a.Lambda
 		if a.lambdaAfterClip() {
 			thetaScale = 1
 		}
-		a.addFairness(b, out, Sensitive, thetaScale, 1, a.dl, true)
+		a.addFairness(b, out, Sensitive, thetaScale, 1, a.pass.DLogits, true)
 	}
-	m.Backward(a.dl)
+	a.pass.Backward(m)
 	if a.WWeight == 0 { // --calibration paper: W's part is bounded without clipping
 		a.w.ParamGrads(nil)
 		return a.clipper.Clip(n, dpops.Flat(a.Clip), m)

@@ -15,8 +15,10 @@
 // from its spec) and is not written to a checkpoint. The interface lives
 // here, where it is consumed, rather than in models: the loop and the
 // algorithms are its only users, and models.Model is one implementation.
-// Pass is the one forward/loss/backward pass that SGD and DP-SGD (and so
-// DPSGD-F and Naïve) begin a step with.
+// Pass is the one forward/loss/backward pass every algorithm begins a step
+// with: SGD and DP-SGD (and so DPSGD-F and Naïve) call Run; DP-FERMI calls
+// its parts (Forward, LossGrad or Zero, Backward) to add its fairness term
+// to ∂loss/∂logits before back-propagating.
 //
 // DPSGD is the one DP-SGD. DPSGD-F and Naïve are DPSGD with a ClipPolicy
 // (each sample's clip factor from its norm and group, the sum's

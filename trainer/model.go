@@ -72,9 +72,15 @@ func modelName[T nn.Float](m Model[T]) string {
 // Pass is the forward, loss and backward pass every Step begins with, with
 // its buffers kept between steps: one implementation for every algorithm,
 // so that they all read a batch the same way.
+//
+// Run is the whole pass. An algorithm that changes ∂loss/∂logits before
+// back-propagating (DP-FERMI adds its fairness term there), or that
+// back-propagates more than once from one forward pass, calls its parts
+// instead: Forward, then LossGrad or Zero, its own additions to DLogits,
+// then Backward.
 type Pass[T nn.Float] struct {
-	Loss    []T // each sample's (weighted) loss from the last Run
-	DLogits []T // ∂loss/∂logits from the last Run
+	Loss    []T // each sample's (weighted) loss from the last LossGrad
+	DLogits []T // ∂loss/∂logits from the last LossGrad (zero after Zero)
 }
 
 // Run runs batch b through m in training mode, computes the per-sample
@@ -82,14 +88,53 @@ type Pass[T nn.Float] struct {
 // ready for clipping or ParamGrads. It returns the sum of the weighted
 // losses; an empty batch does nothing and returns 0.
 func (p *Pass[T]) Run(m Model[T], b Batch[T], weight []T) float64 {
+	loss := p.LossGrad(m, b, p.Forward(m, b), weight)
+	p.Backward(m)
+	return loss
+}
+
+// Forward runs batch b through m in training mode and returns the logits
+// (nil for an empty batch, which runs nothing).
+func (p *Pass[T]) Forward(m Model[T], b Batch[T]) []T {
 	n := b.N()
-	p.Loss = grow(p.Loss, n)
-	p.DLogits = grow(p.DLogits, n*m.OutDim())
 	if n == 0 {
+		return nil
+	}
+	return m.Forward(b.X, n, true)
+}
+
+// LossGrad computes, from logits (m's training-mode output for b), each
+// sample's loss (weight nil: 1 each) into p.Loss and ∂loss/∂logits into
+// p.DLogits, and returns the sum of the weighted losses (0 for an empty
+// batch).
+func (p *Pass[T]) LossGrad(m Model[T], b Batch[T], logits []T, weight []T) float64 {
+	if !p.size(m, b.N()) {
 		return 0
 	}
-	logits := m.Forward(b.X, n, true)
 	m.Loss(logits, b.Labels, weight, p.Loss, p.DLogits)
-	m.Backward(p.DLogits)
 	return sum(p.Loss)
+}
+
+// Zero sizes p's buffers for b and zeroes them, in place of LossGrad for a
+// backward pass of terms other than the loss.
+func (p *Pass[T]) Zero(m Model[T], b Batch[T]) {
+	p.size(m, b.N())
+	clear(p.Loss)
+	clear(p.DLogits)
+}
+
+// Backward back-propagates p.DLogits through m (after LossGrad or Zero for
+// the same batch), leaving m's taps ready for clipping or ParamGrads; after
+// an empty batch it does nothing.
+func (p *Pass[T]) Backward(m Model[T]) {
+	if len(p.Loss) > 0 {
+		m.Backward(p.DLogits)
+	}
+}
+
+// size sizes p's buffers for n samples of m and reports whether n > 0.
+func (p *Pass[T]) size(m Model[T], n int) bool {
+	p.Loss = grow(p.Loss, n)
+	p.DLogits = grow(p.DLogits, n*m.OutDim())
+	return n > 0
 }
