@@ -163,4 +163,15 @@ func TestCustomModelRefusals(t *testing.T) {
 	if _, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](mine)); err == nil || !strings.Contains(err.Error(), "rebuild") {
 		t.Errorf("steffle with a model of one's own: %v, want a refusal", err)
 	}
+	// A *models.Model whose layers are not the network Config names (the
+	// silos build the zoo logistic regression) is refused before a round.
+	rng := rand.New(rand.NewPCG(1, 2))
+	hidden, out := nn.NewLinear[float64](job.Train.Dim, 4), nn.NewLinear[float64](4, 1)
+	hidden.Init(rng)
+	out.Init(rng)
+	other := &models.Model[float64]{Arch: "my-mlp", InShape: []int{job.Train.Dim}, Classes: 2,
+		Layers: []nn.Layer[float64]{hidden, nn.NewReLU[float64](), out}}
+	if _, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](other)); err == nil || !strings.Contains(err.Error(), "differ from the silos'") {
+		t.Errorf("steffle with another network than Config's: %v, want a refusal naming the layers", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
@@ -185,6 +186,13 @@ func (a *Steffle[T]) Step(m trainer.Model[T], _ trainer.Batch[T]) (float64, erro
 		// caller's code can build has no spec to rebuild it from.
 		return 0, fmt.Errorf("steffle: the model is a %T; its silos rebuild the model from a spec, so it must be a *models.Model", m)
 	}
+	if got, want := layerNames(mm), layerNames(a.Silos[0].model); !slices.Equal(got, want) {
+		// Each silo trains the network it built from Config; a different
+		// network here would otherwise fail later as a θ-length mismatch,
+		// or silently train another network on the silos.
+		return 0, fmt.Errorf("steffle: the model's layers %v differ from the silos' %v (built from the configuration, %s); SteFFLe trains the network Config names",
+			got, want, a.Silos[0].info.Spec)
+	}
 	a.server.Model = mm
 	loss, msgs, err := a.server.exchange(context.Background())
 	if err != nil {
@@ -283,4 +291,14 @@ func (a *Steffle[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.R
 		"per_silo": a.SiloPrivacy(), "lanes": lanes,
 		"weighting": "lane messages averaged with weights ñ_i / n (record counts)"}
 	return nil
+}
+
+// layerNames lists m's layers by name ("Linear(102→8)", "ReLU", …): two
+// models with the same list compute the same function of the same θ.
+func layerNames[T nn.Float](m *models.Model[T]) []string {
+	names := make([]string, len(m.Layers))
+	for i, l := range m.Layers {
+		names[i] = l.Name()
+	}
+	return names
 }
