@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -395,12 +396,7 @@ func ApplyPreset(cfg *Config, name string) error {
 
 // PresetNames lists the registered presets, sorted.
 func PresetNames() []string {
-	var s []string
-	for k := range presets {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
+	return slices.Sorted(maps.Keys(presets))
 }
 
 // MarshalJSON writes an infinite ε as the string "inf" (JSON has no ∞).

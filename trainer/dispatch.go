@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"math"
-	"sort"
 
 	"fairdp/atomicfile"
 	"fairdp/metrics"
@@ -58,12 +59,7 @@ func newSGD[T nn.Float](job *Job) (Algorithm[T], error) {
 
 // AlgorithmNames lists the values --algo accepts.
 func AlgorithmNames() []string {
-	var s []string
-	for k := range algorithms {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
+	return slices.Sorted(maps.Keys(algorithms))
 }
 
 // groupAlgorithms are the algorithms defined in terms of several sensitive

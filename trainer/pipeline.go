@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // Pipeline runs one configuration that is not an SGD-family Algorithm
@@ -31,12 +32,7 @@ func RegisterPipeline(name string, p Pipeline) {
 
 // PipelineNames lists the registered pipelines.
 func PipelineNames() []string {
-	var s []string
-	for k := range pipelines {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
+	return slices.Sorted(maps.Keys(pipelines))
 }
 
 // RunConfig runs whatever cfg.Algo names, an algorithm or a pipeline,
