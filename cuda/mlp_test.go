@@ -32,6 +32,7 @@ type cpuNet struct {
 	buffers []noiseBuffer // DPSGDStep's parameter buffers, stream k = index k
 	classes int           // logits per sample
 	clip    dpops.Clipper[float32]
+	opt     nn.Optimizer[float32] // nil: nn.SGD at the step's LR
 }
 
 // noiseBuffer is one of DeviceNet's noised buffers: a parameter, or a
@@ -125,20 +126,27 @@ func (m *cpuNet) step(t *testing.T, x []float32, labels []int32, s DPSGDStep) fl
 		g = m.layers[i].Backward(g, i > 0)
 	}
 	nn.ZeroGrads(m.params)
-	if _, err := m.clip.Clip(n, dpops.Flat(s.Clip), m.blocks...); err != nil {
+	std := s.NoiseStd
+	if s.Group != nil {
+		std = m.groupStep(t, n, s)
+	} else if _, err := m.clip.Clip(n, dpops.Flat(s.Clip), m.blocks...); err != nil {
 		t.Fatal(err)
 	}
 	for k, b := range m.buffers {
 		seed := s.Seed
 		seed.Stream = uint32(k)
-		b.noise(t, s.NoiseStd, seed)
+		b.noise(t, std, seed)
 	}
 	for _, p := range m.params {
 		for i := range p.Grad {
 			p.Grad[i] *= float32(s.Scale)
 		}
 	}
-	nn.NewSGD(s.LR).Step(m.params)
+	opt := m.opt
+	if opt == nil {
+		opt = nn.NewSGD(s.LR)
+	}
+	opt.Step(m.params)
 	sum := 0.0
 	for _, v := range loss {
 		sum += float64(v)
