@@ -19,7 +19,7 @@ import (
 // moments and step count) lives on the device next to the parameters.
 type Optimizer struct {
 	Kind        string  // "sgd" (or "") or "adam"
-	Momentum    float32 // sgd: μ in [0, 1); 0 is plain SGD
+	Momentum    float32 // sgd: μ (finite; nn.SGD takes any); 0 is plain SGD
 	Beta1       float32 // adam: β1 in [0, 1)
 	Beta2       float32 // adam: β2 in [0, 1)
 	Eps         float32 // adam: ε > 0
@@ -31,8 +31,8 @@ func (o Optimizer) Validate() error {
 	in01 := func(v float32) bool { return v >= 0 && v < 1 }
 	switch o.Kind {
 	case "", "sgd":
-		if !in01(o.Momentum) {
-			return fmt.Errorf("cuda: Optimizer.Momentum %v, want a number in [0, 1)", o.Momentum)
+		if math.IsNaN(float64(o.Momentum)) || math.IsInf(float64(o.Momentum), 0) {
+			return fmt.Errorf("cuda: Optimizer.Momentum %v, want a finite number", o.Momentum)
 		}
 	case "adam":
 		if !in01(o.Beta1) || !in01(o.Beta2) || !(o.Eps > 0) || math.IsInf(float64(o.Eps), 0) {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"fairdp/dpops"
 	"fairdp/nn"
@@ -357,7 +358,56 @@ func TestDeviceNetGroupClipRefusals(t *testing.T) {
 	}
 	wantErr(t, net.SetOptimizer(Optimizer{Kind: "adam", Beta1: 1, Beta2: 0.9, Eps: 1e-8}), "want β1, β2 in [0, 1)")
 	wantErr(t, net.SetOptimizer(Optimizer{Kind: "rmsprop"}), `Kind "rmsprop"`)
-	wantErr(t, net.SetOptimizer(Optimizer{Momentum: -0.1}), "Momentum -0.1")
+	wantErr(t, net.SetOptimizer(Optimizer{Momentum: float32(math.Inf(1))}), "Momentum +Inf")
 	must(t, step(&GroupClip{Groups: []int32{0, 1, 1}, Count: 2, Rule: ok}))
 	wantErr(t, net.SetOptimizer(Optimizer{Kind: "sgd", Momentum: 0.9}), "after 1 steps")
+}
+
+// trafficDevice counts the bytes copied between host and device.
+type trafficDevice struct {
+	Device
+	up, down int64
+}
+
+func (d *trafficDevice) CopyToDevice(dst DevicePtr, src unsafe.Pointer, bytes int64) error {
+	d.up += bytes
+	return d.Device.CopyToDevice(dst, src, bytes)
+}
+
+func (d *trafficDevice) CopyToHost(dst unsafe.Pointer, src DevicePtr, bytes int64) error {
+	d.down += bytes
+	return d.Device.CopyToHost(dst, src, bytes)
+}
+
+// A step with a group clip and Adam sends nothing per sample to the host:
+// the clip check (two int32), the per-group counts (2K int32) and the loss
+// sum (one float32), whatever the batch size; it uploads the batch, its
+// labels and groups and the rule's 2K float64.
+func TestDeviceNetGroupClipTraffic(t *testing.T) {
+	dev := &trafficDevice{Device: deviceUnderTest(t)}
+	r := rand.New(rand.NewPCG(71, 72))
+	sizes := []int{6, 8, 1}
+	net, err := NewDeviceMLP(dev, sizes, newCPUMLP(r, sizes).values())
+	must(t, err)
+	defer net.Close()
+	must(t, net.SetOptimizer(Optimizer{Kind: "adam", Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}))
+	const k = 4
+	rule := &testRule{clip: 1}
+	for _, n := range []int{300, 20, 301} { // 301: the buffers grow
+		x, y := mlpBatch(r, n, sizes[0], 2)
+		groups := make([]int32, n)
+		for i := range groups {
+			groups[i] = int32(i % k)
+		}
+		dev.up, dev.down = 0, 0
+		_, err := net.Step(x, y, DPSGDStep{Clip: 1, Scale: 0.1, LR: 0.01, Seed: NewNoiseSeed(r),
+			Group: &GroupClip{Groups: groups, Count: k, Rule: rule.rule}})
+		must(t, err)
+		if want := int64(2*4 + 2*k*4 + 4); dev.down != want {
+			t.Errorf("n=%d: %d bytes came to the host, want %d (clip check, counts, loss)", n, dev.down, want)
+		}
+		if want := int64(4*n*sizes[0] + 4*n + 4*n + 16*k); dev.up != want {
+			t.Errorf("n=%d: %d bytes went to the device, want %d (batch, labels, groups, rule)", n, dev.up, want)
+		}
+	}
 }
