@@ -250,27 +250,32 @@ func syntheticImages(n, c, h, w int, r *rand.Rand) *loaders.Dataset {
 }
 
 // DP-SGD on the MNIST CNN (three classes, one epoch) on the emulated
-// device agrees with the CPU engine on 96 synthetic 16×16 images; with
-// FAIRDP_FULL=1 also the VGG-like CNN on 64 3×16×16 images (half a
-// minute) and the MNIST CNN on 2,000 28×28 images at batch 64 (minutes).
+// device agrees with the CPU engine on 96 synthetic 16×16 images, and
+// DPSGD-F with Adam on 48 of them; with FAIRDP_FULL=1 also the VGG-like
+// CNN on 64 3×16×16 images (half a minute) and the MNIST CNN on 2,000
+// 28×28 images at batch 64 (minutes).
 func TestOnDeviceCNNMatchesCPU(t *testing.T) {
 	for _, tc := range []struct {
-		model           string
-		n, c, hw, batch int
-		full            bool
+		model, algo, optimizer string
+		n, c, hw, batch        int
+		full                   bool
 	}{
-		{"mnist-cnn", 96, 1, 16, 16, false},
-		{"vgg", 64, 3, 16, 16, true},
-		{"mnist-cnn", 2000, 1, 28, 64, true},
+		{"mnist-cnn", "dpsgd", "sgd", 96, 1, 16, 16, false},
+		{"mnist-cnn", "dpsgdf", "adam", 48, 1, 16, 16, false},
+		{"vgg", "dpsgd", "sgd", 64, 3, 16, 16, true},
+		{"mnist-cnn", "dpsgd", "sgd", 2000, 1, 28, 64, true},
 	} {
-		t.Run(fmt.Sprintf("%s/%d×%d×%d×%d", tc.model, tc.n, tc.c, tc.hw, tc.hw), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/%d×%d×%d×%d", tc.model, tc.algo, tc.optimizer, tc.n, tc.c, tc.hw, tc.hw), func(t *testing.T) {
 			if tc.full && os.Getenv("FAIRDP_FULL") == "" {
 				t.Skip("set FAIRDP_FULL=1 for the larger CNN runs (minutes on the emulator)")
 			}
 			r := rand.New(rand.NewPCG(5, uint64(tc.n)))
 			data := [2]*loaders.Dataset{syntheticImages(tc.n, tc.c, tc.hw, tc.hw, r), syntheticImages(32, tc.c, tc.hw, tc.hw, r)}
-			cfg := deviceConfig("dpsgd")
-			cfg.Dataset, cfg.Model, cfg.Limit, cfg.Batch = "synthetic-images", tc.model, 0, tc.batch
+			cfg := deviceConfig(tc.algo)
+			cfg.Dataset, cfg.Model, cfg.Limit, cfg.Batch, cfg.Optimizer = "synthetic-images", tc.model, 0, tc.batch, tc.optimizer
+			if tc.optimizer == "adam" {
+				cfg.LR = 0.01
+			}
 			compareDeviceRuns(t, cfg, &data)
 		})
 	}
