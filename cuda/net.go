@@ -184,7 +184,7 @@ func (net *DeviceNet) grow(n int) error {
 			return err
 		}
 	}
-	if n <= net.capacity {
+	if n <= net.capacity && net.a != nil { // an empty first batch still needs the buffers
 		return nil
 	}
 	if err := net.dev.Synchronize(); err != nil {

@@ -411,3 +411,32 @@ func TestDeviceNetGroupClipTraffic(t *testing.T) {
 		}
 	}
 }
+
+// A run whose first Poisson batch is empty: the step still adds noise and
+// updates (Adam's first step included), as the CPU engine does.
+func TestDeviceNetEmptyFirstBatch(t *testing.T) {
+	dev := deviceUnderTest(t)
+	cnn := cnnPlan{name: "cnn", c: 1, h: 8, w: 8, convs: []ConvGeom{{OutC: 3, K: 3, Stride: 1}}, pools: []int{2}, classes: 3}
+	r := rand.New(rand.NewPCG(73, 74))
+	cpu, spec := cnn.build(r)
+	cpu.opt = &nn.Adam[float32]{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	net, err := NewDeviceNet(dev, spec)
+	must(t, err)
+	defer net.Close()
+	must(t, net.SetOptimizer(Optimizer{Kind: "adam", Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}))
+	noise := rand.New(rand.NewPCG(75, 76))
+	for step, n := range []int{0, 5} {
+		x, y := mlpBatch(r, n, 64, 3)
+		s := DPSGDStep{Clip: 1, NoiseStd: 0.5, Scale: 0.1, LR: 0.01, Seed: NewNoiseSeed(noise),
+			Group: &GroupClip{Groups: make([]int32, n), Count: 2, Rule: (&testRule{clip: 1}).rule}}
+		if _, err := net.Step(x, y, s); err != nil {
+			t.Fatalf("step %d (n=%d): %v", step, n, err)
+		}
+		cpu.step(t, x, y, s)
+		got, err := net.Params()
+		must(t, err)
+		for j, p := range cpu.params {
+			near(t, fmt.Sprintf("step %d (n=%d) parameter %d", step, n, j), got[j], widen(p.Value), 1e-4, rms(p.Value))
+		}
+	}
+}
