@@ -279,16 +279,7 @@ func TestDeviceNetGroupClipAndOptimizers(t *testing.T) {
 								s.Group = &GroupClip{Groups: groups, Count: k, Rule: devRule.rule}
 								cs.Group = &GroupClip{Groups: groups, Count: k, Rule: cpuRule.rule}
 							}
-							loss, err := net.Step(x, y, s)
-							must(t, err)
-							if want := cpu.step(t, x, y, cs); math.Abs(loss-want) > 1e-4*math.Max(1, math.Abs(want)) {
-								t.Errorf("step %d (n=%d): loss sum %v, CPU engine %v", step, n, loss, want)
-							}
-							got, err := net.Params()
-							must(t, err)
-							for j, p := range cpu.params {
-								near(t, fmt.Sprintf("step %d (n=%d) parameter %d", step, n, j), got[j], widen(p.Value), 1e-4, rms(p.Value))
-							}
+							stepBoth(t, net, cpu, step, x, y, s, cs)
 						}
 						if group {
 							calls = [2][][]int32{devRule.calls, cpuRule.calls}
@@ -328,12 +319,8 @@ func TestDeviceNetGroupClipAndOptimizers(t *testing.T) {
 // settings or chosen after the first step.
 func TestDeviceNetGroupClipRefusals(t *testing.T) {
 	dev := deviceUnderTest(t)
-	r := rand.New(rand.NewPCG(69, 70))
-	sizes := []int{5, 4, 1}
-	cpu := newCPUMLP(r, sizes)
-	net, err := NewDeviceMLP(dev, sizes, cpu.values())
-	must(t, err)
-	defer net.Close()
+	cpu, net := newTestMLP(t, dev, rand.New(rand.NewPCG(69, 70)), []int{5, 4, 1})
+	r := rand.New(rand.NewPCG(77, 78))
 	x, y := mlpBatch(r, 3, 5, 2)
 	ok := func(above, atMost []int32) (GroupRule, error) {
 		return GroupRule{Bounds: []float64{1, 1}, Weights: []float64{1, 1}, NoiseStd: 1}, nil
@@ -387,9 +374,7 @@ func TestDeviceNetGroupClipTraffic(t *testing.T) {
 	dev := &trafficDevice{Device: deviceUnderTest(t)}
 	r := rand.New(rand.NewPCG(71, 72))
 	sizes := []int{6, 8, 1}
-	net, err := NewDeviceMLP(dev, sizes, newCPUMLP(r, sizes).values())
-	must(t, err)
-	defer net.Close()
+	_, net := newTestMLP(t, dev, r, sizes)
 	must(t, net.SetOptimizer(Optimizer{Kind: "adam", Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}))
 	const k = 4
 	rule := &testRule{clip: 1}
@@ -429,14 +414,6 @@ func TestDeviceNetEmptyFirstBatch(t *testing.T) {
 		x, y := mlpBatch(r, n, 64, 3)
 		s := DPSGDStep{Clip: 1, NoiseStd: 0.5, Scale: 0.1, LR: 0.01, Seed: NewNoiseSeed(noise),
 			Group: &GroupClip{Groups: make([]int32, n), Count: 2, Rule: (&testRule{clip: 1}).rule}}
-		if _, err := net.Step(x, y, s); err != nil {
-			t.Fatalf("step %d (n=%d): %v", step, n, err)
-		}
-		cpu.step(t, x, y, s)
-		got, err := net.Params()
-		must(t, err)
-		for j, p := range cpu.params {
-			near(t, fmt.Sprintf("step %d (n=%d) parameter %d", step, n, j), got[j], widen(p.Value), 1e-4, rms(p.Value))
-		}
+		stepBoth(t, net, cpu, step, x, y, s, s)
 	}
 }
