@@ -94,7 +94,7 @@ EMU_TAGS := -tags cudaemu$(if $(filter openblas,$(BLAS)),$(comma)openblas)
 # unchanged for the CPU by the system C++ compiler (g++), run through the same Device seam
 # and DeviceBackend a GPU runs; every kernel test and the emulator's own tests. Needs g++, not
 # the CUDA toolkit, and takes seconds; part of `make test`. Then the trainer's and the command's
-# end-to-end runs on the emulated device (`fairdp train --device cuda`, SGD and DP-SGD against
+# end-to-end runs on the emulated device (`fairdp train --device cuda`: SGD, DP-SGD, DPSGD-F, Naïve, momentum and Adam against
 # the CPU engine): only those tests (-run OnDevice), the rest of both suites runs in `make test`.
 test-gpu-emulated:
 	$(GO) vet $(EMU_TAGS) ./cuda/... ./trainer/ ./cmd/fairdp/

@@ -28,9 +28,14 @@
 //     and max-pool layers; sigmoid or softmax cross-entropy: fairdp's
 //     logistic model, MLP, MNIST CNN and VGG-like CNN, NewDeviceMLP for the
 //     first two) whose DP-SGD step uploads only the batch: parameters,
-//     activations, taps, norms and gradients stay on the device. DeviceConv
-//     is its convolution layer (forward, input gradient, per-sample norms,
-//     clipped sum).
+//     activations, taps, norms, gradients and the optimizer's state
+//     (Optimizer: plain SGD, momentum or Adam, nn's conventions) stay on the
+//     device. A step's clip is flat, or a group policy's (GroupClip: DPSGD-F,
+//     Naive): the device counts each group's norms above and at most the
+//     threshold, only those 2K counts come back, the policy (trainer's
+//     ClipPolicy, the one copy of its maths) returns a bound and a weight per
+//     group, and the device clips with them. DeviceConv is its convolution
+//     layer (forward, input gradient, per-sample norms, clipped sum).
 //
 // No GPU is available where fairdp is developed and tested. Each kernel has
 // a twin, a method of CPU with the same contract that performs the same IEEE
@@ -49,10 +54,11 @@
 //
 // OpenDevice is how the trainer gets its device for Config.Device "cuda"
 // (GPU 0 in a `cuda` build; the emulated device in a `cudaemu` test build
-// when FAIRDP_DEVICE=emu asks for it): package trainer wraps SGD and DP-SGD
-// in a step that owns a DeviceNet (trainer/ondevice.go).
+// when FAIRDP_DEVICE=emu asks for it): package trainer wraps SGD, DP-SGD,
+// DPSGD-F and Naive in a step that owns a DeviceNet (trainer/ondevice.go),
+// with any of its optimizers.
 //
-// What is not done: algorithms other than SGD and plain DP-SGD with the
-// plain SGD update on the device, evaluation on the device; see
-// bench/results/cuda.md. Nothing in this package has run on a GPU.
+// What is not done here: DP-FERMI and SteFFLe on the device, evaluation on
+// the device; see bench/results/cuda.md. Nothing in this package has run on
+// a GPU.
 package cuda

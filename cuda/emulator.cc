@@ -41,6 +41,10 @@ static const Kernel kernels[] = {
     kernel("fairdp_sigmoid_bce", fairdp_sigmoid_bce),
     kernel("fairdp_softmax_ce", fairdp_softmax_ce),
     kernel("fairdp_sgd_step", fairdp_sgd_step),
+    kernel("fairdp_momentum_step", fairdp_momentum_step),
+    kernel("fairdp_adam_step", fairdp_adam_step),
+    kernel("fairdp_group_counts", fairdp_group_counts),
+    kernel("fairdp_group_clip_factors", fairdp_group_clip_factors),
     // the emulator's own tests (emu/test_kernels.cu)
     kernel("emu_test_coords", emu_test_coords),
     kernel("emu_test_reverse", emu_test_reverse),

@@ -19,7 +19,10 @@ var ptxModules = map[string][]string{
 		"fairdp_im2col", "fairdp_col2im", "fairdp_bias_add", "fairdp_relu_forward", "fairdp_relu_backward",
 		"fairdp_maxpool_forward", "fairdp_maxpool_backward",
 	},
-	"train": {"fairdp_fill_u32", "fairdp_sigmoid_bce", "fairdp_softmax_ce", "fairdp_sgd_step"},
+	"train": {
+		"fairdp_fill_u32", "fairdp_sigmoid_bce", "fairdp_softmax_ce", "fairdp_sgd_step", "fairdp_momentum_step",
+		"fairdp_adam_step", "fairdp_group_counts", "fairdp_group_clip_factors",
+	},
 }
 
 // ptxArchs are the targets `make ptx` builds, newest first. A device runs the

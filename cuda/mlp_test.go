@@ -32,6 +32,7 @@ type cpuNet struct {
 	buffers []noiseBuffer // DPSGDStep's parameter buffers, stream k = index k
 	classes int           // logits per sample
 	clip    dpops.Clipper[float32]
+	opt     nn.Optimizer[float32] // nil: nn.SGD at the step's LR
 }
 
 // noiseBuffer is one of DeviceNet's noised buffers: a parameter, or a
@@ -125,25 +126,63 @@ func (m *cpuNet) step(t *testing.T, x []float32, labels []int32, s DPSGDStep) fl
 		g = m.layers[i].Backward(g, i > 0)
 	}
 	nn.ZeroGrads(m.params)
-	if _, err := m.clip.Clip(n, dpops.Flat(s.Clip), m.blocks...); err != nil {
+	std := s.NoiseStd
+	if s.Group != nil {
+		std = m.groupStep(t, n, s)
+	} else if _, err := m.clip.Clip(n, dpops.Flat(s.Clip), m.blocks...); err != nil {
 		t.Fatal(err)
 	}
 	for k, b := range m.buffers {
 		seed := s.Seed
 		seed.Stream = uint32(k)
-		b.noise(t, s.NoiseStd, seed)
+		b.noise(t, std, seed)
 	}
 	for _, p := range m.params {
 		for i := range p.Grad {
 			p.Grad[i] *= float32(s.Scale)
 		}
 	}
-	nn.NewSGD(s.LR).Step(m.params)
+	opt := m.opt
+	if opt == nil {
+		opt = nn.NewSGD(s.LR)
+	}
+	opt.Step(m.params)
 	sum := 0.0
 	for _, v := range loss {
 		sum += float64(v)
 	}
 	return sum
+}
+
+// stepBoth runs one step on the device (s) and on the CPU engine (cs: s,
+// or s with the CPU's own copy of a group rule) and checks that the loss
+// sums and then every parameter agree to 1e-4 relative.
+func stepBoth(t *testing.T, net *DeviceNet, cpu *cpuNet, step int, x []float32, y []int32, s, cs DPSGDStep) {
+	t.Helper()
+	n := len(y)
+	loss, err := net.Step(x, y, s)
+	if err != nil {
+		t.Fatalf("step %d (n=%d): %v", step, n, err)
+	}
+	if want := cpu.step(t, x, y, cs); math.Abs(loss-want) > 1e-4*math.Max(1, math.Abs(want)) {
+		t.Errorf("step %d (n=%d): loss sum %v, CPU engine %v", step, n, loss, want)
+	}
+	got, err := net.Params()
+	must(t, err)
+	for k, p := range cpu.params {
+		near(t, fmt.Sprintf("step %d (n=%d) parameter %d", step, n, k), got[k], widen(p.Value), 1e-4, rms(p.Value))
+	}
+}
+
+// newTestMLP is an MLP of the given sizes on the CPU engine and the same
+// model on dev, closed when the test ends.
+func newTestMLP(t *testing.T, dev Device, r *rand.Rand, sizes []int) (*cpuNet, *DeviceNet) {
+	t.Helper()
+	cpu := newCPUMLP(r, sizes)
+	net, err := NewDeviceMLP(dev, sizes, cpu.values())
+	must(t, err)
+	t.Cleanup(func() { must(t, net.Close()) })
+	return cpu, net
 }
 
 // mlpBatch draws a batch of n samples with a learnable label of classes
@@ -175,35 +214,12 @@ func TestDeviceMLPMatchesCPUEngine(t *testing.T) {
 		t.Run(fmt.Sprint(sizes), func(t *testing.T) {
 			run := func() ([][]float32, *cpuNet) {
 				r := rand.New(rand.NewPCG(41, uint64(len(sizes))))
-				cpu := newCPUMLP(r, sizes)
-				m, err := NewDeviceMLP(dev, sizes, cpu.values())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer func() {
-					if err := m.Close(); err != nil {
-						t.Error(err)
-					}
-				}()
+				cpu, m := newTestMLP(t, dev, r, sizes)
 				noise := rand.New(rand.NewPCG(43, 44))
 				for step, n := range []int{37, 1, 0, 64, 23} {
 					x, y := mlpBatch(r, n, sizes[0], classes)
 					s := DPSGDStep{Clip: 0.5, NoiseStd: 0.5 * 1.1, Scale: 1.0 / 32, LR: 0.1, Seed: NewNoiseSeed(noise)}
-					loss, err := m.Step(x, y, s)
-					if err != nil {
-						t.Fatal(err)
-					}
-					wantLoss := cpu.step(t, x, y, s)
-					if math.Abs(loss-wantLoss) > 1e-4*math.Max(1, math.Abs(wantLoss)) {
-						t.Errorf("step %d (n=%d): loss sum %v, CPU engine %v", step, n, loss, wantLoss)
-					}
-					got, err := m.Params()
-					if err != nil {
-						t.Fatal(err)
-					}
-					for k, p := range cpu.params {
-						near(t, fmt.Sprintf("step %d (n=%d) parameter %d", step, n, k), got[k], widen(p.Value), 1e-4, rms(p.Value))
-					}
+					stepBoth(t, m, cpu, step, x, y, s, s)
 				}
 				x, _ := mlpBatch(r, 9, sizes[0], classes)
 				logits, err := m.Logits(x)

@@ -12,14 +12,18 @@ import (
 // and the sigmoid cross-entropy (two classes) or one logit per class and the
 // softmax cross-entropy. Parameters, activations, the layers' taps,
 // per-sample norms, gradients and the step's scratch stay in device memory
-// for the model's life; a DP-SGD step uploads only the batch's inputs and
-// labels and brings back two ints (the clip checks, before any update) and
-// one float (the summed loss).
+// for the model's life, as does the optimizer's state (SetOptimizer:
+// momentum, Adam); a DP-SGD step uploads only the batch's inputs and labels
+// and brings back two ints (the clip checks, before any update) and one
+// float (the summed loss). A step with a group clip (DPSGD-F, Naive) also
+// uploads each sample's group, brings back two counts per group and
+// uploads the policy's bound and weight per group: nothing per sample
+// leaves the device.
 //
 // It is the device-resident half of issue 16 (NewDeviceMLP builds fairdp's
 // logistic model and MLP; a CNN is its convolution, ReLU and pool layers);
-// the trainer's Device "cuda" runs its SGD and DP-SGD on one (package
-// trainer, ondevice.go; see bench/results/cuda.md).
+// the trainer's Device "cuda" runs its SGD, DP-SGD, DPSGD-F and Naive on
+// one (package trainer, ondevice.go; see bench/results/cuda.md).
 type DeviceNet struct {
 	arena  // dev and the model's allocations
 	layers []netLayer
@@ -38,6 +42,8 @@ type DeviceNet struct {
 	sum      DevicePtr
 	params   int // arena mark: what comes after are batch buffers
 	released bool
+	opt      optState     // the optimizer and its device state
+	grp      groupBuffers // a group clip's buffers
 }
 
 // NetLayer describes one layer of a DeviceNet.
@@ -59,14 +65,22 @@ type NetLayer struct {
 // DPSGDStep is one DP-SGD step's settings, as trainer.DPSGD applies them:
 // every sample's whole gradient clipped to Clip, N(0, NoiseStd²) added to
 // each coordinate of the clipped sum (NoiseStd = σ·C), the result scaled by
-// Scale (1 / expected batch size) and applied by SGD with rate LR. The noise
-// is Philox4x32-10 under Seed (drawn fresh per step with NewNoiseSeed),
+// Scale (1 / expected batch size) and applied with rate LR by the net's
+// Optimizer (plain SGD unless SetOptimizer chose another). The noise is
+// Philox4x32-10 under Seed (drawn fresh per step with NewNoiseSeed),
 // parameter buffer k on stream k: a linear layer's weight then bias, a
 // convolution's [W | b] as one outC×(ckk+1) buffer.
+//
+// With Group set the clip is a group policy's (DPSGD-F, Naive): Clip is
+// then the threshold of the per-group counts the policy reads, and its rule
+// sets each sample's factor and the noise std (see GroupClip).
 type DPSGDStep struct {
 	Clip, NoiseStd, Scale float64
 	LR                    float32
 	Seed                  NoiseSeed
+	Group                 *GroupClip
+
+	opt *optState // set by Step: the update releaseBuffer applies
 }
 
 // netLayer is a layer on the device: its step given its input and output
@@ -170,7 +184,7 @@ func (net *DeviceNet) grow(n int) error {
 			return err
 		}
 	}
-	if n <= net.capacity {
+	if n <= net.capacity && net.a != nil { // an empty first batch still needs the buffers
 		return nil
 	}
 	if err := net.dev.Synchronize(); err != nil {
@@ -260,6 +274,11 @@ func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, e
 	if !(s.Clip > 0) || math.IsInf(s.Clip, 0) || !(s.Scale > 0) || math.IsInf(s.Scale, 0) || !(s.LR >= 0) {
 		return 0, fmt.Errorf("cuda: DPSGDStep Clip %v, Scale %v, LR %v: want finite Clip and Scale > 0, LR ≥ 0", s.Clip, s.Scale, s.LR)
 	}
+	if s.Group != nil {
+		if err := s.Group.check(len(labels)); err != nil {
+			return 0, err
+		}
+	}
 	n, err := net.upload(x, labels)
 	if err != nil {
 		return 0, err
@@ -313,6 +332,12 @@ func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, e
 	if int(bad[0]) < n {
 		return 0, fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad[0])
 	}
+	if s.Group != nil {
+		if s.NoiseStd, err = net.groupScales(s.Group, s.Clip, n); err != nil {
+			return 0, err
+		}
+	}
+	net.opt.dev, net.opt.steps, s.opt = d, net.opt.steps+1, &net.opt
 	// Clipped sums, then noise, scale and update, buffer k on stream k.
 	var stream uint32
 	for l, layer := range net.layers {
@@ -349,7 +374,7 @@ func (net *DeviceNet) Params() ([][]float32, error) {
 // DeviceBytes is the device memory the model holds: parameters, gradients
 // and the batch buffers for the largest batch so far.
 func (net *DeviceNet) DeviceBytes() int64 {
-	b := net.bytes()
+	b := net.bytes() + net.opt.bytes() + net.grp.bytes()
 	for _, l := range net.layers {
 		b += l.deviceBytes()
 	}
@@ -362,7 +387,7 @@ func (net *DeviceNet) Close() error {
 		return nil
 	}
 	net.released = true
-	errs := []error{net.freeFrom(0)}
+	errs := []error{net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0)}
 	for _, l := range net.layers {
 		errs = append(errs, l.close())
 	}
@@ -370,7 +395,7 @@ func (net *DeviceNet) Close() error {
 }
 
 // releaseBuffer noises grad (count values) on stream, then scales it and
-// applies it to w by SGD.
+// applies it to w with the net's optimizer (optState.update).
 func releaseBuffer(d Device, w, grad DevicePtr, count int, s DPSGDStep, stream uint32) error {
 	seed := s.Seed
 	seed.Stream = stream
@@ -380,7 +405,7 @@ func releaseBuffer(d Device, w, grad DevicePtr, count int, s DPSGDStep, stream u
 			return err
 		}
 	}
-	return launch1(d, "fairdp_sgd_step", count, Ptr(w), Ptr(grad), Int(count), F32(float32(s.Scale)), F32(s.LR))
+	return s.opt.update(d, w, grad, count, s, stream)
 }
 
 // devLinear is nn.Linear on the device: y = x·W + b as one GEMM (row-major

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -84,18 +83,7 @@ func TestDeviceNetCNNMatchesCPUEngine(t *testing.T) {
 				for step, n := range []int{9, 1, 0, 17} {
 					x, y := mlpBatch(r, n, in, classes)
 					s := DPSGDStep{Clip: 1, NoiseStd: 0.3, Scale: 1.0 / 8, LR: 0.2, Seed: NewNoiseSeed(noise)}
-					loss, err := net.Step(x, y, s)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if want := cpu.step(t, x, y, s); math.Abs(loss-want) > 1e-4*math.Max(1, math.Abs(want)) {
-						t.Errorf("step %d (n=%d): loss sum %v, CPU engine %v", step, n, loss, want)
-					}
-					got, err := net.Params()
-					must(t, err)
-					for k, q := range cpu.params {
-						near(t, fmt.Sprintf("step %d (n=%d) parameter %d", step, n, k), got[k], widen(q.Value), 1e-4, rms(q.Value))
-					}
+					stepBoth(t, net, cpu, step, x, y, s, s)
 				}
 				x, _ := mlpBatch(r, 5, in, classes)
 				logits, err := net.Logits(x)

@@ -66,6 +66,8 @@ type Algorithm[T nn.Float] struct {
 	clipped    []float64 // Adaptive: m^k, then m̃^k
 	unclipped  []float64 // Adaptive: o^k, then õ^k
 	sizes      []float64 // Naive: b^k, then b̃^k
+	ones       []float64 // Adaptive's weights: 1 per group
+	flatBounds []float64 // Naive's bounds: C0 per group
 	stats      epochStats
 	last       []float64 // C^k (Adaptive) or θ^k (Naive) of the last step
 }
@@ -110,6 +112,10 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 	k := len(cfg.Groups)
 	a.clipped, a.unclipped, a.sizes = make([]float64, k), make([]float64, k), make([]float64, k)
 	a.last = make([]float64, k)
+	a.ones, a.flatBounds = make([]float64, k), make([]float64, k)
+	for g := range k {
+		a.ones[g], a.flatBounds[g] = 1, cfg.Clip
+	}
 	a.stats.sum = make([]float64, k)
 	return a, nil
 }
@@ -206,72 +212,67 @@ func (a *Algorithm[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, er
 // groupPolicy is Naive's and Adaptive's trainer.ClipPolicy.
 type groupPolicy[T nn.Float] struct{ a *Algorithm[T] }
 
-// Scales implements trainer.ClipPolicy.
-func (p groupPolicy[T]) Scales(norms []float64, groups []int, scale []T) (float64, error) {
+// Groups implements trainer.ClipPolicy.
+func (p groupPolicy[T]) Groups() int { return len(p.a.cfg.Groups) }
+
+// Threshold implements trainer.ClipPolicy: C0, the bound Adaptive's
+// clipped and unclipped counts compare with (Naive counts both together).
+func (p groupPolicy[T]) Threshold() float64 { return p.a.cfg.Clip }
+
+// Rule implements trainer.ClipPolicy.
+func (p groupPolicy[T]) Rule(above, atMost []int) (trainer.GroupClip, error) {
 	a := p.a
-	var sens float64
+	var c trainer.GroupClip
 	var err error
 	if a.cfg.Policy == Adaptive {
-		sens, err = a.adaptiveScales(norms, groups, scale)
+		c, err = a.adaptiveRule(above, atMost)
 	} else {
-		sens, err = a.naiveScales(norms, groups, scale)
+		c, err = a.naiveRule(above, atMost)
 	}
 	if err != nil {
-		return 0, err
+		return c, err
 	}
-	a.stats.noiseSum += sens
+	a.stats.noiseSum += c.Sensitivity
 	a.stats.steps++
-	return sens, nil
+	return c, nil
 }
 
 // Mechanism implements trainer.ClipPolicy.
 func (p groupPolicy[T]) Mechanism() accounting.Mechanism { return p.a.stepMechanism() }
 
-// adaptiveScales releases m̃^k and õ^k, sets C^k and clips each sample at
-// its group's bound; the sensitivity is max_k C^k.
-func (a *Algorithm[T]) adaptiveScales(norms []float64, groups []int, scale []T) (float64, error) {
-	clear(a.clipped)
-	clear(a.unclipped)
-	for i, g := range norms {
-		if g > a.cfg.Clip {
-			a.clipped[groups[i]]++
-		} else {
-			a.unclipped[groups[i]]++
-		}
+// adaptiveRule releases m̃^k and õ^k from the counts of clipped (above C0)
+// and unclipped gradients and sets each group's bound C^k (unit weights);
+// the sensitivity is max_k C^k.
+func (a *Algorithm[T]) adaptiveRule(above, atMost []int) (trainer.GroupClip, error) {
+	for k := range a.clipped {
+		a.clipped[k], a.unclipped[k] = float64(above[k]), float64(atMost[k])
 	}
 	if err := a.release(a.clipped); err != nil {
-		return 0, err
+		return trainer.GroupClip{}, err
 	}
 	if err := a.release(a.unclipped); err != nil {
-		return 0, err
+		return trainer.GroupClip{}, err
 	}
 	bounds, allUnclipped := AdaptiveBounds(a.cfg.Clip, float64(a.cfg.Batch), a.clipped, a.unclipped)
 	if allUnclipped {
 		a.stats.allUnclipped++
 	}
-	for i, g := range norms {
-		scale[i] = T(dpops.ClipFactor(g, bounds[groups[i]]))
-	}
 	a.record(bounds)
-	return slices.Max(bounds), nil
+	return trainer.GroupClip{Bounds: bounds, Weights: a.ones, Sensitivity: slices.Max(bounds)}, nil
 }
 
-// naiveScales releases the group counts b̃^k, sets θ^k and gives each
-// sample θ^k·min(1, C0/‖g_i‖); the sensitivity is C0·max_k θ^k.
-func (a *Algorithm[T]) naiveScales(norms []float64, groups []int, scale []T) (float64, error) {
-	clear(a.sizes)
-	for _, g := range groups {
-		a.sizes[g]++
+// naiveRule releases the group counts b̃^k and sets θ^k: each sample gets
+// θ^k·min(1, C0/‖g_i‖); the sensitivity is C0·max_k θ^k.
+func (a *Algorithm[T]) naiveRule(above, atMost []int) (trainer.GroupClip, error) {
+	for k := range a.sizes {
+		a.sizes[k] = float64(above[k] + atMost[k])
 	}
 	if err := a.release(a.sizes); err != nil {
-		return 0, err
+		return trainer.GroupClip{}, err
 	}
 	theta := NaiveWeights(float64(a.cfg.Batch), a.sizes)
-	for i, g := range norms {
-		scale[i] = T(theta[groups[i]] * dpops.ClipFactor(g, a.cfg.Clip))
-	}
 	a.record(theta)
-	return a.cfg.Clip * slices.Max(theta), nil
+	return trainer.GroupClip{Bounds: a.flatBounds, Weights: theta, Sensitivity: a.cfg.Clip * slices.Max(theta)}, nil
 }
 
 // release replaces every count by its noisy release.
@@ -323,6 +324,11 @@ func (a *Algorithm[T]) countPart() accounting.Part {
 	}
 	return accounting.Part{NoiseMultiplier: a.sigma1, Sensitivity: 1, Protects: what}
 }
+
+// Core is the trainer's DP-SGD this algorithm runs with its clip policy:
+// the trainer's device step (Device cuda) runs it there, the policy's
+// decisions staying in this package.
+func (a *Algorithm[T]) Core() *trainer.DPSGD[T] { return a.core }
 
 // Receipt implements trainer.Algorithm.
 func (a *Algorithm[T]) Receipt() (accounting.Receipt, error) { return a.core.Receipt() }

@@ -18,7 +18,10 @@
 // sampling, the forward and backward pass, per-sample norms, the gradient
 // noise, σ2's calibration and the accountant are that code; this package
 // adds the noisy group counts, the bounds or weights, the joint mechanism
-// of counts and gradients, and the per-group logs and plots. Flat is
+// of counts and gradients, and the per-group logs and plots. The policy
+// reads a batch only through its per-group counts of clipped and unclipped
+// gradients, so the same code decides when the trainer runs the step on a
+// CUDA device (Core hands it the DP-SGD to run there). Flat is
 // DP-SGD itself (no policy), kept so that the Table 1 reproduction runs all
 // three variants from one Config.
 //

@@ -25,11 +25,8 @@ func TestDeviceCudaRefusals(t *testing.T) {
 		want   []string
 	}{
 		{func(c *Config) { c.Algo = "fermi" }, []string{"Algo", "no device step"}},
-		{func(c *Config) { c.Algo = "dpsgdf" }, []string{"Algo", "no device step"}},
+		{func(c *Config) { c.Algo = "steffle" }, []string{"Algo", "no device step", "dpsgdf naive"}},
 		{func(c *Config) { c.DType = "float64" }, []string{"DType", "float32 only"}},
-		{func(c *Config) { c.Optimizer = "adam" }, []string{"Optimizer", "plain SGD update"}},
-		{func(c *Config) { c.Momentum = 0.9 }, []string{"Momentum"}},
-		{func(c *Config) { c.Fair.WeightDecay = 1e-4 }, []string{"Fair.WeightDecay"}},
 		{func(c *Config) { c.Baseline = true }, []string{"Baseline"}},
 	} {
 		cfg := ok
@@ -43,6 +40,20 @@ func TestDeviceCudaRefusals(t *testing.T) {
 	}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("sgd-optimizer dpsgd on cuda: %v", err)
+	}
+	// What runs on the device since issue 16's second round: DPSGD-F and
+	// Naive, momentum, Adam and weight decay.
+	for _, mutate := range []func(*Config){
+		func(c *Config) { c.Algo = "dpsgdf" },
+		func(c *Config) { c.Algo = "naive" },
+		func(c *Config) { c.Optimizer = "adam"; c.Fair.WeightDecay = 1e-4 },
+		func(c *Config) { c.Momentum = 0.9 },
+	} {
+		cfg := ok
+		mutate(&cfg)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Device cuda with algo %s, optimizer %s, momentum %v: %v", cfg.Algo, cfg.Optimizer, cfg.Momentum, err)
+		}
 	}
 	_, err := Prepare(ok, &bytes.Buffer{})
 	if !errors.Is(err, cuda.ErrUnavailable) || !strings.Contains(err.Error(), "Device") {

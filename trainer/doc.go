@@ -21,26 +21,30 @@
 // to ∂loss/∂logits before back-propagating.
 //
 // DPSGD is the one DP-SGD. DPSGD-F and Naïve are DPSGD with a ClipPolicy
-// (each sample's clip factor from its norm and group, the sum's
-// sensitivity, the step's mechanism); sampling, norms, noise, the
-// accountant and the receipt are DPSGD's for all three. Receipt returns an
+// (from the batch's per-group counts of norms above and at most a
+// threshold: a clip bound and weight per group, the sum's sensitivity, the
+// step's mechanism); sampling, norms, noise, the accountant and the
+// receipt are DPSGD's for all three. Receipt returns an
 // error: an accountant that cannot state the guarantee fails the run, never
 // turns into a "not private" receipt.
 //
 // # On a device
 //
-// Config.Device "cuda" runs SGD and DP-SGD (float32, the plain SGD update)
-// on a CUDA device, or on package cuda's emulated device in a test build
-// (tag cudaemu, FAIRDP_DEVICE=emu): Train wraps the algorithm in a step
-// that owns a cuda.DeviceNet built from the model on its first step
-// (ondevice.go). It implements DeviceResident, so Run skips its optimizer
-// and copies the parameters back to the host model (Sync) only before each
-// epoch's evaluation, the report and the checkpoint. Sampling, the
-// accountant and the receipt are the host algorithm's; the receipt notes
-// that the noise is Philox on the device, keyed from the run's stream.
-// Config.Validate refuses what has no device step (other algorithms and
-// pipelines, float64, adam, momentum, weight decay, Baseline): a run never
-// falls back to the CPU silently.
+// Config.Device "cuda" runs SGD, DP-SGD, DPSGD-F and Naïve (float32, with
+// Config's optimizer: SGD, momentum or Adam) on a CUDA device, or on
+// package cuda's emulated device in a test build (tag cudaemu,
+// FAIRDP_DEVICE=emu): Train wraps the algorithm in a step that owns a
+// cuda.DeviceNet built from the model on its first step (ondevice.go), and
+// DPSGD hands its gradient work to it; a clip policy decides on the
+// device's per-group counts. The step implements DeviceResident, so Run
+// skips its optimizer (the update and its state are on the device) and
+// copies the parameters back to the host model (Sync) only before each
+// epoch's evaluation, the report and the checkpoint. Sampling, a policy's
+// decisions, the accountant and the receipt are the host algorithm's; the
+// receipt notes that the noise is Philox on the device, keyed from the
+// run's stream. Config.Validate refuses what has no device step (other
+// algorithms and pipelines, float64, Baseline): a run never falls back to
+// the CPU silently.
 //
 // # Library API
 //

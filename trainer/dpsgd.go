@@ -31,7 +31,7 @@ type DPSGD[T nn.Float] struct {
 	Records  int     // training records the guarantee covers (for the receipt's δ check)
 	// Policy, when set, replaces clipping every sample at Clip (see
 	// ClipPolicy); nil is DP-SGD.
-	Policy ClipPolicy[T]
+	Policy ClipPolicy
 
 	noise *rand.Rand
 	// release noises and scales the clipped sum (nil: dpops.NoiseAndScale);
@@ -42,23 +42,52 @@ type DPSGD[T nn.Float] struct {
 	clipper dpops.Clipper[T]
 	pass    Pass[T]
 	scale   []T
+	// above and atMost are a policy's per-group counts of the step.
+	above, atMost []int
+	// device, when set, runs the step's gradient work on a device
+	// (trainer/ondevice.go); sampling, the policy's decisions, the noise
+	// stream and the accountant stay here.
+	device deviceGradients[T]
+}
+
+// deviceGradients is a device that runs DP-SGD's gradient work: forward,
+// backward, per-sample norms, the clip (a's, or its policy's from the
+// per-group counts through a.groupClip), the noise keyed from a.noise, the
+// scaling and the update. It returns the batch's summed loss.
+type deviceGradients[T nn.Float] interface {
+	dpStep(a *DPSGD[T], b Batch[T]) (float64, error)
 }
 
 // ClipPolicy is how a DP-SGD step weights and clips each sample's gradient
-// and what one step then releases. DPSGD-F's group-wise bounds and Naïve's
-// group weights (package dpsgdf) are policies; DP-SGD itself clips every
-// sample at Clip.
-type ClipPolicy[T nn.Float] interface {
-	// Scales is called once per step, also for an empty batch, with each
-	// sample's gradient norm and group. It writes each sample's factor
-	// into scale (len(norms)), releasing through its own noise whatever
-	// statistics it needs, and returns the sensitivity S of the weighted
-	// sum: one record moves it by at most S, and the noise std is σ·S.
-	Scales(norms []float64, groups []int, scale []T) (sensitivity float64, err error)
+// by its group and what one step then releases. DPSGD-F's group-wise bounds
+// and Naïve's group weights (package dpsgdf) are policies; DP-SGD itself
+// clips every sample at Clip.
+//
+// A policy sees the batch only through per-group counts, so the same
+// policy code decides whether the per-sample norms are on the host or on a
+// device, where only the counts leave it (trainer/ondevice.go).
+type ClipPolicy interface {
+	// Groups is K: every sample's group is in 0..K-1.
+	Groups() int
+	// Threshold is the gradient norm the counts compare with.
+	Threshold() float64
+	// Rule is called once per step, also for an empty batch, with the
+	// batch's counts per group: above[k] samples of group k whose gradient
+	// norm exceeds Threshold, atMost[k] the others. It releases through its
+	// own noise whatever statistics it needs and returns the step's clip.
+	Rule(above, atMost []int) (GroupClip, error)
 	// Mechanism is what one step releases, as the accountant charges it
-	// (the gradient sum, and any statistics Scales released from the same
+	// (the gradient sum, and any statistics Rule released from the same
 	// sample).
 	Mechanism() accounting.Mechanism
+}
+
+// GroupClip is a policy's clip for one step: sample i of group k gets the
+// factor Weights[k]·min(1, Bounds[k]/‖g_i‖), and one record moves the
+// weighted sum by at most Sensitivity (the noise std is σ·Sensitivity).
+type GroupClip struct {
+	Bounds, Weights []float64 // one per group
+	Sensitivity     float64
 }
 
 // DPSGDOptions are DP-SGD's settings for NewDPSGDFrom.
@@ -166,6 +195,33 @@ func (a *DPSGD[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // expected batch size, and the accountant charged (also for an empty
 // batch, which still releases noise).
 func (a *DPSGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
+	n := b.N()
+	if a.Policy != nil {
+		if len(b.Groups) != n {
+			return 0, fmt.Errorf("dpsgd: a batch of %d records with %d groups", n, len(b.Groups))
+		}
+		for i, g := range b.Groups {
+			if g < 0 || g >= a.Policy.Groups() {
+				return 0, fmt.Errorf("dpsgd: batch position %d has group %d, want 0..%d", i, g, a.Policy.Groups()-1)
+			}
+		}
+	}
+	var lossSum float64
+	var err error
+	if a.device != nil {
+		lossSum, err = a.device.dpStep(a, b)
+	} else {
+		lossSum, err = a.hostStep(m, b)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return lossSum, a.acc.Step(a.Mechanism(), 1)
+}
+
+// hostStep is Step's gradient work on the CPU: the gradient released and
+// scaled in m's parameters.
+func (a *DPSGD[T]) hostStep(m Model[T], b Batch[T]) (float64, error) {
 	m.ZeroGrads()
 	n := b.N()
 	lossSum := a.pass.Run(m, b, nil)
@@ -188,23 +244,56 @@ func (a *DPSGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 	if a.release != nil {
 		release = a.release
 	}
-	if err := release(a.noise, m.Params(), a.Sigma*sens, 1/float64(a.Batch)); err != nil {
-		return 0, err
-	}
-	return lossSum, a.acc.Step(a.Mechanism(), 1)
+	return lossSum, release(a.noise, m.Params(), a.Sigma*sens, 1/float64(a.Batch))
 }
 
 // scales fills a.scale with the policy's factors, or DP-SGD's
 // min(1, C/‖g_i‖), and returns the sensitivity.
 func (a *DPSGD[T]) scales(norms []float64, groups []int) (float64, error) {
-	if a.Policy != nil {
-		return a.Policy.Scales(norms, groups, a.scale)
+	if a.Policy == nil {
+		for i, g := range norms {
+			a.scale[i] = T(dpops.ClipFactor(g, a.Clip))
+		}
+		return a.Clip, nil
+	}
+	k, threshold := a.Policy.Groups(), a.Policy.Threshold()
+	a.above, a.atMost = grow(a.above, k), grow(a.atMost, k)
+	clear(a.above)
+	clear(a.atMost)
+	for i, g := range norms {
+		if g > threshold {
+			a.above[groups[i]]++
+		} else {
+			a.atMost[groups[i]]++
+		}
+	}
+	c, err := a.groupClip(a.above, a.atMost)
+	if err != nil {
+		return 0, err
 	}
 	for i, g := range norms {
-		a.scale[i] = T(dpops.ClipFactor(g, a.Clip))
+		k := groups[i]
+		a.scale[i] = T(c.Weights[k] * dpops.ClipFactor(g, c.Bounds[k]))
 	}
-	return a.Clip, nil
+	return c.Sensitivity, nil
 }
+
+// groupClip is the policy's clip for a step with the given per-group
+// counts (computed on the host or on a device), checked.
+func (a *DPSGD[T]) groupClip(above, atMost []int) (GroupClip, error) {
+	c, err := a.Policy.Rule(above, atMost)
+	if err != nil {
+		return GroupClip{}, err
+	}
+	if k := len(above); len(c.Bounds) != k || len(c.Weights) != k {
+		return GroupClip{}, fmt.Errorf("dpsgd: the clip policy gave %d bounds and %d weights for %d groups", len(c.Bounds), len(c.Weights), k)
+	}
+	return c, nil
+}
+
+// Core returns a itself: the DP-SGD that an algorithm built on it (package
+// dpsgdf) runs, for the device step (trainer/ondevice.go).
+func (a *DPSGD[T]) Core() *DPSGD[T] { return a }
 
 // Mechanism is what one step releases, as the accountant charges it.
 func (a *DPSGD[T]) Mechanism() accounting.Mechanism {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"fairdp/cuda"
 	"fairdp/dpops"
@@ -25,44 +26,69 @@ type DeviceResident[T nn.Float] interface {
 	Close() error
 }
 
-// deviceStep runs SGD or DP-SGD on a CUDA device (package cuda's DeviceNet,
-// on a GPU or, in a test build, the emulated device): the parameters live on
-// the device for the whole run, a step uploads only the batch's inputs and
-// labels and brings back the summed loss (and the clip check), and the
-// parameters come back to the host model only when Run calls Sync. The host
-// algorithm it wraps supplies everything that is not the step: the name,
-// the sampler, the accountant and its receipt, so batches and privacy
-// accounting are the CPU run's. The update is plain SGD at Config.LR (the
-// only optimizer on the device; Config refuses the others).
+// deviceStep runs SGD, DP-SGD, DPSGD-F or Naive on a CUDA device (package
+// cuda's DeviceNet, on a GPU or, in a test build, the emulated device): the
+// parameters and the optimizer's state live on the device for the whole
+// run, a step uploads only the batch's inputs and labels (and groups, for a
+// clip policy) and brings back the summed loss, the clip check and a
+// policy's per-group counts, and the parameters come back to the host model
+// only when Run calls Sync. The host algorithm it wraps supplies everything
+// that is not the gradient work: the name, the sampler, a clip policy's
+// decisions (DPSGD-F's bounds, Naive's weights, and the noisy counts they
+// release), the accountant and its receipt, so batches and privacy
+// accounting are the CPU run's. The update is Config's optimizer (plain SGD,
+// SGD with momentum or Adam, with Fair.WeightDecay), as Run applies it on
+// the CPU.
 type deviceStep struct {
-	host   Algorithm[float32] // *SGD or *DPSGD
-	dp     *DPSGD[float32]    // nil for SGD
+	host   Algorithm[float32] // *SGD, or an algorithm that runs DPSGD
+	dp     *DPSGD[float32]    // the DP-SGD host runs; nil for SGD
 	lr     float32
+	opt    cuda.Optimizer
 	seeded bool
 	dev    cuda.Device
 	name   string // dev.Name(), kept for the report after Close
 	net    *cuda.DeviceNet
 	labels []int32
+	groups []int32
+	counts [2][]int
 	closed bool
 }
 
 var (
-	_ DeviceResident[float32] = (*deviceStep)(nil)
-	_ Finisher[float32]       = (*deviceStep)(nil)
+	_ DeviceResident[float32]  = (*deviceStep)(nil)
+	_ Finisher[float32]        = (*deviceStep)(nil)
+	_ EpochLogger              = (*deviceStep)(nil)
+	_ deviceGradients[float32] = (*deviceStep)(nil)
 )
 
-// onDevice wraps alg (SGD or DP-SGD with no clip policy) into a step on the
-// device OpenDevice opens; any other algorithm is refused, never run on the
-// CPU instead.
+// dpsgdBased is an algorithm whose steps are the trainer's DP-SGD: DPSGD
+// itself, and DPSGD-F and Naive (package dpsgdf), which run it with a clip
+// policy.
+type dpsgdBased interface {
+	Core() *DPSGD[float32]
+}
+
+// onDevice wraps alg (SGD, or an algorithm that runs DP-SGD: dpsgd,
+// dpsgdf, naive) into a step on the device OpenDevice opens; any other
+// algorithm is refused, never run on the CPU instead.
 func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
-	d := &deviceStep{host: alg, lr: float32(job.Cfg.LR), seeded: job.Source.Seeded}
+	opt := newOptimizer[float32](job.Cfg)
+	d := &deviceStep{host: alg, seeded: job.Source.Seeded}
+	switch o := opt.(type) {
+	case *nn.Adam[float32]:
+		d.lr, d.opt = o.LR, cuda.Optimizer{Kind: "adam", Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay}
+	case *nn.SGD[float32]:
+		d.lr, d.opt = o.LR, cuda.Optimizer{Kind: "sgd", Momentum: o.Momentum, WeightDecay: o.WeightDecay}
+	default:
+		return nil, fmt.Errorf("Device cuda has no update for the optimizer %T", opt)
+	}
+	if err := d.opt.Validate(); err != nil {
+		return nil, err
+	}
 	switch a := alg.(type) {
 	case *SGD[float32]:
-	case *DPSGD[float32]:
-		if a.Policy != nil {
-			return nil, deviceRefusal(alg.Name())
-		}
-		d.dp = a
+	case dpsgdBased:
+		d.dp = a.Core()
 	default:
 		return nil, deviceRefusal(alg.Name())
 	}
@@ -71,11 +97,14 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, err)
 	}
 	d.dev, d.name = dev, dev.Name()
+	if d.dp != nil {
+		d.dp.device = d
+	}
 	return d, nil
 }
 
 // deviceAlgorithms are the Config.Algo values that run on Device "cuda".
-var deviceAlgorithms = []string{"sgd", "dpsgd"}
+var deviceAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive"}
 
 func deviceRefusal(algo string) error {
 	return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("cuda runs Algo %v only; %s has no device step (use Device cpu)",
@@ -90,10 +119,11 @@ func (d *deviceStep) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) { retur
 
 // Step implements Algorithm. The model m is read once, on the first step,
 // to put its initial parameters on the device; after that it is stale until
-// Sync. SGD is the device's DP-SGD step with no bound any finite gradient
-// reaches (every clip factor is exactly 1), no noise and the batch mean;
-// DP-SGD draws a fresh Philox key per step from the run's noise stream and
-// charges the accountant as the CPU step does.
+// Sync. A private step is the host algorithm's Step, whose DP-SGD hands the
+// gradient work to dpStep and charges the accountant as on the CPU. SGD is
+// the device's DP-SGD step with no bound any finite gradient reaches (every
+// clip factor is exactly 1), no noise and the batch mean; an empty batch
+// still applies the update (Run does on the CPU: momentum moves).
 func (d *deviceStep) Step(m Model[float32], b Batch[float32]) (float64, error) {
 	if d.net == nil {
 		spec, err := deviceNetSpec(m)
@@ -103,31 +133,57 @@ func (d *deviceStep) Step(m Model[float32], b Batch[float32]) (float64, error) {
 		if d.net, err = cuda.NewDeviceNet(d.dev, spec); err != nil {
 			return 0, err
 		}
+		if err := d.net.SetOptimizer(d.opt); err != nil {
+			return 0, err
+		}
+	}
+	if d.dp != nil {
+		return d.host.Step(m, b)
 	}
 	n := b.N()
-	d.labels = grow(d.labels, n)
+	scale := 1.0
+	if n > 0 {
+		scale = 1 / float64(n)
+	}
+	return d.net.Step(b.X, d.batchLabels(b), cuda.DPSGDStep{Clip: math.MaxFloat64, Scale: scale, LR: d.lr})
+}
+
+// batchLabels is b's labels as the device takes them.
+func (d *deviceStep) batchLabels(b Batch[float32]) []int32 {
+	d.labels = grow(d.labels, b.N())
 	for i, y := range b.Labels {
 		d.labels[i] = int32(y)
 	}
-	var s cuda.DPSGDStep
-	if d.dp == nil {
-		if n == 0 {
-			return 0, nil
+	return d.labels
+}
+
+// dpStep implements deviceGradients: a's step on the device. The Philox
+// key is drawn fresh from the run's noise stream; with a clip policy the
+// device counts each group's norms above and at most the policy's
+// threshold, a.groupClip (the policy's own code: its noisy counts, bounds
+// and weights) decides on those counts alone, and the device clips with
+// the per-group bounds and weights it returns.
+func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error) {
+	s := cuda.DPSGDStep{Clip: a.Clip, NoiseStd: a.Sigma * a.Clip, Scale: 1 / float64(a.Batch), LR: d.lr,
+		Seed: cuda.NewNoiseSeed(a.noise)}
+	if p := a.Policy; p != nil {
+		d.groups = grow(d.groups, b.N())
+		for i, g := range b.Groups {
+			d.groups[i] = int32(g)
 		}
-		s = cuda.DPSGDStep{Clip: math.MaxFloat64, Scale: 1 / float64(n), LR: d.lr}
-	} else {
-		a := d.dp
-		s = cuda.DPSGDStep{Clip: a.Clip, NoiseStd: a.Sigma * a.Clip, Scale: 1 / float64(a.Batch), LR: d.lr,
-			Seed: cuda.NewNoiseSeed(a.noise)}
+		s.Clip, s.NoiseStd = p.Threshold(), 0
+		s.Group = &cuda.GroupClip{Groups: d.groups, Count: p.Groups(), Rule: func(above, atMost []int32) (cuda.GroupRule, error) {
+			for k, c := range [2][]int32{above, atMost} {
+				d.counts[k] = grow(d.counts[k], len(c))
+				for j, v := range c {
+					d.counts[k][j] = int(v)
+				}
+			}
+			c, err := a.groupClip(d.counts[0], d.counts[1])
+			return cuda.GroupRule{Bounds: c.Bounds, Weights: c.Weights, NoiseStd: a.Sigma * c.Sensitivity}, err
+		}}
 	}
-	loss, err := d.net.Step(b.X, d.labels, s)
-	if err != nil {
-		return 0, err
-	}
-	if d.dp != nil {
-		return loss, d.dp.acc.Step(d.dp.Mechanism(), 1)
-	}
-	return loss, nil
+	return d.net.Step(b.X, d.batchLabels(b), s)
 }
 
 // Receipt implements Algorithm: the host algorithm's, with a note on how
@@ -187,10 +243,25 @@ func (d *deviceStep) Close() error {
 	return errors.Join(err, d.dev.Close())
 }
 
-// Finish implements Finisher: the report's backend names the device (Run
-// calls it after Close).
-func (d *deviceStep) Finish(_ Model[float32], _ *Job, rep *Report) error {
+// Finish implements Finisher: the host algorithm's (DPSGD-F's per-group
+// series and plots), then the report's backend names the device (Run calls
+// it after Close).
+func (d *deviceStep) Finish(m Model[float32], job *Job, rep *Report) error {
+	if f, ok := d.host.(Finisher[float32]); ok {
+		if err := f.Finish(m, job, rep); err != nil {
+			return err
+		}
+	}
 	rep.Backend = "cuda: " + d.name
+	return nil
+}
+
+// EpochFields implements EpochLogger: the host algorithm's (DPSGD-F's clip
+// bounds, Naive's weights), nil when it logs none.
+func (d *deviceStep) EpochFields() map[string]any {
+	if l, ok := d.host.(EpochLogger); ok {
+		return l.EpochFields()
+	}
 	return nil
 }
 
@@ -236,30 +307,18 @@ func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
 	return spec, nil
 }
 
-// checkDeviceConfig adds what Device "cuda" cannot run to errs: only SGD
-// and DP-SGD, float32, and the plain SGD update are on the device.
+// checkDeviceConfig adds what Device "cuda" cannot run to errs: SGD,
+// DP-SGD, DPSGD-F and Naive in float32 run on the device, with any of
+// Config's optimizers.
 func checkDeviceConfig(c *Config, errs *FieldErrors) {
 	if c.Device != "cuda" {
 		return
 	}
-	ok := false
-	for _, a := range deviceAlgorithms {
-		ok = ok || c.Algo == a
-	}
-	if !ok {
+	if !slices.Contains(deviceAlgorithms, c.Algo) {
 		errs.add("Algo", "%q has no device step: Device cuda runs %v only", c.Algo, deviceAlgorithms)
 	}
 	if c.DType != "float32" {
 		errs.add("DType", "%s: Device cuda trains float32 only", c.DType)
-	}
-	if c.Optimizer != "sgd" {
-		errs.add("Optimizer", "%s: Device cuda has the plain SGD update only (Optimizer sgd)", c.Optimizer)
-	}
-	if c.Momentum != 0 {
-		errs.add("Momentum", "%v: Device cuda has the plain SGD update only (Momentum 0)", c.Momentum)
-	}
-	if c.Fair.WeightDecay != 0 {
-		errs.add("Fair.WeightDecay", "%v: Device cuda has no weight decay (0)", c.Fair.WeightDecay)
 	}
 	if c.Baseline {
 		errs.add("Baseline", "is not run on Device cuda (train the baseline with Device cpu)")

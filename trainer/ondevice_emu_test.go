@@ -96,8 +96,8 @@ func runOn(t *testing.T, cfg Config, data *[2]*loaders.Dataset) deviceRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dp, ok := alg.(*DPSGD[float32]); ok {
-		dp.release = philoxRelease(t)
+	if dp, ok := alg.(dpsgdBased); ok {
+		dp.Core().release = philoxRelease(t)
 	}
 	if cfg.Device == "cuda" {
 		if alg, err = onDevice(job, alg); err != nil {
@@ -117,8 +117,10 @@ func runOn(t *testing.T, cfg Config, data *[2]*loaders.Dataset) deviceRun {
 
 // compareDeviceRuns checks that the device run equals the CPU run to 1e-4
 // relative in every parameter, that their receipts differ only by the
-// device's noise note (private runs) and that a second device run gives the
-// same bits and the same receipt.
+// device's noise note (private runs), that the algorithm's report extras
+// (DPSGD-F's per-group bounds, Naive's weights: functions of the noisy
+// per-group counts) are the same, and that a second device run gives the
+// same bits, receipt and extras.
 func compareDeviceRuns(t *testing.T, cfg Config, data *[2]*loaders.Dataset) {
 	t.Helper()
 	t.Setenv("FAIRDP_DEVICE", "emu")
@@ -156,6 +158,12 @@ func compareDeviceRuns(t *testing.T, cfg Config, data *[2]*loaders.Dataset) {
 			t.Errorf("device receipt\n%s\nwant the CPU receipt with the noise note\n%s", got, exp)
 		}
 	}
+	wantExtra, _ := json.Marshal(cpu.rep.Extra)
+	for _, r := range []*Report{dev.rep, again.rep} {
+		if got, _ := json.Marshal(r.Extra); !bytes.Equal(got, wantExtra) {
+			t.Errorf("device report's extra\n%s\nwant the CPU run's\n%s", got, wantExtra)
+		}
+	}
 	if dev.rep.Backend == cpu.rep.Backend {
 		t.Errorf("device report's backend %q does not name the device", dev.rep.Backend)
 	}
@@ -182,6 +190,45 @@ func TestOnDeviceAdultMatchesCPU(t *testing.T) {
 	}
 }
 
+// DPSGD-F and Naive (a clip policy: the device counts, the CPU policy
+// decides) and DP-SGD and SGD with momentum, Adam and weight decay on
+// embedded Adult (300 records, one epoch, groups by sex) on the emulated
+// device agree with the CPU engine, logistic model and MLP. The data is
+// loaded once for all of them.
+func TestOnDevicePoliciesAndOptimizersMatchCPU(t *testing.T) {
+	job, err := Prepare(deviceConfig("dpsgdf"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := [2]*loaders.Dataset{job.Train, job.Test}
+	for _, tc := range []struct {
+		algo, model, optimizer string
+		momentum, decay        float64
+	}{
+		{"dpsgdf", "logistic", "sgd", 0, 0},
+		{"dpsgdf", "mlp", "sgd", 0, 0},
+		{"naive", "logistic", "sgd", 0, 0},
+		{"naive", "mlp", "sgd", 0, 0},
+		{"dpsgd", "logistic", "sgd", 0.9, 0},
+		{"dpsgd", "mlp", "sgd", 0.9, 1e-3},
+		{"dpsgd", "logistic", "adam", 0, 0},
+		{"dpsgd", "mlp", "adam", 0, 1e-3},
+		{"dpsgdf", "mlp", "adam", 0, 0},
+		{"naive", "mlp", "sgd", 0.5, 0},
+		{"sgd", "mlp", "adam", 0, 0},
+	} {
+		name := fmt.Sprintf("%s/%s/%s,momentum=%v,decay=%v", tc.algo, tc.model, tc.optimizer, tc.momentum, tc.decay)
+		t.Run(name, func(t *testing.T) {
+			cfg := deviceConfig(tc.algo)
+			cfg.Model, cfg.Optimizer, cfg.Momentum, cfg.Fair.WeightDecay = tc.model, tc.optimizer, tc.momentum, tc.decay
+			if tc.optimizer == "adam" {
+				cfg.LR = 0.01
+			}
+			compareDeviceRuns(t, cfg, &data)
+		})
+	}
+}
+
 // syntheticImages is a small c×h×w image set whose label (three classes)
 // is which horizontal band of the image is brighter, with two groups.
 func syntheticImages(n, c, h, w int, r *rand.Rand) *loaders.Dataset {
@@ -203,27 +250,32 @@ func syntheticImages(n, c, h, w int, r *rand.Rand) *loaders.Dataset {
 }
 
 // DP-SGD on the MNIST CNN (three classes, one epoch) on the emulated
-// device agrees with the CPU engine on 96 synthetic 16×16 images; with
-// FAIRDP_FULL=1 also the VGG-like CNN on 64 3×16×16 images (half a
-// minute) and the MNIST CNN on 2,000 28×28 images at batch 64 (minutes).
+// device agrees with the CPU engine on 96 synthetic 16×16 images, and
+// DPSGD-F with Adam on 48 of them; with FAIRDP_FULL=1 also the VGG-like
+// CNN on 64 3×16×16 images (half a minute) and the MNIST CNN on 2,000
+// 28×28 images at batch 64 (minutes).
 func TestOnDeviceCNNMatchesCPU(t *testing.T) {
 	for _, tc := range []struct {
-		model           string
-		n, c, hw, batch int
-		full            bool
+		model, algo, optimizer string
+		n, c, hw, batch        int
+		full                   bool
 	}{
-		{"mnist-cnn", 96, 1, 16, 16, false},
-		{"vgg", 64, 3, 16, 16, true},
-		{"mnist-cnn", 2000, 1, 28, 64, true},
+		{"mnist-cnn", "dpsgd", "sgd", 96, 1, 16, 16, false},
+		{"mnist-cnn", "dpsgdf", "adam", 48, 1, 16, 16, false},
+		{"vgg", "dpsgd", "sgd", 64, 3, 16, 16, true},
+		{"mnist-cnn", "dpsgd", "sgd", 2000, 1, 28, 64, true},
 	} {
-		t.Run(fmt.Sprintf("%s/%d×%d×%d×%d", tc.model, tc.n, tc.c, tc.hw, tc.hw), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/%d×%d×%d×%d", tc.model, tc.algo, tc.optimizer, tc.n, tc.c, tc.hw, tc.hw), func(t *testing.T) {
 			if tc.full && os.Getenv("FAIRDP_FULL") == "" {
 				t.Skip("set FAIRDP_FULL=1 for the larger CNN runs (minutes on the emulator)")
 			}
 			r := rand.New(rand.NewPCG(5, uint64(tc.n)))
 			data := [2]*loaders.Dataset{syntheticImages(tc.n, tc.c, tc.hw, tc.hw, r), syntheticImages(32, tc.c, tc.hw, tc.hw, r)}
-			cfg := deviceConfig("dpsgd")
-			cfg.Dataset, cfg.Model, cfg.Limit, cfg.Batch = "synthetic-images", tc.model, 0, tc.batch
+			cfg := deviceConfig(tc.algo)
+			cfg.Dataset, cfg.Model, cfg.Limit, cfg.Batch, cfg.Optimizer = "synthetic-images", tc.model, 0, tc.batch, tc.optimizer
+			if tc.optimizer == "adam" {
+				cfg.LR = 0.01
+			}
 			compareDeviceRuns(t, cfg, &data)
 		})
 	}

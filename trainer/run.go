@@ -144,6 +144,21 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log}, nil
 }
 
+// newOptimizer is the update Config asks for: Adam, or SGD with its
+// momentum, both with Fair.WeightDecay. A device step (ondevice.go) reads
+// its settings from the same value.
+func newOptimizer[T nn.Float](cfg Config) nn.Optimizer[T] {
+	if cfg.Optimizer == "adam" {
+		a := nn.NewAdam[T](T(cfg.LR))
+		a.WeightDecay = T(cfg.Fair.WeightDecay)
+		return a
+	}
+	s := nn.NewSGD[T](T(cfg.LR))
+	s.Momentum = T(cfg.Momentum)
+	s.WeightDecay = T(cfg.Fair.WeightDecay)
+	return s
+}
+
 // Run trains with alg and returns the report; with cfg.Out set it also writes
 // report.json, metrics.jsonl and model.ckpt there.
 //
@@ -158,17 +173,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var opt nn.Optimizer[T]
-	if cfg.Optimizer == "adam" {
-		a := nn.NewAdam[T](T(cfg.LR))
-		a.WeightDecay = T(cfg.Fair.WeightDecay)
-		opt = a
-	} else {
-		s := nn.NewSGD[T](T(cfg.LR))
-		s.Momentum = T(cfg.Momentum)
-		s.WeightDecay = T(cfg.Fair.WeightDecay)
-		opt = s
-	}
+	opt := newOptimizer[T](cfg)
 	sampler, err := alg.Sampler(job.Train.N(), job.Source.Derive("sampler"))
 	if err != nil {
 		return nil, nil, err

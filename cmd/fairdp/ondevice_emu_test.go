@@ -3,10 +3,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"fairdp/dpsgdf"
 	"fairdp/models"
 )
 
@@ -36,5 +38,44 @@ func TestOnDeviceTrainCommand(t *testing.T) {
 	}
 	if _, meta, err := models.LoadFile(filepath.Join(dir, "model.ckpt")); err != nil || !strings.HasPrefix(meta.Info["backend"], "cuda: emulated device") {
 		t.Errorf("checkpoint: %v, backend %q", err, meta.Info["backend"])
+	}
+}
+
+// TestOnDeviceTrainCommandPolicies: `fairdp train --device cuda` runs
+// DPSGD-F with Adam and Naive with momentum on the emulated device, and
+// writes what those algorithms add on the CPU: the per-group series in
+// report.json's extra, in every epoch's metrics.jsonl line, and the plot.
+func TestOnDeviceTrainCommandPolicies(t *testing.T) {
+	t.Setenv("FAIRDP_DEVICE", "emu")
+	for _, tc := range []struct {
+		algo, key, plot string
+		flags           []string
+	}{
+		{"dpsgdf", "clip_bounds", dpsgdf.BoundsPlot, []string{"--optimizer", "adam", "--lr", "0.01"}},
+		{"naive", "group_weights", dpsgdf.WeightsPlot, []string{"--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05"}},
+	} {
+		t.Run(tc.algo, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"train", "--device", "cuda", "--algo", tc.algo, "--model", "mlp", "--limit", "300",
+				"--epochs", "2", "--seed", "4", "--quiet", "--out", dir}, tc.flags...)
+			if _, _, err := runCLI(t, args...); err != nil {
+				t.Fatal(err)
+			}
+			v := validateReport(t, dir, tc.algo)
+			if b, _ := v["backend"].(string); !strings.HasPrefix(b, "cuda: emulated device") {
+				t.Errorf("report backend %q, want the emulated device", b)
+			}
+			extra, _ := v["extra"].(map[string]any)
+			if series, _ := extra[tc.key].(map[string]any); len(series) < 2 {
+				t.Errorf("report extra %s = %v, want a series per group", tc.key, extra[tc.key])
+			}
+			metrics, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+			if err != nil || strings.Count(string(metrics), `"`+tc.key+`"`) != 2 {
+				t.Errorf("metrics.jsonl (%v) should carry %s in both epochs:\n%s", err, tc.key, metrics)
+			}
+			if _, err := os.Stat(filepath.Join(dir, tc.plot)); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

@@ -1,11 +1,16 @@
-// Kernels of a device-resident training step (cuda.DeviceMLP): the losses
+// Kernels of a device-resident training step (cuda.DeviceNet): the losses
 // of nn.SigmoidBCE and nn.SoftmaxCrossEntropy, the release-and-update of
-// dpops.NoiseAndScale followed by nn.SGD, and a fill. The linear layers
-// themselves are cuBLAS GEMMs, the per-sample work the kernels of dpops.cu.
+// dpops.NoiseAndScale followed by nn.SGD (plain or with momentum) or
+// nn.Adam, the per-group statistics and clip factors of a group clip policy
+// (DPSGD-F, Naive), and a fill. The linear layers themselves are cuBLAS
+// GEMMs, the per-sample work the kernels of dpops.cu.
 //
-// Unlike dpops.cu these are checked against package nn to a tolerance, not
-// bit for bit: the losses use exp, log and log1p, whose last bits differ between
-// CUDA's libdevice, glibc and Go's math.
+// Unlike dpops.cu the losses are checked against package nn to a tolerance,
+// not bit for bit: they use exp, log and log1p, whose last bits differ
+// between CUDA's libdevice, glibc and Go's math. The updates are checked
+// against nn's optimizers to float32 tolerance too (Go may fuse a
+// multiply-add where -fmad=false never does), the group kernels against
+// dpops.ClipFactor bit for bit.
 #include "fairdp.cuh"
 
 // p[j] = v for j < count: zeroes (v = 0), ones (v = 0x3f800000 as float)
@@ -62,12 +67,77 @@ extern "C" __global__ void fairdp_softmax_ce(float* loss, float* dz, const float
 }
 
 // The release and plain-SGD update of one parameter buffer, in float as
-// dpops.NoiseAndScale and nn.SGD do it: g = grad[j]·scale (kept in grad),
-// then w[j] = w[j] - lr·g.
-extern "C" __global__ void fairdp_sgd_step(float* w, float* grad, int count, float scale, float lr) {
+// dpops.NoiseAndScale and nn.SGD (no momentum) do it: g = grad[j]·scale
+// (kept in grad), then w[j] = w[j] - lr·(g + wd·w[j]).
+extern "C" __global__ void fairdp_sgd_step(float* w, float* grad, int count, float scale, float lr, float wd) {
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
         const float g = grad[j] * scale;
         grad[j] = g;
-        w[j] = w[j] - lr * g;
+        w[j] = w[j] - lr * (g + wd * w[j]);
+    }
+}
+
+// The release and heavy-ball update of nn.SGD with Momentum mu, in float:
+// g = grad[j]·scale (kept in grad), d = g + wd·w[j], v[j] = d on the
+// first step (first != 0, v is not read) and mu·v[j] + d after, then
+// w[j] = w[j] - lr·v[j].
+extern "C" __global__ void fairdp_momentum_step(float* w, float* grad, float* v, int count, float scale, float lr,
+                                               float mu, float wd, int first) {
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
+        const float g = grad[j] * scale;
+        grad[j] = g;
+        const float d = g + wd * w[j];
+        const float vj = first ? d : mu * v[j] + d;
+        v[j] = vj;
+        w[j] = w[j] - lr * vj;
+    }
+}
+
+// The release and Adam update of nn.Adam, with its float and double steps:
+// g = grad[j]·scale (kept in grad), gd = g + wd·w[j] (float, then double),
+// m = b1·m + (1-b1)·gd, v = b2·v + (1-b2)·gd² in double, stored as float,
+// and w[j] = w[j] - (float)(step·m / (sqrt(v/c2) + eps)). The host computes
+// the bias corrections with Go's math.Pow, as nn.Adam does: step = lr/c1,
+// c1 = 1 - b1^t and c2 = 1 - b2^t at step t (CUDA's pow and Go's differ in
+// the last bits); b1, b2 and eps are nn.Adam's float32 values widened.
+extern "C" __global__ void fairdp_adam_step(float* w, float* grad, float* m, float* v, int count, float scale,
+                                           float wd, double b1, double b2, double eps, double step, double c2) {
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
+        const float g = grad[j] * scale;
+        grad[j] = g;
+        const double gd = (double)(g + wd * w[j]);
+        const double mj = b1 * (double)m[j] + (1.0 - b1) * gd;
+        const double vj = b2 * (double)v[j] + (1.0 - b2) * gd * gd;
+        m[j] = (float)mj;
+        v[j] = (float)vj;
+        w[j] = w[j] - (float)(step * mj / (sqrt(vj / c2) + eps));
+    }
+}
+
+// The statistics a group clip policy (trainer.ClipPolicy: DPSGD-F, Naive)
+// reads, and nothing per sample: counts[g] += 1 for each sample i of group
+// g = groups[i] whose gradient norm exceeds threshold, counts[k + g] += 1
+// for the others. The caller zeroes the 2k counts; integer atomics make
+// the result independent of the launch shape and the order.
+extern "C" __global__ void fairdp_group_counts(int* counts, const double* norms, const int* groups, double threshold,
+                                              int n, int k) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int g = groups[i];
+        atomicAdd(&counts[norms[i] > threshold ? g : k + g], 1);
+    }
+}
+
+// Group-wise clip factors from the policy's rule (2k doubles: the bounds
+// C_g, then the weights w_g): scale[i] = w_g·min(1, C_g/norms[i]) for
+// sample i of group g, rounded once to float, as trainer.DPSGD computes
+// T(w_g·dpops.ClipFactor(norm, C_g)).
+extern "C" __global__ void fairdp_group_clip_factors(float* scale, const double* norms, const int* groups,
+                                                    const double* rule, int n, int k) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int g = groups[i];
+        const double c = rule[g];
+        const double norm = norms[i];
+        const double f = norm <= c ? 1.0 : c / norm;
+        scale[i] = (float)(rule[k + g] * f);
     }
 }
