@@ -12,6 +12,7 @@
 #include "kernels/dpops.cu"
 #include "kernels/layers.cu"
 #include "kernels/train.cu"
+#include "kernels/fermi.cu"
 #include "emu/test_kernels.cu"
 
 #include "emu/runtime.h"
@@ -41,6 +42,11 @@ static const Kernel kernels[] = {
     kernel("fairdp_sigmoid_bce", fairdp_sigmoid_bce),
     kernel("fairdp_softmax_ce", fairdp_softmax_ce),
     kernel("fairdp_sgd_step", fairdp_sgd_step),
+    kernel("fairdp_fermi_grad", fairdp_fermi_grad),
+    kernel("fairdp_fermi_w_sqnorms", fairdp_fermi_w_sqnorms),
+    kernel("fairdp_fermi_sums", fairdp_fermi_sums),
+    kernel("fairdp_count_above", fairdp_count_above),
+    kernel("fairdp_fermi_combine", fairdp_fermi_combine),
     // the emulator's own tests (emu/test_kernels.cu)
     kernel("emu_test_coords", emu_test_coords),
     kernel("emu_test_reverse", emu_test_reverse),

@@ -56,6 +56,7 @@ var (
 // CPU instead.
 func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	d := &deviceStep{host: alg, lr: float32(job.Cfg.LR), seeded: job.Source.Seeded}
+	var ermi ermiOnDevice
 	switch a := alg.(type) {
 	case *SGD[float32]:
 	case *DPSGD[float32]:
@@ -63,6 +64,8 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 			return nil, deviceRefusal(alg.Name())
 		}
 		d.dp = a
+	case ermiOnDevice:
+		ermi = a
 	default:
 		return nil, deviceRefusal(alg.Name())
 	}
@@ -71,11 +74,14 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, err)
 	}
 	d.dev, d.name = dev, dev.Name()
+	if ermi != nil {
+		return newFermiDeviceStep(d, ermi)
+	}
 	return d, nil
 }
 
 // deviceAlgorithms are the Config.Algo values that run on Device "cuda".
-var deviceAlgorithms = []string{"sgd", "dpsgd"}
+var deviceAlgorithms = []string{"sgd", "dpsgd", "fermi"}
 
 func deviceRefusal(algo string) error {
 	return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("cuda runs Algo %v only; %s has no device step (use Device cpu)",
@@ -95,20 +101,10 @@ func (d *deviceStep) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) { retur
 // DP-SGD draws a fresh Philox key per step from the run's noise stream and
 // charges the accountant as the CPU step does.
 func (d *deviceStep) Step(m Model[float32], b Batch[float32]) (float64, error) {
-	if d.net == nil {
-		spec, err := deviceNetSpec(m)
-		if err != nil {
-			return 0, err
-		}
-		if d.net, err = cuda.NewDeviceNet(d.dev, spec); err != nil {
-			return 0, err
-		}
+	if err := d.prepare(m, b); err != nil {
+		return 0, err
 	}
 	n := b.N()
-	d.labels = grow(d.labels, n)
-	for i, y := range b.Labels {
-		d.labels[i] = int32(y)
-	}
 	var s cuda.DPSGDStep
 	if d.dp == nil {
 		if n == 0 {
@@ -128,6 +124,25 @@ func (d *deviceStep) Step(m Model[float32], b Batch[float32]) (float64, error) {
 		return loss, d.dp.acc.Step(d.dp.Mechanism(), 1)
 	}
 	return loss, nil
+}
+
+// prepare puts m's parameters on the device on the first step and the
+// batch's labels into d.labels.
+func (d *deviceStep) prepare(m Model[float32], b Batch[float32]) error {
+	if d.net == nil {
+		spec, err := deviceNetSpec(m)
+		if err != nil {
+			return err
+		}
+		if d.net, err = cuda.NewDeviceNet(d.dev, spec); err != nil {
+			return err
+		}
+	}
+	d.labels = grow(d.labels, b.N())
+	for i, y := range b.Labels {
+		d.labels[i] = int32(y)
+	}
+	return nil
 }
 
 // Receipt implements Algorithm: the host algorithm's, with a note on how
