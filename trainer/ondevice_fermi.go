@@ -74,6 +74,7 @@ func (d *fermiDeviceStep) Step(m Model[float32], b Batch[float32]) (float64, err
 	if err != nil {
 		return 0, err
 	}
+	plan.LR = d.lr // θ's update is the optimizer's, on the device
 	return d.steps.Step(b.X, d.labels, b.Groups, plan, func(s cuda.FermiSums) (cuda.NoiseSeed, error) {
 		var seed cuda.NoiseSeed
 		err := d.fermi.FinishDeviceStep(s, func(noise *rand.Rand) error {
