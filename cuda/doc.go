@@ -31,6 +31,20 @@
 //     activations, taps, norms and gradients stay on the device. DeviceConv
 //     is its convolution layer (forward, input gradient, per-sample norms,
 //     clipped sum).
+//   - DeviceFermi runs DP-FERMI's steps (package fermi, REFERENCE §3) on a
+//     DeviceNet: kernels/fermi.cu computes the ERMI regularizer's per-sample
+//     gradients with respect to the logits and to the small matrix W from
+//     the logits the forward pass left on the device, W's share of the joint
+//     per-sample norms, and the per-batch sums W's step needs (FermiSums);
+//     package fermi plans each step (FermiStep: which terms are clipped,
+//     which summed exactly, with what weights and noise) and takes W's step
+//     and the accountant's charge on the host. DeviceNet's step is split
+//     into phases (loss gradient, backward, norms, clip factors, release)
+//     that DeviceFermi composes with its kernels.
+//   - ReleaseTwin is DeviceNet's release (Philox noise on its parameter
+//     buffers, then the scale) on nn's parameters on the CPU, so that a CPU
+//     run with the device's noise can be compared with a device run value
+//     for value.
 //
 // No GPU is available where fairdp is developed and tested. Each kernel has
 // a twin, a method of CPU with the same contract that performs the same IEEE
@@ -50,9 +64,10 @@
 // OpenDevice is how the trainer gets its device for Config.Device "cuda"
 // (GPU 0 in a `cuda` build; the emulated device in a `cudaemu` test build
 // when FAIRDP_DEVICE=emu asks for it): package trainer wraps SGD and DP-SGD
-// in a step that owns a DeviceNet (trainer/ondevice.go).
+// in a step that owns a DeviceNet (trainer/ondevice.go), and DP-FERMI in one
+// that also owns a DeviceFermi (trainer/ondevice_fermi.go).
 //
-// What is not done: algorithms other than SGD and plain DP-SGD with the
-// plain SGD update on the device, evaluation on the device; see
+// What is not done: algorithms other than SGD, plain DP-SGD and DP-FERMI
+// with the plain SGD update on the device, evaluation on the device; see
 // bench/results/cuda.md. Nothing in this package has run on a GPU.
 package cuda

@@ -19,7 +19,8 @@ import (
 // It is the device-resident half of issue 16 (NewDeviceMLP builds fairdp's
 // logistic model and MLP; a CNN is its convolution, ReLU and pool layers);
 // the trainer's Device "cuda" runs its SGD and DP-SGD on one (package
-// trainer, ondevice.go; see bench/results/cuda.md).
+// trainer, ondevice.go; see bench/results/cuda.md), and DP-FERMI through a
+// DeviceFermi (fermi.go).
 type DeviceNet struct {
 	arena  // dev and the model's allocations
 	layers []netLayer

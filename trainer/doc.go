@@ -29,7 +29,7 @@
 //
 // # On a device
 //
-// Config.Device "cuda" runs SGD and DP-SGD (float32, the plain SGD update)
+// Config.Device "cuda" runs SGD, DP-SGD and DP-FERMI (float32, the plain SGD update)
 // on a CUDA device, or on package cuda's emulated device in a test build
 // (tag cudaemu, FAIRDP_DEVICE=emu): Train wraps the algorithm in a step
 // that owns a cuda.DeviceNet built from the model on its first step
@@ -38,6 +38,10 @@
 // epoch's evaluation, the report and the checkpoint. Sampling, the
 // accountant and the receipt are the host algorithm's; the receipt notes
 // that the noise is Philox on the device, keyed from the run's stream.
+// DP-FERMI (package fermi, which the trainer cannot import, recognised by
+// its DeviceStep and FinishDeviceStep methods) runs the same way with a
+// cuda.DeviceFermi (ondevice_fermi.go): the model's half of each step on
+// the device, W's step, its noise and the accountant in package fermi.
 // Config.Validate refuses what has no device step (other algorithms and
 // pipelines, float64, adam, momentum, weight decay, Baseline): a run never
 // falls back to the CPU silently.

@@ -51,9 +51,9 @@ var (
 	_ Finisher[float32]       = (*deviceStep)(nil)
 )
 
-// onDevice wraps alg (SGD or DP-SGD with no clip policy) into a step on the
-// device OpenDevice opens; any other algorithm is refused, never run on the
-// CPU instead.
+// onDevice wraps alg (SGD, DP-SGD with no clip policy, or DP-FERMI) into a
+// step on the device OpenDevice opens; any other algorithm is refused, never
+// run on the CPU instead.
 func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	d := &deviceStep{host: alg, lr: float32(job.Cfg.LR), seeded: job.Source.Seeded}
 	var ermi ermiOnDevice
@@ -251,8 +251,9 @@ func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
 	return spec, nil
 }
 
-// checkDeviceConfig adds what Device "cuda" cannot run to errs: only SGD
-// and DP-SGD, float32, and the plain SGD update are on the device.
+// checkDeviceConfig adds what Device "cuda" cannot run to errs: only SGD,
+// DP-SGD and DP-FERMI (fermiDeviceStep), float32, and the plain SGD update
+// are on the device.
 func checkDeviceConfig(c *Config, errs *FieldErrors) {
 	if c.Device != "cuda" {
 		return
