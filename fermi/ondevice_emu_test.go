@@ -83,11 +83,12 @@ func runFermiOn(t *testing.T, cfg trainer.Config, data *[2]*loaders.Dataset) dev
 func compareFermiRuns(t *testing.T, cfg trainer.Config, data *[2]*loaders.Dataset) {
 	t.Helper()
 	t.Setenv("FAIRDP_DEVICE", "emu")
-	cfg.Device = "cpu"
-	cpu := runFermiOn(t, cfg, data)
-	cfg.Device = "cuda"
-	dev := runFermiOn(t, cfg, data)
-	again := runFermiOn(t, cfg, data)
+	var runs [3]deviceRun // on the CPU, on the device, on the device again
+	for i, device := range []string{"cpu", "cuda", "cuda"} {
+		cfg.Device = device
+		runs[i] = runFermiOn(t, cfg, data)
+	}
+	cpu, dev, again := runs[0], runs[1], runs[2]
 	if len(dev.params) != len(cpu.params) {
 		t.Fatalf("%d parameter blocks on the device, %d on the CPU", len(dev.params), len(cpu.params))
 	}
