@@ -1,7 +1,6 @@
-//go:build !cuda
-
-// Not in the cuda-tagged suite, for the reason device_check_test.go gives:
-// the reference is package fermi, which imports trainer.
+// The DP-FERMI kernels against package fermi's CPU maths. An external test
+// (package fermi imports trainer, which imports cuda), run on the emulated
+// device by `make test-gpu-emulated` and on GPU 0 by `make test-gpu`.
 
 package cuda_test
 
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"fairdp/cuda"
@@ -16,13 +16,20 @@ import (
 	"fairdp/models"
 )
 
-// emulatedDevice opens the emulated device, or skips in a build without it.
-func emulatedDevice(t *testing.T) cuda.Device {
+// deviceForTest opens the device under test: the emulated device in a
+// `cudaemu` build (FAIRDP_DEVICE=emu, the default here), GPU 0 in a `cuda`
+// build. Without one it skips, or fails when FAIRDP_REQUIRE_DEVICE is set.
+func deviceForTest(t *testing.T) cuda.Device {
 	t.Helper()
-	t.Setenv("FAIRDP_DEVICE", "emu")
+	if os.Getenv("FAIRDP_DEVICE") == "" {
+		t.Setenv("FAIRDP_DEVICE", "emu")
+	}
 	dev, err := cuda.OpenDevice()
 	if err != nil {
-		t.Skipf("no emulated device in this build (make test-gpu-emulated): %v", err)
+		if os.Getenv("FAIRDP_REQUIRE_DEVICE") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("no device under test (make test-gpu-emulated, make test-gpu), the DP-FERMI kernels are not tested: %v", err)
 	}
 	t.Cleanup(func() { dev.Close() })
 	return dev
@@ -105,7 +112,7 @@ func (c ermiCase) String() string {
 // block (each thread several samples). The probabilities use exp and log,
 // so the comparison is to 1e-6, not bit for bit.
 func TestFermiGradKernelMatchesCPU(t *testing.T) {
-	dev := emulatedDevice(t)
+	dev := deviceForTest(t)
 	r := rand.New(rand.NewPCG(61, 62))
 	var cases []ermiCase
 	for _, n := range []int{0, 1, 255, 257, 300} {
@@ -227,7 +234,7 @@ func checkFermiGrad(t *testing.T, dev cuda.Device, r *rand.Rand, c ermiCase) {
 // order), the per-matrix sums of scaled rows (a block reduction in another
 // order: to 1e-12) and the combined output gradient (bit for bit).
 func TestFermiSmallKernels(t *testing.T) {
-	dev := emulatedDevice(t)
+	dev := deviceForTest(t)
 	r := rand.New(rand.NewPCG(63, 64))
 	for _, n := range []int{0, 1, 255, 257, 600} {
 		for _, mats := range []int{1, 3} {
