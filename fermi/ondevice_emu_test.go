@@ -217,7 +217,7 @@ func bandImages(n, c, h, w int, r *rand.Rand) *loaders.Dataset {
 // backward pass (1e-7 after the first step) to 2e-4 within 12 steps.
 func TestOnDeviceFermiCNNMatchesCPU(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	data := [2]*loaders.Dataset{bandImages(64, 1, 16, 16, r), bandImages(32, 1, 16, 16, r)}
+	data := [2]*loaders.Dataset{bandImages(48, 1, 16, 16, r), bandImages(32, 1, 16, 16, r)}
 	for _, tc := range []struct{ scope, fairness string }{{"all", "eo"}, {"sensitive", "dp"}} {
 		t.Run(tc.scope+"/"+tc.fairness, func(t *testing.T) {
 			cfg := deviceConfig("mnist-cnn", tc.scope)
