@@ -56,6 +56,15 @@ func (a *DPFERMI[T]) DeviceStep(n int) (cuda.FermiStep, error) {
 	return s, nil
 }
 
+// hostNoiseNote is what a device run's receipt adds to the device's noise
+// note for DP-FERMI: not all of its noise came from the device.
+const hostNoiseNote = "DP-FERMI on the device: only θ's noise was generated on the device; the noise on W's ascent " +
+	"direction (V_t) and on the group counts was drawn on the host from the run's ChaCha8 stream, as on the CPU"
+
+// DeviceNoiseNote is the receipt note a run on a device adds after the
+// device's own noise note: which of DP-FERMI's noise the device generated.
+func (a *DPFERMI[T]) DeviceNoiseNote() string { return hostNoiseNote }
+
 // FinishDeviceStep is the host's half of a step DeviceStep planned, given
 // the batch's sums from the device: the epoch statistics, then, as Step
 // does, W's ascent direction (λ/B)·Σ_i c_i∇_Wψ_i + V_t (V_t drawn here

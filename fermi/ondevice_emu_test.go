@@ -78,8 +78,8 @@ func runFermiOn(t *testing.T, cfg trainer.Config, data *[2]*loaders.Dataset) dev
 
 // compareFermiRuns checks that DP-FERMI on the emulated device gives the
 // CPU run's parameters and W to 1e-4 relative, the CPU run's receipt (with
-// the device's noise note when noise was added), and the same bits and
-// receipt when run again.
+// the device's noise note and which noise was the host's when noise was
+// added), and the same bits and receipt when run again.
 func compareFermiRuns(t *testing.T, cfg trainer.Config, data *[2]*loaders.Dataset) {
 	t.Helper()
 	t.Setenv("FAIRDP_DEVICE", "emu")
@@ -125,6 +125,7 @@ func compareFermiRuns(t *testing.T, cfg trainer.Config, data *[2]*loaders.Datase
 	want := cpu.rep.Privacy
 	if want.Private() {
 		want.AddNote(trainer.DeviceNoiseNote(cfg.Seed != nil))
+		want.AddNote(hostNoiseNote)
 	}
 	exp, _ := json.Marshal(want)
 	for _, r := range []deviceRun{dev, again} {

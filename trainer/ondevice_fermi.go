@@ -22,6 +22,9 @@ type ermiOnDevice interface {
 	NotCoverer
 	ExactStatistics(on bool)
 	DeviceStep(n int) (cuda.FermiStep, error)
+	// DeviceNoiseNote says which of the algorithm's noise the device
+	// generated (after deviceNoiseNote in the receipt).
+	DeviceNoiseNote() string
 	FinishDeviceStep(s cuda.FermiSums, theta func(noise *rand.Rand) error) error
 }
 
@@ -85,12 +88,14 @@ func (d *fermiDeviceStep) Step(m Model[float32], b Batch[float32]) (float64, err
 	})
 }
 
-// Receipt implements Algorithm: DP-FERMI's, with the note on how the
-// device's noise was generated when it adds any.
+// Receipt implements Algorithm: DP-FERMI's, with the notes on how the
+// noise was generated when the run adds any: θ's on the device (Philox),
+// W's and the group counts' on the host.
 func (d *fermiDeviceStep) Receipt() (accounting.Receipt, error) {
 	r, err := d.fermi.Receipt()
 	if err == nil && d.noised {
 		r.AddNote(deviceNoiseNote(d.seeded))
+		r.AddNote(d.fermi.DeviceNoiseNote())
 	}
 	return r, err
 }
