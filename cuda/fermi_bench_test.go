@@ -32,20 +32,15 @@ func BenchmarkDeviceFermiStep(b *testing.B) {
 				if c.plan.name != "mlp" && strings.HasPrefix(dev.Name(), "emulated") && testing.Short() {
 					b.Skip("slow on the emulated device with -short")
 				}
-				r := rand.New(rand.NewPCG(7, 8))
-				_, spec := c.plan.build(r)
-				net, err := NewDeviceNet(dev, spec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer net.Close()
+				net, x, y := benchNet(b, dev, c.plan, c.batch)
 				steps := NewDeviceFermi(net)
 				defer steps.Close()
-				n, in, l := c.batch, c.plan.c*c.plan.h*c.plan.w, max(2, c.plan.classes)
-				x, y, groups := randF32(r, n*in, 1), make([]int32, n), make([]int, n)
-				for i := range y {
-					y[i], groups[i] = int32(i%l), i%2
+				n, l := c.batch, max(2, c.plan.classes)
+				groups := make([]int, n)
+				for i := range groups {
+					groups[i] = i % 2
 				}
+				r := rand.New(rand.NewPCG(11, 12))
 				s := FermiStep{Groups: 2, Classes: l, W: randF64(r, 2*l), InvSqrt: []float64{1.4, 1.4},
 					Clip: 1, WWeight: 0.1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01}
 				if algo == "fermi-all" {
@@ -55,6 +50,7 @@ func BenchmarkDeviceFermiStep(b *testing.B) {
 					s.Exact = FermiPass{On: true, Loss: 1.0 / float64(n), Fair: 1.0 / float64(n), Part: FermiNonSensitive}
 				}
 				noise := rand.New(rand.NewPCG(9, 10))
+				var err error
 				host := func(FermiSums) (NoiseSeed, error) { return NewNoiseSeed(noise), nil }
 				for b.Loop() {
 					if algo == "dpsgd" {
@@ -70,4 +66,21 @@ func BenchmarkDeviceFermiStep(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchNet is the plan's model on dev (closed when the benchmark ends) and
+// a batch of n random inputs with labels i mod classes.
+func benchNet(b *testing.B, dev Device, plan cnnPlan, n int) (*DeviceNet, []float32, []int32) {
+	r := rand.New(rand.NewPCG(7, 8))
+	_, spec := plan.build(r)
+	net, err := NewDeviceNet(dev, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { net.Close() })
+	x, y := randF32(r, n*plan.c*plan.h*plan.w, 1), make([]int32, n)
+	for i := range y {
+		y[i] = int32(i % max(2, plan.classes))
+	}
+	return net, x, y
 }
