@@ -94,12 +94,12 @@ EMU_TAGS := -tags cudaemu$(if $(filter openblas,$(BLAS)),$(comma)openblas)
 # unchanged for the CPU by the system C++ compiler (g++), run through the same Device seam
 # and DeviceBackend a GPU runs; every kernel test and the emulator's own tests. Needs g++, not
 # the CUDA toolkit, and takes seconds; part of `make test`. Then the trainer's and the command's
-# end-to-end runs on the emulated device (`fairdp train --device cuda`: SGD, DP-SGD, DPSGD-F, Naïve, momentum and Adam against
-# the CPU engine): only those tests (-run OnDevice), the rest of both suites runs in `make test`.
+# end-to-end runs on the emulated device (`fairdp train --device cuda`: SGD, DP-SGD, DPSGD-F, Naïve, DP-FERMI,
+# momentum and Adam against the CPU engine): only those tests (-run OnDevice), the rest of the suites runs in `make test`.
 test-gpu-emulated:
-	$(GO) vet $(EMU_TAGS) ./cuda/... ./trainer/ ./cmd/fairdp/
+	$(GO) vet $(EMU_TAGS) ./cuda/... ./trainer/ ./fermi/ ./cmd/fairdp/
 	FAIRDP_DEVICE=emu $(GO) test -count=1 $(EMU_TAGS) ./cuda/...
-	FAIRDP_DEVICE=emu $(GO) test -count=1 $(EMU_TAGS) -run OnDevice ./trainer/ ./cmd/fairdp/
+	FAIRDP_DEVICE=emu $(GO) test -count=1 $(EMU_TAGS) -run OnDevice ./trainer/ ./fermi/ ./cmd/fairdp/
 
 # On a GPU host (NVIDIA driver R520+, compute capability ≥ 7.0, CUDA 11.8 toolkit): the same
 # suite on GPU 0. FAIRDP_REQUIRE_DEVICE=1 makes a missing device fail the tests instead of

@@ -108,18 +108,8 @@ func BenchmarkDeviceNetStep(b *testing.B) {
 			if c.plan.name == "vgg" && strings.HasPrefix(dev.Name(), "emulated") {
 				b.Skip("minutes per step on the emulated device")
 			}
-			r := rand.New(rand.NewPCG(7, 8))
-			_, spec := c.plan.build(r)
-			net, err := NewDeviceNet(dev, spec)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer net.Close()
-			n, in := c.batch, c.plan.c*c.plan.h*c.plan.w
-			x, y := randF32(r, n*in, 1), make([]int32, n)
-			for i := range y {
-				y[i] = int32(i % max(2, c.plan.classes))
-			}
+			net, x, y := benchNet(b, dev, c.plan, c.batch)
+			n := c.batch
 			noise := rand.New(rand.NewPCG(9, 10))
 			for b.Loop() {
 				if _, err := net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)}); err != nil {

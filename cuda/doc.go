@@ -36,6 +36,20 @@
 //     ClipPolicy, the one copy of its maths) returns a bound and a weight per
 //     group, and the device clips with them. DeviceConv is its convolution
 //     layer (forward, input gradient, per-sample norms, clipped sum).
+//   - DeviceFermi runs DP-FERMI's steps (package fermi, REFERENCE §3) on a
+//     DeviceNet: kernels/fermi.cu computes the ERMI regularizer's per-sample
+//     gradients with respect to the logits and to the small matrix W from
+//     the logits the forward pass left on the device, W's share of the joint
+//     per-sample norms, and the per-batch sums W's step needs (FermiSums);
+//     package fermi plans each step (FermiStep: which terms are clipped,
+//     which summed exactly, with what weights and noise) and takes W's step
+//     and the accountant's charge on the host. DeviceNet's step is split
+//     into phases (loss gradient, backward, norms, clip factors, release)
+//     that DeviceFermi composes with its kernels.
+//   - ReleaseTwin is DeviceNet's release (Philox noise on its parameter
+//     buffers, then the scale) on nn's parameters on the CPU, so that a CPU
+//     run with the device's noise can be compared with a device run value
+//     for value.
 //
 // No GPU is available where fairdp is developed and tested. Each kernel has
 // a twin, a method of CPU with the same contract that performs the same IEEE
@@ -56,9 +70,10 @@
 // (GPU 0 in a `cuda` build; the emulated device in a `cudaemu` test build
 // when FAIRDP_DEVICE=emu asks for it): package trainer wraps SGD, DP-SGD,
 // DPSGD-F and Naive in a step that owns a DeviceNet (trainer/ondevice.go),
-// with any of its optimizers.
+// and DP-FERMI in one that also owns a DeviceFermi
+// (trainer/ondevice_fermi.go), with any of its optimizers.
 //
-// What is not done here: DP-FERMI and SteFFLe on the device, evaluation on
+// What is not done here: SteFFLe on the device, evaluation on
 // the device; see bench/results/cuda.md. Nothing in this package has run on
 // a GPU.
 package cuda

@@ -12,6 +12,7 @@
 #include "kernels/dpops.cu"
 #include "kernels/layers.cu"
 #include "kernels/train.cu"
+#include "kernels/fermi.cu"
 #include "emu/test_kernels.cu"
 
 #include "emu/runtime.h"
@@ -45,6 +46,11 @@ static const Kernel kernels[] = {
     kernel("fairdp_adam_step", fairdp_adam_step),
     kernel("fairdp_group_counts", fairdp_group_counts),
     kernel("fairdp_group_clip_factors", fairdp_group_clip_factors),
+    kernel("fairdp_fermi_grad", fairdp_fermi_grad),
+    kernel("fairdp_fermi_w_sqnorms", fairdp_fermi_w_sqnorms),
+    kernel("fairdp_fermi_sums", fairdp_fermi_sums),
+    kernel("fairdp_count_above", fairdp_count_above),
+    kernel("fairdp_fermi_combine", fairdp_fermi_combine),
     // the emulator's own tests (emu/test_kernels.cu)
     kernel("emu_test_coords", emu_test_coords),
     kernel("emu_test_reverse", emu_test_reverse),

@@ -23,7 +23,8 @@ import (
 // It is the device-resident half of issue 16 (NewDeviceMLP builds fairdp's
 // logistic model and MLP; a CNN is its convolution, ReLU and pool layers);
 // the trainer's Device "cuda" runs its SGD, DP-SGD, DPSGD-F and Naive on
-// one (package trainer, ondevice.go; see bench/results/cuda.md).
+// one (package trainer, ondevice.go; see bench/results/cuda.md), and
+// DP-FERMI through a DeviceFermi (fermi.go).
 type DeviceNet struct {
 	arena  // dev and the model's allocations
 	layers []netLayer
@@ -283,78 +284,130 @@ func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, e
 	if err != nil {
 		return 0, err
 	}
-	d, L := net.dev, len(net.layers)
 	if err := net.forward(n); err != nil {
 		return 0, err
 	}
-	// Loss and ∂L/∂logits; the summed loss as a 1×n·n×1 product.
-	if k := net.sizes[L]; k == 1 {
-		err = launch1(d, "fairdp_sigmoid_bce", n, Ptr(net.loss), Ptr(net.g[L]), Ptr(net.a[L]), Ptr(net.labels), Int(n))
-	} else {
-		err = launch1(d, "fairdp_softmax_ce", n, Ptr(net.loss), Ptr(net.g[L]), Ptr(net.a[L]), Ptr(net.labels), Int(n), Int(k))
-	}
-	if err != nil {
+	if err := net.lossGrad(net.g[len(net.layers)], n); err != nil {
 		return 0, err
 	}
-	if err := d.Sgemm(NoTrans, NoTrans, 1, 1, n, 1, net.loss, 1, net.ones, max(n, 1), 0, net.sum, 1); err != nil {
+	if err := net.backward(n); err != nil {
 		return 0, err
 	}
-	// Backward; the first layer's input gradient is not needed.
-	for l := L - 1; l >= 0; l-- {
-		din := net.g[l]
-		if l == 0 {
-			din = 0
-		}
-		if err := net.layers[l].backward(din, net.g[l+1], net.a[l], net.a[l+1], n); err != nil {
-			return 0, err
-		}
-	}
-	// Joint per-sample norms over all layers, clip factors; the clip check
-	// comes back before anything is updated, as on the CPU.
-	if err := launch1(d, "fairdp_fill_u32", 2*n, Ptr(net.sq), U32(0), Int(2*n)); err != nil {
+	if err := net.sqNorms(n); err != nil {
 		return 0, err
 	}
-	for l, layer := range net.layers {
-		if err := layer.sqNorms(net.sq, net.a[l], net.g[l+1], n); err != nil {
-			return 0, err
-		}
-	}
-	if err := launch1(d, "fairdp_fill_u32", 2, Ptr(net.bad), U32(uint32(n)), Int(2)); err != nil {
+	if err := net.clipFactors(s.Clip, n); err != nil {
 		return 0, err
-	}
-	if err := launch1(d, "fairdp_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(net.bad), Ptr(net.sq), Ptr(0), F64(s.Clip), Int(n)); err != nil {
-		return 0, err
-	}
-	bad := make([]int32, 2)
-	if err := CopyOut(d, bad, net.bad); err != nil {
-		return 0, err
-	}
-	if int(bad[0]) < n {
-		return 0, fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad[0])
 	}
 	if s.Group != nil {
 		if s.NoiseStd, err = net.groupScales(s.Group, s.Clip, n); err != nil {
 			return 0, err
 		}
 	}
-	net.opt.dev, net.opt.steps, s.opt = d, net.opt.steps+1, &net.opt
-	// Clipped sums, then noise, scale and update, buffer k on stream k.
-	var stream uint32
+	if err := net.release(net.scale, s, n); err != nil {
+		return 0, err
+	}
+	return net.lossSum(n)
+}
+
+// The phases of a step, in order (Step composes them; a DP-FERMI step,
+// fermi.go, puts its own output gradient and W's share of the norms between
+// them).
+
+// lossGrad sets each sample's loss (in the loss buffer) and its gradient
+// with respect to the logits (into dz, n×logits) and queues the summed loss
+// as a 1×n·n×1 product (lossSum reads it).
+func (net *DeviceNet) lossGrad(dz DevicePtr, n int) error {
+	d, L := net.dev, len(net.layers)
+	var err error
+	if k := net.sizes[L]; k == 1 {
+		err = launch1(d, "fairdp_sigmoid_bce", n, Ptr(net.loss), Ptr(dz), Ptr(net.a[L]), Ptr(net.labels), Int(n))
+	} else {
+		err = launch1(d, "fairdp_softmax_ce", n, Ptr(net.loss), Ptr(dz), Ptr(net.a[L]), Ptr(net.labels), Int(n), Int(k))
+	}
+	if err != nil {
+		return err
+	}
+	return d.Sgemm(NoTrans, NoTrans, 1, 1, n, 1, net.loss, 1, net.ones, max(n, 1), 0, net.sum, 1)
+}
+
+// backward back-propagates g[len] (∂L/∂logits) through the layers; the
+// first layer's input gradient is not needed.
+func (net *DeviceNet) backward(n int) error {
+	for l := len(net.layers) - 1; l >= 0; l-- {
+		din := net.g[l]
+		if l == 0 {
+			din = 0
+		}
+		if err := net.layers[l].backward(din, net.g[l+1], net.a[l], net.a[l+1], n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sqNorms sets sq to the joint per-sample squared gradient norms over all
+// layers (from the taps of the last backward).
+func (net *DeviceNet) sqNorms(n int) error {
+	if err := launch1(net.dev, "fairdp_fill_u32", 2*n, Ptr(net.sq), U32(0), Int(2*n)); err != nil {
+		return err
+	}
 	for l, layer := range net.layers {
-		if err := layer.clipped(net.a[l], net.g[l+1], net.scale, net.ones, n); err != nil {
-			return 0, err
+		if err := layer.sqNorms(net.sq, net.a[l], net.g[l+1], n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clipFactors sets norms and the clip factors scale from sq; the clip
+// check comes back before anything is updated, as on the CPU.
+func (net *DeviceNet) clipFactors(clip float64, n int) error {
+	d := net.dev
+	if err := launch1(d, "fairdp_fill_u32", 2, Ptr(net.bad), U32(uint32(n)), Int(2)); err != nil {
+		return err
+	}
+	if err := launch1(d, "fairdp_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(net.bad), Ptr(net.sq), Ptr(0), F64(clip), Int(n)); err != nil {
+		return err
+	}
+	bad := make([]int32, 2)
+	if err := CopyOut(d, bad, net.bad); err != nil {
+		return err
+	}
+	if int(bad[0]) < n {
+		return fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad[0])
+	}
+	return nil
+}
+
+// release sets each layer's gradient to the sum of the last backward's
+// per-sample gradients scaled by rowScale (n floats: the clip factors, or
+// ones), then noises, scales and applies it, buffer k on stream k.
+func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
+	net.opt.dev, net.opt.steps, s.opt = net.dev, net.opt.steps+1, &net.opt
+	var stream uint32
+	var err error
+	for l, layer := range net.layers {
+		if err := layer.clipped(net.a[l], net.g[l+1], rowScale, net.ones, n); err != nil {
+			return err
 		}
 		if stream, err = layer.release(s, stream); err != nil {
-			return 0, err
+			return err
 		}
 	}
+	return nil
+}
+
+// lossSum returns the summed loss lossGrad queued, once the device has
+// finished the step.
+func (net *DeviceNet) lossSum(n int) (float64, error) {
 	sum := make([]float32, 1)
 	if n > 0 {
-		if err := CopyOut(d, sum, net.sum); err != nil {
+		if err := CopyOut(net.dev, sum, net.sum); err != nil {
 			return 0, err
 		}
 	}
-	return float64(sum[0]), d.Synchronize()
+	return float64(sum[0]), net.dev.Synchronize()
 }
 
 // Params copies the parameters to the host: each parameterised layer's

@@ -35,6 +35,13 @@
 //     paper's Theorem 3.3 (--calibration paper), and group frequencies
 //     released with their own Gaussian noise and charged to the same
 //     accountant unless --public-group-sizes.
+//   - DeviceStep and FinishDeviceStep (device.go) split a step for a model
+//     that lives on a CUDA device (the trainer's Device "cuda",
+//     cuda.DeviceFermi): DeviceStep says which terms the device clips and
+//     which it sums exactly, with Step's weights, clip bound and θ noise;
+//     FinishDeviceStep takes the batch's sums back and does the rest as Step
+//     does (W's direction and V_t, the accountant, the ascent step), so the
+//     calibration and accounting stay this package's.
 //   - Presets fermi-adult, fermi-credit, fermi-parkinsons, fermi-utkface-cpu
 //     and fermi-utkface-paper set the paper's hyper-parameters;
 //     fermi-adult-eo is the equalized-odds setting that meets issue 5's

@@ -121,6 +121,10 @@ type DPFERMI[T nn.Float] struct {
 	// sampler (dpops.AddGaussianHardened): set for a SteFFLe silo served
 	// over the network, whose noisy sums leave it as they are.
 	HardenedNoise bool
+	// thetaNoise, when set (by tests), replaces θ's noise and scaling: the
+	// CPU twin of the device's Philox noise makes a CPU run comparable value
+	// for value with a run on the device.
+	thetaNoise func(r *rand.Rand, params []*nn.Param[T], std, scale float64) error
 
 	target   float64   // --epsilon
 	released []float64 // the noisy group counts as released (floored at 1)
@@ -472,22 +476,17 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 		}
 	}
 	inv := 1 / float64(a.Batch)
-	thetaScale := inv
-	if a.lambdaAfterClip() {
-		thetaScale = a.Lambda * inv
-	}
 	noise, addW := dpops.NoiseAndScale[T], dpops.AddGaussian[float64]
 	if a.HardenedNoise {
 		noise, addW = dpops.NoiseAndScaleHardened[T], dpops.AddGaussianHardened[float64]
 	}
-	if err := noise(a.noise, m.Params(), a.StdTheta, thetaScale); err != nil {
+	if a.thetaNoise != nil {
+		noise = a.thetaNoise
+	}
+	if err := noise(a.noise, m.Params(), a.StdTheta, a.thetaScale()); err != nil {
 		return err
 	}
-	// W's ascent direction (λ/B) Σ_i clip_i + V_t (Algorithm 1).
-	for i := range a.w.Grad {
-		a.w.Grad[i] *= a.Lambda * inv
-	}
-	if err := addW(a.noise, a.w.Grad, a.WNoise); err != nil {
+	if err := a.wDirection(addW); err != nil {
 		return err
 	}
 	if a.Scope == accounting.ScopeSensitive && n > 0 {
@@ -504,6 +503,26 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 		m.ParamGrads(nil)
 	}
 	return nil
+}
+
+// thetaScale is what θ's noisy clipped sum is multiplied by: 1/B, times λ
+// when λ was left out of the clip (lambdaAfterClip).
+func (a *DPFERMI[T]) thetaScale() float64 {
+	inv := 1 / float64(a.Batch)
+	if a.lambdaAfterClip() {
+		return a.Lambda * inv
+	}
+	return inv
+}
+
+// wDirection turns W's clipped sum in a.w.Grad into Algorithm 1's ascent
+// direction (λ/B) Σ_i clip_i + V_t, V_t drawn by addW from the noise stream.
+func (a *DPFERMI[T]) wDirection(addW func(*rand.Rand, []float64, float64) error) error {
+	inv := 1 / float64(a.Batch)
+	for i := range a.w.Grad {
+		a.w.Grad[i] *= a.Lambda * inv
+	}
+	return addW(a.noise, a.w.Grad, a.WNoise)
 }
 
 // Clipped is the privacy-critical part of a private step: it leaves in the

@@ -11,7 +11,7 @@ import (
 // cuda.OpenDevice can open (a build with the tag `cuda`, the CUDA toolkit
 // and a GPU; or, in a test build with the tag `cudaemu`, the emulated
 // device asked for with FAIRDP_DEVICE=emu), and the error says what is
-// missing. What runs on the device is SGD, DP-SGD, DPSGD-F and Naïve (see
+// missing. What runs on the device is SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI (see
 // checkDeviceConfig, which Config.Validate applies, and onDevice).
 func CheckDevice(device string) error {
 	switch device {

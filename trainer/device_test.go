@@ -24,8 +24,7 @@ func TestDeviceCudaRefusals(t *testing.T) {
 		mutate func(*Config)
 		want   []string
 	}{
-		{func(c *Config) { c.Algo = "fermi" }, []string{"Algo", "no device step"}},
-		{func(c *Config) { c.Algo = "steffle" }, []string{"Algo", "no device step", "dpsgdf naive"}},
+		{func(c *Config) { c.Algo = "steffle" }, []string{"Algo", "no device step"}},
 		{func(c *Config) { c.DType = "float64" }, []string{"DType", "float32 only"}},
 		{func(c *Config) { c.Baseline = true }, []string{"Baseline"}},
 	} {

@@ -99,7 +99,7 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 		return nil, err
 	}
 	if job.Cfg.Device == "cuda" {
-		// Only float32 SGD, DP-SGD, DPSGD-F and Naïve have a device step (Config.Validate
+		// Only float32 SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI have a device step (Config.Validate
 		// refuses the rest); never a silent CPU run instead.
 		f32, ok := any(alg).(Algorithm[float32])
 		if !ok {

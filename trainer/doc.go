@@ -30,21 +30,25 @@
 //
 // # On a device
 //
-// Config.Device "cuda" runs SGD, DP-SGD, DPSGD-F and Naïve (float32, with
-// Config's optimizer: SGD, momentum or Adam) on a CUDA device, or on
-// package cuda's emulated device in a test build (tag cudaemu,
-// FAIRDP_DEVICE=emu): Train wraps the algorithm in a step that owns a
-// cuda.DeviceNet built from the model on its first step (ondevice.go), and
-// DPSGD hands its gradient work to it; a clip policy decides on the
-// device's per-group counts. The step implements DeviceResident, so Run
-// skips its optimizer (the update and its state are on the device) and
-// copies the parameters back to the host model (Sync) only before each
-// epoch's evaluation, the report and the checkpoint. Sampling, a policy's
-// decisions, the accountant and the receipt are the host algorithm's; the
-// receipt notes that the noise is Philox on the device, keyed from the
-// run's stream. Config.Validate refuses what has no device step (other
-// algorithms and pipelines, float64, Baseline): a run never falls back to
-// the CPU silently.
+// Config.Device "cuda" runs SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI
+// (float32, with Config's optimizer: SGD, momentum or Adam) on a CUDA
+// device, or on package cuda's emulated device in a test build (tag
+// cudaemu, FAIRDP_DEVICE=emu): Train wraps the algorithm in a step that
+// owns a cuda.DeviceNet built from the model on its first step
+// (ondevice.go), and DPSGD hands its gradient work to it; a clip policy
+// decides on the device's per-group counts. DP-FERMI (package fermi, which
+// the trainer cannot import, recognised by its DeviceStep and
+// FinishDeviceStep methods) runs the same way with a cuda.DeviceFermi
+// (ondevice_fermi.go): the model's half of each step on the device, W's
+// step, its noise and the accountant in package fermi. The step implements
+// DeviceResident, so Run skips its optimizer (the update and its state are
+// on the device) and copies the parameters back to the host model (Sync)
+// only before each epoch's evaluation, the report and the checkpoint.
+// Sampling, a policy's decisions, the accountant and the receipt are the
+// host algorithm's; the receipt notes that the noise is Philox on the
+// device, keyed from the run's stream. Config.Validate refuses what has no
+// device step (other algorithms and pipelines, float64, Baseline): a run
+// never falls back to the CPU silently.
 //
 // # Library API
 //

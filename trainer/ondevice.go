@@ -68,8 +68,8 @@ type dpsgdBased interface {
 	Core() *DPSGD[float32]
 }
 
-// onDevice wraps alg (SGD, or an algorithm that runs DP-SGD: dpsgd,
-// dpsgdf, naive) into a step on the device OpenDevice opens; any other
+// onDevice wraps alg (SGD, an algorithm that runs DP-SGD: dpsgd, dpsgdf,
+// naive, or DP-FERMI) into a step on the device OpenDevice opens; any other
 // algorithm is refused, never run on the CPU instead.
 func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	opt := newOptimizer[float32](job.Cfg)
@@ -85,8 +85,11 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	if err := d.opt.Validate(); err != nil {
 		return nil, err
 	}
+	var ermi ermiOnDevice
 	switch a := alg.(type) {
 	case *SGD[float32]:
+	case ermiOnDevice:
+		ermi = a
 	case dpsgdBased:
 		d.dp = a.Core()
 	default:
@@ -97,6 +100,9 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, err)
 	}
 	d.dev, d.name = dev, dev.Name()
+	if ermi != nil {
+		return newFermiDeviceStep(d, ermi)
+	}
 	if d.dp != nil {
 		d.dp.device = d
 	}
@@ -104,7 +110,7 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 }
 
 // deviceAlgorithms are the Config.Algo values that run on Device "cuda".
-var deviceAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive"}
+var deviceAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive", "fermi"}
 
 func deviceRefusal(algo string) error {
 	return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("cuda runs Algo %v only; %s has no device step (use Device cpu)",
@@ -125,17 +131,8 @@ func (d *deviceStep) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) { retur
 // clip factor is exactly 1), no noise and the batch mean; an empty batch
 // still applies the update (Run does on the CPU: momentum moves).
 func (d *deviceStep) Step(m Model[float32], b Batch[float32]) (float64, error) {
-	if d.net == nil {
-		spec, err := deviceNetSpec(m)
-		if err != nil {
-			return 0, err
-		}
-		if d.net, err = cuda.NewDeviceNet(d.dev, spec); err != nil {
-			return 0, err
-		}
-		if err := d.net.SetOptimizer(d.opt); err != nil {
-			return 0, err
-		}
+	if err := d.prepare(m); err != nil {
+		return 0, err
 	}
 	if d.dp != nil {
 		return d.host.Step(m, b)
@@ -184,6 +181,22 @@ func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error
 		}}
 	}
 	return d.net.Step(b.X, d.batchLabels(b), s)
+}
+
+// prepare puts m's parameters on the device, with the run's optimizer, on
+// the first step.
+func (d *deviceStep) prepare(m Model[float32]) error {
+	if d.net != nil {
+		return nil
+	}
+	spec, err := deviceNetSpec(m)
+	if err != nil {
+		return err
+	}
+	if d.net, err = cuda.NewDeviceNet(d.dev, spec); err != nil {
+		return err
+	}
+	return d.net.SetOptimizer(d.opt)
 }
 
 // Receipt implements Algorithm: the host algorithm's, with a note on how
@@ -308,8 +321,8 @@ func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
 }
 
 // checkDeviceConfig adds what Device "cuda" cannot run to errs: SGD,
-// DP-SGD, DPSGD-F and Naive in float32 run on the device, with any of
-// Config's optimizers.
+// DP-SGD, DPSGD-F, Naive and DP-FERMI in float32 run on the device, with
+// any of Config's optimizers.
 func checkDeviceConfig(c *Config, errs *FieldErrors) {
 	if c.Device != "cuda" {
 		return

@@ -19,49 +19,12 @@ import (
 	"fairdp/nn"
 )
 
-// philoxRelease is DeviceNet's release on the CPU: for each step a Philox
-// key drawn from the run's noise stream as the device step draws it, the
-// parameter buffers noised on streams 0, 1, … by the kernels' Go twin (a
-// linear layer's weight then bias; a convolution's [W | b] rows as one
-// buffer), then scaled. With it a CPU run adds exactly the device run's
-// noise, so the two can be compared value for value.
-func philoxRelease(t *testing.T) func(r *rand.Rand, params []*nn.Param[float32], std, scale float64) error {
+// philoxRelease is cuda.ReleaseTwin keyed for every step from the run's
+// noise stream as the device step keys it: a CPU run then adds exactly the
+// device run's noise, so the two can be compared value for value.
+func philoxRelease(*testing.T) func(r *rand.Rand, params []*nn.Param[float32], std, scale float64) error {
 	return func(r *rand.Rand, params []*nn.Param[float32], std, scale float64) error {
-		seed := cuda.NewNoiseSeed(r)
-		stream := uint32(0)
-		for i := 0; i < len(params); i++ {
-			p := params[i]
-			s := seed
-			s.Stream = stream
-			stream++
-			if len(p.Shape) != 4 { // a linear weight or bias: a buffer of its own
-				if err := (cuda.CPU{}).AddGaussian(p.Grad, std, s); err != nil {
-					return err
-				}
-				continue
-			}
-			b := params[i+1] // a convolution: weight and bias as [W | b] rows
-			i++
-			outC := len(b.Grad)
-			ckk := len(p.Grad) / outC
-			rows := make([]float32, 0, outC*(ckk+1))
-			for o := range outC {
-				rows = append(append(rows, p.Grad[o*ckk:(o+1)*ckk]...), b.Grad[o])
-			}
-			if err := (cuda.CPU{}).AddGaussian(rows, std, s); err != nil {
-				return err
-			}
-			for o := range outC {
-				copy(p.Grad[o*ckk:(o+1)*ckk], rows[o*(ckk+1):])
-				b.Grad[o] = rows[o*(ckk+1)+ckk]
-			}
-		}
-		for _, p := range params {
-			for i := range p.Grad {
-				p.Grad[i] *= float32(scale)
-			}
-		}
-		return nil
+		return cuda.ReleaseTwin(cuda.NewNoiseSeed(r), params, std, scale)
 	}
 }
 

@@ -32,7 +32,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.StringVar(&c.ModelSpecFile, "model-spec", c.ModelSpecFile, "JSON description of a network of your own ({\"layers\": [{\"kind\": \"linear\", \"in\": 102, \"out\": 1}]}); replaces --model")
 	fs.Var(intsFlag{&c.Hidden}, "hidden", "MLP hidden widths, e.g. 64,32 (default 64 for --model mlp)")
 	fs.StringVar(&c.DType, "dtype", c.DType, "float32 or float64")
-	fs.StringVar(&c.Device, "device", c.Device, "cpu, or cuda: sgd, dpsgd, dpsgdf and naive (float32; --optimizer sgd or adam, --momentum) on a GPU (binary built with -tags cuda; in a test build with -tags cudaemu, the emulated device with FAIRDP_DEVICE=emu)")
+	fs.StringVar(&c.Device, "device", c.Device, "cpu, or cuda: sgd, dpsgd, dpsgdf, naive and fermi (float32; --optimizer sgd or adam, --momentum) on a GPU (binary built with -tags cuda; in a test build with -tags cudaemu, the emulated device with FAIRDP_DEVICE=emu)")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "passes over the training data")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size (expected size under Poisson sampling)")
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")

@@ -1,0 +1,347 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The parts of the ERMI regularizer ψ_i a FermiPass covers, with the values
+// of package fermi's Part (kernels/fermi.cu reads them as ints).
+const (
+	FermiFull         = 0 // every term of ψ_i
+	FermiNonSensitive = 1 // the terms that do not depend on the sample's sensitive attribute
+	FermiSensitive    = 2 // the terms that do
+)
+
+// FermiPass is one output gradient of a DP-FERMI step: for every sample,
+// dz_i = Loss·∂ℓ_i/∂z + Fair·∂ψ_i(Part)/∂z with respect to the logits z, and
+// W's per-sample gradient ∂ψ_i(Part)/∂W.
+type FermiPass struct {
+	On         bool
+	Loss, Fair float64
+	Part       int // FermiFull, FermiNonSensitive or FermiSensitive
+}
+
+// FermiStep is one DP-FERMI step on a DeviceNet, as package fermi plans it
+// (DPFERMI.DeviceStep): the regularizer's state and which terms are clipped
+// and which are summed as they are.
+//
+// The released θ gradient is Scale·(Σ_i c_i g_i + N(0, NoiseStd²)) +
+// Σ_i h_i, applied by SGD at rate LR, where g_i is sample i's parameter
+// gradient for the Clipped pass's output gradient, c_i = min(1, Clip/‖(g_i,
+// WWeight·w_i)‖) its clip factor (w_i its W gradient, jointly clipped; W
+// is not in the norm when WWeight is 0), and h_i the parameter gradient of
+// the Exact pass. Either pass may be off.
+type FermiStep struct {
+	// Groups k and Classes l size W: Mats() matrices of k×l, row-major,
+	// matrix t = the label for EqualizedOdds, else 0.
+	Groups, Classes int
+	EqualizedOdds   bool
+	// W is the regularizer's W now; InvSqrt[t·k+r] is 1/sqrt(p̂(r)) of
+	// matrix t (0 for an empty group).
+	W, InvSqrt []float64
+
+	Clipped, Exact FermiPass
+	Clip, WWeight  float64
+	NoiseStd       float64
+	Scale          float64
+	LR             float32
+}
+
+// Mats is the number of W matrices.
+func (s FermiStep) Mats() int {
+	if s.EqualizedOdds {
+		return s.Classes
+	}
+	return 1
+}
+
+// FermiSums is what a DP-FERMI step brings back to the host: sums over the
+// batch, never per-sample values.
+type FermiSums struct {
+	N    int     // samples in the batch
+	Loss float64 // Σ_i ℓ_i
+	// WClipped is Σ_i c_i w_i of the Clipped pass (c_i = 1 when WWeight is
+	// 0), WExact Σ_i w_i of the Exact pass, each Mats()·k·l values; nil
+	// when the pass is off.
+	WClipped, WExact []float64
+	Psi              float64 // Σ_i ψ_i with every term, W as the step began
+	Clipped          int     // samples whose joint norm exceeded Clip
+}
+
+// DeviceFermi runs DP-FERMI's steps on a DeviceNet: the ERMI regularizer's
+// gradients with respect to the logits and W are computed by the kernels of
+// kernels/fermi.cu from the logits the net's forward pass left on the
+// device, so a step uploads only the batch's inputs, labels and sensitive
+// groups (and W, a few values) and brings back FermiSums.
+type DeviceFermi struct {
+	net *DeviceNet
+	arena
+	capacity   int
+	width      int // k·l, for the sizes the buffers were made for
+	mats       int
+	groups     DevicePtr // n ints
+	dl         DevicePtr // ∂ℓ_i/∂z, n×logits
+	dzExact    DevicePtr // the Exact pass's output gradient when both passes are on
+	wClip      DevicePtr // per-sample W gradients, n×width doubles, each pass
+	wExact     DevicePtr
+	psi        DevicePtr // n doubles
+	w, inv     DevicePtr // W and 1/sqrt(p̂)
+	sums       DevicePtr // [WClipped | WExact | Σψ | clipped count]
+	stepGroups []int32
+	back       []float64 // the host's copy of sums
+	released   bool
+}
+
+// NewDeviceFermi prepares DP-FERMI's steps on net (which it does not own).
+func NewDeviceFermi(net *DeviceNet) *DeviceFermi {
+	return &DeviceFermi{net: net, arena: arena{dev: net.dev}}
+}
+
+// Close frees the step's buffers (not the net).
+func (f *DeviceFermi) Close() error {
+	if f.released {
+		return nil
+	}
+	f.released = true
+	return f.freeFrom(0)
+}
+
+// grow sizes the buffers for n samples of s's shape.
+func (f *DeviceFermi) grow(n int, s FermiStep) error {
+	width, mats := s.Groups*s.Classes, s.Mats()
+	if n <= f.capacity && width == f.width && mats == f.mats {
+		return nil
+	}
+	if err := f.dev.Synchronize(); err != nil {
+		return err
+	}
+	f.capacity = 0
+	if err := f.freeFrom(0); err != nil {
+		return err
+	}
+	c, out := n+n/4, f.net.sizes[len(f.net.sizes)-1]
+	if err := checkDims("DeviceFermi", c, max(width, out)); err != nil {
+		return err
+	}
+	var err error
+	f.groups, f.dl, f.dzExact = f.alloc(4*c, &err), f.alloc(4*c*out, &err), f.alloc(4*c*out, &err)
+	f.wClip, f.wExact, f.psi = f.alloc(8*c*width, &err), f.alloc(8*c*width, &err), f.alloc(8*c, &err)
+	f.w, f.inv, f.sums = f.alloc(8*mats*width, &err), f.alloc(8*mats*s.Groups, &err), f.alloc(8*(2*mats*width+2), &err)
+	if err != nil {
+		return err
+	}
+	f.capacity, f.width, f.mats = c, width, mats
+	f.back = make([]float64, 2*mats*width+2)
+	return nil
+}
+
+// check validates s for the net and the batch's labels and groups.
+func (f *DeviceFermi) check(s FermiStep, labels []int32, groups []int) error {
+	k, l, out := s.Groups, s.Classes, f.net.sizes[len(f.net.sizes)-1]
+	switch {
+	case k < 1 || l != f.net.classes():
+		return fmt.Errorf("cuda: FermiStep has %d groups and %d classes; the net predicts %d classes", k, l, f.net.classes())
+	case len(s.W) != s.Mats()*k*l || len(s.InvSqrt) != s.Mats()*k:
+		return fmt.Errorf("cuda: FermiStep W has %d values and InvSqrt %d, want %d and %d", len(s.W), len(s.InvSqrt), s.Mats()*k*l, s.Mats()*k)
+	case len(groups) != len(labels):
+		return fmt.Errorf("cuda: DeviceFermi: %d groups for %d samples", len(groups), len(labels))
+	case out != 1 && out != l:
+		return fmt.Errorf("cuda: DeviceFermi: %d logits for %d classes", out, l)
+	}
+	for _, p := range []FermiPass{s.Clipped, s.Exact} {
+		if p.On && (p.Part < FermiFull || p.Part > FermiSensitive || !finite(p.Loss) || !finite(p.Fair)) {
+			return fmt.Errorf("cuda: FermiPass %+v: want Part 0, 1 or 2 and finite weights", p)
+		}
+	}
+	if err := checkNoise(s.NoiseStd); err != nil {
+		return err
+	}
+	if !(s.Scale >= 0) || !finite(s.Scale) || !(s.WWeight >= 0) || !finite(s.WWeight) || !(s.LR >= 0) ||
+		(s.Clipped.On && (!(s.Clip > 0) || !finite(s.Clip))) {
+		return fmt.Errorf("cuda: FermiStep Clip %v, WWeight %v, Scale %v, LR %v: want finite Clip > 0 and finite WWeight, Scale, LR ≥ 0",
+			s.Clip, s.WWeight, s.Scale, s.LR)
+	}
+	for i, g := range groups {
+		if g < 0 || g >= k {
+			return fmt.Errorf("cuda: DeviceFermi: sample %d has group %d, want 0..%d", i, g, k-1)
+		}
+	}
+	return nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Step runs one DP-FERMI step on the batch x (n samples) with labels and
+// sensitive groups. Once the batch's sums are on the host it calls host
+// with them (the host's half of the step: W's ascent and the accountant),
+// which returns the Philox key of θ's noise; then it releases θ's gradient
+// and updates the parameters on the device. It returns Σ_i ℓ_i. An empty
+// batch still adds noise and updates.
+func (f *DeviceFermi) Step(x []float32, labels []int32, groups []int, s FermiStep, host func(FermiSums) (NoiseSeed, error)) (float64, error) {
+	if f.released {
+		return 0, errors.New("cuda: DeviceFermi used after Close")
+	}
+	if err := f.check(s, labels, groups); err != nil {
+		return 0, err
+	}
+	net, d := f.net, f.dev
+	n, err := net.upload(x, labels)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.grow(n, s); err != nil {
+		return 0, err
+	}
+	f.stepGroups = f.stepGroups[:0]
+	for _, g := range groups {
+		f.stepGroups = append(f.stepGroups, int32(g))
+	}
+	if err := errors.Join(CopyIn(d, f.groups, f.stepGroups), CopyIn(d, f.w, s.W), CopyIn(d, f.inv, s.InvSqrt)); err != nil {
+		return 0, err
+	}
+	L := len(net.layers)
+	// Every sum starts at zero, so a pass that is off brings back zeros.
+	if err := launch1(d, "fairdp_fill_u32", 2*len(f.back), Ptr(f.sums), U32(0), Int(2*len(f.back))); err != nil {
+		return 0, err
+	}
+	if err := net.forward(n); err != nil {
+		return 0, err
+	}
+	if err := net.lossGrad(f.dl, n); err != nil {
+		return 0, err
+	}
+	width, mats := f.width, f.mats
+	wClip, wExact := f.sums, f.sums+DevicePtr(8*mats*width)
+	psiSum := f.sums + DevicePtr(16*mats*width)
+	psi := f.psi // ψ_i comes with the first pass that runs
+	if s.Clipped.On {
+		// The clipped pass: its output gradient, backward, the joint norms
+		// with W's share, the clip factors and W's clipped sum.
+		if err := f.grad(net.g[L], f.wClip, psi, s.Clipped, s, n); err != nil {
+			return 0, err
+		}
+		psi = 0
+		if err := net.backward(n); err != nil {
+			return 0, err
+		}
+		if err := net.sqNorms(n); err != nil {
+			return 0, err
+		}
+		if s.WWeight > 0 {
+			if err := launch1(d, "fairdp_fermi_w_sqnorms", n, Ptr(net.sq), Ptr(f.wClip), Int(n), Int(width), F64(s.WWeight*s.WWeight)); err != nil {
+				return 0, err
+			}
+		}
+		if err := net.clipFactors(s.Clip, n); err != nil {
+			return 0, err
+		}
+		wScale := net.scale
+		if s.WWeight == 0 {
+			wScale = 0 // W is bounded by construction, not clipped
+		}
+		if err := f.sum(wClip, f.wClip, wScale, width, mats, n); err != nil {
+			return 0, err
+		}
+		if err := d.Launch("fairdp_count_above", D1(1), D1(block), 0, Ptr(psiSum+8), Ptr(net.norms), Int(n), F64(s.Clip)); err != nil {
+			return 0, err
+		}
+	}
+	if s.Exact.On {
+		// Both passes: the exact one's output gradient waits in its own
+		// buffer until the clip factors are known.
+		dz := net.g[L]
+		if s.Clipped.On {
+			dz = f.dzExact
+		}
+		if err := f.grad(dz, f.wExact, psi, s.Exact, s, n); err != nil {
+			return 0, err
+		}
+		psi = 0
+		if err := f.sum(wExact, f.wExact, 0, width, mats, n); err != nil {
+			return 0, err
+		}
+	}
+	if psi != 0 { // no pass ran: ψ alone
+		if err := f.grad(f.dzExact, f.wExact, psi, FermiPass{}, s, n); err != nil {
+			return 0, err
+		}
+	}
+	if err := f.sum(psiSum, f.psi, 0, 1, 1, n); err != nil {
+		return 0, err
+	}
+	back := f.back
+	if err := CopyOut(d, back, f.sums); err != nil {
+		return 0, err
+	}
+	loss, err := net.lossSum(n)
+	if err != nil {
+		return 0, err
+	}
+	sums := FermiSums{N: n, Loss: loss, Psi: back[2*mats*width]}
+	if s.Clipped.On {
+		sums.WClipped, sums.Clipped = append([]float64(nil), back[:mats*width]...), int(back[2*mats*width+1])
+	}
+	if s.Exact.On {
+		sums.WExact = append([]float64(nil), back[mats*width:2*mats*width]...)
+	}
+	seed, err := host(sums)
+	if err != nil {
+		return 0, err
+	}
+	// θ's release: with one pass, that pass's per-sample gradients scaled by
+	// the clip factors (or summed); with both, one more backward of the
+	// combined output gradient Scale·c_i·dz_i + dz'_i, and the noise scaled
+	// to match.
+	rel := DPSGDStep{NoiseStd: s.NoiseStd, Scale: s.Scale, LR: s.LR, Seed: seed}
+	rowScale := net.scale
+	switch {
+	case s.Clipped.On && s.Exact.On:
+		if err := launch1(d, "fairdp_fermi_combine", n*net.sizes[L], Ptr(net.g[L]), Ptr(f.dzExact), Ptr(net.scale), Int(n), Int(net.sizes[L]), F64(s.Scale)); err != nil {
+			return 0, err
+		}
+		if err := net.backward(n); err != nil {
+			return 0, err
+		}
+		rel.NoiseStd, rel.Scale, rowScale = s.NoiseStd*s.Scale, 1, net.ones
+	case s.Exact.On:
+		if err := net.backward(n); err != nil {
+			return 0, err
+		}
+		rel.NoiseStd, rel.Scale, rowScale = s.NoiseStd*s.Scale, 1, net.ones
+	case !s.Clipped.On: // neither pass: only noise
+		if err := launch1(d, "fairdp_fill_u32", n*net.sizes[L], Ptr(net.g[L]), U32(0), Int(n*net.sizes[L])); err != nil {
+			return 0, err
+		}
+		if err := net.backward(n); err != nil {
+			return 0, err
+		}
+		rowScale = net.ones
+	}
+	if err := net.release(rowScale, rel, n); err != nil {
+		return 0, err
+	}
+	return sums.Loss, d.Synchronize()
+}
+
+// grad launches fairdp_fermi_grad for pass p (off: ψ only, no terms).
+func (f *DeviceFermi) grad(dz, wrow, psi DevicePtr, p FermiPass, s FermiStep, n int) error {
+	eo := 0
+	if s.EqualizedOdds {
+		eo = 1
+	}
+	part, lossW, fairW := p.Part, p.Loss, p.Fair
+	if !p.On {
+		part, lossW, fairW = FermiFull, 0, 0
+	}
+	return launch1(f.dev, "fairdp_fermi_grad", n, Ptr(dz), Ptr(wrow), Ptr(psi), Ptr(f.net.a[len(f.net.layers)]), Ptr(f.dl),
+		Ptr(f.net.labels), Ptr(f.groups), Ptr(f.w), Ptr(f.inv), Int(n), Int(f.net.sizes[len(f.net.sizes)-1]),
+		Int(s.Groups), Int(s.Classes), Int(eo), F64(lossW), F64(fairW), Int(part))
+}
+
+// sum launches fairdp_fermi_sums: dst = Σ_i scale_i·rows_i per matrix.
+func (f *DeviceFermi) sum(dst, rows, scale DevicePtr, width, mats, n int) error {
+	return f.dev.Launch("fairdp_fermi_sums", launchShape(mats*width, true), D1(block), 0, Ptr(dst), Ptr(rows), Ptr(scale),
+		Ptr(f.net.labels), Int(n), Int(width), Int(mats))
+}
