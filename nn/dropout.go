@@ -21,12 +21,13 @@ type Dropout[T Float] struct {
 	p    float64
 	seed uint64
 	rng  *rand.Rand
-	pcg  *rand.PCG // rng's source, whose position a checkpoint saves
 	mask []T // 0 or 1/(1−P) per value of the last training Forward
 	y    []T // the last output (x itself after an evaluation pass)
 	buf  []T // the layer's own output buffer (y is not: it may alias x)
 	dx   []T
 	on   bool // the last Forward was a training pass with P > 0
+	// pcg is rng's source, whose position a checkpoint saves.
+	pcg *rand.PCG
 }
 
 // NewDropout returns a Dropout layer dropping with probability p ∈ [0, 1),

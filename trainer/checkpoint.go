@@ -242,8 +242,8 @@ func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 	}
 	if ck.head != nil {
 		if !opts.Resume {
-			return nil, fmt.Errorf("%s holds a checkpoint of a run at epoch %d: continue it with CheckpointOptions.Resume, or give another directory",
-				opts.Dir, ck.head.Epoch)
+			return nil, FieldErrors{{Field: "CheckpointOptions.Resume", Msg: fmt.Sprintf("is needed to continue the run checkpointed in %s (after epoch %d); or give another directory",
+				opts.Dir, ck.head.Epoch)}}
 		}
 		var saved Config
 		if err := json.Unmarshal(ck.head.Config, &saved); err != nil {
@@ -511,10 +511,7 @@ func (r *resumer[T]) start(stepsPerEpoch int) (int, error) {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	r.prior = h.Seconds
-	log := r.job.Log
-	if r.job.Cfg.Quiet {
-		log = nil
-	}
+	log := r.job.Log // what a resume did is said even with Quiet
 	say := func(format string, a ...any) {
 		if log != nil {
 			fmt.Fprintf(log, format+"\n", a...)

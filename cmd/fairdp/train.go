@@ -112,13 +112,16 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)
 	federationFlags(fs, &cfg.Federation)
+	var ck trainer.CheckpointOptions
+	fs.StringVar(&ck.Dir, "checkpoint", "", "directory to save the run in after every epoch (resumable; refused if it holds a checkpoint, unless --resume)")
+	fs.BoolVar(&ck.Resume, "resume", false, "with --checkpoint: continue the run the directory holds, or start it if it holds none")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := rejectFederationFlags(fs, cfg.Algo); err != nil {
 		return err
 	}
-	job, err := trainer.Prepare(cfg, stdout)
+	job, err := prepareTrain(cfg, stdout, ck)
 	if err != nil {
 		return err
 	}
@@ -148,6 +151,17 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "wrote %s/report.json, metrics.jsonl and model.ckpt\n", cfg.Out)
 	}
 	return nil
+}
+
+// prepareTrain prepares the job, resumable when --checkpoint is given.
+func prepareTrain(cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOptions) (*trainer.Job, error) {
+	switch {
+	case ck.Dir != "":
+		return trainer.PrepareCheckpointed(cfg, stdout, ck)
+	case ck.Resume:
+		return nil, fmt.Errorf("--resume needs --checkpoint DIR")
+	}
+	return trainer.Prepare(cfg, stdout)
 }
 
 func printReport(w io.Writer, rep *trainer.Report) {
