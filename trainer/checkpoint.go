@@ -200,7 +200,8 @@ type checkpoint struct {
 // run uninterrupted: same parameters, same report and receipt (only the
 // timings differ).
 //
-// Refusals: a cfg that differs from the checkpoint's in anything but Out,
+// The job trains once (Train or TrainModel): its checkpoint is read when
+// the run starts. Refusals: a cfg that differs from the checkpoint's in anything but Out,
 // Quiet, DataDir and Preset (a FieldErrors naming each field), data that
 // differ from the checkpoint's, an algorithm that is not Resumable, and
 // Device cuda.

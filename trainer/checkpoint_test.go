@@ -320,6 +320,14 @@ func TestResumeRefusals(t *testing.T) {
 	if _, err := ckptRun(t, moved, dir, true, nil); err != nil {
 		t.Errorf("a finished run resumed with another Out: %v", err)
 	}
+	base, bdir := cfg, t.TempDir()
+	base.Baseline = true
+	if rep, err := ckptRun(t, base, bdir, false, nil); err != nil || rep.Baseline == nil {
+		t.Errorf("a checkpointed run with Baseline: %v", err)
+	}
+	if _, err := ckptRun(t, base, bdir, true, nil); err != nil {
+		t.Errorf("resuming a run with Baseline (the baseline must not overwrite its checkpoint): %v", err)
+	}
 	other := cfg
 	other.Limit = 2000
 	if _, err := ckptRun(t, other, dir, true, nil); err == nil || !strings.Contains(err.Error(), "Limit") {

@@ -116,6 +116,7 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	}
 	base := *job
 	base.Cfg.Out, base.Cfg.Baseline = "", false
+	base.checkpoint = nil // the baseline is retrained whole, never checkpointed
 	if !job.Cfg.Quiet && job.Log != nil {
 		fmt.Fprintln(job.Log, "training the non-private baseline (--baseline)")
 	}

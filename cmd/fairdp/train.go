@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -140,6 +141,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "data:", n)
 	}
 	rep, err := trainer.Train(ctx, job)
+	if errors.Is(err, context.Canceled) && ck.Dir != "" {
+		return fmt.Errorf("%w (the run is saved after its last completed epoch: the same command with --resume continues it)", err)
+	}
 	if err != nil {
 		return err
 	}
