@@ -344,3 +344,54 @@ func TestResumeRefusals(t *testing.T) {
 		t.Error("a device run was checkpointed")
 	}
 }
+
+// TestResumeCustomModel: a model of one's own (not a *models.Model) trains
+// resumably: its parameters go into the checkpoint through Params, and a
+// fresh instance given to the resumed run ends where the uninterrupted
+// run's model does, bit for bit.
+func TestResumeCustomModel(t *testing.T) {
+	cfg := ckptConfig("dpsgd", "float64", 4)
+	train := func(m *logistic, dir string, resume bool, hook func(e, s int, cancel func()) error) error {
+		var job *trainer.Job
+		var err error
+		if dir == "" {
+			job, err = trainer.Prepare(cfg, io.Discard)
+		} else {
+			job, err = trainer.PrepareCheckpointed(cfg, io.Discard, trainer.CheckpointOptions{Dir: dir, Resume: resume})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if hook != nil {
+			defer trainer.SetStepHook(func(e, s int) error { return hook(e, s, cancel) })()
+		}
+		_, err = trainer.TrainModel(ctx, job, trainer.Model[float64](m))
+		return err
+	}
+	fresh := func() *logistic { return newLogistic(102, make([]float64, 102), 0.5) }
+	straight := fresh()
+	if err := train(straight, "", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	err := train(fresh(), dir, false, func(e, s int, _ func()) error {
+		if e == 2 && s == 3 {
+			return errors.New("crash")
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("the crash did not stop the run")
+	}
+	resumed := fresh()
+	if err := train(resumed, dir, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range straight.Params() {
+		if !reflect.DeepEqual(p.Value, resumed.Params()[i].Value) {
+			t.Errorf("%s: resumed %v…, uninterrupted %v…", p.Name, resumed.Params()[i].Value[:2], p.Value[:2])
+		}
+	}
+}
