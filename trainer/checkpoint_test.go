@@ -43,7 +43,18 @@ func ckptRun(t *testing.T, cfg trainer.Config, dir string, resume bool, hook fun
 	return trainer.Train(ctx, job)
 }
 
-// stepsPerEpoch runs cfg uninterrupted (without a checkpoint, into out)
+// stopAfter is a ckptRun hook that stops the run between epoch and the
+// next (spe: steps per epoch): it cancels during the epoch's last step.
+func stopAfter(epoch, spe int) func(e, s int, cancel func()) error {
+	return func(e, s int, cancel func()) error {
+		if e == epoch && s == spe {
+			cancel()
+		}
+		return nil
+	}
+}
+
+// straightRun runs cfg uninterrupted (without a checkpoint, into out)
 // and returns its report and the steps of its first epoch.
 func straightRun(t *testing.T, cfg trainer.Config) (*trainer.Report, int) {
 	t.Helper()
@@ -177,12 +188,7 @@ func TestResumeBitIdentical(t *testing.T) {
 			// Stopped between epochs 1 and 2, then resumed.
 			cfg.Out = t.TempDir()
 			dir := t.TempDir()
-			_, err := ckptRun(t, cfg, dir, false, func(e, s int, cancel func()) error {
-				if e == 1 && s == spe {
-					cancel()
-				}
-				return nil
-			})
+			_, err := ckptRun(t, cfg, dir, false, stopAfter(1, spe))
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("stopped run: %v, want context.Canceled", err)
 			}
@@ -247,12 +253,7 @@ func TestResumeUnseededChargesLostEpochs(t *testing.T) {
 			t.Fatalf("crash in epoch %d: %v", at, err)
 		}
 	}
-	_, err := ckptRun(t, cfg, dir, true, func(e, s int, cancel func()) error {
-		if e == 2 && s == spe {
-			cancel()
-		}
-		return nil
-	})
+	_, err := ckptRun(t, cfg, dir, true, stopAfter(2, spe))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("stop between epochs: %v", err)
 	}
