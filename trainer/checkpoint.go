@@ -41,6 +41,9 @@ const (
 	// started from the checkpoint's generation: a restart that finds an
 	// epoch started but not checkpointed knows its steps ran.
 	LedgerFile = "ledger.json"
+	// LockFile is locked while a process trains the run (Unix), so that two
+	// processes never continue one checkpoint at once.
+	LockFile = "lock"
 )
 
 // checkpointMagic starts CheckpointFile; the version is the format's.
@@ -191,6 +194,7 @@ type checkpoint struct {
 	ledger *ledgerEntry      // nil: none
 	// dataKey and dataHash are the new header's (see checkpointHeader).
 	dataKey, dataHash []byte
+	unlock            func() // releases the directory's lock
 }
 
 // PrepareCheckpointed is Prepare for a run that can stop and continue:
@@ -201,7 +205,9 @@ type checkpoint struct {
 // timings differ).
 //
 // The job trains once (Train or TrainModel): its checkpoint is read when
-// the run starts. Refusals: a cfg that differs from the checkpoint's in anything but Out,
+// the run starts. The directory is locked (LockFile) from
+// PrepareCheckpointed until that run ends, so a second process on the same
+// directory is refused. Refusals: a cfg that differs from the checkpoint's in anything but Out,
 // Quiet, DataDir and Preset (a FieldErrors naming each field), data that
 // differ from the checkpoint's, an algorithm that is not Resumable, and
 // Device cuda.
@@ -237,6 +243,24 @@ func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 	if cfg.Device != "cpu" {
 		return nil, FieldErrors{{Field: "Device", Msg: fmt.Sprintf("%s runs cannot be checkpointed yet (their parameters and noise keys live on the device): train on cpu, or without a checkpoint", cfg.Device)}}
 	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	job, err := prepareCheckpointed(cfg, log, opts)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	job.checkpoint.unlock = unlock
+	return job, nil
+}
+
+// prepareCheckpointed is PrepareCheckpointed once the directory is locked.
+func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
 	ck, err := readCheckpoint(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -541,6 +565,14 @@ func (r *resumer[T]) start(stepsPerEpoch int) (int, error) {
 		}
 	}
 	return h.Epoch, nil
+}
+
+// release releases the directory's lock (once; later calls do nothing).
+func (ck *checkpoint) release() {
+	if ck != nil && ck.unlock != nil {
+		ck.unlock()
+		ck.unlock = nil
+	}
 }
 
 // firstLoss is the divergence check's saved first-batch loss (-1: none).

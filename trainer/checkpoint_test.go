@@ -309,9 +309,19 @@ func TestResumeRefusals(t *testing.T) {
 	if _, err := ckptRun(t, cfg, dir, false, nil); err == nil || !strings.Contains(err.Error(), "Resume") {
 		t.Errorf("a second run into the same directory: %v, want a refusal naming Resume", err)
 	}
+	held, err := trainer.PrepareCheckpointed(cfg, io.Discard, trainer.CheckpointOptions{Dir: dir, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ckptRun(t, cfg, dir, true, nil); err == nil || !strings.Contains(err.Error(), "in use by another run") {
+		t.Errorf("two runs on one checkpoint at once: %v, want a refusal", err)
+	}
+	if _, err := trainer.Train(context.Background(), held); err != nil { // releases the lock
+		t.Fatal(err)
+	}
 	changed := cfg
 	changed.LR, changed.Privacy.Epsilon = 0.1, 3
-	_, err := ckptRun(t, changed, dir, true, nil)
+	_, err = ckptRun(t, changed, dir, true, nil)
 	var fe trainer.FieldErrors
 	if !errors.As(err, &fe) || len(fe) != 2 || fe[0].Field != "LR" || fe[1].Field != "Privacy.Epsilon" {
 		t.Errorf("changed LR and ε: %v, want FieldErrors naming LR and Privacy.Epsilon", err)

@@ -94,6 +94,7 @@ func Train(ctx context.Context, job *Job) (*Report, error) {
 }
 
 func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Report, error) {
+	defer job.checkpoint.release()
 	alg, err := mk(job)
 	if err != nil {
 		return nil, err

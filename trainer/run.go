@@ -178,6 +178,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if err != nil {
 		return nil, nil, err
 	}
+	defer job.checkpoint.release() // the run that read the checkpoint ends here
 	ck, err := newResumer(job, m, opt, sampler, samplerRand, alg)
 	if err != nil {
 		return nil, nil, err
