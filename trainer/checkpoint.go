@@ -478,64 +478,83 @@ func newResumer[T nn.Float](job *Job, m Model[T], opt nn.Optimizer[T], sampler d
 // interrupted inside an epoch is charged for it here when unseeded.
 func (r *resumer[T]) start(stepsPerEpoch int) (int, error) {
 	if r.ck.head == nil {
-		cfgJSON, err := json.Marshal(r.job.Cfg)
-		if err != nil {
-			return 0, err
-		}
-		var id [8]byte
-		_, _ = crand.Read(id[:])
-		r.head = checkpointHeader{Version: Version, Run: hex.EncodeToString(id[:]), Config: cfgJSON,
-			Algorithm: r.algName, Seeded: r.job.Source.Seeded,
-			DataKey: r.ck.dataKey, DataHash: r.ck.dataHash, FirstLoss: -1}
-		if r.head.Seeded {
-			r.head.DataKey = nil
-		}
-		if err := os.MkdirAll(r.ck.dir, 0o755); err != nil {
-			return 0, err
-		}
-		return 0, r.save(0, nil, -1)
+		return 0, r.begin()
 	}
+	if err := r.restore(); err != nil {
+		return 0, err
+	}
+	return r.head.Epoch, r.chargeInterrupted(stepsPerEpoch)
+}
+
+// begin writes a new run's checkpoint before its first epoch.
+func (r *resumer[T]) begin() error {
+	cfgJSON, err := json.Marshal(r.job.Cfg)
+	if err != nil {
+		return err
+	}
+	var id [8]byte
+	_, _ = crand.Read(id[:])
+	r.head = checkpointHeader{Version: Version, Run: hex.EncodeToString(id[:]), Config: cfgJSON,
+		Algorithm: r.algName, Seeded: r.job.Source.Seeded, DataKey: r.ck.dataKey, DataHash: r.ck.dataHash}
+	if r.head.Seeded {
+		r.head.DataKey = nil
+	}
+	return r.save(0, nil, -1)
+}
+
+// restore puts the checkpoint's state into the model, optimizer, sampler
+// and algorithm.
+func (r *resumer[T]) restore() error {
 	r.head = *r.ck.head
 	h := &r.head
 	path := filepath.Join(r.ck.dir, CheckpointFile)
 	if r.algName != h.Algorithm {
-		return 0, fmt.Errorf("%s is of algorithm %s, this run is %s", path, h.Algorithm, r.algName)
+		return fmt.Errorf("%s is of algorithm %s, this run is %s", path, h.Algorithm, r.algName)
 	}
 	if h.Seeded != r.job.Source.Seeded {
-		return 0, fmt.Errorf("%s: seeded %v, this run %v", path, h.Seeded, r.job.Source.Seeded)
+		return fmt.Errorf("%s: seeded %v, this run %v", path, h.Seeded, r.job.Source.Seeded)
 	}
 	var body checkpointBody[T]
 	if err := r.ck.body.Decode(&body); err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	params := r.m.Params()
 	if len(body.Params) != len(params) {
-		return 0, fmt.Errorf("%s has %d parameter blocks, the model %d", path, len(body.Params), len(params))
+		return fmt.Errorf("%s has %d parameter blocks, the model %d", path, len(body.Params), len(params))
 	}
 	for i, p := range params {
 		if len(body.Params[i]) != len(p.Value) {
-			return 0, fmt.Errorf("%s: parameter block %d (%s) has %d values, the model %d", path, i, p.Name, len(body.Params[i]), len(p.Value))
+			return fmt.Errorf("%s: parameter block %d (%s) has %d values, the model %d", path, i, p.Name, len(body.Params[i]), len(p.Value))
 		}
 		copy(p.Value, body.Params[i])
 	}
 	if err := restoreModelState(r.m, body.Layers); err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := r.opt.SetState(params, body.Optimizer); err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if h.Seeded {
 		if err := r.samplerRand.UnmarshalBinary(h.SamplerRN); err != nil {
-			return 0, fmt.Errorf("%s: sampler stream: %w", path, err)
+			return fmt.Errorf("%s: sampler stream: %w", path, err)
 		}
 		if err := r.sampler.(encoding.BinaryUnmarshaler).UnmarshalBinary(h.Sampler); err != nil {
-			return 0, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	if err := r.alg.LoadState(&State{seeded: h.Seeded, values: h.Algo}); err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	r.prior = h.Seconds
+	return nil
+}
+
+// chargeInterrupted says what the resume does and, for an unseeded run
+// whose next epoch the ledger shows started, charges that epoch; an
+// unseeded run's checkpoint is then rewritten (the charge and the resume
+// on disk) before any step runs.
+func (r *resumer[T]) chargeInterrupted(stepsPerEpoch int) error {
+	h := &r.head
 	log := r.job.Log // what a resume did is said even with Quiet
 	say := func(format string, a ...any) {
 		if log != nil {
@@ -552,19 +571,16 @@ func (r *resumer[T]) start(stepsPerEpoch int) (int, error) {
 			say("epoch %d was interrupted; a seeded run redoes it with the same batches and noise, so nothing more is charged", l.Started)
 		} else {
 			if err := r.alg.ChargeLost(stepsPerEpoch); err != nil {
-				return 0, err
+				return err
 			}
 			h.LostSteps += stepsPerEpoch
 			say("epoch %d was interrupted: its %d steps are charged, and it is run again with fresh noise", l.Started, stepsPerEpoch)
 		}
 	}
-	if !h.Seeded {
-		// The charge and the resume are on disk before the epoch reruns.
-		if err := r.save(h.Epoch, nil, h.FirstLoss); err != nil {
-			return 0, err
-		}
+	if h.Seeded {
+		return nil
 	}
-	return h.Epoch, nil
+	return r.save(h.Epoch, nil, h.FirstLoss)
 }
 
 // release releases the directory's lock (once; later calls do nothing).
