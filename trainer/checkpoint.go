@@ -562,6 +562,9 @@ func (r *resumer[T]) chargeInterrupted(stepsPerEpoch int) error {
 		}
 	}
 	say("resuming the run checkpointed in %s after epoch %d of %d", r.ck.dir, h.Epoch, r.job.Cfg.Epochs)
+	if h.Epoch == r.job.Cfg.Epochs {
+		return nil // finished: nothing more is drawn or charged
+	}
 	if !h.Seeded {
 		h.Resumes = append(h.Resumes, h.Epoch)
 		say("unseeded run: the batches and noise from here on are drawn from new crypto/rand keys")
