@@ -19,13 +19,18 @@ type File struct {
 
 // Create starts writing path. The temporary file is created in path's
 // directory (so the final rename cannot cross file systems) with mode 0644.
-func Create(path string) (*File, error) {
+func Create(path string) (*File, error) { return CreateMode(path, 0o644) }
+
+// CreateMode is Create with the file mode perm (0600 for a file only its
+// owner may read, such as a training checkpoint). The mode is set before
+// anything is written.
+func CreateMode(path string, perm os.FileMode) (*File, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+	if err := f.Chmod(perm); err != nil { // CreateTemp makes it 0600
 		f.Close()
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("create %s: %w", path, err)
@@ -85,7 +90,12 @@ func syncDir(dir string) {
 // Write writes path atomically with the bytes that write produces. If write
 // returns an error nothing is changed on disk.
 func Write(path string, write func(io.Writer) error) error {
-	f, err := Create(path)
+	return WriteMode(path, 0o644, write)
+}
+
+// WriteMode is Write with the file mode perm (see CreateMode).
+func WriteMode(path string, perm os.FileMode, write func(io.Writer) error) error {
+	f, err := CreateMode(path, perm)
 	if err != nil {
 		return err
 	}

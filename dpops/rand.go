@@ -77,6 +77,24 @@ func NewRand(seed *uint64) (*mrand.Rand, Source) {
 // Derive panics on a Source that NewRand did not make (a programming error:
 // such a Source has no key and would silently give every run the same noise).
 func (s Source) Derive(label string) *mrand.Rand {
+	return mrand.New(s.DeriveChaCha8(label))
+}
+
+// DeriveChaCha8 is the generator behind Derive(label), for a caller that
+// must save and restore its position (its MarshalBinary and
+// UnmarshalBinary): a checkpoint of a seeded run saves the sampling and
+// noise streams so that the resumed run draws what the uninterrupted run
+// would have. A saved position predicts every later draw, so an unseeded
+// run's checkpoint must never hold one (trainer re-keys those streams).
+func (s Source) DeriveChaCha8(label string) *mrand.ChaCha8 {
+	return mrand.NewChaCha8(s.DeriveKey(label))
+}
+
+// DeriveKey is the key of the stream Derive(label) returns. It is as secret
+// as the stream itself; a caller that stores it (a checkpoint of an unseeded
+// run keeps the data-split key, so that a resumed run trains on the same
+// split) must protect it like the data.
+func (s Source) DeriveKey(label string) [32]byte {
 	if !s.keyed {
 		panic("dpops: Source.Derive on a Source not made by NewRand (it has no key)")
 	}
@@ -84,7 +102,7 @@ func (s Source) Derive(label string) *mrand.Rand {
 	mac.Write([]byte(label))
 	var key [32]byte
 	copy(key[:], mac.Sum(nil))
-	return mrand.New(mrand.NewChaCha8(key))
+	return key
 }
 
 // String describes the source for a privacy receipt.

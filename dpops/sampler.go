@@ -1,6 +1,7 @@
 package dpops
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
@@ -166,3 +167,68 @@ func (s *Shuffle) Kind() string { return KindShuffle }
 // Rate is the nominal rate batch/n (at most 1). For shuffled batches it is
 // only a label: the RDP accountant's guarantee does not apply to it.
 func (s *Shuffle) Rate() float64 { return min(1, float64(s.batch)/float64(s.n)) }
+
+// MarshalBinary implements encoding.BinaryMarshaler: a Poisson sampler
+// keeps nothing between steps but its stream (saved by its owner), so this
+// records n and q only, for UnmarshalBinary to check.
+func (p *Poisson) MarshalBinary() ([]byte, error) {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(p.n))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(p.q)), nil
+}
+
+// UnmarshalBinary implements encoding.BinaryUnmarshaler: it refuses a
+// state of a sampler over other records or at another rate.
+func (p *Poisson) UnmarshalBinary(b []byte) error {
+	if len(b) != 16 {
+		return fmt.Errorf("dpops: Poisson state of %d bytes, want 16", len(b))
+	}
+	n, q := int(binary.LittleEndian.Uint64(b)), math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
+	if n != p.n || q != p.q {
+		return fmt.Errorf("dpops: Poisson state is of n = %d, q = %v; this sampler has n = %d, q = %v", n, q, p.n, p.q)
+	}
+	return nil
+}
+
+// MarshalBinary implements encoding.BinaryMarshaler: the current
+// permutation and position in it (with n and the batch size for
+// UnmarshalBinary to check). The permutation says which records the
+// current epoch's batches hold: it is randomness of the run, saved only
+// where the run's streams are (a seeded run's checkpoint).
+func (s *Shuffle) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, 8*(3+len(s.perm)))
+	for _, v := range []int{s.n, s.batch, s.pos} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	for _, v := range s.perm {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return b, nil
+}
+
+// UnmarshalBinary implements encoding.BinaryUnmarshaler: it restores what
+// MarshalBinary saved, refusing a state of another n or batch size or one
+// whose permutation is not a permutation of 0..n-1.
+func (s *Shuffle) UnmarshalBinary(b []byte) error {
+	if len(b) != 8*(3+s.n) {
+		return fmt.Errorf("dpops: shuffle state of %d bytes, want %d for %d records", len(b), 8*(3+s.n), s.n)
+	}
+	word := func(i int) int { return int(binary.LittleEndian.Uint64(b[8*i:])) }
+	if word(0) != s.n || word(1) != s.batch {
+		return fmt.Errorf("dpops: shuffle state is of n = %d, batch %d; this sampler has n = %d, batch %d", word(0), word(1), s.n, s.batch)
+	}
+	pos := word(2)
+	if pos < 0 || pos > s.n {
+		return fmt.Errorf("dpops: shuffle state position %d outside 0..%d", pos, s.n)
+	}
+	perm := make([]int, s.n)
+	seen := make([]bool, s.n)
+	for i := range perm {
+		v := word(3 + i)
+		if v < 0 || v >= s.n || seen[v] {
+			return fmt.Errorf("dpops: shuffle state is not a permutation of 0..%d", s.n-1)
+		}
+		perm[i], seen[v] = v, true
+	}
+	s.perm, s.pos = perm, pos
+	return nil
+}

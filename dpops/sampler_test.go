@@ -386,3 +386,46 @@ func BenchmarkPoissonNextMNIST(b *testing.B) {
 		_ = p.Next()
 	}
 }
+
+// TestSamplerStateResumes: a Shuffle restored (with its stream) from the
+// state of one stopped mid-epoch yields the same batches; a state of
+// another size or not a permutation is refused; Poisson's state checks n
+// and q.
+func TestSamplerStateResumes(t *testing.T) {
+	src := mrand.NewChaCha8([32]byte{1})
+	a, _ := dpops.NewShuffle(10, 3, mrand.New(src))
+	a.Next()
+	a.Next()
+	st, _ := a.MarshalBinary()
+	rs, _ := src.MarshalBinary()
+	src2 := mrand.NewChaCha8([32]byte{2})
+	if err := src2.UnmarshalBinary(rs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := dpops.NewShuffle(10, 3, mrand.New(src2))
+	if err := b.UnmarshalBinary(st); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if x, y := a.Next(), b.Next(); !slices.Equal(x, y) {
+			t.Fatalf("batch %d after the restore: %v, want %v", i, y, x)
+		}
+	}
+	other, _ := dpops.NewShuffle(11, 3, mrand.New(src))
+	if err := other.UnmarshalBinary(st); err == nil {
+		t.Error("a state of 10 records restored into a sampler of 11")
+	}
+	st[8*3], st[8*4] = 0, 0 // two zeros: not a permutation
+	if err := b.UnmarshalBinary(st); err == nil || !strings.Contains(err.Error(), "not a permutation") {
+		t.Errorf("a broken permutation: %v", err)
+	}
+	p, _ := dpops.NewPoisson(100, 0.1, mrand.New(src))
+	ps, _ := p.MarshalBinary()
+	q, _ := dpops.NewPoisson(100, 0.2, mrand.New(src))
+	if err := p.UnmarshalBinary(ps); err != nil {
+		t.Error(err)
+	}
+	if err := q.UnmarshalBinary(ps); err == nil {
+		t.Error("a Poisson state of q = 0.1 restored into q = 0.2")
+	}
+}

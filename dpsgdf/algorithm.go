@@ -60,6 +60,7 @@ type Algorithm[T nn.Float] struct {
 	core       *trainer.DPSGD[T]
 	sigma1     float64 // count noise multiplier (0 for Flat)
 	countNoise *rand.Rand
+	countSrc   *rand.ChaCha8 // countNoise's generator (a seeded checkpoint saves it)
 	// noisyCount releases one count with its Gaussian noise; tests swap it
 	// for the identity to check what the noise-free algorithm does.
 	noisyCount func(v float64) (float64, error)
@@ -100,7 +101,8 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 	if err != nil {
 		return nil, fmt.Errorf("dpsgdf: %w", err)
 	}
-	a := &Algorithm[T]{cfg: cfg, core: core, countNoise: src.Derive("count-noise")}
+	countSrc := src.DeriveChaCha8("count-noise")
+	a := &Algorithm[T]{cfg: cfg, core: core, countNoise: rand.New(countSrc), countSrc: countSrc}
 	a.cfg.Sigma, a.cfg.Delta, a.cfg.Sampling = core.Sigma, core.Delta, core.Sampling
 	if cfg.Policy != Flat {
 		a.sigma1 = cfg.CountNoiseRatio * a.cfg.Sigma

@@ -130,6 +130,7 @@ type DPFERMI[T nn.Float] struct {
 	released []float64 // the noisy group counts as released (floored at 1)
 	records  int       // training records the guarantee covers
 	noise    *rand.Rand
+	noiseSrc *rand.ChaCha8 // noise's generator (a seeded checkpoint saves it)
 	acc      *accounting.RDP
 	clipper  dpops.Clipper[T]
 	w        *wBlock[T]
@@ -149,8 +150,15 @@ type DPFERMI[T nn.Float] struct {
 // New builds DP-FERMI for a prepared job: the group frequencies (noisy
 // counts unless --public-group-sizes), the noise (calibrated by the RDP
 // accountant, or --calibration paper, or given by --sigma) and W = 0.
+//
+// A job that resumes a checkpoint (trainer.PrepareCheckpointed) reuses the
+// counts the checkpointed run released instead of releasing new ones.
 func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
-	return newDPFERMI[T](job, nil)
+	released, err := restoredCounts(job)
+	if err != nil {
+		return nil, err
+	}
+	return newDPFERMI[T](job, released)
 }
 
 // NewWithReleasedCounts is New for a party that has already released its
@@ -203,7 +211,8 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 		if a.acc, err = accounting.NewRDP(nil); err != nil {
 			return nil, err
 		}
-		a.noise = job.Source.Derive("noise")
+		a.noiseSrc = job.Source.DeriveChaCha8("noise")
+		a.noise = rand.New(a.noiseSrc)
 		a.Sensitivity = p.Clip
 		a.CountSensitivity = 1
 		if a.Scope == accounting.ScopeSensitive {

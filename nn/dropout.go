@@ -26,6 +26,8 @@ type Dropout[T Float] struct {
 	buf  []T // the layer's own output buffer (y is not: it may alias x)
 	dx   []T
 	on   bool // the last Forward was a training pass with P > 0
+	// pcg is rng's source, whose position a checkpoint saves.
+	pcg *rand.PCG
 }
 
 // NewDropout returns a Dropout layer dropping with probability p ∈ [0, 1),
@@ -34,8 +36,18 @@ func NewDropout[T Float](p float64, seed uint64) *Dropout[T] {
 	if !(p >= 0 && p < 1) {
 		panic(fmt.Sprintf("nn.NewDropout: probability %v, want 0 ≤ p < 1", p))
 	}
-	return &Dropout[T]{p: p, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x64726f70))}
+	pcg := rand.NewPCG(seed, 0x64726f70)
+	return &Dropout[T]{p: p, seed: seed, rng: rand.New(pcg), pcg: pcg}
 }
+
+// MarshalBinary implements encoding.BinaryMarshaler: the position of the
+// mask generator, which a training checkpoint saves so that a resumed run
+// draws the masks the uninterrupted run would have. The masks follow from
+// the layer's seed alone, not from the data or the run's noise.
+func (d *Dropout[T]) MarshalBinary() ([]byte, error) { return d.pcg.MarshalBinary() }
+
+// UnmarshalBinary implements encoding.BinaryUnmarshaler.
+func (d *Dropout[T]) UnmarshalBinary(b []byte) error { return d.pcg.UnmarshalBinary(b) }
 
 // Name implements Layer.
 func (d *Dropout[T]) Name() string { return fmt.Sprintf("Dropout(%g)", d.p) }

@@ -71,6 +71,16 @@ func (a *SGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 // Receipt implements Algorithm: SGD is not private.
 func (a *SGD[T]) Receipt() (accounting.Receipt, error) { return accounting.NotPrivate(), nil }
 
+// SaveState implements Resumable: SGD keeps nothing between steps (the
+// optimizer and the sampler are the loop's).
+func (a *SGD[T]) SaveState(*State) error { return nil }
+
+// LoadState implements Resumable.
+func (a *SGD[T]) LoadState(*State) error { return nil }
+
+// ChargeLost implements Resumable: SGD spends no privacy.
+func (a *SGD[T]) ChargeLost(int) error { return nil }
+
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)

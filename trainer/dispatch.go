@@ -94,6 +94,7 @@ func Train(ctx context.Context, job *Job) (*Report, error) {
 }
 
 func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Report, error) {
+	defer job.checkpoint.release()
 	alg, err := mk(job)
 	if err != nil {
 		return nil, err
@@ -116,6 +117,7 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	}
 	base := *job
 	base.Cfg.Out, base.Cfg.Baseline = "", false
+	base.checkpoint = nil // the baseline is retrained whole, never checkpointed
 	if !job.Cfg.Quiet && job.Log != nil {
 		fmt.Fprintln(job.Log, "training the non-private baseline (--baseline)")
 	}

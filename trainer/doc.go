@@ -92,6 +92,24 @@
 // rho_runs.csv) and CheckSweepSettings the sweep.json that keeps a resumed
 // sweep on the same settings.
 //
+// # Resumable runs
+//
+// PrepareCheckpointed (`fairdp train --checkpoint DIR --resume`) makes a run
+// span processes: after every epoch Run writes, atomically and with mode
+// 0600, training.ckpt with everything the next epoch reads (parameters,
+// layer state such as Dropout's generator, the optimizer's moments, the
+// sampler, the algorithm's state through Resumable: accountant, W,
+// released counts, per-epoch series, the epoch log, the config and a
+// fingerprint of the data), and before every epoch ledger.json says the
+// epoch has started. A seeded run's checkpoint also holds its streams'
+// positions, so its resume is bit-identical to the run uninterrupted. An
+// unseeded run's checkpoint holds no stream: the resumed process re-keys
+// batches and noise from crypto/rand (the receipt says so), and an epoch
+// the ledger shows started but not checkpointed is charged in full before
+// it is run again. PrepareCheckpointed's doc is the full statement.
+// SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI are Resumable; SteFFLe and
+// device runs are refused.
+//
 // # Where this deviates from DESIGN.md
 //
 //   - DESIGN's package table has no trainer: the loop, the report and the

@@ -33,7 +33,8 @@ type DPSGD[T nn.Float] struct {
 	// ClipPolicy); nil is DP-SGD.
 	Policy ClipPolicy
 
-	noise *rand.Rand
+	noise    *rand.Rand
+	noiseSrc *rand.ChaCha8 // noise's generator, whose position a seeded checkpoint saves
 	// release noises and scales the clipped sum (nil: dpops.NoiseAndScale);
 	// the device tests replace it by the device's Philox noise on the CPU
 	// to compare a CPU run with a device run.
@@ -163,7 +164,8 @@ func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], erro
 	if a.acc, err = accounting.NewRDP(nil); err != nil {
 		return nil, err
 	}
-	a.noise = src.Derive("noise")
+	a.noiseSrc = src.DeriveChaCha8("noise")
+	a.noise = rand.New(a.noiseSrc)
 	return a, nil
 }
 
@@ -330,3 +332,26 @@ func (a *DPSGD[T]) Charges() []accounting.Mechanism { return a.acc.History() }
 func (a *DPSGD[T]) Receipt() (accounting.Receipt, error) {
 	return a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
 }
+
+// SaveState implements Resumable: the accountant and the noise stream.
+func (a *DPSGD[T]) SaveState(s *State) error {
+	if err := s.PutRand("dpsgd.noise", a.noiseSrc); err != nil {
+		return err
+	}
+	return s.Put("dpsgd.accountant", a.acc.State())
+}
+
+// LoadState implements Resumable.
+func (a *DPSGD[T]) LoadState(s *State) error {
+	if err := s.GetRand("dpsgd.noise", a.noiseSrc); err != nil {
+		return err
+	}
+	var acc accounting.RDPState
+	if err := s.Get("dpsgd.accountant", &acc); err != nil {
+		return err
+	}
+	return a.acc.Restore(acc)
+}
+
+// ChargeLost implements Resumable: steps more of the step's mechanism.
+func (a *DPSGD[T]) ChargeLost(steps int) error { return a.acc.Step(a.Mechanism(), steps) }

@@ -116,6 +116,10 @@ type Job struct {
 	// of one's own): Run trains it in place instead of building the zoo
 	// model Cfg names. See TrainModel.
 	Model any
+
+	// checkpoint, set by PrepareCheckpointed, makes Run save the run after
+	// every epoch and continue a saved one.
+	checkpoint *checkpoint
 }
 
 // Prepare loads the data named in cfg and seeds the run.
@@ -174,7 +178,13 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		return nil, nil, err
 	}
 	opt := newOptimizer[T](cfg)
-	sampler, err := alg.Sampler(job.Train.N(), job.Source.Derive("sampler"))
+	samplerRand := job.Source.DeriveChaCha8("sampler")
+	sampler, err := alg.Sampler(job.Train.N(), rand.New(samplerRand))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer job.checkpoint.release() // the run that read the checkpoint ends here
+	ck, err := newResumer(job, m, opt, sampler, samplerRand, alg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,7 +205,21 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		defer jsonl.Abort()
 	}
 	stepsPerEpoch := sampler.StepsPerEpoch()
+	done := 0 // epochs completed by earlier sessions of a checkpointed run
+	if ck != nil {
+		if done, err = ck.start(stepsPerEpoch); err != nil {
+			return nil, nil, err
+		}
+		for _, line := range ck.logs() {
+			if jsonl != nil {
+				if _, err := fmt.Fprintf(jsonl, "%s\n", line); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
 	prog := newProgress(job.Log, cfg.Quiet, cfg.Epochs*stepsPerEpoch)
+	prog.steps = done * stepsPerEpoch
 	// A private run releases only what its receipt covers: exact statistics
 	// of the training data (loss, sampled batch sizes) stay inside unless
 	// the user asks for them (and they are then marked not private).
@@ -213,7 +237,15 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	start := time.Now()
 	ev := newEvaluator[T](m)
 	firstLoss := -1.0 // mean loss of the first non-empty batch
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
+	if ck != nil {
+		firstLoss = ck.firstLoss()
+	}
+	for epoch := done + 1; epoch <= cfg.Epochs; epoch++ {
+		if ck != nil {
+			if err := ck.startEpoch(ctx, epoch); err != nil {
+				return nil, nil, err
+			}
+		}
 		epStart := time.Now()
 		var lossSum float64
 		var seen, empty int
@@ -250,6 +282,11 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 			if b.N() == 0 {
 				empty++
 			}
+			if stepHook != nil {
+				if err := stepHook(epoch, s+1); err != nil {
+					return nil, nil, err
+				}
+			}
 			var receiptErr error
 			prog.step(seen, func() *float64 {
 				r, err := alg.Receipt()
@@ -281,6 +318,17 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		if lg, ok := alg.(EpochLogger); ok {
 			el.Algo = lg.EpochFields()
 		}
+		if ck != nil {
+			// The epoch's state, its accountant included, is on disk before
+			// anything of the epoch is printed.
+			line, err := json.Marshal(el)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := ck.save(epoch, line, keepFirstLoss(firstLoss, exact)); err != nil {
+				return nil, nil, fmt.Errorf("epoch %d: checkpoint: %w", epoch, err)
+			}
+		}
 		prog.epoch(el)
 		if jsonl != nil {
 			if err := json.NewEncoder(jsonl).Encode(el); err != nil {
@@ -299,6 +347,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		DType: cfg.DType, Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,
 		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: receipt,
 		Seconds: time.Since(start).Seconds(), Version: Version, Config: cfg,
+	}
+	if ck != nil {
+		rep.Seconds += ck.prior
 	}
 	if exact {
 		train := ev.evaluate(job.Train)
@@ -319,6 +370,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	if cfg.DType == "float64" && rep.Privacy.Private() {
 		rep.Privacy.AddNote(float64NoiseNote)
+	}
+	if ck != nil && rep.Privacy.Private() {
+		ck.noteReceipt(&rep.Privacy)
 	}
 	// The config records the δ the run used: the default 1/n², resolved,
 	// repeats the run exactly when given back. (A federation's default is
@@ -342,6 +396,10 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	return rep, m, nil
 }
+
+// stepHook, when set (by tests only, see export_test.go), runs after every
+// step; an error ends the run there, as a crash inside an epoch would.
+var stepHook func(epoch, step int) error
 
 // divergenceFactor: a batch whose mean loss exceeds this multiple of the
 // first batch's (or of 1) ends the run as diverged. Cross-entropy starts

@@ -131,6 +131,10 @@ var fieldFlags = map[string]string{
 	"Tailoring.LR": "--lr", "Tailoring.LossClip": "--loss-clip", "Tailoring.ResidualClip": "--residual-clip",
 	"Tailoring.Box": "--box", "Tailoring.Eta": "--eta", "Tailoring.Multiplier": "--multiplier", "Tailoring.XBound": "--x-bound",
 	"Tailoring.YBound": "--y-bound", "Tailoring.Ridge": "--ridge", "Tailoring.NoiseRidge": "--noise-ridge",
+	// Named by a resume whose settings differ from its checkpoint's.
+	"Seed": "--seed", "SplitSeed": "--split-seed", "Model": "--model", "Hidden": "--hidden", "ModelSpecFile": "--model-spec",
+	"ImageSize": "--image-size", "ReportTrainStats": "--report-train-stats", "Tau": "--tau",
+	"CheckpointOptions.Resume": "--resume", "CheckpointOptions.Dir": "--checkpoint",
 }
 
 // fieldFlagNames rewrites field names inside messages as flags.

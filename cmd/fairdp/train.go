@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -112,13 +113,16 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)
 	federationFlags(fs, &cfg.Federation)
+	var ck trainer.CheckpointOptions
+	fs.StringVar(&ck.Dir, "checkpoint", "", "directory to save the run in after every epoch (resumable; refused if it holds a checkpoint, unless --resume)")
+	fs.BoolVar(&ck.Resume, "resume", false, "with --checkpoint: continue the run the directory holds, or start it if it holds none")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := rejectFederationFlags(fs, cfg.Algo); err != nil {
 		return err
 	}
-	job, err := trainer.Prepare(cfg, stdout)
+	job, err := prepareTrain(cfg, stdout, ck)
 	if err != nil {
 		return err
 	}
@@ -137,6 +141,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "data:", n)
 	}
 	rep, err := trainer.Train(ctx, job)
+	if errors.Is(err, context.Canceled) && ck.Dir != "" {
+		return fmt.Errorf("%w (the run is saved after its last completed epoch: the same command with --resume continues it)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -148,6 +155,17 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "wrote %s/report.json, metrics.jsonl and model.ckpt\n", cfg.Out)
 	}
 	return nil
+}
+
+// prepareTrain prepares the job, resumable when --checkpoint is given.
+func prepareTrain(cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOptions) (*trainer.Job, error) {
+	switch {
+	case ck.Dir != "":
+		return trainer.PrepareCheckpointed(cfg, stdout, ck)
+	case ck.Resume:
+		return nil, fmt.Errorf("--resume needs --checkpoint DIR")
+	}
+	return trainer.Prepare(cfg, stdout)
 }
 
 func printReport(w io.Writer, rep *trainer.Report) {

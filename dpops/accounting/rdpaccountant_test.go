@@ -153,3 +153,32 @@ func BenchmarkFirstStep(b *testing.B) {
 		_ = a.Step(m, 1)
 	}
 }
+
+// TestRDPStateRestores: an accountant restored from State reports the same
+// ε bit for bit and keeps composing like the original; a state whose
+// totals are below its history is refused.
+func TestRDPStateRestores(t *testing.T) {
+	var a RDP
+	m := SubsampledGaussian(0.01, 1.1, 1, "gradients")
+	for range 37 {
+		if err := a.Step(m, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b RDP
+	if err := b.Restore(a.State()); err != nil {
+		t.Fatal(err)
+	}
+	a.Step(m, 5)
+	b.Step(m, 5)
+	ea, _ := a.Epsilon(1e-5)
+	eb, _ := b.Epsilon(1e-5)
+	if ea != eb || a.History()[0].Steps != 42 || b.History()[0].Steps != 42 {
+		t.Errorf("restored ε %v (%d steps), original %v (%d steps)", eb, b.History()[0].Steps, ea, a.History()[0].Steps)
+	}
+	low := a.State()
+	low.Total[3] /= 2
+	if err := b.Restore(low); err == nil {
+		t.Error("a state with a lowered total was restored")
+	}
+}
