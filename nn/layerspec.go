@@ -62,13 +62,16 @@ func (l *Linear[T]) Spec() LayerSpec {
 	return LayerSpec{Kind: KindLinear, In: l.in, Out: l.out, NoBias: l.bias == nil}
 }
 
-// Spec implements Describer. A square window is written as before the
-// per-axis fields existed (K, Stride, Pad), so its files do not change.
-func (c *Conv2d[T]) Spec() LayerSpec {
-	w := c.win
-	s := LayerSpec{Kind: KindConv2d, C: c.inC, H: c.inH, W: c.inW, OutC: c.outC, K: w.KH, Stride: w.StrideH, Pad: w.PadH}
-	if !w.IsSquare() {
-		s.KW, s.StrideW, s.PadW = w.KW, w.StrideW, w.PadW
+// Spec implements Describer.
+func (c *Conv2d[T]) Spec() LayerSpec { return ConvSpec(c.inC, c.inH, c.inW, c.outC, c.win) }
+
+// ConvSpec describes a Conv2d with outC filters over c×h×w inputs and the
+// window win. A square window is written as before the per-axis fields
+// existed (K, Stride, Pad), so its files do not change.
+func ConvSpec(c, h, w, outC int, win ConvWindow) LayerSpec {
+	s := LayerSpec{Kind: KindConv2d, C: c, H: h, W: w, OutC: outC, K: win.KH, Stride: win.StrideH, Pad: win.PadH}
+	if !win.IsSquare() {
+		s.KW, s.StrideW, s.PadW = win.KW, win.StrideW, win.PadW
 	}
 	return s
 }
