@@ -274,7 +274,7 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 	case "transposeOp":
 		if w.endsConv(n) {
 			return stage{}, nil, w.refuse(n, "a convolution without a bias: fairdp's Conv2d always has one; "+
-				"add a bias node (zeros) with BroadcastAdd")
+				"add a bias node with BroadcastAdd (it is then trained like any weight)")
 		}
 	case "maxPoolOp":
 		return w.maxPool(n, kids[0])
