@@ -69,7 +69,9 @@ type ConvWindow struct {
 func SquareWindow(k, stride, pad int) ConvWindow { return ConvWindow{k, k, stride, stride, pad, pad} }
 
 // IsSquare says whether both axes have the same kernel size, stride and pad.
-func (w ConvWindow) IsSquare() bool { return w.KH == w.KW && w.StrideH == w.StrideW && w.PadH == w.PadW }
+func (w ConvWindow) IsSquare() bool {
+	return w.KH == w.KW && w.StrideH == w.StrideW && w.PadH == w.PadW
+}
 
 // OutHW is the output size on an inH×inW input: per axis
 // floor((in + 2·pad − k)/stride) + 1 (< 1 when the kernel is larger than
