@@ -279,8 +279,8 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 	case "maxPoolOp":
 		return w.maxPool(n, kids[0])
 	case "reshapeOp":
-		if opKind(kids[0]) == "linAlgBinOp" {
-			return w.batchedDense(n, n, nil)
+		if opKind(kids[0]) == "linAlgBinOp" && strings.Contains(fmt.Sprint(kids[0].Op()), "×××") {
+			return w.batchedDense(n, n, nil) // without a bias
 		}
 		return w.reshape(n, kids[0])
 	case "dropoutOp":
