@@ -10,23 +10,31 @@
 //
 //   - Lower (lower.go) reads a graph from its output back to its input and
 //     recognises the patterns Gorgonia's builders expand into — a dense
-//     layer's Mul (or BatchedMatMul) and broadcast bias; Conv2d's im2col,
-//     reshapes, product and transpose; Rectify's x ⊙ (x ≥ 0); LeakyRelu's
-//     masked sum; MaxPool2D; Tanh; Sigmoid; Dropout; a flattening Reshape;
-//     and a SoftMax, LogSoftMax or one-output Sigmoid head, which is folded
-//     into fairdp's cross-entropy loss. It returns a Lowered: the
-//     models.Model to train (trainer.TrainModel), the head, and the graph's
-//     learnable nodes in the model's Params order. Anything else is refused
-//     with an error naming the node, its op and Supported; shapes are
-//     checked against the nn layers before anything is trained. The op
-//     geometry Gorgonia keeps unexported (im2col's pad, stride, dilation;
-//     MaxPool's window) is read by reflection, so the package is tied to
-//     Gorgonia v0.9.18's op types.
+//     layer's Mul (or BatchedMatMul) of the input with a weight, or with
+//     Transpose(W) of a weight stored {out, in} (BatchedMatMul's transB),
+//     and its broadcast bias if it has one (without one it becomes nn's
+//     Linear without a bias, NewLinearNoBias, so the parameter list is the
+//     graph's); Conv2d's im2col, reshapes, product and transpose, with any
+//     kernel, stride and pad per axis (nn.ConvWindow); Rectify's
+//     x ⊙ (x ≥ 0); LeakyRelu's masked sum; MaxPool2D; Tanh; Sigmoid;
+//     Dropout; a flattening Reshape; and a SoftMax, LogSoftMax or
+//     one-output Sigmoid head, which is folded into fairdp's cross-entropy
+//     loss. It returns a Lowered: the models.Model to train
+//     (trainer.TrainModel), the head, and the graph's learnable nodes in the
+//     model's Params order. Anything else is refused with an error naming
+//     the node, its op and Supported — among them a dilated convolution and
+//     a convolution without a bias (nn's Conv2d always has one), a residual
+//     join, a weight shared by two layers and an output that does not
+//     depend on the input; shapes are checked against the nn layers before
+//     anything is trained. The op geometry Gorgonia keeps unexported
+//     (im2col's kernel, pad, stride, dilation; MaxPool's window) is read by
+//     reflection, so the package is tied to Gorgonia v0.9.18's op types.
 //   - Lowered.WriteBack copies the trained weights into the learnable
-//     nodes' backing tensors, so inference goes on in Gorgonia (with
-//     G.EvalMode() when the graph has a Dropout); Lowered.LoadWeights does
-//     the same from a checkpoint trained on the command line from the
-//     lowered layer list (`fairdp train --model-spec`).
+//     nodes' backing tensors (a transposed dense weight transposed back),
+//     so inference goes on in Gorgonia (with G.EvalMode() when the graph
+//     has a Dropout); Lowered.LoadWeights does the same from a checkpoint
+//     trained on the command line from the lowered layer list (`fairdp
+//     train --model-spec`).
 //   - Build (zoo.go) is the inverse: a fairdp model as a Gorgonia graph with
 //     its weights. Zoo and its wrappers Logistic, MLP, MNISTCNN and VGG
 //     build the zoo as Gorgonia graphs with the weights models.New draws, so

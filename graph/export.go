@@ -43,8 +43,12 @@ type Model struct {
 	loss    *G.Node
 	params  []*G.Node
 	grads   G.Nodes
-	shapes  [][]int // the nn parameter shapes, in Model.Params order
-	reads   map[*G.Node]*G.Value
+	shapes  [][]int // the graph's parameter shapes, in Model.Params order
+	// transposed[i] says params[i] holds the transpose of nn's block i (a
+	// dense weight Lower read from Mul(x, Transpose(W))): Gradients
+	// transposes its gradient into nn's layout.
+	transposed []bool
+	reads      map[*G.Node]*G.Value
 }
 
 // graphBuilder tracks the node and per-sample shape while layers are added.
@@ -68,7 +72,7 @@ func Export[T nn.Float](m *models.Model[T], batch int) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("graph: Export: %w", err)
 	}
-	gm, err := newReference(b.g, b.x, b.cur, b.params, batch)
+	gm, err := newReference(b.g, b.x, b.cur, b.params, nil, batch)
 	if err != nil {
 		return nil, fmt.Errorf("graph: Export: %w", err)
 	}
@@ -113,20 +117,22 @@ func dtypeOf[T nn.Float]() tensor.Dtype {
 }
 
 // newReference adds the training loss on top of logits (batch×OutDim, the
-// rows of x's batch) and its symbolic gradient with respect to params, and
-// compiles the graph into a TapeMachine: the Gorgonia side of every check
-// against fairdp's engine, for an exported model and for a lowered graph.
+// rows of x's batch) and its symbolic gradient with respect to params (of
+// which those marked in transposed, if not nil, are nn's blocks transposed),
+// and compiles the graph into a TapeMachine: the Gorgonia side of every
+// check against fairdp's engine, for an exported model and for a lowered
+// graph.
 //
 // The machine reuses the memory of intermediate values, so the values of
 // logits and of the extra nodes are read out through Gorgonia's Read
 // statements (copies), not from the nodes after the run.
-func newReference(g *G.ExprGraph, x, logits *G.Node, params []*G.Node, batch int, extra ...*G.Node) (*Model, error) {
+func newReference(g *G.ExprGraph, x, logits *G.Node, params []*G.Node, transposed []bool, batch int, extra ...*G.Node) (*Model, error) {
 	ls := logits.Shape()
 	if len(ls) != 2 || ls[0] != batch {
 		return nil, fmt.Errorf("logits have shape %v, want {%d, classes}", ls, batch)
 	}
 	gm := &Model{g: g, batch: batch, outDim: ls[1], inSize: tensor.Shape(x.Shape()[1:]).TotalSize(), x: x,
-		logits: logits, params: params}
+		logits: logits, params: params, transposed: transposed}
 	for _, p := range params {
 		gm.shapes = append(gm.shapes, slices.Clone([]int(p.Shape())))
 	}
@@ -155,23 +161,20 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		if len(b.shape) != 1 {
 			return fmt.Errorf("input per-sample shape %v is not a vector (add a Flatten)", b.shape)
 		}
-		w, bias := addParam(b, l.Params()[0]), addParam(b, l.Params()[1])
-		var z *G.Node
-		if z, err = G.Mul(b.cur, w); err == nil {
-			b.cur, err = G.BroadcastAdd(z, bias, nil, []byte{0})
+		ps := l.Params()
+		w := addParam(b, ps[0])
+		if b.cur, err = G.Mul(b.cur, w); err == nil && len(ps) == 2 { // no bias: the product alone
+			b.cur, err = G.BroadcastAdd(b.cur, addParam(b, ps[1]), nil, []byte{0})
 		}
 	case *nn.Conv2d[T]:
-		var inC, outC, k, stride, pad, inH, inW int
-		if err := parseName(l.Name(), "Conv2d(%d→%d, %dx%d, stride %d, pad %d, in %dx%d)",
-			&inC, &outC, &k, &k, &stride, &pad, &inH, &inW); err != nil {
-			return err
-		}
 		if len(b.shape) != 3 {
 			return fmt.Errorf("input per-sample shape %v is not {C, H, W}", b.shape)
 		}
+		win := l.Window()
 		w, bias := addParam(b, l.Params()[0]), addParam(b, l.Params()[1])
 		var z *G.Node
-		if z, err = G.Conv2d(b.cur, w, tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1}); err == nil {
+		if z, err = G.Conv2d(b.cur, w, tensor.Shape{win.KH, win.KW}, []int{win.PadH, win.PadW},
+			[]int{win.StrideH, win.StrideW}, []int{1, 1}); err == nil {
 			b.cur, err = G.BroadcastAdd(z, bias, nil, []byte{0, 2, 3})
 		}
 	case *nn.MaxPool2d[T]:
@@ -409,6 +412,12 @@ func (gm *Model) Gradients(x []float64, labels []int, weight []float64) (float64
 		if len(grads[i]) != tensor.Shape(gm.shapes[i]).TotalSize() {
 			return 0, nil, fmt.Errorf("graph: Model.Gradients: gradient %d has %d values, parameter shape %v",
 				i, len(grads[i]), gm.shapes[i])
+		}
+		if gm.transposed != nil && gm.transposed[i] {
+			nnLayout := make([]float64, len(grads[i]))
+			s := gm.shapes[i] // {out, in}, or {1, out, in} for BatchedMatMul
+			transpose(nnLayout, grads[i], s[len(s)-2], s[len(s)-1])
+			grads[i] = nnLayout
 		}
 	}
 	return values(gm.loss)[0], grads, nil

@@ -17,8 +17,9 @@ import (
 )
 
 // Supported lists what Lower recognises, as its refusals print it.
-const Supported = "Mul or BatchedMatMul of the input with a weight plus a broadcast bias (dense), " +
-	"Conv2d plus a broadcast bias (square kernel, any pad and stride, dilation 1), " +
+const Supported = "Mul or BatchedMatMul of the input with a weight or a transposed weight, with or without " +
+	"a broadcast bias (dense), " +
+	"Conv2d plus a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
 	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
 	"Reshape (flattening), and a SoftMax, LogSoftMax or one-output Sigmoid head"
 
@@ -60,8 +61,12 @@ type Lowered[T nn.Float] struct {
 	Logits *G.Node
 	// Params are the graph's learnable nodes in Model.Params() order: block
 	// i of the model started from Params[i]'s value, and WriteBack copies it
-	// there.
+	// there. A dense weight the graph uses transposed (Mul(x, Transpose(W))
+	// with W {out, in}, or BatchedMatMul's transB) is transposed on the way
+	// in and out, since nn's Linear holds {in, out}.
 	Params []*G.Node
+	// transposed[i] says Params[i] is such a transposed weight.
+	transposed []bool
 }
 
 // Lower rebuilds the network that maps input to output in g as a fairdp
@@ -72,9 +77,11 @@ type Lowered[T nn.Float] struct {
 // back to input and recognises Gorgonia's expansions of the supported
 // layers (Supported): Conv2d's im2col, reshapes, matrix product and
 // transpose; Rectify's x ⊙ (x ≥ 0); LeakyRelu's two masked products; the
-// bias's reshape and repeats. Anything else — another op, a dilated or
-// non-square convolution, a residual join, a weight used by two layers, an
-// output that does not depend on the input — is an error naming the node
+// bias's reshape and repeats; a dense weight's Transpose. A dense layer
+// without a bias becomes nn's Linear without one (its weight is the only
+// parameter). Anything else — another op, a dilated convolution, a
+// convolution without a bias, a residual join, a weight used by two layers,
+// an output that does not depend on the input — is an error naming the node
 // and its op, and nothing is built. The layers' shapes are checked against
 // fairdp's before Lower returns.
 //
@@ -88,12 +95,13 @@ func Lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions)
 }
 
 // stage is one fairdp layer found in the graph: its description, the
-// learnable nodes of its parameter blocks (in nn's order) and the node that
-// holds its output.
+// learnable nodes of its parameter blocks (in nn's order), which of them the
+// graph holds transposed (nil: none), and the node that holds its output.
 type stage struct {
-	spec   nn.LayerSpec
-	params []*G.Node
-	out    *G.Node
+	spec       nn.LayerSpec
+	params     []*G.Node
+	transposed []bool
+	out        *G.Node
 }
 
 // walker holds what the backward walk needs.
@@ -169,8 +177,12 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 		if err != nil {
 			return nil, fmt.Errorf("layer %d from node %s: %w", i, st.out.Name(), err)
 		}
+		if len(st.params) != len(layer.Params()) {
+			return nil, fmt.Errorf("layer %d %s from node %s: %d weight nodes for %d parameter blocks", i, layer.Name(), st.out.Name(), len(st.params), len(layer.Params()))
+		}
 		for j, p := range layer.Params() {
 			n := st.params[j]
+			trans := st.transposed != nil && st.transposed[j]
 			if k, shared := owner[n]; shared {
 				return nil, fmt.Errorf("weight %s is used by layer %d (%s) and layer %d (%s): fairdp's layers own their parameters "+
 					"(per-sample gradients and clipping are per layer), so a shared weight is not supported", n.Name(), k, m.Layers[k].Name(), i, layer.Name())
@@ -183,8 +195,13 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 			if len(vals) != len(p.Value) {
 				return nil, fmt.Errorf("weight %s has %d values, %s's %s needs %d (shape %v)", n.Name(), len(vals), layer.Name(), p.Name, len(p.Value), p.Shape)
 			}
-			copy(p.Value, vals)
+			if trans { // the node is {out, in}, the parameter {in, out}
+				transpose(p.Value, vals, p.Shape[1], p.Shape[0])
+			} else {
+				copy(p.Value, vals)
+			}
 			l.Params = append(l.Params, n)
+			l.transposed = append(l.transposed, trans)
 		}
 		shape = layer.OutShape(shape)
 		if got := st.out.Shape(); got[0] != w.batch || !slices.Equal([]int(got[1:]), shape) {
@@ -250,14 +267,21 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 		case "sigmoid":
 			return stage{spec: nn.LayerSpec{Kind: nn.KindSigmoid}, out: n}, kids[0], nil
 		}
-	case "linAlgBinOp", "transposeOp":
-		if w.isProduct(n) {
-			return stage{}, nil, w.refuse(n, "a dense or convolution layer without a bias: fairdp's Linear and Conv2d "+
-				"always have one; add a bias node (zeros) with BroadcastAdd")
+	case "linAlgBinOp":
+		if fmt.Sprint(n.Op()) == "A × B" {
+			return w.dense(n, n, nil)
+		}
+	case "transposeOp":
+		if w.endsConv(n) {
+			return stage{}, nil, w.refuse(n, "a convolution without a bias: fairdp's Conv2d always has one; "+
+				"add a bias node with BroadcastAdd (it is then trained like any weight)")
 		}
 	case "maxPoolOp":
 		return w.maxPool(n, kids[0])
 	case "reshapeOp":
+		if opKind(kids[0]) == "linAlgBinOp" && strings.Contains(fmt.Sprint(kids[0].Op()), "×××") {
+			return w.batchedDense(n, n, nil) // without a bias
+		}
 		return w.reshape(n, kids[0])
 	case "dropoutOp":
 		p := field(n.Op(), "probability").Float()
@@ -371,17 +395,9 @@ func (w *walker) isCompare(n *G.Node, op string, x *G.Node) bool {
 	return len(z) == 1 && z[0] == 0
 }
 
-// isProduct says whether n is the end of a dense or convolution product
-// (what a bias is added to).
-func (w *walker) isProduct(n *G.Node) bool {
-	switch opKind(n) {
-	case "linAlgBinOp":
-		return strings.Contains(fmt.Sprint(n.Op()), "×")
-	case "transposeOp":
-		return w.kid(w.kid(n, "transposeOp"), "reshapeOp") != nil
-	}
-	return false
-}
+// endsConv says whether the Transpose n ends a Conv2d expansion (the
+// transpose of a reshaped product, what a bias is added to).
+func (w *walker) endsConv(n *G.Node) bool { return w.kid(w.kid(n, "transposeOp"), "reshapeOp") != nil }
 
 // biased matches a dense or convolution layer: its product plus a
 // broadcast bias.
@@ -408,31 +424,68 @@ func (w *walker) biased(n *G.Node, kids []*G.Node) (stage, *G.Node, error) {
 		bias.Name(), main.Name(), main.Op()))
 }
 
-// dense matches x × W + b with x {B, in}, W {in, out}, b {out}.
+// dense matches x × W + b with x {B, in}, W {in, out}, b {out}, or
+// x × Transpose(W) + b with W {out, in}; bias nil (n = mm) is the same
+// without a bias.
 func (w *walker) dense(n, mm, bias *G.Node) (stage, *G.Node, error) {
 	k := w.kids(mm)
 	x, wt := k[0], k[1]
+	trans := false
+	if opKind(wt) == "transposeOp" && slices.Equal(transposeAxes(wt), []int{1, 0}) {
+		wt, trans = w.kids(wt)[0], true
+	}
+	if !w.depends(x) {
+		return stage{}, nil, w.refuse(mm, "a dense layer is the input {batch, in} times a weight: the left operand does not depend on the input")
+	}
 	if err := w.param(wt, mm); err != nil {
 		return stage{}, nil, err
 	}
 	xs, ws := x.Shape(), wt.Shape()
-	if len(xs) != 2 || len(ws) != 2 || xs[1] != ws[0] {
-		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense layer needs input {batch, in} and weight {in, out}, got %v × %v", xs, ws))
+	in, out := 0, 0
+	if len(ws) == 2 {
+		in, out = ws[0], ws[1]
+		if trans {
+			in, out = out, in
+		}
 	}
-	b, err := w.bias(bias, n, ws[1])
-	if err != nil {
-		return stage{}, nil, err
+	if len(xs) != 2 || len(ws) != 2 || xs[1] != in {
+		want := "weight {in, out}"
+		if trans {
+			want = "a transposed weight {out, in}"
+		}
+		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense layer needs input {batch, in} and %s, got %v × %v", want, xs, ws))
 	}
-	return stage{spec: nn.LayerSpec{Kind: nn.KindLinear, In: ws[0], Out: ws[1]}, params: []*G.Node{wt, b}, out: n}, x, nil
+	return w.linear(n, bias, x, wt, trans, in, out)
+}
+
+// linear is the stage of a dense layer with input x, weight node wt
+// (transposed or not) and an optional bias operand of its sum n.
+func (w *walker) linear(n, bias, x, wt *G.Node, trans bool, in, out int) (stage, *G.Node, error) {
+	st := stage{spec: nn.LayerSpec{Kind: nn.KindLinear, In: in, Out: out, NoBias: bias == nil}, params: []*G.Node{wt},
+		transposed: []bool{trans}, out: n}
+	if bias != nil {
+		b, err := w.bias(bias, n, out)
+		if err != nil {
+			return stage{}, nil, err
+		}
+		st.params, st.transposed = append(st.params, b), append(st.transposed, false)
+	}
+	return st, x, nil
 }
 
 // batchedDense matches Reshape({B, out})(Reshape({1, B, in})(x) ××× W) + b,
 // a dense layer written with BatchedMatMul over one batch of matrices; W is
-// {1, in, out}, or {in, out} reshaped to it.
+// {1, in, out}, or {in, out} reshaped to it; with transB, W is {1, out, in}
+// (or {out, in} reshaped); bias nil (n = back) is the same without a bias.
 func (w *walker) batchedDense(n, back, bias *G.Node) (stage, *G.Node, error) {
 	mm := w.kid(back, "reshapeOp")
-	if fmt.Sprint(mm.Op()) != "A ××× B" {
-		return stage{}, nil, w.refuse(mm, "a batched product with transposed operands is not a dense layer fairdp recognises")
+	trans := false
+	switch fmt.Sprint(mm.Op()) {
+	case "A ××× B":
+	case "A ××× Bᵀ":
+		trans = true
+	default:
+		return stage{}, nil, w.refuse(mm, "a batched product with a transposed left operand is not a dense layer fairdp recognises")
 	}
 	k := w.kids(mm)
 	x := w.kid(k[0], "reshapeOp")
@@ -447,29 +500,27 @@ func (w *walker) batchedDense(n, back, bias *G.Node) (stage, *G.Node, error) {
 		return stage{}, nil, err
 	}
 	as, bs, xs := k[0].Shape(), k[1].Shape(), x.Shape()
-	if len(as) != 3 || len(bs) != 3 || as[0] != 1 || bs[0] != 1 || len(xs) != 2 || as[1] != xs[0] || as[2] != xs[1] {
-		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense BatchedMatMul needs {1, batch, in} ××× {1, in, out} from an input {batch, in}, got %v ××× %v from %v", as, bs, xs))
+	inAxis := 1
+	if trans {
+		inAxis = 2
+	}
+	if len(as) != 3 || len(bs) != 3 || as[0] != 1 || bs[0] != 1 || len(xs) != 2 || as[1] != xs[0] || as[2] != xs[1] || bs[inAxis] != xs[1] {
+		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense BatchedMatMul needs {1, batch, in} ××× {1, in, out} (or {1, out, in} with transB) from an input {batch, in}, got %v ××× %v from %v", as, bs, xs))
 	}
 	in, out := bs[1], bs[2]
+	if trans {
+		in, out = out, in
+	}
 	if bk := back.Shape(); len(bk) != 2 || bk[0] != xs[0] || bk[1] != out {
 		return stage{}, nil, w.refuse(back, fmt.Sprintf("the product must be reshaped back to {batch, %d}", out))
 	}
-	b, err := w.bias(bias, n, out)
-	if err != nil {
-		return stage{}, nil, err
-	}
-	return stage{spec: nn.LayerSpec{Kind: nn.KindLinear, In: in, Out: out}, params: []*G.Node{wt, b}, out: n}, x, nil
+	return w.linear(n, bias, x, wt, trans, in, out)
 }
 
 // conv matches Gorgonia's Conv2d plus a bias:
 // Transpose{0,3,1,2}(Reshape({B,m,n,outC})(Reshape(im2col(x)) × Reshape(F)ᵀ)) + b.
 func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
-	pat := field(tr.Op(), "pattern")
-	var axes []int
-	for i := range pat.Len() {
-		axes = append(axes, int(pat.Index(i).Int()))
-	}
-	if !slices.Equal(axes, []int{0, 3, 1, 2}) {
+	if !slices.Equal(transposeAxes(tr), []int{0, 3, 1, 2}) {
 		return stage{}, nil, w.refuse(tr, "a transpose other than Conv2d's {0, 3, 1, 2}")
 	}
 	mm := w.kid(w.kid(tr, "transposeOp"), "reshapeOp")
@@ -492,9 +543,6 @@ func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
 	if dh, dw := geti("dilationH"), geti("dilationW"); dh != 1 || dw != 1 {
 		return stage{}, nil, w.refuse(im, fmt.Sprintf("dilation (%d, %d): fairdp's Conv2d has dilation 1", dh, dw))
 	}
-	if kh != kw || ph != pw || sh != sw {
-		return stage{}, nil, w.refuse(im, fmt.Sprintf("kernel %d×%d, pad (%d, %d), stride (%d, %d): fairdp's Conv2d has a square kernel and equal pads and strides", kh, kw, ph, pw, sh, sw))
-	}
 	xs, fs := x.Shape(), f.Shape()
 	if len(xs) != 4 || len(fs) != 4 || fs[1] != xs[1] || fs[2] != kh || fs[3] != kw {
 		return stage{}, nil, w.refuse(mm, fmt.Sprintf("filter %v does not fit input %v with a %d×%d kernel", fs, xs, kh, kw))
@@ -503,8 +551,18 @@ func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
 	if err != nil {
 		return stage{}, nil, err
 	}
-	spec := nn.LayerSpec{Kind: nn.KindConv2d, C: xs[1], H: xs[2], W: xs[3], OutC: fs[0], K: kh, Stride: sh, Pad: ph}
-	return stage{spec: spec, params: []*G.Node{f, b}, out: n}, x, nil
+	win := nn.ConvWindow{KH: kh, KW: kw, StrideH: sh, StrideW: sw, PadH: ph, PadW: pw}
+	return stage{spec: nn.ConvSpec(xs[1], xs[2], xs[3], fs[0], win), params: []*G.Node{f, b}, out: n}, x, nil
+}
+
+// transposeAxes is a Transpose node's axis pattern.
+func transposeAxes(tr *G.Node) []int {
+	pat := field(tr.Op(), "pattern")
+	var axes []int
+	for i := range pat.Len() {
+		axes = append(axes, int(pat.Index(i).Int()))
+	}
+	return axes
 }
 
 // bias follows a bias operand of sum through Gorgonia's broadcast (repeats
@@ -612,6 +670,16 @@ func field(op G.Op, name string) reflect.Value {
 	return f
 }
 
+// transpose writes the rows×cols row-major matrix src into dst as its
+// cols×rows transpose.
+func transpose[T any](dst, src []T, rows, cols int) {
+	for r := range rows {
+		for c := range cols {
+			dst[c*rows+r] = src[r*cols+c]
+		}
+	}
+}
+
 // nodeValues copies a learnable node's value as T.
 func nodeValues[T nn.Float](n *G.Node) ([]T, error) {
 	d, ok := n.Value().Data().([]T)
@@ -631,16 +699,21 @@ func (l *Lowered[T]) WriteBack() error {
 	}
 	for i, p := range ps {
 		n := l.Params[i]
+		vals := p.Value
+		if l.transposed != nil && l.transposed[i] { // {in, out} back to the node's {out, in}
+			vals = make([]T, len(p.Value))
+			transpose(vals, p.Value, p.Shape[0], p.Shape[1])
+		}
 		if d, ok := n.Value().(*tensor.Dense); ok {
-			if data, ok := d.Data().([]T); ok && len(data) == len(p.Value) {
-				copy(data, p.Value)
+			if data, ok := d.Data().([]T); ok && len(data) == len(vals) {
+				copy(data, vals)
 				continue
 			}
 		}
-		if n.Shape().TotalSize() != len(p.Value) {
+		if n.Shape().TotalSize() != len(vals) {
 			return fmt.Errorf("graph: Lowered.WriteBack: node %s has shape %v, parameter %s %d values", n.Name(), n.Shape(), p.Name, len(p.Value))
 		}
-		v := tensor.New(tensor.WithShape(n.Shape()...), tensor.WithBacking(slices.Clone(p.Value)))
+		v := tensor.New(tensor.WithShape(n.Shape()...), tensor.WithBacking(slices.Clone(vals)))
 		if err := G.Let(n, v); err != nil {
 			return fmt.Errorf("graph: Lowered.WriteBack: node %s: %w", n.Name(), err)
 		}

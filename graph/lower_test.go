@@ -70,12 +70,37 @@ func (u *userNet) dense(name string, out int) *userNet {
 	return u
 }
 
+// denseT is a dense layer whose weight is stored {out, in} and used
+// transposed, Mul(x, Transpose(W)), with a bias unless noBias.
+func (u *userNet) denseT(name string, out int, noBias bool) *userNet {
+	in := u.cur.Shape()[1]
+	scale := 1 / math.Sqrt(float64(in))
+	wt := u.must(G.Transpose(u.paramScaled(name+"_w", scale, out, in), 1, 0))
+	u.cur = u.must(G.Mul(u.cur, wt))
+	if !noBias {
+		u.cur = u.must(G.BroadcastAdd(u.cur, u.paramScaled(name+"_b", scale, out), nil, []byte{0}))
+	}
+	return u
+}
+
+// denseNoBias is x × W with W {in, out} and no bias.
+func (u *userNet) denseNoBias(name string, out int) *userNet {
+	in := u.cur.Shape()[1]
+	u.cur = u.must(G.Mul(u.cur, u.paramScaled(name+"_w", 1/math.Sqrt(float64(in)), in, out)))
+	return u
+}
+
 func (u *userNet) conv(name string, outC, k, pad, stride int) *userNet {
+	return u.convWin(name, outC, [2]int{k, k}, [2]int{pad, pad}, [2]int{stride, stride})
+}
+
+// convWin is Conv2d with a kh×kw kernel and per-axis pad and stride.
+func (u *userNet) convWin(name string, outC int, kernel, pad, stride [2]int) *userNet {
 	inC := u.cur.Shape()[1]
-	scale := 1 / math.Sqrt(float64(inC*k*k))
-	f := u.paramScaled(name+"_f", scale, outC, inC, k, k)
+	scale := 1 / math.Sqrt(float64(inC*kernel[0]*kernel[1]))
+	f := u.paramScaled(name+"_f", scale, outC, inC, kernel[0], kernel[1])
 	b := u.paramScaled(name+"_b", scale, outC)
-	z := u.must(G.Conv2d(u.cur, f, tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1}))
+	z := u.must(G.Conv2d(u.cur, f, tensor.Shape{kernel[0], kernel[1]}, pad[:], stride[:], []int{1, 1}))
 	u.cur = u.must(G.BroadcastAdd(z, b, nil, []byte{0, 2, 3}))
 	return u
 }
@@ -118,6 +143,17 @@ func (u *userNet) batchedDense(name string, out int) *userNet {
 	return u
 }
 
+// batchedDenseT is a dense layer without a bias written with
+// BatchedMatMul(a, W, false, true): W is {1, out, in}, used transposed.
+func (u *userNet) batchedDenseT(name string, out int) *userNet {
+	in := u.cur.Shape()[1]
+	w := u.paramScaled(name+"_w", 1/math.Sqrt(float64(in)), 1, out, in)
+	a := u.must(G.Reshape(u.cur, tensor.Shape{1, u.batch, in}))
+	z := u.must(G.BatchedMatMul(a, w, false, true))
+	u.cur = u.must(G.Reshape(z, tensor.Shape{u.batch, out}))
+	return u
+}
+
 // opCases cover every supported op and layer pattern, each with the head
 // and layers fairdp must find.
 var opCases = []struct {
@@ -142,6 +178,19 @@ var opCases = []struct {
 	{"batched-dense-sigmoid", func(t *testing.T, batch int) *userNet {
 		return newUserNet(t, 5, batch, 5).batchedDense("h", 4).apply(G.Sigmoid).dense("o", 3)
 	}, HeadNone, "Linear(5→4), Sigmoid, Linear(4→3)", 4},
+	// Per-axis windows: a "same" 3×5 convolution (its input gradient is
+	// computed as a convolution), then a 3×5 kernel with stride (2,1) and
+	// pad (1,2).
+	{"rectangular-conv", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 6, batch, 3, 7, 9).convWin("c1", 3, [2]int{3, 5}, [2]int{1, 2}, [2]int{1, 1}).apply(G.Rectify).
+			convWin("c2", 2, [2]int{3, 5}, [2]int{1, 2}, [2]int{2, 1}).apply(G.Tanh).flatten().dense("o", 3).apply(softmax)
+	}, HeadSoftMax, "Conv2d(3→3, 3x5, stride 1, pad (1,2), in 7x9), ReLU, Conv2d(3→2, 3x5, stride (2,1), pad (1,2), in 7x9), Tanh, Flatten, Linear(72→3)", 4},
+	// Dense weights stored {out, in} and used transposed, with and without
+	// a bias, and as BatchedMatMul's transB; dense layers without a bias.
+	{"dense-transposed-and-no-bias", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 7, batch, 5).denseT("h1", 6, false).apply(G.Tanh).denseT("h2", 4, true).apply(G.Rectify).
+			batchedDenseT("h3", 5).apply(G.Sigmoid).denseNoBias("o", 3).apply(logSoftmax)
+	}, HeadLogSoftMax, "Linear(5→6), Tanh, Linear(6→4, no bias), ReLU, Linear(4→5, no bias), Sigmoid, Linear(5→3, no bias)", 4},
 }
 
 // TestLowerMatchesGorgonia: for every supported op, the lowered model's
@@ -163,7 +212,7 @@ func TestLowerMatchesGorgonia(t *testing.T) {
 			if got := names(l.Model); got != tc.layers || l.Head != tc.head {
 				t.Fatalf("lowered to %s, head %s; want %s, head %s", got, l.Head, tc.layers, tc.head)
 			}
-			gm, err := newReference(u.g, u.x, l.Logits, l.Params, u.batch, u.cur)
+			gm, err := newReference(u.g, u.x, l.Logits, l.Params, l.transposed, u.batch, u.cur)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +228,7 @@ func TestLowerMatchesGorgonia(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gm1, err := newReference(one.g, one.x, l1.Logits, l1.Params, 1)
+			gm1, err := newReference(one.g, one.x, l1.Logits, l1.Params, l1.transposed, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -302,7 +351,7 @@ func TestLowerZoo(t *testing.T) {
 					t.Logf("grad %d rel %.3g", i, maxRelDiff(grads[i], nGrads[i]))
 				}
 			}
-			gm, err := newReference(net.Graph, net.Input, l.Logits, l.Params, tc.batch)
+			gm, err := newReference(net.Graph, net.Input, l.Logits, l.Params, l.transposed, tc.batch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,7 +372,7 @@ func TestLowerFloat32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gm, err := newReference(net.Graph, net.Input, l.Logits, l.Params, 3)
+	gm, err := newReference(net.Graph, net.Input, l.Logits, l.Params, l.transposed, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,10 +422,16 @@ func TestLowerRefusals(t *testing.T) {
 			u := newUserNet(t, 5, 3, 4).dense("h", 4)
 			return u, u.must(G.Add(u.cur, u.x))
 		}, []string{"adds two values computed from the input"}},
-		{"no bias", func(t *testing.T) (*userNet, *G.Node) {
-			u := newUserNet(t, 6, 3, 4)
-			return u, u.must(G.Mul(u.x, u.param("w", 4, 2)))
-		}, []string{"node A × B(", "without a bias"}},
+		{"convolution without a bias", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 6, 3, 1, 6, 6)
+			u.cur = u.must(G.Conv2d(u.x, u.param("f", 2, 1, 3, 3), tensor.Shape{3, 3}, []int{0, 0}, []int{1, 1}, []int{1, 1}))
+			u.flatten().dense("o", 2)
+			return u, u.cur
+		}, []string{"op Aᵀ{0, 3, 1, 2}", "a convolution without a bias"}},
+		{"weight times the input", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 12, 3, 4)
+			return u, u.must(G.Mul(u.param("w", 3, 3), u.x))
+		}, []string{"node A × B(", "the left operand does not depend on the input"}},
 		{"pool with padding", func(t *testing.T) (*userNet, *G.Node) {
 			u := newUserNet(t, 7, 2, 1, 6, 6)
 			u.cur = u.must(G.MaxPool2D(u.x, tensor.Shape{2, 2}, []int{1, 1}, []int{2, 2}))
@@ -410,8 +465,19 @@ func TestLowerRefusals(t *testing.T) {
 // TestWriteBack: after the model's weights change (as training changes
 // them), WriteBack puts them in the graph, and a TapeMachine compiled
 // before sees them: Gorgonia's output equals the model's probabilities.
+// A weight the graph holds transposed goes back transposed.
 func TestWriteBack(t *testing.T) {
-	u := newUserNet(t, 10, 4, 5).dense("h", 6).apply(G.Rectify).dense("o", 3).apply(softmax)
+	t.Run("dense", func(t *testing.T) {
+		checkWriteBack(t, newUserNet(t, 10, 4, 5).dense("h", 6).apply(G.Rectify).dense("o", 3).apply(softmax))
+	})
+	t.Run("transposed-no-bias", func(t *testing.T) {
+		u := newUserNet(t, 10, 4, 5).denseT("h", 6, false).apply(G.Rectify).batchedDenseT("h2", 4).apply(G.Tanh).denseT("o", 3, true).apply(softmax)
+		checkWriteBack(t, u)
+	})
+}
+
+func checkWriteBack(t *testing.T, u *userNet) {
+	t.Helper()
 	l, err := Lower[float64](u.g, u.x, u.cur, LowerOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -440,23 +506,33 @@ func TestWriteBack(t *testing.T) {
 		t.Errorf("Gorgonia's output after WriteBack differs from the model's by rel %.3g", d)
 	}
 	for i, n := range l.Params {
-		if !slices.Equal(values(n), l.Model.Params()[i].Value) {
+		want := l.Model.Params()[i]
+		vals := slices.Clone(want.Value)
+		if l.transposed[i] {
+			transpose(vals, want.Value, want.Shape[0], want.Shape[1])
+		}
+		if !slices.Equal(values(n), vals) {
 			t.Errorf("node %s does not hold the model's values", n.Name())
 		}
 	}
 }
 
 // TestBuildInverse: Build writes a model as a graph and Lower reads the
-// same layers back, Dropout and Sigmoid included.
+// same layers back, Dropout, Sigmoid, a per-axis convolution window and a
+// Linear without a bias included.
 func TestBuildInverse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 40))
 	conv := nn.NewConv2d[float64](2, 6, 6, 3, 3, 1, 1)
 	conv.Init(rng)
-	lin := nn.NewLinear[float64](27, 2)
+	rect := nn.NewConv2dWindow[float64](3, 3, 3, 2, nn.ConvWindow{KH: 2, KW: 3, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1})
+	rect.Init(rng)
+	lin := nn.NewLinear[float64](16, 5)
 	lin.Init(rng)
+	noBias := nn.NewLinearNoBias[float64](5, 2)
+	noBias.Init(rng)
 	m := &models.Model[float64]{Arch: "mine", InShape: []int{2, 6, 6}, Classes: 2, Layers: []nn.Layer[float64]{
 		conv, nn.NewSigmoid[float64](), nn.NewMaxPool2d[float64](3, 6, 6, 2), nn.NewDropout[float64](0.25, 4),
-		nn.NewFlatten[float64](), lin,
+		rect, nn.NewFlatten[float64](), lin, nn.NewTanh[float64](), noBias,
 	}}
 	net, err := Build(m, 3)
 	if err != nil {

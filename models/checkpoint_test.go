@@ -357,18 +357,24 @@ func checkLoad(t *testing.T, data []byte) {
 // TestCustomModelCheckpoint is issue 14's acceptance "a checkpoint of a
 // custom (non-zoo) model round-trips bit-exactly": a network assembled from
 // nn layers saves its layer list and loads back with the same layers and
-// every parameter bit for bit.
+// every parameter bit for bit. It includes a convolution with a per-axis
+// window and a Linear without a bias (one parameter block).
 func TestCustomModelCheckpoint(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	conv, lin := nn.NewConv2d[float32](2, 6, 6, 3, 3, 1, 1), nn.NewLinear[float32](3*3*3, 4)
+	conv, lin := nn.NewConv2d[float32](2, 6, 6, 3, 3, 1, 1), nn.NewLinear[float32](2*2*2, 5)
+	rect := nn.NewConv2dWindow[float32](3, 3, 3, 2, nn.ConvWindow{KH: 2, KW: 3, StrideH: 1, StrideW: 2, PadH: 0, PadW: 1})
+	noBias := nn.NewLinearNoBias[float32](5, 4)
 	conv.Init(rng)
+	rect.Init(rng)
 	lin.Init(rng)
+	noBias.Init(rng)
 	gn := nn.NewGroupNorm[float32](3, 3, 6, 6)
 	for i := range gn.Params()[1].Value {
 		gn.Params()[1].Value[i] = float32(i) / 7 // non-default β
 	}
 	m := &Model[float32]{Arch: "my-net", InShape: []int{2, 6, 6}, Classes: 4, Layers: []nn.Layer[float32]{
-		conv, gn, nn.NewLeakyReLU[float32](0.1), nn.NewMaxPool2d[float32](3, 6, 6, 2), nn.NewTanh[float32](), nn.NewFlatten[float32](), lin}}
+		conv, gn, nn.NewLeakyReLU[float32](0.1), nn.NewMaxPool2d[float32](3, 6, 6, 2), rect, nn.NewTanh[float32](), nn.NewFlatten[float32](),
+		lin, nn.NewReLU[float32](), noBias}}
 	var buf bytes.Buffer
 	if err := Save(&buf, m, Meta{}); err != nil {
 		t.Fatal(err)
@@ -387,6 +393,9 @@ func TestCustomModelCheckpoint(t *testing.T) {
 		}
 	}
 	want, have := m.Params(), got.Params()
+	if len(want) != 9 || got.NumParams() != m.NumParams() {
+		t.Fatalf("%d parameter blocks and %d parameters, want 9 blocks (no bias block for the last layer) and %d", len(want), got.NumParams(), m.NumParams())
+	}
 	if len(want) != len(have) {
 		t.Fatalf("%d parameter blocks, want %d", len(have), len(want))
 	}
@@ -399,8 +408,8 @@ func TestCustomModelCheckpoint(t *testing.T) {
 	}
 	// A description whose layers do not chain is refused.
 	bad := m.Spec()
-	bad.Layers[len(bad.Layers)-1].In = 5
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "takes 5 inputs") {
+	bad.Layers[len(bad.Layers)-1].In = 7
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "takes 7 inputs") {
 		t.Errorf("broken chain: %v", err)
 	}
 }

@@ -55,19 +55,65 @@ const (
 // it to force row tiles and image groups on small inputs).
 var tileTarget = 0
 
+// ConvWindow is a convolution's kernel size, stride and zero padding on each
+// axis (H: rows, W: columns); the dilation is 1. A square window (NewConv2d)
+// has the same three on both axes; Gorgonia's Conv2d and PyTorch's take them
+// per axis, and so does NewConv2dWindow.
+type ConvWindow struct {
+	KH, KW           int // kernel rows × columns
+	StrideH, StrideW int
+	PadH, PadW       int // zeros added on both sides of each axis
+}
+
+// SquareWindow is a k×k kernel with the same stride and pad on both axes.
+func SquareWindow(k, stride, pad int) ConvWindow { return ConvWindow{k, k, stride, stride, pad, pad} }
+
+// IsSquare says whether both axes have the same kernel size, stride and pad.
+func (w ConvWindow) IsSquare() bool {
+	return w.KH == w.KW && w.StrideH == w.StrideW && w.PadH == w.PadW
+}
+
+// OutHW is the output size on an inH×inW input: per axis
+// floor((in + 2·pad − k)/stride) + 1 (< 1 when the kernel is larger than
+// the padded input).
+func (w ConvWindow) OutHW(inH, inW int) (int, int) {
+	return (inH+2*w.PadH-w.KH)/w.StrideH + 1, (inW+2*w.PadW-w.KW)/w.StrideW + 1
+}
+
+// valid says whether the window is one NewConv2dWindow accepts on an
+// inH×inW input: positive kernel and stride, non-negative padding, and a
+// kernel no larger than the padded input.
+func (w ConvWindow) valid(inH, inW int) bool {
+	return w.KH >= 1 && w.KW >= 1 && w.StrideH >= 1 && w.StrideW >= 1 && w.PadH >= 0 && w.PadW >= 0 &&
+		inH+2*w.PadH >= w.KH && inW+2*w.PadW >= w.KW
+}
+
+// String is "3x3, stride 1, pad 1" for a square window and per-axis pairs
+// "3x5, stride (2,1), pad (1,2)" where the axes differ.
+func (w ConvWindow) String() string {
+	pair := func(h, v int) string {
+		if h == v {
+			return fmt.Sprint(h)
+		}
+		return fmt.Sprintf("(%d,%d)", h, v)
+	}
+	return fmt.Sprintf("%dx%d, stride %s, pad %s", w.KH, w.KW, pair(w.StrideH, w.StrideW), pair(w.PadH, w.PadW))
+}
+
 // Conv2d is a 2-D convolution over NCHW batches by im2col + GEMM.
 //
 // The input of each tile of output positions is unfolded into a matrix U of
-// (inC·k·k + 1) rows, the last row all ones, so the bias rides along as an
+// (inC·kh·kw + 1) rows, the last row all ones, so the bias rides along as an
 // extra weight column: the forward pass is [W | b]·U, the weight and bias
 // gradients come out of one product B·Uᵀ, and per-sample norms include the
 // bias without extra work. Work is split over images (or groups of small
 // images) across the package's workers, each with its own tile buffers.
 type Conv2d[T Float] struct {
 	inC, inH, inW    int
-	outC, k, stride  int
-	pad, outH, outW  int
-	ckk, hw          int // unfolded rows without the ones row; output positions
+	outC             int
+	win              ConvWindow
+	outH, outW       int
+	ckk, hw          int // unfolded rows (inC·kh·kw) without the ones row; output positions
 	weight, bias     *Param[T]
 	method           NormMethod
 	cacheBytes       int
@@ -107,22 +153,28 @@ type convScratch[T Float] struct {
 }
 
 // NewConv2d returns a convolution with outC filters of size k×k over
-// inC×inH×inW inputs, with the given stride and zero padding; parameters are
-// zero until Init. Output size is floor((in + 2·pad - k)/stride) + 1.
+// inC×inH×inW inputs, with the given stride and zero padding on both axes;
+// parameters are zero until Init. Output size is
+// floor((in + 2·pad - k)/stride) + 1.
 func NewConv2d[T Float](inC, inH, inW, outC, k, stride, pad int) *Conv2d[T] {
-	if inC < 1 || inH < 1 || inW < 1 || outC < 1 || k < 1 || stride < 1 || pad < 0 {
-		panic(fmt.Sprintf("nn.NewConv2d: bad geometry in=%d×%d×%d out=%d k=%d stride=%d pad=%d", inC, inH, inW, outC, k, stride, pad))
+	return NewConv2dWindow[T](inC, inH, inW, outC, SquareWindow(k, stride, pad))
+}
+
+// NewConv2dWindow returns a convolution with outC filters of size
+// win.KH×win.KW over inC×inH×inW inputs, with win's stride and zero padding
+// on each axis; parameters are zero until Init. The weight has shape
+// {outC, inC, KH, KW}.
+func NewConv2dWindow[T Float](inC, inH, inW, outC int, win ConvWindow) *Conv2d[T] {
+	if inC < 1 || inH < 1 || inW < 1 || outC < 1 || !win.valid(inH, inW) {
+		panic(fmt.Sprintf("nn.NewConv2d: bad geometry in=%d×%d×%d out=%d, window %v (kernel and stride ≥ 1, pad ≥ 0, kernel within the padded input)",
+			inC, inH, inW, outC, win))
 	}
-	outH := (inH+2*pad-k)/stride + 1
-	outW := (inW+2*pad-k)/stride + 1
-	if outH < 1 || outW < 1 {
-		panic(fmt.Sprintf("nn.NewConv2d: kernel %d larger than padded input %d×%d", k, inH+2*pad, inW+2*pad))
-	}
-	ckk := inC * k * k
+	outH, outW := win.OutHW(inH, inW)
+	ckk := inC * win.KH * win.KW
 	return &Conv2d[T]{
-		inC: inC, inH: inH, inW: inW, outC: outC, k: k, stride: stride, pad: pad,
+		inC: inC, inH: inH, inW: inW, outC: outC, win: win,
 		outH: outH, outW: outW, ckk: ckk, hw: outH * outW,
-		weight:     &Param[T]{Name: "weight", Shape: []int{outC, inC, k, k}, Value: make([]T, outC*ckk), Grad: make([]T, outC*ckk)},
+		weight:     &Param[T]{Name: "weight", Shape: []int{outC, inC, win.KH, win.KW}, Value: make([]T, outC*ckk), Grad: make([]T, outC*ckk)},
 		bias:       &Param[T]{Name: "bias", Shape: []int{outC}, Value: make([]T, outC), Grad: make([]T, outC)},
 		cacheBytes: DefaultCacheBytes,
 		wb:         make([]T, outC*(ckk+1)),
@@ -130,7 +182,7 @@ func NewConv2d[T Float](inC, inH, inW, outC, k, stride, pad int) *Conv2d[T] {
 }
 
 // Init draws weights and bias from U(-1/√fanIn, 1/√fanIn) with
-// fanIn = inC·k·k, PyTorch's default for convolutions.
+// fanIn = inC·kh·kw, PyTorch's default for convolutions.
 func (c *Conv2d[T]) Init(rng *rand.Rand) {
 	uniformInit(rng, 1/math.Sqrt(float64(c.ckk)), c.weight.Value, c.bias.Value)
 }
@@ -176,8 +228,11 @@ func (c *Conv2d[T]) unfoldable(batch int) bool {
 
 // Name implements Layer.
 func (c *Conv2d[T]) Name() string {
-	return fmt.Sprintf("Conv2d(%d→%d, %dx%d, stride %d, pad %d, in %dx%d)", c.inC, c.outC, c.k, c.k, c.stride, c.pad, c.inH, c.inW)
+	return fmt.Sprintf("Conv2d(%d→%d, %v, in %dx%d)", c.inC, c.outC, c.win, c.inH, c.inW)
 }
+
+// Window is the layer's kernel size, stride and padding per axis.
+func (c *Conv2d[T]) Window() ConvWindow { return c.win }
 
 // OutShape implements Layer: {outC, outH, outW}.
 func (c *Conv2d[T]) OutShape(in []int) []int {
@@ -185,7 +240,7 @@ func (c *Conv2d[T]) OutShape(in []int) []int {
 	return []int{c.outC, c.outH, c.outW}
 }
 
-// Params implements Layer: weight {outC, inC, k, k} then bias {outC}.
+// Params implements Layer: weight {outC, inC, kh, kw} then bias {outC}.
 func (c *Conv2d[T]) Params() []*Param[T] { return []*Param[T]{c.weight, c.bias} }
 
 // Forward implements Layer. x is kept as the tap A (its unfolded form is
@@ -232,10 +287,11 @@ func (c *Conv2d[T]) plan() {
 func (c *Conv2d[T]) parts() int { return partsFor(gemmNs(c.batch * c.outC * c.hw * (c.ckk + 1))) }
 
 // Backward implements Layer. For "same" convolutions (stride 1, padding
-// (k−1)/2) the input gradient is itself such a convolution, of B with the
-// flipped and transposed kernel. When outC ≤ inC it is computed as one: its
-// im2col copies outC·k² values per position where the general path
-// (∂U = Wᵀ·B per tile, folded back by col2im) scatter-adds inC·k², and
+// (k−1)/2 on each axis) the input gradient is itself such a convolution, of
+// B with the flipped and transposed kernel. When outC ≤ inC it is computed
+// as one: its im2col copies outC·kh·kw values per position where the
+// general path (∂U = Wᵀ·B per tile, folded back by col2im) scatter-adds
+// inC·kh·kw, and
 // measured 15% faster on the VGG-like 32→32 layer. Channel-expanding layers
 // (twice as many values to copy: measured slower) and other geometries (a
 // larger product) take the general path.
@@ -248,7 +304,7 @@ func (c *Conv2d[T]) Backward(dy []T, needInput bool) []T {
 	if !needInput {
 		return nil
 	}
-	if c.stride == 1 && 2*c.pad == c.k-1 && c.outC <= c.inC {
+	if w := c.win; w.StrideH == 1 && w.StrideW == 1 && 2*w.PadH == w.KH-1 && 2*w.PadW == w.KW-1 && c.outC <= c.inC {
 		return c.backwardAsConv(dy)
 	}
 	c.dx = grow(c.dx, c.batch*c.inC*c.inH*c.inW)
@@ -257,13 +313,14 @@ func (c *Conv2d[T]) Backward(dy []T, needInput bool) []T {
 }
 
 // backwardAsConv computes ∂X = conv(B, W′) with W′[ci][co][ki][kj] =
-// W[co][ci][k−1−ki][k−1−kj], stride 1 and the same padding, through a
-// private Conv2d whose output buffer is the returned gradient.
+// W[co][ci][kh−1−ki][kw−1−kj], stride 1 and the same padding, through a
+// private Conv2d whose output buffer is the returned gradient. Reversing
+// both axes of a row-major kh×kw block is reversing the block.
 func (c *Conv2d[T]) backwardAsConv(dy []T) []T {
 	if c.transposed == nil {
-		c.transposed = NewConv2d[T](c.outC, c.outH, c.outW, c.inC, c.k, 1, c.pad)
+		c.transposed = NewConv2dWindow[T](c.outC, c.outH, c.outW, c.inC, c.win)
 	}
-	t, kk := c.transposed, c.k*c.k
+	t, kk := c.transposed, c.win.KH*c.win.KW
 	for co := 0; co < c.outC; co++ {
 		for ci := 0; ci < c.inC; ci++ {
 			src := c.weight.Value[(co*c.inC+ci)*kk : (co*c.inC+ci+1)*kk]
@@ -586,11 +643,12 @@ func (c *Conv2d[T]) cachedSum(lo, hi int) {
 // validCols returns the output columns [lo, hi) whose kernel tap kj falls
 // inside the input row (the others read zero padding).
 func (c *Conv2d[T]) validCols(kj int) (lo, hi int) {
-	if d := c.pad - kj; d > 0 {
-		lo = (d + c.stride - 1) / c.stride
+	pad, stride := c.win.PadW, c.win.StrideW
+	if d := pad - kj; d > 0 {
+		lo = (d + stride - 1) / stride
 	}
-	if last := c.inW - 1 + c.pad - kj; last >= 0 {
-		hi = min(c.outW, last/c.stride+1)
+	if last := c.inW - 1 + pad - kj; last >= 0 {
+		hi = min(c.outW, last/stride+1)
 	}
 	lo = min(lo, c.outW)
 	return lo, max(lo, hi)
@@ -598,26 +656,27 @@ func (c *Conv2d[T]) validCols(kj int) (lo, hi int) {
 
 // im2col unfolds output rows [oh0, oh1) of images [i0, i1) into u, a
 // (ckk+1) × n matrix (n = tile columns, image-major then row-major
-// positions); row r = (ci·k + ki)·k + kj matches W's layout and the last row
-// is all ones for the bias.
+// positions); row r = (ci·kh + ki)·kw + kj matches W's layout and the last
+// row is all ones for the bias.
 func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	seg := (oh1 - oh0) * c.outW
 	plane := c.inH * c.inW
-	outW, inW, stride := c.outW, c.inW, c.stride
+	outW, inW, stride := c.outW, c.inW, c.win.StrideW
+	kh, kw, strideH, padH := c.win.KH, c.win.KW, c.win.StrideH, c.win.PadH
 	for ci := 0; ci < c.inC; ci++ {
-		for ki := 0; ki < c.k; ki++ {
-			for kj := 0; kj < c.k; kj++ {
-				r := (ci*c.k+ki)*c.k + kj
+		for ki := 0; ki < kh; ki++ {
+			for kj := 0; kj < kw; kj++ {
+				r := (ci*kh+ki)*kw + kj
 				urow := u[r*n : (r+1)*n]
 				lo, hi := c.validCols(kj)
-				off := kj - c.pad
+				off := kj - c.win.PadW
 				for i := i0; i < i1; i++ {
 					src := c.x[(i*c.inC+ci)*plane : (i*c.inC+ci+1)*plane]
 					dst := urow[(i-i0)*seg : (i-i0+1)*seg]
 					for oh := oh0; oh < oh1; oh++ {
 						d := dst[(oh-oh0)*outW : (oh-oh0+1)*outW]
-						ih := oh*stride - c.pad + ki
+						ih := oh*strideH - padH + ki
 						if ih < 0 || ih >= c.inH || lo == hi {
 							clear(d)
 							continue
@@ -653,22 +712,23 @@ func (c *Conv2d[T]) col2im(i0, i1, oh0, oh1 int, du []T) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	seg := (oh1 - oh0) * c.outW
 	plane := c.inH * c.inW
-	outW, inW, stride := c.outW, c.inW, c.stride
+	outW, inW, stride := c.outW, c.inW, c.win.StrideW
+	kh, kw, strideH, padH := c.win.KH, c.win.KW, c.win.StrideH, c.win.PadH
 	for ci := 0; ci < c.inC; ci++ {
-		for ki := 0; ki < c.k; ki++ {
-			for kj := 0; kj < c.k; kj++ {
-				r := (ci*c.k+ki)*c.k + kj
+		for ki := 0; ki < kh; ki++ {
+			for kj := 0; kj < kw; kj++ {
+				r := (ci*kh+ki)*kw + kj
 				urow := du[r*n : (r+1)*n]
 				lo, hi := c.validCols(kj)
 				if lo == hi {
 					continue
 				}
-				off := kj - c.pad
+				off := kj - c.win.PadW
 				for i := i0; i < i1; i++ {
 					dst := c.dx[(i*c.inC+ci)*plane : (i*c.inC+ci+1)*plane]
 					src := urow[(i-i0)*seg : (i-i0+1)*seg]
 					for oh := oh0; oh < oh1; oh++ {
-						ih := oh*stride - c.pad + ki
+						ih := oh*strideH - padH + ki
 						if ih < 0 || ih >= c.inH {
 							continue
 						}

@@ -1,8 +1,10 @@
 package nn_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"fairdp/nn"
@@ -106,4 +108,131 @@ func TestConvForwardByHand(t *testing.T) {
 			t.Errorf("padded y[%d] = %v, want %v", i, yp[i], wantP[i])
 		}
 	}
+}
+
+// directConv is the textbook convolution, written independently of
+// Conv2d's im2col, tiles and GEMMs: per sample i the output y, the input
+// gradient dx for the output gradient dy, and the sample's own parameter
+// gradient g[i] (weight {outC, inC, KH, KW} then bias {outC}), all from
+// loops over output positions and kernel taps that skip the zero padding.
+func directConv(x, w, b, dy []float64, batch, inC, inH, inW, outC int, win nn.ConvWindow) (y, dx []float64, g [][]float64) {
+	outH := (inH+2*win.PadH-win.KH)/win.StrideH + 1
+	outW := (inW+2*win.PadW-win.KW)/win.StrideW + 1
+	y = make([]float64, batch*outC*outH*outW)
+	dx = make([]float64, len(x))
+	wIdx := func(o, ci, ki, kj int) int { return ((o*inC+ci)*win.KH+ki)*win.KW + kj }
+	for i := range batch {
+		gi := make([]float64, len(w)+len(b))
+		for o := range outC {
+			for oh := range outH {
+				for ow := range outW {
+					yi := ((i*outC+o)*outH+oh)*outW + ow
+					sum, d := b[o], dy[yi]
+					for ci := range inC {
+						for ki := range win.KH {
+							for kj := range win.KW {
+								ih, iw := oh*win.StrideH-win.PadH+ki, ow*win.StrideW-win.PadW+kj
+								if ih < 0 || ih >= inH || iw < 0 || iw >= inW {
+									continue
+								}
+								xi := ((i*inC+ci)*inH+ih)*inW + iw
+								sum += w[wIdx(o, ci, ki, kj)] * x[xi]
+								gi[wIdx(o, ci, ki, kj)] += d * x[xi]
+								dx[xi] += d * w[wIdx(o, ci, ki, kj)]
+							}
+						}
+					}
+					y[yi] = sum
+					gi[len(w)+o] += d
+				}
+			}
+		}
+		g = append(g, gi)
+	}
+	return y, dx, g
+}
+
+// TestConvMatchesDirectLoop checks Conv2d against directConv on square and
+// per-axis windows (a 3×5 kernel with stride (2,1) and pad (1,2); a "same"
+// 3×5 window whose input gradient is computed as a convolution; a 5×2
+// kernel striding along H only), both norm methods, with and without the
+// caches, and with tiles small enough to cut images into row tiles: the
+// output, the input gradient, every per-sample squared gradient norm and
+// the per-sample clipped gradient sum Σ_i min(1, C/‖g_i‖)·g_i to 1e-12.
+func TestConvMatchesDirectLoop(t *testing.T) {
+	defer func(old int) { *nn.TileTarget = old }(*nn.TileTarget)
+	type geom struct {
+		inC, inH, inW, outC int
+		win                 nn.ConvWindow
+	}
+	geoms := []geom{
+		{2, 7, 9, 3, nn.ConvWindow{KH: 3, KW: 5, StrideH: 2, StrideW: 1, PadH: 1, PadW: 2}},
+		{3, 6, 7, 2, nn.ConvWindow{KH: 3, KW: 5, StrideH: 1, StrideW: 1, PadH: 1, PadW: 2}},
+		{2, 8, 5, 3, nn.ConvWindow{KH: 5, KW: 2, StrideH: 3, StrideW: 1, PadH: 0, PadW: 1}},
+		{2, 9, 8, 4, nn.SquareWindow(3, 2, 1)},
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	const batch, clip = 4, 1.5
+	for _, gm := range geoms {
+		for _, tile := range []int{0, 7} {
+			*nn.TileTarget = tile
+			for _, m := range []nn.NormMethod{nn.NormExplicit, nn.NormGram} {
+				for _, cache := range []int{0, nn.DefaultCacheBytes} {
+					c := nn.NewConv2dWindow[float64](gm.inC, gm.inH, gm.inW, gm.outC, gm.win)
+					c.SetNormMethod(m)
+					c.SetCacheLimit(cache)
+					name := fmt.Sprintf("%s/%v/tile%d/cache%d", c.Name(), m, tile, cache)
+					c.Init(rng)
+					w, b := c.Params()[0].Value, c.Params()[1].Value
+					x := randVec(rng, batch*gm.inC*gm.inH*gm.inW, 1)
+					out := c.OutShape([]int{gm.inC, gm.inH, gm.inW})
+					dy := randVec(rng, batch*out[0]*out[1]*out[2], 1)
+					wantY, wantDx, g := directConv(x, w, b, dy, batch, gm.inC, gm.inH, gm.inW, gm.outC, gm.win)
+					if len(wantY) != len(dy) {
+						t.Fatalf("%s: OutShape %v, the direct loop gives %d outputs", name, out, len(wantY)/batch)
+					}
+					y := slices.Clone(c.Forward(x, batch, true))
+					dx := slices.Clone(c.Backward(dy, true))
+					norms := make([]float64, batch)
+					c.SqNorms(norms)
+					scale := make([]float64, batch)
+					wantClipped := make([]float64, len(w)+len(b))
+					for i, gi := range g {
+						var sq float64
+						for _, v := range gi {
+							sq += v * v
+						}
+						if d := math.Abs(norms[i] - sq); d > 1e-12*sq {
+							t.Errorf("%s: SqNorms[%d] = %.15g, direct loop %.15g", name, i, norms[i], sq)
+						}
+						scale[i] = min(1, clip/math.Sqrt(sq))
+						for j, v := range gi {
+							wantClipped[j] += scale[i] * v
+						}
+					}
+					nn.ZeroGrads(c.Params())
+					c.ParamGrads(scale)
+					got := append(slices.Clone(c.Params()[0].Grad), c.Params()[1].Grad...)
+					for _, chk := range []struct {
+						what      string
+						got, want []float64
+					}{{"output", y, wantY}, {"input gradient", dx, wantDx}, {"clipped gradient sum", got, wantClipped}} {
+						if e := maxRelErr(chk.got, chk.want); e > 1e-12 {
+							t.Errorf("%s: %s differs from the direct loop: rel err %.3g", name, chk.what, e)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// maxRelErr is max|got − want| / max|want|.
+func maxRelErr(got, want []float64) float64 {
+	var d, s float64
+	for i := range want {
+		d = max(d, math.Abs(got[i]-want[i]))
+		s = max(s, math.Abs(want[i]))
+	}
+	return d / s
 }

@@ -1,6 +1,11 @@
 // Package nn holds fairdp's neural-network layers: Linear, Conv2d, MaxPool2d,
 // activations, Flatten and GroupNorm, the losses and the optimizers.
 //
+// Linear has a bias unless built with NewLinearNoBias; Conv2d takes a
+// kernel, stride and zero padding per axis (ConvWindow; NewConv2d is the
+// square case). Every layer describes itself as a LayerSpec (JSON in
+// checkpoints and --model-spec files) that NewLayer builds again.
+//
 // Every parameterised layer keeps its tap (input A and backprop B = ∂L/∂Z of
 // its pre-activation output) after Backward, so parameter gradients can be
 // formed later with a per-sample weight: this is how dpops clips per sample

@@ -18,6 +18,9 @@ import (
 
 var batches = []int{3, 1, 0, 7}
 
+// rect35 is the per-axis window the rectangular checks share.
+var rect35 = nn.ConvWindow{KH: 3, KW: 5, StrideH: 2, StrideW: 1, PadH: 1, PadW: 2}
+
 type layerCase struct {
 	name    string
 	inShape []int
@@ -26,18 +29,22 @@ type layerCase struct {
 }
 
 func convCase(inC, h, w, outC, k, stride, pad int, m nn.NormMethod, cacheBytes int) layerCase {
-	name := fmt.Sprintf("Conv2d(%d,%dx%d→%d,k%d,s%d,p%d,%v,cache=%d)", inC, h, w, outC, k, stride, pad, m, cacheBytes)
+	return convWindowCase(inC, h, w, outC, nn.SquareWindow(k, stride, pad), m, cacheBytes)
+}
+
+func convWindowCase(inC, h, w, outC int, win nn.ConvWindow, m nn.NormMethod, cacheBytes int) layerCase {
+	name := fmt.Sprintf("Conv2d(%d,%dx%d→%d,%v,%v,cache=%d)", inC, h, w, outC, win, m, cacheBytes)
 	return layerCase{
 		name:    name,
 		inShape: []int{inC, h, w},
 		make64: func() nn.Layer[float64] {
-			c := nn.NewConv2d[float64](inC, h, w, outC, k, stride, pad)
+			c := nn.NewConv2dWindow[float64](inC, h, w, outC, win)
 			c.SetNormMethod(m)
 			c.SetCacheLimit(cacheBytes)
 			return c
 		},
 		make32: func() nn.Layer[float32] {
-			c := nn.NewConv2d[float32](inC, h, w, outC, k, stride, pad)
+			c := nn.NewConv2dWindow[float32](inC, h, w, outC, win)
 			c.SetNormMethod(m)
 			c.SetCacheLimit(cacheBytes)
 			return c
@@ -51,6 +58,8 @@ func layerCases() []layerCase {
 		{"Linear(17→5)", []int{17}, func() nn.Layer[float64] { return nn.NewLinear[float64](17, 5) }, func() nn.Layer[float32] { return nn.NewLinear[float32](17, 5) }},
 		{"Linear(102→1)", []int{102}, func() nn.Layer[float64] { return nn.NewLinear[float64](102, 1) }, func() nn.Layer[float32] { return nn.NewLinear[float32](102, 1) }},
 		{"Linear(2x3x2→4)", []int{2, 3, 2}, func() nn.Layer[float64] { return nn.NewLinear[float64](12, 4) }, func() nn.Layer[float32] { return nn.NewLinear[float32](12, 4) }},
+		{"Linear(9→4, no bias)", []int{9}, func() nn.Layer[float64] { return nn.NewLinearNoBias[float64](9, 4) }, func() nn.Layer[float32] { return nn.NewLinearNoBias[float32](9, 4) }},
+		{"Linear(6→1, no bias)", []int{6}, func() nn.Layer[float64] { return nn.NewLinearNoBias[float64](6, 1) }, func() nn.Layer[float32] { return nn.NewLinearNoBias[float32](6, 1) }},
 		{"MaxPool2d(2) odd", []int{2, 5, 7}, func() nn.Layer[float64] { return nn.NewMaxPool2d[float64](2, 5, 7, 2) }, func() nn.Layer[float32] { return nn.NewMaxPool2d[float32](2, 5, 7, 2) }},
 		{"MaxPool2d(3)", []int{3, 9, 6}, func() nn.Layer[float64] { return nn.NewMaxPool2d[float64](3, 9, 6, 3) }, func() nn.Layer[float32] { return nn.NewMaxPool2d[float32](3, 9, 6, 3) }},
 		{"ReLU", []int{3, 4, 5}, func() nn.Layer[float64] { return nn.NewReLU[float64]() }, func() nn.Layer[float32] { return nn.NewReLU[float32]() }},
@@ -69,6 +78,12 @@ func layerCases() []layerCase {
 			convCase(2, 5, 5, 3, 5, 1, 2, m, nn.DefaultCacheBytes), // kernel as large as the input
 			convCase(3, 6, 6, 5, 1, 1, 0, m, nn.DefaultCacheBytes), // 1×1
 			convCase(2, 4, 5, 3, 3, 3, 1, m, nn.DefaultCacheBytes), // stride > kernel
+			// Per-axis windows: 3×5 kernel, stride (2,1), pad (1,2); a
+			// "same" 3×5 window with outC ≤ inC (Backward as a
+			// convolution); a 5×2 kernel striding only along H.
+			convWindowCase(2, 7, 9, 3, rect35, m, nn.DefaultCacheBytes),
+			convWindowCase(3, 6, 7, 2, nn.ConvWindow{KH: 3, KW: 5, StrideH: 1, StrideW: 1, PadH: 1, PadW: 2}, m, nn.DefaultCacheBytes),
+			convWindowCase(2, 8, 5, 3, nn.ConvWindow{KH: 5, KW: 2, StrideH: 3, StrideW: 1, PadH: 0, PadW: 1}, m, nn.DefaultCacheBytes),
 		)
 	}
 	// Explicit norms without the per-sample cache: ParamGrads re-unfolds.
@@ -121,6 +136,7 @@ func TestConvTilings(t *testing.T) {
 					convCase(2, 7, 6, 3, 3, 1, 1, m, cache),
 					convCase(1, 9, 9, 4, 3, 2, 0, m, cache),
 					convCase(3, 8, 7, 2, 2, 2, 1, m, cache),
+					convWindowCase(2, 7, 9, 3, rect35, m, cache),
 				} {
 					layer := c.make64()
 					for _, b := range []int{5, 1, 0, 6} {

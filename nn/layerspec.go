@@ -26,19 +26,28 @@ const (
 // described in a JSON file.
 type LayerSpec struct {
 	Kind string `json:"kind"`
-	// Linear: In → Out.
-	In  int `json:"in,omitempty"`
-	Out int `json:"out,omitempty"`
+	// Linear: In → Out; NoBias for a layer without a bias (NewLinearNoBias).
+	In     int  `json:"in,omitempty"`
+	Out    int  `json:"out,omitempty"`
+	NoBias bool `json:"no_bias,omitempty"`
 	// Conv2d, MaxPool2d, GroupNorm: the per-sample input C×H×W.
 	C int `json:"c,omitempty"`
 	H int `json:"h,omitempty"`
 	W int `json:"w,omitempty"`
-	// Conv2d: OutC output channels, K×K kernel, Stride, Pad; MaxPool2d: K
-	// window (= stride).
+	// Conv2d: OutC output channels, K×K kernel, Stride, Pad on both axes;
+	// MaxPool2d: K window (= stride).
 	OutC   int `json:"out_c,omitempty"`
 	K      int `json:"k,omitempty"`
 	Stride int `json:"stride,omitempty"`
 	Pad    int `json:"pad,omitempty"`
+	// Conv2d with a window that differs between the axes (ConvWindow): KW
+	// is set (≥ 1), K, Stride and Pad are then the height axis's and KW,
+	// StrideW, PadW the width axis's. Without KW the window is square, as
+	// in every file written before these fields existed, and StrideW and
+	// PadW must be absent.
+	KW      int `json:"kw,omitempty"`
+	StrideW int `json:"stride_w,omitempty"`
+	PadW    int `json:"pad_w,omitempty"`
 	// GroupNorm: Groups dividing C.
 	Groups int `json:"groups,omitempty"`
 	// LeakyReLU: the negative slope.
@@ -49,11 +58,32 @@ type LayerSpec struct {
 }
 
 // Spec implements Describer.
-func (l *Linear[T]) Spec() LayerSpec { return LayerSpec{Kind: KindLinear, In: l.in, Out: l.out} }
+func (l *Linear[T]) Spec() LayerSpec {
+	return LayerSpec{Kind: KindLinear, In: l.in, Out: l.out, NoBias: l.bias == nil}
+}
 
 // Spec implements Describer.
-func (c *Conv2d[T]) Spec() LayerSpec {
-	return LayerSpec{Kind: KindConv2d, C: c.inC, H: c.inH, W: c.inW, OutC: c.outC, K: c.k, Stride: c.stride, Pad: c.pad}
+func (c *Conv2d[T]) Spec() LayerSpec { return ConvSpec(c.inC, c.inH, c.inW, c.outC, c.win) }
+
+// ConvSpec describes a Conv2d with outC filters over c×h×w inputs and the
+// window win. A square window is written as before the per-axis fields
+// existed (K, Stride, Pad), so its files do not change.
+func ConvSpec(c, h, w, outC int, win ConvWindow) LayerSpec {
+	s := LayerSpec{Kind: KindConv2d, C: c, H: h, W: w, OutC: outC, K: win.KH, Stride: win.StrideH, Pad: win.PadH}
+	if !win.IsSquare() {
+		s.KW, s.StrideW, s.PadW = win.KW, win.StrideW, win.PadW
+	}
+	return s
+}
+
+// ConvWindow is the window a Conv2d spec describes: K, Stride and Pad on
+// both axes, or per axis when KW is set. ok is false for a spec that sets
+// StrideW or PadW without KW (neither square nor complete).
+func (s LayerSpec) ConvWindow() (w ConvWindow, ok bool) {
+	if s.KW == 0 {
+		return SquareWindow(s.K, s.Stride, s.Pad), s.StrideW == 0 && s.PadW == 0
+	}
+	return ConvWindow{KH: s.K, KW: s.KW, StrideH: s.Stride, StrideW: s.StrideW, PadH: s.Pad, PadW: s.PadW}, true
 }
 
 // Spec implements Describer.
@@ -102,12 +132,16 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 		if !pos(s.In, s.Out) {
 			return nil, bad()
 		}
+		if s.NoBias {
+			return NewLinearNoBias[T](s.In, s.Out), nil
+		}
 		return NewLinear[T](s.In, s.Out), nil
 	case KindConv2d:
-		if !pos(s.C, s.H, s.W, s.OutC, s.K, s.Stride) || s.Pad < 0 || s.H+2*s.Pad < s.K || s.W+2*s.Pad < s.K {
+		win, ok := s.ConvWindow()
+		if !ok || !pos(s.C, s.H, s.W, s.OutC) || !win.valid(s.H, s.W) {
 			return nil, bad()
 		}
-		return NewConv2d[T](s.C, s.H, s.W, s.OutC, s.K, s.Stride, s.Pad), nil
+		return NewConv2dWindow[T](s.C, s.H, s.W, s.OutC, win), nil
 	case KindMaxPool2d:
 		if !pos(s.C, s.K) || s.H < s.K || s.W < s.K {
 			return nil, bad()

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -9,7 +10,10 @@ import (
 // builds the same geometry (same name, same parameter shapes).
 func TestLayerSpecRoundTrip(t *testing.T) {
 	for _, l := range []Layer[float32]{
-		NewLinear[float32](7, 3), NewConv2d[float32](3, 9, 8, 5, 3, 2, 1), NewMaxPool2d[float32](2, 6, 6, 2),
+		NewLinear[float32](7, 3), NewLinearNoBias[float32](7, 3), NewConv2d[float32](3, 9, 8, 5, 3, 2, 1),
+		NewConv2dWindow[float32](3, 9, 8, 5, ConvWindow{KH: 3, KW: 5, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0}),
+		NewConv2dWindow[float32](2, 6, 6, 2, ConvWindow{KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 1}),
+		NewMaxPool2d[float32](2, 6, 6, 2),
 		NewReLU[float32](), NewTanh[float32](), NewLeakyReLU[float32](0.25), NewFlatten[float32](), NewGroupNorm[float32](2, 4, 3, 3),
 	} {
 		s := l.(Describer).Spec()
@@ -22,6 +26,10 @@ func TestLayerSpecRoundTrip(t *testing.T) {
 		}
 	}
 	for _, s := range []LayerSpec{{Kind: "attention"}, {Kind: KindLinear}, {Kind: KindConv2d, C: 1, H: 2, W: 2, OutC: 1, K: 5, Stride: 1},
+		{Kind: KindConv2d, C: 1, H: 8, W: 2, OutC: 1, K: 3, Stride: 1, KW: 5, StrideW: 1}, // KW larger than the width
+		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, KW: 3},             // KW without StrideW
+		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, PadW: 1},           // PadW without KW
+		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, StrideW: 2},        // StrideW without KW
 		{Kind: KindGroupNorm, Groups: 3, C: 4, H: 1, W: 1}, {Kind: KindMaxPool2d, C: 1, H: 1, W: 1, K: 2}} {
 		if _, err := NewLayer[float64](s); err == nil {
 			t.Errorf("%+v: built", s)
@@ -35,4 +43,42 @@ func shapes[T Float](ps []*Param[T]) [][]int {
 		out = append(out, p.Shape)
 	}
 	return out
+}
+
+// TestLayerSpecJSON: a square Conv2d is written exactly as before the
+// per-axis fields existed, so old files read back to the same layer; a
+// per-axis window adds kw, stride_w and pad_w (pad_w omitted when 0 still
+// means 0 once kw is present); a Linear without a bias says no_bias.
+func TestLayerSpecJSON(t *testing.T) {
+	for _, tc := range []struct {
+		layer Layer[float64]
+		json  string
+	}{
+		{NewConv2d[float64](3, 9, 8, 5, 3, 2, 1), `{"kind":"conv2d","c":3,"h":9,"w":8,"out_c":5,"k":3,"stride":2,"pad":1}`},
+		{NewConv2dWindow[float64](2, 7, 9, 3, ConvWindow{KH: 3, KW: 5, StrideH: 2, StrideW: 1, PadH: 1, PadW: 2}),
+			`{"kind":"conv2d","c":2,"h":7,"w":9,"out_c":3,"k":3,"stride":2,"pad":1,"kw":5,"stride_w":1,"pad_w":2}`},
+		{NewConv2dWindow[float64](2, 7, 9, 3, ConvWindow{KH: 5, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 0}),
+			`{"kind":"conv2d","c":2,"h":7,"w":9,"out_c":3,"k":5,"stride":1,"pad":1,"kw":3,"stride_w":1}`},
+		{NewLinear[float64](4, 2), `{"kind":"linear","in":4,"out":2}`},
+		{NewLinearNoBias[float64](4, 2), `{"kind":"linear","in":4,"out":2,"no_bias":true}`},
+	} {
+		got, err := json.Marshal(tc.layer.(Describer).Spec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.json {
+			t.Errorf("%s is written as %s, want %s", tc.layer.Name(), got, tc.json)
+		}
+		var s LayerSpec
+		if err := json.Unmarshal([]byte(tc.json), &s); err != nil {
+			t.Fatal(err)
+		}
+		again, err := NewLayer[float64](s)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.json, err)
+		}
+		if again.Name() != tc.layer.Name() || !reflect.DeepEqual(shapes(again.Params()), shapes(tc.layer.Params())) {
+			t.Errorf("%s read back as %s, want %s", tc.json, again.Name(), tc.layer.Name())
+		}
+	}
 }

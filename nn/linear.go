@@ -10,10 +10,11 @@ import (
 // Shape {in, out} so the forward pass is one GEMM without a transpose, and
 // the per-sample gradient of sample i is (a_i ⊗ b_i, b_i): its squared norm
 // is ‖a_i‖²‖b_i‖² + ‖b_i‖² (the "ghost norm"), so no per-sample matrix is
-// ever formed.
+// ever formed. A layer without a bias (NewLinearNoBias, Z = X·W) has W as
+// its only parameter and ‖a_i‖²‖b_i‖² as its norm.
 type Linear[T Float] struct {
 	in, out      int
-	weight, bias *Param[T]
+	weight, bias *Param[T] // bias is nil without one
 
 	batch   int
 	x, dy   []T // taps A and B, owned by the neighbouring layers
@@ -47,14 +48,34 @@ func NewLinear[T Float](in, out int) *Linear[T] {
 	}
 }
 
+// NewLinearNoBias returns a Linear(in→out) layer without a bias, Z = X·W
+// (PyTorch's bias=False): W {in, out} is its only parameter, so the
+// parameter count, the per-sample norms and the noise cover W alone.
+func NewLinearNoBias[T Float](in, out int) *Linear[T] {
+	l := NewLinear[T](in, out)
+	l.bias = nil
+	return l
+}
+
 // Init draws W and b from U(-1/√in, 1/√in), PyTorch's default for linear
-// layers, so models start where the papers' reference code starts.
+// layers, so models start where the papers' reference code starts (W alone
+// without a bias, as PyTorch draws it).
 func (l *Linear[T]) Init(rng *rand.Rand) {
-	uniformInit(rng, 1/math.Sqrt(float64(l.in)), l.weight.Value, l.bias.Value)
+	bound := 1 / math.Sqrt(float64(l.in))
+	if l.bias == nil {
+		uniformInit(rng, bound, l.weight.Value)
+		return
+	}
+	uniformInit(rng, bound, l.weight.Value, l.bias.Value)
 }
 
 // Name implements Layer.
-func (l *Linear[T]) Name() string { return fmt.Sprintf("Linear(%d→%d)", l.in, l.out) }
+func (l *Linear[T]) Name() string {
+	if l.bias == nil {
+		return fmt.Sprintf("Linear(%d→%d, no bias)", l.in, l.out)
+	}
+	return fmt.Sprintf("Linear(%d→%d)", l.in, l.out)
+}
 
 // OutShape implements Layer.
 func (l *Linear[T]) OutShape(in []int) []int {
@@ -62,8 +83,14 @@ func (l *Linear[T]) OutShape(in []int) []int {
 	return []int{l.out}
 }
 
-// Params implements Layer: weight {in, out} then bias {out}.
-func (l *Linear[T]) Params() []*Param[T] { return []*Param[T]{l.weight, l.bias} }
+// Params implements Layer: weight {in, out} then bias {out} (weight alone
+// without a bias).
+func (l *Linear[T]) Params() []*Param[T] {
+	if l.bias == nil {
+		return []*Param[T]{l.weight}
+	}
+	return []*Param[T]{l.weight, l.bias}
+}
 
 // Forward implements Layer. x is kept (not copied) as the tap A and must not
 // change until ParamGrads/SqNorms of this step are done.
@@ -109,7 +136,7 @@ func (l *Linear[T]) ParamGrads(scale []T) {
 		}
 		b = l.scaledB
 	}
-	for i := 0; i < l.batch; i++ {
+	for i := 0; l.bias != nil && i < l.batch; i++ {
 		addTo(l.bias.Grad, b[i*l.out:(i+1)*l.out])
 	}
 	l.gradB = b
@@ -118,7 +145,8 @@ func (l *Linear[T]) ParamGrads(scale []T) {
 	l.gradB = nil
 }
 
-// SqNorms implements Layer with the ghost norm ‖a_i‖²‖b_i‖² + ‖b_i‖².
+// SqNorms implements Layer with the ghost norm ‖a_i‖²‖b_i‖² + ‖b_i‖²
+// (‖a_i‖²‖b_i‖² without a bias).
 func (l *Linear[T]) SqNorms(out []T) {
 	l.mustHaveTap("SqNorms")
 	mustLen(l, "norm output", out, l.batch)
@@ -132,10 +160,14 @@ func (l *Linear[T]) run(_, lo, hi int) {
 	n := hi - lo
 	switch l.op {
 	case linForward:
-		for i := lo; i < hi; i++ {
-			copy(l.y[i*l.out:(i+1)*l.out], l.bias.Value)
+		beta := T(0) // no bias: the product overwrites y
+		if l.bias != nil {
+			beta = 1
+			for i := lo; i < hi; i++ {
+				copy(l.y[i*l.out:(i+1)*l.out], l.bias.Value)
+			}
 		}
-		Gemm(false, false, n, l.out, l.in, 1, l.x[lo*l.in:], l.in, l.weight.Value, l.out, 1, l.y[lo*l.out:], l.out)
+		Gemm(false, false, n, l.out, l.in, 1, l.x[lo*l.in:], l.in, l.weight.Value, l.out, beta, l.y[lo*l.out:], l.out)
 	case linBackward:
 		Gemm(false, true, n, l.in, l.out, 1, l.dy[lo*l.out:], l.out, l.weight.Value, l.out, 0, l.dx[lo*l.in:], l.in)
 	case linWeightGrad:
@@ -145,6 +177,10 @@ func (l *Linear[T]) run(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			nb := sqSum(l.dy[i*l.out : (i+1)*l.out])
 			na := sqSum(l.x[i*l.in : (i+1)*l.in])
+			if l.bias == nil {
+				l.norms[i] += T(na * nb)
+				continue
+			}
 			l.norms[i] += T(na*nb + nb)
 		}
 	}

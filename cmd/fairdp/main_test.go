@@ -163,6 +163,12 @@ func TestModelSpecFile(t *testing.T) {
 	if err != nil || !strings.Contains(out, "tiny-mlp") {
 		t.Errorf("eval of the custom checkpoint: %v\n%s", err, out)
 	}
+	// A layer without a bias has no bias parameters: 102·8 + 8 + 1.
+	os.WriteFile(spec, []byte(`{"arch": "tiny-mlp", "layers": [{"kind": "linear", "in": 102, "out": 8, "no_bias": true}, {"kind": "tanh"}, {"kind": "linear", "in": 8, "out": 1}]}`), 0o644)
+	if out, _, err := runCLI(t, "train", "--algo", "dpsgd", "--epsilon", "2", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet"); err != nil ||
+		!strings.Contains(out, "dpsgd, tiny-mlp (825 parameters)") {
+		t.Errorf("a spec with a bias-free layer: %v\n%s", err, out)
+	}
 	os.WriteFile(spec, []byte(`{"layers": [{"kind": "linear", "in": 7, "out": 1}]}`), 0o644)
 	if _, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet"); err == nil ||
 		!strings.Contains(err.Error(), "takes 7 inputs") {
