@@ -58,6 +58,14 @@ type Backend interface {
 	MaxPoolForward(y []float32, arg []int32, x []float32, g PoolGeom, n int) error
 	// MaxPoolBackward scatters dy into dx (n×c×h×w) through arg.
 	MaxPoolBackward(dx, dy []float32, arg []int32, g PoolGeom, n int) error
+	// GroupNormForward normalises each sample's groups of channels of x
+	// (n×c×h×w) into xhat, keeps each group's 1/√(var+ε) in invStd
+	// (n×groups) and sets y = γ_c·x̂ + β_c, as nn.GroupNorm.Forward.
+	GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, g GroupGeom, n int) error
+	// GroupNormBackward sets ps (n×2c) to each sample's [∂γ | ∂β] from dy
+	// and the forward's xhat and invStd and, unless dx is nil, dx = ∂L/∂x,
+	// as nn.GroupNorm.Backward.
+	GroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, g GroupGeom, n int) error
 	// Close releases the backend's resources; it must not be used after.
 	Close() error
 }
@@ -108,6 +116,28 @@ func (g PoolGeom) Validate() error {
 	}
 	return nil
 }
+
+// GroupGeom is a group normalisation's geometry as nn.NewGroupNorm takes
+// it: C×H×W inputs, Groups dividing C, and nn's ε (nn.GroupNorm.Eps).
+type GroupGeom struct {
+	C, H, W, Groups int
+	Eps             float64
+}
+
+// Validate reports a geometry nn.NewGroupNorm would reject, or an ε that is
+// not a finite number ≥ 0.
+func (g GroupGeom) Validate() error {
+	if g.Groups < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.C%g.Groups != 0 {
+		return fmt.Errorf("cuda: bad group-norm geometry %+v: sizes ≥ 1 and Groups dividing C", g)
+	}
+	if !(g.Eps >= 0) || math.IsInf(g.Eps, 0) {
+		return fmt.Errorf("cuda: group-norm Eps %v, want a finite number ≥ 0", g.Eps)
+	}
+	return nil
+}
+
+// Size is the values per sample, C·H·W.
+func (g GroupGeom) Size() int { return g.C * g.H * g.W }
 
 // NoiseSeed keys the Philox stream of one noise draw: 128 secret bits (the
 // key and the upper half of the counter) and a stream number (the counter's
@@ -255,4 +285,31 @@ func checkPool(fn string, g PoolGeom, n, xLen, yLen, argLen int) error {
 		return err
 	}
 	return checkCount(fn, "arg-max", argLen, n*g.C*oh*ow)
+}
+
+// groupBuf is a buffer of a group-norm call: per values per sample.
+type groupBuf struct {
+	what string
+	s    []float32
+	per  int
+}
+
+// checkGroupNorm checks a group normalisation's geometry and buffers: n
+// samples' values in each of bufs, Groups per sample in invStd, C in gamma.
+func checkGroupNorm(fn string, g GroupGeom, n int, invStd []float64, gamma []float32, bufs ...groupBuf) error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	if err := checkDims(fn, n, 2*g.C, g.H, g.W); err != nil {
+		return err
+	}
+	for _, b := range bufs {
+		if err := checkLen(fn, b.what, b.s, n*b.per); err != nil {
+			return err
+		}
+	}
+	if err := checkLen(fn, "invStd", invStd, n*g.Groups); err != nil {
+		return err
+	}
+	return checkLen(fn, "gamma", gamma, g.C)
 }

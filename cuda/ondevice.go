@@ -443,3 +443,56 @@ func (g *DeviceBackend) MaxPoolBackward(dx, dy []float32, arg []int32, geom Pool
 		get(st, dx, ddx, "dx")
 	})
 }
+
+// GroupNormForward implements Backend.
+func (g *DeviceBackend) GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, geom GroupGeom, n int) error {
+	const fn = "GroupNormForward"
+	size := geom.Size()
+	if err := checkGroupNorm(fn, geom, n, invStd, gamma, groupBuf{"y", y, size}, groupBuf{"xhat", xhat, size},
+		groupBuf{"x", x, size}); err != nil {
+		return err
+	}
+	if err := checkLen(fn, "beta", beta, geom.C); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	return g.run(func(st *stage) {
+		dx, dg, db := put(st, "x", x), put(st, "gamma", gamma), put(st, "beta", beta)
+		dy, dxh, dinv := st.scratch("y", byteSize(y)), st.scratch("xhat", byteSize(xhat)), st.scratch("invStd", byteSize(invStd))
+		st.launch("fairdp_groupnorm_forward", n*geom.Groups, true, Ptr(dy), Ptr(dxh), Ptr(dinv), Ptr(dx), Ptr(dg), Ptr(db),
+			Int(n), Int(geom.C), Int(geom.H*geom.W), Int(geom.Groups), F64(geom.Eps))
+		get(st, y, dy, "y")
+		get(st, xhat, dxh, "xhat")
+		get(st, invStd, dinv, "invStd")
+	})
+}
+
+// GroupNormBackward implements Backend.
+func (g *DeviceBackend) GroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, geom GroupGeom, n int) error {
+	size := geom.Size()
+	bufs := []groupBuf{{"ps", ps, 2 * geom.C}, {"dy", dy, size}, {"xhat", xhat, size}}
+	if dx != nil {
+		bufs = append(bufs, groupBuf{"dx", dx, size})
+	}
+	if err := checkGroupNorm("GroupNormBackward", geom, n, invStd, gamma, bufs...); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	return g.run(func(st *stage) {
+		ddy, dxh, dinv, dg := put(st, "dy", dy), put(st, "xhat", xhat), put(st, "invStd", invStd), put(st, "gamma", gamma)
+		dps, ddx := st.scratch("ps", byteSize(ps)), DevicePtr(0)
+		if dx != nil {
+			ddx = st.scratch("dx", byteSize(dx))
+		}
+		st.launch("fairdp_groupnorm_backward", n*geom.Groups, true, Ptr(ddx), Ptr(dps), Ptr(ddy), Ptr(dxh), Ptr(dinv), Ptr(dg),
+			Int(n), Int(geom.C), Int(geom.H*geom.W), Int(geom.Groups))
+		get(st, ps, dps, "ps")
+		if dx != nil {
+			get(st, dx, ddx, "dx")
+		}
+	})
+}

@@ -156,6 +156,53 @@ func TestKernelsRandomShapes(t *testing.T) {
 	}
 }
 
+// GroupNorm's kernels on the backend under test equal their twins bit for
+// bit: groupNormCases (a batch of one, an empty batch, group sizes 255, 256,
+// 257 and 816) and random geometries, with and without the input gradient.
+func TestGroupNormKernelsRandomShapes(t *testing.T) {
+	be := backendUnderTest(t)
+	if _, ok := be.(CPU); ok {
+		t.Skip("the backend under test is the twin itself")
+	}
+	var twin CPU
+	r := rand.New(rand.NewPCG(33, 34))
+	cases := groupNormCases
+	for range 4 {
+		groups := 1 + r.IntN(4)
+		g := GroupGeom{C: groups * (1 + r.IntN(3)), H: 1 + r.IntN(12), W: 1 + r.IntN(12), Groups: groups}
+		cases = append(cases, struct {
+			g GroupGeom
+			n int
+		}{g, r.IntN(6)})
+	}
+	for _, tc := range cases {
+		g, n := tc.g, tc.n
+		g.Eps = 1e-5
+		name := fmt.Sprintf("%+v n=%d", g, n)
+		size := g.Size()
+		x, dy := randF32(r, n*size, 1.5), randF32(r, n*size, 1)
+		gamma, beta := randF32(r, g.C, 1), randF32(r, g.C, 1)
+		y, xh, inv := make([]float32, n*size), make([]float32, n*size), make([]float64, n*g.Groups)
+		wy, wxh, winv := make([]float32, n*size), make([]float32, n*size), make([]float64, n*g.Groups)
+		must(t, be.GroupNormForward(y, xh, inv, x, gamma, beta, g, n))
+		must(t, twin.GroupNormForward(wy, wxh, winv, x, gamma, beta, g, n))
+		sameBits32(t, name+" GroupNormForward y", y, wy)
+		sameBits32(t, name+" GroupNormForward xhat", xh, wxh)
+		sameBits64(t, name+" GroupNormForward invStd", inv, winv)
+		for _, withDX := range []bool{true, false} {
+			var dx, wdx []float32
+			if withDX {
+				dx, wdx = make([]float32, n*size), make([]float32, n*size)
+			}
+			ps, wps := make([]float32, n*2*g.C), make([]float32, n*2*g.C)
+			must(t, be.GroupNormBackward(dx, ps, dy, xh, inv, gamma, g, n))
+			must(t, twin.GroupNormBackward(wdx, wps, dy, wxh, winv, gamma, g, n))
+			sameBits32(t, name+" GroupNormBackward ps", ps, wps)
+			sameBits32(t, name+" GroupNormBackward dx", dx, wdx)
+		}
+	}
+}
+
 func randF64(r *rand.Rand, n int) []float64 {
 	s := make([]float64, n)
 	for i := range s {
