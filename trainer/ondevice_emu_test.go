@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -243,6 +244,43 @@ func TestOnDeviceMNISTMatchesCPU(t *testing.T) {
 	cfg := deviceConfig("dpsgd")
 	cfg.Dataset, cfg.DataDir, cfg.Model, cfg.Limit, cfg.Batch = "mnist", "testdata/mnist-sample", "mnist-cnn", n, 64
 	compareDeviceRuns(t, cfg, nil)
+}
+
+// vggGroupNormSpec is a small VGG-like network for 3×16×16 images with a
+// GroupNorm on the input (the first layer: no input gradient) and after
+// every convolution: pairs of 3×3 convolutions with padding 1, max-pools,
+// two linear layers.
+const vggGroupNormSpec = `{"arch": "vgg-groupnorm", "layers": [
+	{"kind": "groupnorm", "c": 3, "h": 16, "w": 16, "groups": 1},
+	{"kind": "conv2d", "c": 3, "h": 16, "w": 16, "out_c": 4, "k": 3, "stride": 1, "pad": 1},
+	{"kind": "groupnorm", "c": 4, "h": 16, "w": 16, "groups": 2}, {"kind": "relu"},
+	{"kind": "conv2d", "c": 4, "h": 16, "w": 16, "out_c": 4, "k": 3, "stride": 1, "pad": 1},
+	{"kind": "groupnorm", "c": 4, "h": 16, "w": 16, "groups": 4}, {"kind": "relu"},
+	{"kind": "maxpool2d", "c": 4, "h": 16, "w": 16, "k": 2},
+	{"kind": "conv2d", "c": 4, "h": 8, "w": 8, "out_c": 8, "k": 3, "stride": 1, "pad": 1},
+	{"kind": "groupnorm", "c": 8, "h": 8, "w": 8, "groups": 2}, {"kind": "relu"},
+	{"kind": "maxpool2d", "c": 8, "h": 8, "w": 8, "k": 2},
+	{"kind": "flatten"},
+	{"kind": "linear", "in": 128, "out": 16}, {"kind": "relu"},
+	{"kind": "linear", "in": 16, "out": 3}]}`
+
+// DP-SGD and SGD on a VGG-like network with group norms (a model spec
+// file) on the emulated device agree with the CPU engine on 96 synthetic
+// 3×16×16 images.
+func TestOnDeviceGroupNormMatchesCPU(t *testing.T) {
+	spec := filepath.Join(t.TempDir(), "vgg-groupnorm.json")
+	if err := os.WriteFile(spec, []byte(vggGroupNormSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, algo := range []string{"dpsgd", "sgd"} {
+		t.Run(algo, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, 96))
+			data := [2]*loaders.Dataset{syntheticImages(96, 3, 16, 16, r), syntheticImages(32, 3, 16, 16, r)}
+			cfg := deviceConfig(algo)
+			cfg.Dataset, cfg.ModelSpecFile, cfg.Limit, cfg.Batch = "synthetic-images", spec, 0, 16
+			compareDeviceRuns(t, cfg, &data)
+		})
+	}
 }
 
 // An unseeded device run's receipt says the Philox keys came from the
