@@ -260,7 +260,7 @@ func (g *DeviceBackend) ConvSqNorms(sq []float64, u, b []float32, geom ConvGeom,
 	return g.run(func(st *stage) {
 		dsq, du, db := put(st, "sq", sq), put(st, "u", u), put(st, "b", b)
 		dpart := st.scratch("part", int64(n)*int64(geom.OutC)*8)
-		st.launch("fairdp_conv_sqnorms_part", n*geom.OutC, true, Ptr(dpart), Ptr(du), Ptr(db), Int(n), Int(geom.OutC), Int(kk), Int(hw))
+		st.launch("fairdp_conv_sqnorms_part", convNormUnits(n, geom.OutC), true, Ptr(dpart), Ptr(du), Ptr(db), Int(n), Int(geom.OutC), Int(kk), Int(hw))
 		st.launch("fairdp_rows_sum_add", n, false, Ptr(dsq), Ptr(dpart), Int(n), Int(geom.OutC))
 		get(st, sq, dsq, "sq")
 	})

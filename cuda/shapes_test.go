@@ -156,6 +156,39 @@ func TestKernelsRandomShapes(t *testing.T) {
 	}
 }
 
+// The tiled convolution norm kernel equals its twin bit for bit across its
+// tile edges: output channels on either side of the 8-channel tile (1, 7,
+// 8, 9, 13, 17), output positions on either side of the 32-position tile
+// (1, 31, 32, 33, 49) and unfolded rows on either side of the 256-thread
+// block (ckk+1 = 10, 256, 257, 451).
+func TestConvSqNormsTiles(t *testing.T) {
+	be := backendUnderTest(t)
+	if _, ok := be.(CPU); ok {
+		t.Skip("the backend under test is the twin itself")
+	}
+	var twin CPU
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, tc := range []struct{ inC, k, h, w, outC, n int }{
+		{1, 3, 3, 3, 1, 1},    // hw 1, kk 10
+		{1, 3, 3, 33, 7, 2},   // hw 31
+		{255, 1, 4, 8, 8, 1},  // hw 32, kk 256
+		{256, 1, 3, 11, 9, 3}, // hw 33, kk 257
+		{50, 3, 9, 9, 13, 2},  // hw 49, kk 451
+		{2, 2, 6, 6, 17, 0},   // empty batch
+		{3, 3, 10, 12, 16, 1}, // two full channel tiles
+	} {
+		g := ConvGeom{InC: tc.inC, InH: tc.h, InW: tc.w, OutC: tc.outC, K: tc.k, Stride: 1}
+		name := fmt.Sprintf("%+v n=%d", g, tc.n)
+		u := randF32(r, tc.n*(g.CKK()+1)*g.HW(), 1)
+		b := randF32(r, tc.n*g.OutC*g.HW(), 0.5)
+		sq0 := randF64(r, tc.n)
+		got, want := append([]float64(nil), sq0...), append([]float64(nil), sq0...)
+		must(t, be.ConvSqNorms(got, u, b, g, tc.n))
+		must(t, twin.ConvSqNorms(want, u, b, g, tc.n))
+		sameBits64(t, name+" ConvSqNorms", got, want)
+	}
+}
+
 // GroupNorm's kernels on the backend under test equal their twins bit for
 // bit: groupNormCases (a batch of one, an empty batch, group sizes 255, 256,
 // 257 and 816) and random geometries, with and without the input gradient.
