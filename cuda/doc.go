@@ -24,13 +24,13 @@
 //     build has, DeviceBackend runs the kernels on any Device (NewGPU is
 //     DeviceBackend on a Driver). Clipper composes a Backend into dpops'
 //     clip-and-sum step.
-//   - DeviceNet is a device-resident classifier (linear, convolution, ReLU
-//     and max-pool layers; sigmoid or softmax cross-entropy: fairdp's
-//     logistic model, MLP, MNIST CNN and VGG-like CNN, NewDeviceMLP for the
-//     first two) whose DP-SGD step uploads only the batch: parameters,
-//     activations, taps, norms and gradients stay on the device. DeviceConv
-//     is its convolution layer (forward, input gradient, per-sample norms,
-//     clipped sum).
+//   - DeviceNet is a device-resident classifier (linear, convolution, ReLU,
+//     max-pool and group-norm layers; sigmoid or softmax cross-entropy:
+//     fairdp's logistic model, MLP, MNIST CNN and VGG-like CNN, with or
+//     without group norms, NewDeviceMLP for the first two) whose DP-SGD
+//     step uploads only the batch: parameters, activations, taps, norms and
+//     gradients stay on the device. DeviceConv is its convolution layer
+//     (forward, input gradient, per-sample norms, clipped sum).
 //
 // No GPU is available where fairdp is developed and tested. Each kernel has
 // a twin, a method of CPU with the same contract that performs the same IEEE
