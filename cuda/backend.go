@@ -139,6 +139,13 @@ func (g GroupGeom) Validate() error {
 // Size is the values per sample, C·H·W.
 func (g GroupGeom) Size() int { return g.C * g.H * g.W }
 
+// group is a group's layout: hw values per channel, cpg channels and m =
+// cpg·hw values per group.
+func (g GroupGeom) group() (hw, cpg, m int) {
+	hw, cpg = g.H*g.W, g.C/g.Groups
+	return hw, cpg, cpg * hw
+}
+
 // NoiseSeed keys the Philox stream of one noise draw: 128 secret bits (the
 // key and the upper half of the counter) and a stream number (the counter's
 // second word) that tells buffers noised under the same seed apart. Draw a
@@ -292,6 +299,29 @@ type groupBuf struct {
 	what string
 	s    []float32
 	per  int
+}
+
+// checkGroupNormForward is GroupNormForward's argument check on both
+// backends.
+func checkGroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, g GroupGeom, n int) error {
+	const fn = "GroupNormForward"
+	size := g.Size()
+	if err := checkGroupNorm(fn, g, n, invStd, gamma, groupBuf{"y", y, size}, groupBuf{"xhat", xhat, size},
+		groupBuf{"x", x, size}); err != nil {
+		return err
+	}
+	return checkLen(fn, "beta", beta, g.C)
+}
+
+// checkGroupNormBackward is GroupNormBackward's argument check on both
+// backends (dx nil: no input gradient).
+func checkGroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, g GroupGeom, n int) error {
+	size := g.Size()
+	bufs := []groupBuf{{"ps", ps, 2 * g.C}, {"dy", dy, size}, {"xhat", xhat, size}}
+	if dx != nil {
+		bufs = append(bufs, groupBuf{"dx", dx, size})
+	}
+	return checkGroupNorm("GroupNormBackward", g, n, invStd, gamma, bufs...)
 }
 
 // checkGroupNorm checks a group normalisation's geometry and buffers: n

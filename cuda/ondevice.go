@@ -446,13 +446,7 @@ func (g *DeviceBackend) MaxPoolBackward(dx, dy []float32, arg []int32, geom Pool
 
 // GroupNormForward implements Backend.
 func (g *DeviceBackend) GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, geom GroupGeom, n int) error {
-	const fn = "GroupNormForward"
-	size := geom.Size()
-	if err := checkGroupNorm(fn, geom, n, invStd, gamma, groupBuf{"y", y, size}, groupBuf{"xhat", xhat, size},
-		groupBuf{"x", x, size}); err != nil {
-		return err
-	}
-	if err := checkLen(fn, "beta", beta, geom.C); err != nil {
+	if err := checkGroupNormForward(y, xhat, invStd, x, gamma, beta, geom, n); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -471,12 +465,7 @@ func (g *DeviceBackend) GroupNormForward(y, xhat []float32, invStd []float64, x,
 
 // GroupNormBackward implements Backend.
 func (g *DeviceBackend) GroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, geom GroupGeom, n int) error {
-	size := geom.Size()
-	bufs := []groupBuf{{"ps", ps, 2 * geom.C}, {"dy", dy, size}, {"xhat", xhat, size}}
-	if dx != nil {
-		bufs = append(bufs, groupBuf{"dx", dx, size})
-	}
-	if err := checkGroupNorm("GroupNormBackward", geom, n, invStd, gamma, bufs...); err != nil {
+	if err := checkGroupNormBackward(dx, ps, dy, xhat, invStd, gamma, geom, n); err != nil {
 		return err
 	}
 	if n == 0 {

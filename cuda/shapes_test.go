@@ -12,10 +12,7 @@ import (
 // backend is the twin, so the test runs on the emulated device (`make
 // test-gpu-emulated`) and on a GPU.
 func TestKernelsRandomShapes(t *testing.T) {
-	be := backendUnderTest(t)
-	if _, ok := be.(CPU); ok {
-		t.Skip("the backend under test is the twin itself")
-	}
+	be := kernelsUnderTest(t)
 	var twin CPU
 	r := rand.New(rand.NewPCG(31, 32))
 	edge := []int{1, 2, 255, 256, 257, 513}
@@ -162,10 +159,7 @@ func TestKernelsRandomShapes(t *testing.T) {
 // (1, 31, 32, 33, 49) and unfolded rows on either side of the 256-thread
 // block (ckk+1 = 10, 256, 257, 451).
 func TestConvSqNormsTiles(t *testing.T) {
-	be := backendUnderTest(t)
-	if _, ok := be.(CPU); ok {
-		t.Skip("the backend under test is the twin itself")
-	}
+	be := kernelsUnderTest(t)
 	var twin CPU
 	r := rand.New(rand.NewPCG(35, 36))
 	for _, tc := range []struct{ inC, k, h, w, outC, n int }{
@@ -193,10 +187,7 @@ func TestConvSqNormsTiles(t *testing.T) {
 // bit: groupNormCases (a batch of one, an empty batch, group sizes 255, 256,
 // 257 and 816) and random geometries, with and without the input gradient.
 func TestGroupNormKernelsRandomShapes(t *testing.T) {
-	be := backendUnderTest(t)
-	if _, ok := be.(CPU); ok {
-		t.Skip("the backend under test is the twin itself")
-	}
+	be := kernelsUnderTest(t)
 	var twin CPU
 	r := rand.New(rand.NewPCG(33, 34))
 	cases := groupNormCases
@@ -234,6 +225,17 @@ func TestGroupNormKernelsRandomShapes(t *testing.T) {
 			sameBits32(t, name+" GroupNormBackward dx", dx, wdx)
 		}
 	}
+}
+
+// kernelsUnderTest is the backend under test when it runs the kernels
+// (the emulated device, a GPU); on the twin itself the test is skipped.
+func kernelsUnderTest(t *testing.T) Backend {
+	t.Helper()
+	be := backendUnderTest(t)
+	if _, ok := be.(CPU); ok {
+		t.Skip("the backend under test is the twin itself")
+	}
+	return be
 }
 
 func randF64(r *rand.Rand, n int) []float64 {

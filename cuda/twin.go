@@ -512,18 +512,10 @@ func stridedBlockSum(length int, term func(j int, acc float64) float64) float64 
 
 // GroupNormForward implements Backend (kernel fairdp_groupnorm_forward).
 func (CPU) GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, g GroupGeom, n int) error {
-	const fn = "GroupNormForward"
-	size := g.Size()
-	if err := checkGroupNorm(fn, g, n, invStd, gamma, groupBuf{"y", y, size}, groupBuf{"xhat", xhat, size},
-		groupBuf{"x", x, size}); err != nil {
+	if err := checkGroupNormForward(y, xhat, invStd, x, gamma, beta, g, n); err != nil {
 		return err
 	}
-	if err := checkLen(fn, "beta", beta, g.C); err != nil {
-		return err
-	}
-	hw := g.H * g.W
-	cpg := g.C / g.Groups
-	m := cpg * hw
+	hw, cpg, m := g.group()
 	for unit := range n * g.Groups {
 		off := unit * m
 		xg := x[off : off+m]
@@ -547,18 +539,10 @@ func (CPU) GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta 
 
 // GroupNormBackward implements Backend (kernel fairdp_groupnorm_backward).
 func (CPU) GroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, g GroupGeom, n int) error {
-	const fn = "GroupNormBackward"
-	size := g.Size()
-	bufs := []groupBuf{{"ps", ps, 2 * g.C}, {"dy", dy, size}, {"xhat", xhat, size}}
-	if dx != nil {
-		bufs = append(bufs, groupBuf{"dx", dx, size})
-	}
-	if err := checkGroupNorm(fn, g, n, invStd, gamma, bufs...); err != nil {
+	if err := checkGroupNormBackward(dx, ps, dy, xhat, invStd, gamma, g, n); err != nil {
 		return err
 	}
-	hw := g.H * g.W
-	cpg := g.C / g.Groups
-	m := cpg * hw
+	hw, cpg, m := g.group()
 	for unit := range n * g.Groups {
 		off := unit * m
 		i, ch0 := unit/g.Groups, unit%g.Groups*cpg

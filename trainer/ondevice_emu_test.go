@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"fairdp/cuda"
+	"fairdp/cuda/cudatest"
 	"fairdp/dpops"
 	"fairdp/loaders"
 	"fairdp/nn"
@@ -121,30 +122,13 @@ func runOn(t *testing.T, cfg Config, data *[2]*loaders.Dataset) deviceRun {
 	return deviceRun{rep, ps}
 }
 
-// useDevice makes Device "cuda" open the device under test: the emulated
-// device in a cudaemu build (which needs FAIRDP_DEVICE=emu), GPU 0 in a cuda
-// build. Without a usable device the test skips, or fails when
-// FAIRDP_REQUIRE_DEVICE is set.
-func useDevice(t *testing.T) {
-	t.Helper()
-	if cuda.CheckDevice() != nil {
-		t.Setenv("FAIRDP_DEVICE", "emu")
-	}
-	if err := cuda.CheckDevice(); err != nil {
-		if os.Getenv("FAIRDP_REQUIRE_DEVICE") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("no device to train on: %v", err)
-	}
-}
-
 // compareDeviceRuns checks that the device run equals the CPU run to 1e-4
 // relative in every parameter, that their receipts differ only by the
 // device's noise note (private runs) and that a second device run gives the
 // same bits and the same receipt.
 func compareDeviceRuns(t *testing.T, cfg Config, data *[2]*loaders.Dataset) {
 	t.Helper()
-	useDevice(t)
+	cudatest.UseDevice(t)
 	cfg.Device = "cpu"
 	cpu := runOn(t, cfg, data)
 	cfg.Device = "cuda"
@@ -309,7 +293,7 @@ func TestOnDeviceGroupNormMatchesCPU(t *testing.T) {
 // run's CSPRNG stream (and that Philox is not one); a seeded run's never
 // mentions a CSPRNG.
 func TestOnDeviceUnseededReceipt(t *testing.T) {
-	useDevice(t)
+	cudatest.UseDevice(t)
 	cfg := deviceConfig("dpsgd")
 	cfg.Seed, cfg.Device = nil, "cuda"
 	run := runOn(t, cfg, nil)

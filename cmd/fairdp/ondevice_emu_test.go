@@ -3,12 +3,12 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"fairdp/cuda"
+	"fairdp/cuda/cudatest"
 	"fairdp/models"
 )
 
@@ -19,15 +19,7 @@ import (
 // the device, names the device as the report's backend, and writes a
 // checkpoint that eval reads.
 func TestOnDeviceTrainCommand(t *testing.T) {
-	if cuda.CheckDevice() != nil {
-		t.Setenv("FAIRDP_DEVICE", "emu")
-	}
-	if err := cuda.CheckDevice(); err != nil {
-		if os.Getenv("FAIRDP_REQUIRE_DEVICE") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("no device to train on: %v", err)
-	}
+	cudatest.UseDevice(t)
 	dir := t.TempDir()
 	out, _, err := runCLI(t, "train", "--device", "cuda", "--algo", "dpsgd", "--optimizer", "sgd", "--lr", "0.1",
 		"--model", "mlp", "--limit", "300", "--epochs", "1", "--seed", "4", "--quiet", "--out", dir)
