@@ -142,13 +142,16 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-// groupNormCases are GroupNorm geometries and batches: one group and one
-// channel per group, a 1×1 spatial size, groups of 256 values and of sizes
-// on either side of the 256-thread block, a batch of one and an empty one.
-var groupNormCases = []struct {
+// groupNormCase is a GroupNorm geometry and a batch size.
+type groupNormCase struct {
 	g GroupGeom
 	n int
-}{
+}
+
+// groupNormCases: one group and one channel per group, a 1×1 spatial size,
+// groups of 256 values and of sizes on either side of the 256-thread block,
+// a batch of one and an empty one.
+var groupNormCases = []groupNormCase{
 	{GroupGeom{C: 4, H: 3, W: 3, Groups: 2}, 3},
 	{GroupGeom{C: 6, H: 1, W: 1, Groups: 3}, 5},
 	{GroupGeom{C: 3, H: 17, W: 16, Groups: 1}, 2}, // 816 values per group
@@ -159,6 +162,18 @@ var groupNormCases = []struct {
 	{GroupGeom{C: 4, H: 2, W: 2, Groups: 2}, 0},
 }
 
+// randomGroupNormCases draws k geometries (1–4 groups of 1–3 channels,
+// 1–12 × 1–12) and batches of 0–5.
+func randomGroupNormCases(r *rand.Rand, k int) []groupNormCase {
+	var cases []groupNormCase
+	for range k {
+		groups := 1 + r.IntN(4)
+		g := GroupGeom{C: groups * (1 + r.IntN(3)), H: 1 + r.IntN(12), W: 1 + r.IntN(12), Groups: groups}
+		cases = append(cases, groupNormCase{g, r.IntN(6)})
+	}
+	return cases
+}
+
 // GroupNorm forward and backward agree with nn.GroupNorm (random γ, β,
 // inputs with an offset, a constant group): the outputs, input gradients
 // and every sample's [∂γ | ∂β] (nn's ParamGrads with a one-hot scale) to
@@ -166,7 +181,7 @@ var groupNormCases = []struct {
 func TestGroupNormMatchesNN(t *testing.T) {
 	be := backendUnderTest(t)
 	r := rand.New(rand.NewPCG(19, 20))
-	for _, tc := range groupNormCases {
+	for _, tc := range append(groupNormCases, randomGroupNormCases(r, 4)...) {
 		g, n := tc.g, tc.n
 		g.Eps = 1e-5
 		size := g.Size()

@@ -190,16 +190,7 @@ func TestGroupNormKernelsRandomShapes(t *testing.T) {
 	be := kernelsUnderTest(t)
 	var twin CPU
 	r := rand.New(rand.NewPCG(33, 34))
-	cases := groupNormCases
-	for range 4 {
-		groups := 1 + r.IntN(4)
-		g := GroupGeom{C: groups * (1 + r.IntN(3)), H: 1 + r.IntN(12), W: 1 + r.IntN(12), Groups: groups}
-		cases = append(cases, struct {
-			g GroupGeom
-			n int
-		}{g, r.IntN(6)})
-	}
-	for _, tc := range cases {
+	for _, tc := range append(groupNormCases, randomGroupNormCases(r, 6)...) {
 		g, n := tc.g, tc.n
 		g.Eps = 1e-5
 		name := fmt.Sprintf("%+v n=%d", g, n)
