@@ -81,7 +81,9 @@ clean:
 # GPU path (package cuda, build tag `cuda`). `make ptx` regenerates the
 # committed PTX in cuda/ptx from cuda/kernels/*.cu with nvcc. `make cuda-check`
 # checks that PTX is current and that the cuda-tagged code vets, builds, links
-# against libcuda and passes its tests (kernel tests skip without a GPU). Both
+# against libcuda and passes its tests (kernel tests skip without a GPU): the whole
+# module's code and tests, so nothing that only builds without the tag (Gorgonia's
+# cuda-tagged code wants cuDNN: package graph is left out of cuda builds) slips in. Both
 # need the CUDA 11.8 toolkit (about 1.6 GB to download, 5.5 GB installed), so neither is
 # part of `make test`; .ci/run installs the toolkit (when the disk has room) and runs
 # cuda-check. Without the toolkit cuda-check says what is missing and exits 0.
@@ -102,11 +104,12 @@ test-gpu-emulated:
 	FAIRDP_DEVICE=emu $(GO) test -count=1 $(EMU_TAGS) -run OnDevice ./trainer/ ./fermi/ ./cmd/fairdp/
 
 # On a GPU host (NVIDIA driver R520+, compute capability ≥ 7.0, CUDA 11.8 toolkit): the same
-# suite on GPU 0. FAIRDP_REQUIRE_DEVICE=1 makes a missing device fail the tests instead of
+# suite on GPU 0, then the trainer's and the command's end-to-end runs on it. FAIRDP_REQUIRE_DEVICE=1 makes a missing device fail the tests instead of
 # skipping them. bench-gpu times the kernels on the device (each call with its host↔device
 # copies, as Backend takes host slices).
 test-gpu:
 	FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 $(GO) test -count=1 -tags cuda ./cuda/...
+	FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 $(GO) test -count=1 -tags cuda -run 'OnDevice|DeviceCuda' ./trainer/ ./cmd/fairdp/
 
 bench-gpu:
 	FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 $(GO) test -tags cuda -run '^$$' -bench . -benchmem ./cuda/
@@ -135,6 +138,8 @@ cuda-check:
 	  echo "cuda-check: cuda/ptx is not what cuda/kernels/*.cu compile to; run make ptx" >&2; exit 1; \
 	fi; \
 	echo "cuda-check: committed PTX is current"; \
-	$(GO) vet -tags cuda ./cuda/...; \
+	$(GO) vet -tags cuda ./...; \
 	$(GO) build -tags cuda ./...; \
-	FAIRDP_DEVICE=cuda $(GO) test -count=1 -tags cuda ./cuda/...
+	$(GO) test -count=1 -tags cuda -run '^$$' ./...; \
+	FAIRDP_DEVICE=cuda $(GO) test -count=1 -tags cuda ./cuda/...; \
+	FAIRDP_DEVICE=cuda $(GO) test -count=1 -tags cuda -run 'OnDevice|DeviceCuda' ./trainer/ ./cmd/fairdp/

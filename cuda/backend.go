@@ -58,6 +58,14 @@ type Backend interface {
 	MaxPoolForward(y []float32, arg []int32, x []float32, g PoolGeom, n int) error
 	// MaxPoolBackward scatters dy into dx (n×c×h×w) through arg.
 	MaxPoolBackward(dx, dy []float32, arg []int32, g PoolGeom, n int) error
+	// GroupNormForward normalises each sample's groups of channels of x
+	// (n×c×h×w) into xhat, keeps each group's 1/√(var+ε) in invStd
+	// (n×groups) and sets y = γ_c·x̂ + β_c, as nn.GroupNorm.Forward.
+	GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, g GroupGeom, n int) error
+	// GroupNormBackward sets ps (n×2c) to each sample's [∂γ | ∂β] from dy
+	// and the forward's xhat and invStd and, unless dx is nil, dx = ∂L/∂x,
+	// as nn.GroupNorm.Backward.
+	GroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, g GroupGeom, n int) error
 	// Close releases the backend's resources; it must not be used after.
 	Close() error
 }
@@ -107,6 +115,35 @@ func (g PoolGeom) Validate() error {
 		return fmt.Errorf("cuda: bad max-pool geometry %+v: need c ≥ 1, k ≥ 1 and a window that fits h×w", g)
 	}
 	return nil
+}
+
+// GroupGeom is a group normalisation's geometry as nn.NewGroupNorm takes
+// it: C×H×W inputs, Groups dividing C, and nn's ε (nn.GroupNorm.Eps).
+type GroupGeom struct {
+	C, H, W, Groups int
+	Eps             float64
+}
+
+// Validate reports a geometry nn.NewGroupNorm would reject, or an ε that is
+// not a finite number ≥ 0.
+func (g GroupGeom) Validate() error {
+	if g.Groups < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.C%g.Groups != 0 {
+		return fmt.Errorf("cuda: bad group-norm geometry %+v: sizes ≥ 1 and Groups dividing C", g)
+	}
+	if !(g.Eps >= 0) || math.IsInf(g.Eps, 0) {
+		return fmt.Errorf("cuda: group-norm Eps %v, want a finite number ≥ 0", g.Eps)
+	}
+	return nil
+}
+
+// Size is the values per sample, C·H·W.
+func (g GroupGeom) Size() int { return g.C * g.H * g.W }
+
+// group is a group's layout: hw values per channel, cpg channels and m =
+// cpg·hw values per group.
+func (g GroupGeom) group() (hw, cpg, m int) {
+	hw, cpg = g.H*g.W, g.C/g.Groups
+	return hw, cpg, cpg * hw
 }
 
 // NoiseSeed keys the Philox stream of one noise draw: 128 secret bits (the
@@ -255,4 +292,54 @@ func checkPool(fn string, g PoolGeom, n, xLen, yLen, argLen int) error {
 		return err
 	}
 	return checkCount(fn, "arg-max", argLen, n*g.C*oh*ow)
+}
+
+// groupBuf is a buffer of a group-norm call: per values per sample.
+type groupBuf struct {
+	what string
+	s    []float32
+	per  int
+}
+
+// checkGroupNormForward is GroupNormForward's argument check on both
+// backends.
+func checkGroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, g GroupGeom, n int) error {
+	const fn = "GroupNormForward"
+	size := g.Size()
+	if err := checkGroupNorm(fn, g, n, invStd, gamma, groupBuf{"y", y, size}, groupBuf{"xhat", xhat, size},
+		groupBuf{"x", x, size}); err != nil {
+		return err
+	}
+	return checkLen(fn, "beta", beta, g.C)
+}
+
+// checkGroupNormBackward is GroupNormBackward's argument check on both
+// backends (dx nil: no input gradient).
+func checkGroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, g GroupGeom, n int) error {
+	size := g.Size()
+	bufs := []groupBuf{{"ps", ps, 2 * g.C}, {"dy", dy, size}, {"xhat", xhat, size}}
+	if dx != nil {
+		bufs = append(bufs, groupBuf{"dx", dx, size})
+	}
+	return checkGroupNorm("GroupNormBackward", g, n, invStd, gamma, bufs...)
+}
+
+// checkGroupNorm checks a group normalisation's geometry and buffers: n
+// samples' values in each of bufs, Groups per sample in invStd, C in gamma.
+func checkGroupNorm(fn string, g GroupGeom, n int, invStd []float64, gamma []float32, bufs ...groupBuf) error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	if err := checkDims(fn, n, 2*g.C, g.H, g.W); err != nil {
+		return err
+	}
+	for _, b := range bufs {
+		if err := checkLen(fn, b.what, b.s, n*b.per); err != nil {
+			return err
+		}
+	}
+	if err := checkLen(fn, "invStd", invStd, n*g.Groups); err != nil {
+		return err
+	}
+	return checkLen(fn, "gamma", gamma, g.C)
 }

@@ -130,7 +130,7 @@ func (c *DeviceConv) SqNorms(sq, dy DevicePtr, n int) error {
 		return nil
 	}
 	g, d := c.geom, c.dev
-	if err := d.Launch("fairdp_conv_sqnorms_part", launchShape(n*g.OutC, true), D1(block), 0, Ptr(c.part), Ptr(c.u), Ptr(dy),
+	if err := d.Launch("fairdp_conv_sqnorms_part", launchShape(convNormUnits(n, g.OutC), true), D1(block), 0, Ptr(c.part), Ptr(c.u), Ptr(dy),
 		Int(n), Int(g.OutC), Int(g.CKK()+1), Int(g.HW())); err != nil {
 		return err
 	}
@@ -187,6 +187,15 @@ func (c *DeviceConv) split(p DevicePtr) ([]float32, []float32, error) {
 
 // Close frees the layer's device memory.
 func (c *DeviceConv) Close() error { return c.freeFrom(0) }
+
+// convNormChannels is FAIRDP_CONV_TILE_O of dpops.cu: the output channels
+// one block of fairdp_conv_sqnorms_part handles (any grid is correct: the
+// kernel loops over its units; this one gives each unit its own block).
+const convNormChannels = 8
+
+// convNormUnits is the number of fairdp_conv_sqnorms_part's units: samples
+// times tiles of output channels.
+func convNormUnits(n, outC int) int { return n * ((outC + convNormChannels - 1) / convNormChannels) }
 
 // launch1 runs an element-wise kernel over units, one thread per unit.
 func launch1(d Device, kernel string, units int, args ...Arg) error {

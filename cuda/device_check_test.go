@@ -1,8 +1,8 @@
 //go:build !cuda
 
-// Not in the cuda-tagged suite: trainer imports models, whose Gorgonia
-// cross-check imports gorgonia.org/gorgonia, and Gorgonia reacts to the same
-// build tag `cuda` by requiring cuDNN (cudnn.h), which Debian does not ship.
+// Not in the cuda-tagged suite: it checks the messages of builds without the
+// GPU driver (no tag, or the emulated device). A cuda build's message is the
+// driver's; the trainer's TestOnDevice* tests skip on it without a device.
 
 package cuda_test
 

@@ -24,10 +24,10 @@
 //     build has, DeviceBackend runs the kernels on any Device (NewGPU is
 //     DeviceBackend on a Driver). Clipper composes a Backend into dpops'
 //     clip-and-sum step.
-//   - DeviceNet is a device-resident classifier (linear, convolution, ReLU
-//     and max-pool layers; sigmoid or softmax cross-entropy: fairdp's
-//     logistic model, MLP, MNIST CNN and VGG-like CNN, NewDeviceMLP for the
-//     first two) whose DP-SGD step uploads only the batch: parameters,
+//   - DeviceNet is a device-resident classifier (linear, convolution, ReLU,
+//     max-pool and group-norm layers; sigmoid or softmax cross-entropy:
+//     fairdp's logistic model, MLP, MNIST CNN and VGG-like CNN, with or
+//     without group norms, NewDeviceMLP for the first two) whose DP-SGD step uploads only the batch: parameters,
 //     activations, taps, norms, gradients and the optimizer's state
 //     (Optimizer: plain SGD, momentum or Adam, nn's conventions) stay on the
 //     device. A step's clip is flat, or a group policy's (GroupClip: DPSGD-F,

@@ -38,6 +38,8 @@ static const Kernel kernels[] = {
     kernel("fairdp_relu_backward", fairdp_relu_backward),
     kernel("fairdp_maxpool_forward", fairdp_maxpool_forward),
     kernel("fairdp_maxpool_backward", fairdp_maxpool_backward),
+    kernel("fairdp_groupnorm_forward", fairdp_groupnorm_forward),
+    kernel("fairdp_groupnorm_backward", fairdp_groupnorm_backward),
     kernel("fairdp_fill_u32", fairdp_fill_u32),
     kernel("fairdp_sigmoid_bce", fairdp_sigmoid_bce),
     kernel("fairdp_softmax_ce", fairdp_softmax_ce),

@@ -17,7 +17,7 @@ var ptxModules = map[string][]string{
 	},
 	"layers": {
 		"fairdp_im2col", "fairdp_col2im", "fairdp_bias_add", "fairdp_relu_forward", "fairdp_relu_backward",
-		"fairdp_maxpool_forward", "fairdp_maxpool_backward",
+		"fairdp_maxpool_forward", "fairdp_maxpool_backward", "fairdp_groupnorm_forward", "fairdp_groupnorm_backward",
 	},
 	"train": {
 		"fairdp_fill_u32", "fairdp_sigmoid_bce", "fairdp_softmax_ce", "fairdp_sgd_step", "fairdp_momentum_step",

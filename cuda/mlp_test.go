@@ -59,6 +59,20 @@ func (c *cpuNet) addConv(r *rand.Rand, g ConvGeom) {
 	c.buffers = append(c.buffers, noiseBuffer{w: p[0], b: p[1], ckk: g.CKK()})
 }
 
+// addGroupNorm appends nn.GroupNorm with random γ and β (γ near 1), noised
+// on the device as two buffers.
+func (c *cpuNet) addGroupNorm(r *rand.Rand, groups, ch, h, w int) *nn.GroupNorm[float32] {
+	gn := nn.NewGroupNorm[float32](groups, ch, h, w)
+	p := gn.Params()
+	for i := range ch {
+		p[0].Value[i] = float32(1 + 0.3*r.NormFloat64())
+		p[1].Value[i] = float32(0.3 * r.NormFloat64())
+	}
+	c.layers, c.blocks, c.params = append(c.layers, gn), append(c.blocks, gn), append(c.params, p...)
+	c.buffers = append(c.buffers, noiseBuffer{w: p[0]}, noiseBuffer{w: p[1]})
+	return gn
+}
+
 func newCPUMLP(r *rand.Rand, sizes []int) *cpuNet {
 	m := &cpuNet{}
 	for l := 0; l+1 < len(sizes); l++ {

@@ -7,7 +7,7 @@ import (
 )
 
 // DeviceNet is a classifier that lives on a Device: a sequence of linear,
-// convolution, ReLU and max-pool layers (nn's layouts; a convolution's
+// convolution, ReLU, max-pool and group-norm layers (nn's layouts; a convolution's
 // output feeds a linear layer as its flattened NCHW rows) ending in one logit
 // and the sigmoid cross-entropy (two classes) or one logit per class and the
 // softmax cross-entropy. Parameters, activations, the layers' taps,
@@ -49,7 +49,7 @@ type DeviceNet struct {
 
 // NetLayer describes one layer of a DeviceNet.
 type NetLayer struct {
-	// Kind is "linear", "conv", "relu" or "maxpool".
+	// Kind is "linear", "conv", "relu", "maxpool" or "groupnorm".
 	Kind string
 	// In and Out are a linear layer's sizes (Weight In×Out, Bias Out).
 	In, Out int
@@ -57,6 +57,9 @@ type NetLayer struct {
 	Conv ConvGeom
 	// Pool is a max-pool's geometry.
 	Pool PoolGeom
+	// Norm is a group normalisation's geometry (Weight γ and Bias β, C
+	// values each).
+	Norm GroupGeom
 	// Size is a ReLU's values per sample.
 	Size int
 	// Weight and Bias are the initial parameters, as nn's layers hold them.
@@ -70,7 +73,7 @@ type NetLayer struct {
 // Optimizer (plain SGD unless SetOptimizer chose another). The noise is
 // Philox4x32-10 under Seed (drawn fresh per step with NewNoiseSeed),
 // parameter buffer k on stream k: a linear layer's weight then bias, a
-// convolution's [W | b] as one outC×(ckk+1) buffer.
+// convolution's [W | b] as one outC×(ckk+1) buffer, a group norm's γ then β.
 //
 // With Group set the clip is a group policy's (DPSGD-F, Naive): Clip is
 // then the threshold of the per-group counts the policy reads, and its rule
@@ -133,8 +136,10 @@ func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
 			if err = l.Pool.Validate(); err == nil {
 				nl = &devPool{arena: arena{dev: dev}, g: l.Pool}
 			}
+		case "groupnorm":
+			nl, err = newDevGroupNorm(dev, l.Norm, l.Weight, l.Bias)
 		default:
-			err = fmt.Errorf("cuda: NetLayer %d: Kind %q, want linear, conv, relu or maxpool", i, l.Kind)
+			err = fmt.Errorf("cuda: NetLayer %d: Kind %q, want linear, conv, relu, maxpool or groupnorm", i, l.Kind)
 		}
 		if err != nil {
 			return fail(err)
@@ -607,24 +612,7 @@ func (p *devPool) clipped(_, _, _, _ DevicePtr, _ int) error     { return nil }
 func (p *devPool) release(_ DPSGDStep, s uint32) (uint32, error) { return s, nil }
 
 func (p *devPool) grow(n int) error {
-	if n <= p.capacity {
-		return nil
-	}
-	if err := p.dev.Synchronize(); err != nil {
-		return err
-	}
-	p.capacity = 0
-	if err := p.freeFrom(0); err != nil {
-		return err
-	}
-	c := n + n/4
-	var err error
-	p.arg = p.alloc(4*c*p.outSize(), &err)
-	if err != nil {
-		return err
-	}
-	p.capacity = c
-	return nil
+	return p.regrow(0, &p.capacity, n, func(c int, err *error) { p.arg = p.alloc(4*c*p.outSize(), err) })
 }
 
 func (p *devPool) forward(y, x DevicePtr, n int) error {
@@ -638,4 +626,136 @@ func (p *devPool) backward(dx, dy, _, _ DevicePtr, n int) error {
 	}
 	return launch1(p.dev, "fairdp_maxpool_backward", n*p.inSize(), Ptr(dx), Ptr(dy), Ptr(p.arg),
 		Int(n*p.g.C), Int(p.g.H), Int(p.g.W), Int(p.g.K))
+}
+
+// regrow makes a layer's batch buffers (its arena's allocations after keep)
+// hold n samples: when n exceeds *capacity it waits for the device (a queued
+// launch may still read the old buffers), frees them and has alloc make new
+// ones for n + n/4 samples, so Poisson batch sizes settle quickly.
+func (a *arena) regrow(keep int, capacity *int, n int, alloc func(c int, err *error)) error {
+	if n <= *capacity {
+		return nil
+	}
+	if err := a.dev.Synchronize(); err != nil {
+		return err
+	}
+	*capacity = 0
+	if err := a.freeFrom(keep); err != nil {
+		return err
+	}
+	c := n + n/4
+	var err error
+	if alloc(c, &err); err != nil {
+		return err
+	}
+	*capacity = c
+	return nil
+}
+
+// devGroupNorm is nn.GroupNorm on the device. As on the CPU its tap is each
+// sample's [∂γ | ∂β] (ps, n×2C, written by the backward kernel): the
+// per-sample squared norms are ‖ps_i‖² (the linear norm kernel with a
+// one-value input of ones: ‖1‖²·‖ps_i‖²), the clipped sum is psᵀ·scale,
+// one GEMM into [∂γ | ∂β]. γ and β are one 2C buffer, noised as two.
+type devGroupNorm struct {
+	arena                    // dev, [γ | β] and its gradient, then the batch buffers
+	g                        GroupGeom
+	wb, gwb                  DevicePtr // [γ | β], 2C
+	xhat, invStd, ps, onesIn DevicePtr // n×C·H·W, n×Groups doubles, n×2C, n ones
+	capacity                 int
+}
+
+func newDevGroupNorm(dev Device, g GroupGeom, gamma, beta []float32) (*devGroupNorm, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkDims("groupnorm", 2*g.C, g.H, g.W); err != nil {
+		return nil, err
+	}
+	if len(gamma) != g.C || len(beta) != g.C {
+		return nil, fmt.Errorf("cuda: group norm over %d channels: γ %d and β %d values, want %d each", g.C, len(gamma), len(beta), g.C)
+	}
+	l := &devGroupNorm{arena: arena{dev: dev}, g: g}
+	var err error
+	l.wb, l.gwb = l.alloc(8*g.C, &err), l.alloc(8*g.C, &err)
+	if err == nil {
+		err = errors.Join(CopyIn(dev, l.wb, gamma), CopyIn(dev, l.wb+DevicePtr(4*g.C), beta))
+	}
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *devGroupNorm) inSize() int        { return l.g.Size() }
+func (l *devGroupNorm) outSize() int       { return l.g.Size() }
+func (l *devGroupNorm) deviceBytes() int64 { return l.bytes() }
+func (l *devGroupNorm) close() error       { return l.freeFrom(0) }
+func (l *devGroupNorm) beta(p DevicePtr) DevicePtr {
+	return p + DevicePtr(4*l.g.C)
+}
+
+func (l *devGroupNorm) values() ([][]float32, error) {
+	gamma, beta := make([]float32, l.g.C), make([]float32, l.g.C)
+	return [][]float32{gamma, beta}, errors.Join(CopyOut(l.dev, gamma, l.wb), CopyOut(l.dev, beta, l.beta(l.wb)))
+}
+
+func (l *devGroupNorm) grow(n int) error {
+	if err := checkDims("groupnorm", n+n/4, 2*l.g.C, l.g.H, l.g.W); err != nil {
+		return err
+	}
+	return l.regrow(2, &l.capacity, n, func(c int, err *error) {
+		l.xhat, l.invStd = l.alloc(4*c*l.g.Size(), err), l.alloc(8*c*l.g.Groups, err)
+		l.ps, l.onesIn = l.alloc(8*c*l.g.C, err), l.alloc(4*c, err)
+		if *err == nil {
+			*err = launch1(l.dev, "fairdp_fill_u32", c, Ptr(l.onesIn), U32(math.Float32bits(1)), Int(c))
+		}
+	})
+}
+
+func (l *devGroupNorm) forward(y, x DevicePtr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	if err := l.grow(n); err != nil {
+		return err
+	}
+	g := l.g
+	return l.dev.Launch("fairdp_groupnorm_forward", launchShape(n*g.Groups, true), D1(block), 0, Ptr(y), Ptr(l.xhat),
+		Ptr(l.invStd), Ptr(x), Ptr(l.wb), Ptr(l.beta(l.wb)), Int(n), Int(g.C), Int(g.H*g.W), Int(g.Groups), F64(g.Eps))
+}
+
+// backward writes the tap ps and, unless dx is 0, ∂L/∂x.
+func (l *devGroupNorm) backward(dx, dy, _, _ DevicePtr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	g := l.g
+	return l.dev.Launch("fairdp_groupnorm_backward", launchShape(n*g.Groups, true), D1(block), 0, Ptr(dx), Ptr(l.ps),
+		Ptr(dy), Ptr(l.xhat), Ptr(l.invStd), Ptr(l.wb), Int(n), Int(g.C), Int(g.H*g.W), Int(g.Groups))
+}
+
+func (l *devGroupNorm) sqNorms(sq, _, _ DevicePtr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return l.dev.Launch("fairdp_linear_sqnorms", launchShape(n, true), D1(block), 0, Ptr(sq), Ptr(l.onesIn), Ptr(l.ps),
+		Int(n), Int(1), Int(2*l.g.C), Int(0))
+}
+
+// clipped: [∂γ | ∂β] (2C×1) = ps (column-major 2C×n) · scale (n×1).
+func (l *devGroupNorm) clipped(_, _, scale, _ DevicePtr, n int) error {
+	c2 := 2 * l.g.C
+	if n == 0 {
+		return launch1(l.dev, "fairdp_fill_u32", c2, Ptr(l.gwb), U32(0), Int(c2))
+	}
+	return l.dev.Sgemm(NoTrans, NoTrans, c2, 1, n, 1, l.ps, c2, scale, n, 0, l.gwb, c2)
+}
+
+func (l *devGroupNorm) release(s DPSGDStep, stream uint32) (uint32, error) {
+	if err := releaseBuffer(l.dev, l.wb, l.gwb, l.g.C, s, stream); err != nil {
+		return 0, err
+	}
+	return stream + 2, releaseBuffer(l.dev, l.beta(l.wb), l.beta(l.gwb), l.g.C, s, stream+1)
 }

@@ -9,11 +9,14 @@ import (
 )
 
 // cnnPlan is a small CNN of MNIST-CNN shape: convolutions with ReLU and
-// max-pools, flattened into linear layers.
+// max-pools, flattened into linear layers; with group norms on the input
+// and after convolutions when asked.
 type cnnPlan struct {
 	name    string
 	c, h, w int
+	inNorm  int        // groups of a GroupNorm on the input; 0 = none
 	convs   []ConvGeom // InC/InH/InW filled in by build
+	norms   []int      // groups of a GroupNorm after each convolution (before its ReLU); nil or 0 = none
 	pools   []int      // after each convolution; 1 = none
 	hidden  []int
 	classes int // logits (1 for two classes)
@@ -25,6 +28,15 @@ func (p cnnPlan) build(r *rand.Rand) (*cpuNet, []NetLayer) {
 	cpu := &cpuNet{}
 	var spec []NetLayer
 	c, h, w := p.c, p.h, p.w
+	norm := func(groups int) {
+		gn := cpu.addGroupNorm(r, groups, c, h, w)
+		pr := cpu.params[len(cpu.params)-2:]
+		g := GroupGeom{C: c, H: h, W: w, Groups: groups, Eps: gn.Eps()}
+		spec = append(spec, NetLayer{Kind: "groupnorm", Norm: g, Weight: pr[0].Value, Bias: pr[1].Value})
+	}
+	if p.inNorm > 0 {
+		norm(p.inNorm)
+	}
 	for i, g := range p.convs {
 		g.InC, g.InH, g.InW = c, h, w
 		cpu.addConv(r, g)
@@ -32,6 +44,9 @@ func (p cnnPlan) build(r *rand.Rand) (*cpuNet, []NetLayer) {
 		spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: pr[0].Value, Bias: pr[1].Value})
 		oh, ow := g.OutHW()
 		c, h, w = g.OutC, oh, ow
+		if i < len(p.norms) && p.norms[i] > 0 {
+			norm(p.norms[i])
+		}
 		cpu.layers = append(cpu.layers, nn.NewReLU[float32]())
 		spec = append(spec, NetLayer{Kind: "relu", Size: c * h * w})
 		if k := p.pools[i]; k > 1 {
@@ -54,7 +69,7 @@ func (p cnnPlan) build(r *rand.Rand) (*cpuNet, []NetLayer) {
 	return cpu, spec
 }
 
-// DP-SGD steps of small CNNs (convolution, ReLU, max-pool, linear; softmax
+// DP-SGD steps of small CNNs (convolution, ReLU, max-pool, group norm, linear; softmax
 // and sigmoid heads) on the device agree with the CPU engine's (nn.Conv2d,
 // nn.MaxPool2d, nn.Linear, dpops.Clipper, nn.SGD, the same Philox noise) to
 // 1e-4 relative after every step, batches of 9, 1, 0 and 17; the trained
@@ -66,6 +81,12 @@ func TestDeviceNetCNNMatchesCPUEngine(t *testing.T) {
 			pools: []int{2, 2}, hidden: []int{16}, classes: 3},
 		{name: "strided, two classes", c: 3, h: 9, w: 8, convs: []ConvGeom{{OutC: 5, K: 3, Stride: 2, Pad: 1}},
 			pools: []int{1}, classes: 1},
+		// VGG-like with group norms: 3×3 convolutions with padding 1 in
+		// pairs, a GroupNorm after each (groups of 1, 2 and 4 channels) and
+		// one on the input (the first layer: no input gradient).
+		{name: "vgg-like, group norms", c: 3, h: 8, w: 8, inNorm: 1,
+			convs: []ConvGeom{{OutC: 4, K: 3, Stride: 1, Pad: 1}, {OutC: 4, K: 3, Stride: 1, Pad: 1}, {OutC: 6, K: 3, Stride: 1, Pad: 1}},
+			norms: []int{2, 4, 3}, pools: []int{1, 2, 2}, hidden: []int{8}, classes: 3},
 	}
 	for _, p := range plans {
 		t.Run(p.name, func(t *testing.T) {

@@ -260,7 +260,7 @@ func (g *DeviceBackend) ConvSqNorms(sq []float64, u, b []float32, geom ConvGeom,
 	return g.run(func(st *stage) {
 		dsq, du, db := put(st, "sq", sq), put(st, "u", u), put(st, "b", b)
 		dpart := st.scratch("part", int64(n)*int64(geom.OutC)*8)
-		st.launch("fairdp_conv_sqnorms_part", n*geom.OutC, true, Ptr(dpart), Ptr(du), Ptr(db), Int(n), Int(geom.OutC), Int(kk), Int(hw))
+		st.launch("fairdp_conv_sqnorms_part", convNormUnits(n, geom.OutC), true, Ptr(dpart), Ptr(du), Ptr(db), Int(n), Int(geom.OutC), Int(kk), Int(hw))
 		st.launch("fairdp_rows_sum_add", n, false, Ptr(dsq), Ptr(dpart), Int(n), Int(geom.OutC))
 		get(st, sq, dsq, "sq")
 	})
@@ -441,5 +441,47 @@ func (g *DeviceBackend) MaxPoolBackward(dx, dy []float32, arg []int32, geom Pool
 		st.launch("fairdp_maxpool_backward", len(dx), false, Ptr(ddx), Ptr(ddy), Ptr(darg),
 			Int(n*geom.C), Int(geom.H), Int(geom.W), Int(geom.K))
 		get(st, dx, ddx, "dx")
+	})
+}
+
+// GroupNormForward implements Backend.
+func (g *DeviceBackend) GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, geom GroupGeom, n int) error {
+	if err := checkGroupNormForward(y, xhat, invStd, x, gamma, beta, geom, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	return g.run(func(st *stage) {
+		dx, dg, db := put(st, "x", x), put(st, "gamma", gamma), put(st, "beta", beta)
+		dy, dxh, dinv := st.scratch("y", byteSize(y)), st.scratch("xhat", byteSize(xhat)), st.scratch("invStd", byteSize(invStd))
+		st.launch("fairdp_groupnorm_forward", n*geom.Groups, true, Ptr(dy), Ptr(dxh), Ptr(dinv), Ptr(dx), Ptr(dg), Ptr(db),
+			Int(n), Int(geom.C), Int(geom.H*geom.W), Int(geom.Groups), F64(geom.Eps))
+		get(st, y, dy, "y")
+		get(st, xhat, dxh, "xhat")
+		get(st, invStd, dinv, "invStd")
+	})
+}
+
+// GroupNormBackward implements Backend.
+func (g *DeviceBackend) GroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, geom GroupGeom, n int) error {
+	if err := checkGroupNormBackward(dx, ps, dy, xhat, invStd, gamma, geom, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	return g.run(func(st *stage) {
+		ddy, dxh, dinv, dg := put(st, "dy", dy), put(st, "xhat", xhat), put(st, "invStd", invStd), put(st, "gamma", gamma)
+		dps, ddx := st.scratch("ps", byteSize(ps)), DevicePtr(0)
+		if dx != nil {
+			ddx = st.scratch("dx", byteSize(dx))
+		}
+		st.launch("fairdp_groupnorm_backward", n*geom.Groups, true, Ptr(ddx), Ptr(dps), Ptr(ddy), Ptr(dxh), Ptr(dinv), Ptr(dg),
+			Int(n), Int(geom.C), Int(geom.H*geom.W), Int(geom.Groups))
+		get(st, ps, dps, "ps")
+		if dx != nil {
+			get(st, dx, ddx, "dx")
+		}
 	})
 }

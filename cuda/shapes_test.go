@@ -12,10 +12,7 @@ import (
 // backend is the twin, so the test runs on the emulated device (`make
 // test-gpu-emulated`) and on a GPU.
 func TestKernelsRandomShapes(t *testing.T) {
-	be := backendUnderTest(t)
-	if _, ok := be.(CPU); ok {
-		t.Skip("the backend under test is the twin itself")
-	}
+	be := kernelsUnderTest(t)
 	var twin CPU
 	r := rand.New(rand.NewPCG(31, 32))
 	edge := []int{1, 2, 255, 256, 257, 513}
@@ -154,6 +151,82 @@ func TestKernelsRandomShapes(t *testing.T) {
 			sameBits32(t, name+" AddGaussian", gn, wn)
 		}
 	}
+}
+
+// The tiled convolution norm kernel equals its twin bit for bit across its
+// tile edges: output channels on either side of the 8-channel tile (1, 7,
+// 8, 9, 13, 17), output positions on either side of the 32-position tile
+// (1, 31, 32, 33, 49) and unfolded rows on either side of the 256-thread
+// block (ckk+1 = 10, 256, 257, 451).
+func TestConvSqNormsTiles(t *testing.T) {
+	be := kernelsUnderTest(t)
+	var twin CPU
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, tc := range []struct{ inC, k, h, w, outC, n int }{
+		{1, 3, 3, 3, 1, 1},    // hw 1, kk 10
+		{1, 3, 3, 33, 7, 2},   // hw 31
+		{255, 1, 4, 8, 8, 1},  // hw 32, kk 256
+		{256, 1, 3, 11, 9, 3}, // hw 33, kk 257
+		{50, 3, 9, 9, 13, 2},  // hw 49, kk 451
+		{2, 2, 6, 6, 17, 0},   // empty batch
+		{3, 3, 10, 12, 16, 1}, // two full channel tiles
+	} {
+		g := ConvGeom{InC: tc.inC, InH: tc.h, InW: tc.w, OutC: tc.outC, K: tc.k, Stride: 1}
+		name := fmt.Sprintf("%+v n=%d", g, tc.n)
+		u := randF32(r, tc.n*(g.CKK()+1)*g.HW(), 1)
+		b := randF32(r, tc.n*g.OutC*g.HW(), 0.5)
+		sq0 := randF64(r, tc.n)
+		got, want := append([]float64(nil), sq0...), append([]float64(nil), sq0...)
+		must(t, be.ConvSqNorms(got, u, b, g, tc.n))
+		must(t, twin.ConvSqNorms(want, u, b, g, tc.n))
+		sameBits64(t, name+" ConvSqNorms", got, want)
+	}
+}
+
+// GroupNorm's kernels on the backend under test equal their twins bit for
+// bit: groupNormCases (a batch of one, an empty batch, group sizes 255, 256,
+// 257 and 816) and random geometries, with and without the input gradient.
+func TestGroupNormKernelsRandomShapes(t *testing.T) {
+	be := kernelsUnderTest(t)
+	var twin CPU
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, tc := range append(groupNormCases, randomGroupNormCases(r, 6)...) {
+		g, n := tc.g, tc.n
+		g.Eps = 1e-5
+		name := fmt.Sprintf("%+v n=%d", g, n)
+		size := g.Size()
+		x, dy := randF32(r, n*size, 1.5), randF32(r, n*size, 1)
+		gamma, beta := randF32(r, g.C, 1), randF32(r, g.C, 1)
+		y, xh, inv := make([]float32, n*size), make([]float32, n*size), make([]float64, n*g.Groups)
+		wy, wxh, winv := make([]float32, n*size), make([]float32, n*size), make([]float64, n*g.Groups)
+		must(t, be.GroupNormForward(y, xh, inv, x, gamma, beta, g, n))
+		must(t, twin.GroupNormForward(wy, wxh, winv, x, gamma, beta, g, n))
+		sameBits32(t, name+" GroupNormForward y", y, wy)
+		sameBits32(t, name+" GroupNormForward xhat", xh, wxh)
+		sameBits64(t, name+" GroupNormForward invStd", inv, winv)
+		for _, withDX := range []bool{true, false} {
+			var dx, wdx []float32
+			if withDX {
+				dx, wdx = make([]float32, n*size), make([]float32, n*size)
+			}
+			ps, wps := make([]float32, n*2*g.C), make([]float32, n*2*g.C)
+			must(t, be.GroupNormBackward(dx, ps, dy, xh, inv, gamma, g, n))
+			must(t, twin.GroupNormBackward(wdx, wps, dy, wxh, winv, gamma, g, n))
+			sameBits32(t, name+" GroupNormBackward ps", ps, wps)
+			sameBits32(t, name+" GroupNormBackward dx", dx, wdx)
+		}
+	}
+}
+
+// kernelsUnderTest is the backend under test when it runs the kernels
+// (the emulated device, a GPU); on the twin itself the test is skipped.
+func kernelsUnderTest(t *testing.T) Backend {
+	t.Helper()
+	be := backendUnderTest(t)
+	if _, ok := be.(CPU); ok {
+		t.Skip("the backend under test is the twin itself")
+	}
+	return be
 }
 
 func randF64(r *rand.Rand, n int) []float64 {

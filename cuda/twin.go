@@ -494,3 +494,79 @@ func (CPU) MaxPoolBackward(dx, dy []float32, arg []int32, g PoolGeom, n int) err
 	}
 	return nil
 }
+
+// stridedBlockSum is the kernels' strided-then-tree block reduction of
+// len terms: thread t folds term(j, acc) over j = t, t+256, … from 0, then
+// treeSum adds the partials.
+func stridedBlockSum(length int, term func(j int, acc float64) float64) float64 {
+	var part [block]float64
+	for t := 0; t < block && t < length; t++ {
+		acc := 0.0
+		for j := t; j < length; j += block {
+			acc = term(j, acc)
+		}
+		part[t] = acc
+	}
+	return treeSum(&part)
+}
+
+// GroupNormForward implements Backend (kernel fairdp_groupnorm_forward).
+func (CPU) GroupNormForward(y, xhat []float32, invStd []float64, x, gamma, beta []float32, g GroupGeom, n int) error {
+	if err := checkGroupNormForward(y, xhat, invStd, x, gamma, beta, g, n); err != nil {
+		return err
+	}
+	hw, cpg, m := g.group()
+	for unit := range n * g.Groups {
+		off := unit * m
+		xg := x[off : off+m]
+		mean := stridedBlockSum(m, func(j int, acc float64) float64 { return acc + float64(xg[j]) }) / float64(m)
+		v := stridedBlockSum(m, func(j int, acc float64) float64 {
+			d := float64(xg[j]) - mean
+			return math.FMA(d, d, acc)
+		})
+		inv := 1 / math.Sqrt(v/float64(m)+g.Eps)
+		invStd[unit] = inv
+		ch0 := unit % g.Groups * cpg
+		for j, e := range xg {
+			xh := float32((float64(e) - mean) * inv)
+			ch := ch0 + j/hw
+			xhat[off+j] = xh
+			y[off+j] = float32(gamma[ch]*xh) + beta[ch]
+		}
+	}
+	return nil
+}
+
+// GroupNormBackward implements Backend (kernel fairdp_groupnorm_backward).
+func (CPU) GroupNormBackward(dx, ps, dy, xhat []float32, invStd []float64, gamma []float32, g GroupGeom, n int) error {
+	if err := checkGroupNormBackward(dx, ps, dy, xhat, invStd, gamma, g, n); err != nil {
+		return err
+	}
+	hw, cpg, m := g.group()
+	for unit := range n * g.Groups {
+		off := unit * m
+		i, ch0 := unit/g.Groups, unit%g.Groups*cpg
+		psi := ps[i*2*g.C : (i+1)*2*g.C]
+		sdx, sdxx := 0.0, 0.0
+		for k := range cpg {
+			dyc, xhc := dy[off+k*hw:off+(k+1)*hw], xhat[off+k*hw:off+(k+1)*hw]
+			dg := float32(stridedBlockSum(hw, func(j int, acc float64) float64 {
+				return math.FMA(float64(dyc[j]), float64(xhc[j]), acc)
+			}))
+			db := float32(stridedBlockSum(hw, func(j int, acc float64) float64 { return acc + float64(dyc[j]) }))
+			psi[ch0+k], psi[g.C+ch0+k] = dg, db
+			gk := float64(gamma[ch0+k])
+			sdxx = math.FMA(gk, float64(dg), sdxx)
+			sdx = math.FMA(gk, float64(db), sdx)
+		}
+		if dx == nil {
+			continue
+		}
+		inv, mdx, mdxx := invStd[unit], sdx/float64(m), sdxx/float64(m)
+		for j := range m {
+			t := float64(float64(gamma[ch0+j/hw])*float64(dy[off+j])) - mdx
+			dx[off+j] = float32(inv * (t - float64(float64(xhat[off+j])*mdxx)))
+		}
+	}
+	return nil
+}

@@ -58,6 +58,10 @@ func (g *GroupNorm[T]) OutShape(in []int) []int {
 	return []int{g.c, g.h, g.w}
 }
 
+// Eps is the ε added to every group's variance (1e-5): a re-implementation
+// of the layer (package cuda's kernels) reads it here.
+func (g *GroupNorm[T]) Eps() float64 { return g.eps }
+
 // Params implements Layer: weight γ {c} then bias β {c}.
 func (g *GroupNorm[T]) Params() []*Param[T] { return []*Param[T]{g.weight, g.bias} }
 

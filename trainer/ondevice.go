@@ -279,8 +279,9 @@ func (d *deviceStep) EpochFields() map[string]any {
 }
 
 // deviceNetSpec describes m's layers for cuda.NewDeviceNet, with its
-// current parameters: linear, convolution, ReLU and max-pool layers
-// (flatten is free: NCHW rows are already flat). Other layers are refused.
+// current parameters: linear, convolution, ReLU, max-pool and group-norm
+// layers (flatten is free: NCHW rows are already flat). Other layers are
+// refused.
 func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
 	mm, ok := m.(*models.Model[float32])
 	if !ok {
@@ -319,9 +320,18 @@ func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
 			spec = append(spec, cuda.NetLayer{Kind: "maxpool", Pool: g})
 			oh, ow := g.OutHW()
 			size = s.C * oh * ow
+		case nn.KindGroupNorm:
+			p := l.Params()
+			eps, ok := l.(interface{ Eps() float64 })
+			if !ok {
+				return nil, fmt.Errorf("Device cuda: group norm layer %d (%T) does not say its ε", i, l)
+			}
+			g := cuda.GroupGeom{C: s.C, H: s.H, W: s.W, Groups: s.Groups, Eps: eps.Eps()}
+			spec = append(spec, cuda.NetLayer{Kind: "groupnorm", Norm: g, Weight: p[0].Value, Bias: p[1].Value})
+			size = g.Size()
 		case nn.KindFlatten:
 		default:
-			return nil, fmt.Errorf("Device cuda runs linear, conv2d, relu, maxpool2d and flatten layers; layer %d is %s", i, s.Kind)
+			return nil, fmt.Errorf("Device cuda runs linear, conv2d, relu, maxpool2d, groupnorm and flatten layers; layer %d is %s", i, s.Kind)
 		}
 	}
 	return spec, nil

@@ -28,26 +28,78 @@ extern "C" __global__ void fairdp_linear_sqnorms(double* sq, const float* a, con
     }
 }
 
+// Tile sizes of fairdp_conv_sqnorms_part: output channels per block and
+// output positions per shared-memory tile (convNormChannels in conv.go).
+#define FAIRDP_CONV_TILE_O 8
+#define FAIRDP_CONV_TILE_P 32
+
 // part[i*outC + o] = sum_r (sum_p B_i[o,p] U_i[r,p])^2: row o's share of the
 // squared norm of sample i's convolution gradient B_i U_i^T, from the unfolded
 // input u (n x kk x hw, last row ones for the bias) and the backprop b
-// (n x outC x hw). One block per (sample, output channel); threads split r.
+// (n x outC x hw). One block per (sample, tile of FAIRDP_CONV_TILE_O output
+// channels). Rows r go to threads in chunks of FAIRDP_BLOCK (thread t: r =
+// t, t+BLOCK, ...); for each chunk the block stages U's rows and the tile's
+// B rows in shared memory FAIRDP_CONV_TILE_P positions at a time (coalesced
+// loads; U is read once per tile of channels, not once per channel), and
+// thread t accumulates G[o,r] = sum_p B[o,p] U[r,p] for every channel of the
+// tile in registers. The arithmetic is the naive kernel's: each G[o,r] in
+// double over p ascending (convDot), fma(G, G, acc) over the thread's r
+// ascending, then blockSum; so the tiling does not change one bit.
 extern "C" __global__ void fairdp_conv_sqnorms_part(double* part, const float* u, const float* b,
                                                     int n, int outC, int kk, int hw) {
     __shared__ double sh[FAIRDP_BLOCK];
-    const int units = n * outC;
+    __shared__ float su[FAIRDP_BLOCK][FAIRDP_CONV_TILE_P + 1];  // +1: thread t's row in its own bank
+    __shared__ float sb[FAIRDP_CONV_TILE_O][FAIRDP_CONV_TILE_P];
+    const int t = threadIdx.x;
+    const int tiles = (outC + FAIRDP_CONV_TILE_O - 1) / FAIRDP_CONV_TILE_O;
+    const int units = n * tiles;
     for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-        const int i = unit / outC, o = unit - i * outC;
-        const float* brow = b + ((size_t)i * outC + o) * hw;
+        const int i = unit / tiles, o0 = (unit - i * tiles) * FAIRDP_CONV_TILE_O;
+        const int to = min(FAIRDP_CONV_TILE_O, outC - o0);
+        const float* bi = b + ((size_t)i * outC + o0) * hw;
         const float* ui = u + (size_t)i * kk * hw;
-        double acc = 0.0;
-        for (int r = threadIdx.x; r < kk; r += FAIRDP_BLOCK) {
-            const double g = convDot(brow, ui + (size_t)r * hw, hw);
-            acc = fma(g, g, acc);
+        double acc[FAIRDP_CONV_TILE_O];
+        for (int k = 0; k < FAIRDP_CONV_TILE_O; k++) {
+            acc[k] = 0.0;
         }
-        acc = blockSum(acc, sh);
-        if (threadIdx.x == 0) {
-            part[unit] = acc;
+        for (int r0 = 0; r0 < kk; r0 += FAIRDP_BLOCK) {
+            const int rows = min(FAIRDP_BLOCK, kk - r0);
+            double g[FAIRDP_CONV_TILE_O];
+            for (int k = 0; k < FAIRDP_CONV_TILE_O; k++) {
+                g[k] = 0.0;
+            }
+            for (int p0 = 0; p0 < hw; p0 += FAIRDP_CONV_TILE_P) {
+                const int tp = min(FAIRDP_CONV_TILE_P, hw - p0);
+                for (int e = t; e < rows * tp; e += FAIRDP_BLOCK) {
+                    const int rr = e / tp, pp = e - rr * tp;
+                    su[rr][pp] = ui[(size_t)(r0 + rr) * hw + p0 + pp];
+                }
+                for (int e = t; e < to * tp; e += FAIRDP_BLOCK) {
+                    const int oo = e / tp, pp = e - oo * tp;
+                    sb[oo][pp] = bi[(size_t)oo * hw + p0 + pp];
+                }
+                __syncthreads();
+                if (t < rows) {
+                    for (int pp = 0; pp < tp; pp++) {
+                        const double uv = (double)su[t][pp];
+                        for (int k = 0; k < to; k++) {
+                            g[k] = fma((double)sb[k][pp], uv, g[k]);
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+            if (t < rows) {
+                for (int k = 0; k < to; k++) {
+                    acc[k] = fma(g[k], g[k], acc[k]);
+                }
+            }
+        }
+        for (int k = 0; k < to; k++) {
+            const double s = blockSum(acc[k], sh);
+            if (t == 0) {
+                part[(size_t)i * outC + o0 + k] = s;
+            }
         }
     }
 }

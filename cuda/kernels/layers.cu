@@ -1,7 +1,10 @@
 // Element-wise pieces of fairdp's models (package nn on the CPU): the unfold
 // (im2col) that convolution norms and gradients read and its adjoint (col2im,
-// for the convolution's input gradient), bias add, ReLU and 2-D max-pooling. Each kernel's contract is mirrored by the method of the same
-// name on cuda.CPU (twin.go), and those match nn's layers bit for bit.
+// for the convolution's input gradient), bias add, ReLU, 2-D max-pooling and
+// group normalisation. Each kernel's contract is mirrored by the method of the
+// same name on cuda.CPU (twin.go); those match nn's layers bit for bit, except
+// group normalisation's, whose sums run in blocks and agree with nn.GroupNorm
+// to rounding.
 // One-dimensional blocks, grid-stride loops; NCHW, sample-major layouts.
 #include "fairdp.cuh"
 
@@ -144,5 +147,89 @@ extern "C" __global__ void fairdp_maxpool_backward(float* dx, const float* dy, c
             }
         }
         dx[idx] = v;
+    }
+}
+
+// Group normalisation forward (nn.GroupNorm): for sample i and group gr the
+// m = (c/groups)*hw values at x + (i*groups + gr)*m have mean mu and variance
+// v (both over m, in double: a strided sum per thread, then blockSum);
+// invStd[i*groups + gr] = 1/sqrt(v + eps), xhat = (float)((x - mu)*invStd)
+// and y = gamma[ch]*xhat + beta[ch] in float. One block per (sample, group).
+extern "C" __global__ void fairdp_groupnorm_forward(float* y, float* xhat, double* invStd, const float* x,
+                                                    const float* gamma, const float* beta, int n, int c, int hw,
+                                                    int groups, double eps) {
+    __shared__ double sh[FAIRDP_BLOCK];
+    const int cpg = c / groups, m = cpg * hw, units = n * groups;
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        const size_t off = (size_t)unit * m;
+        const float* xg = x + off;
+        double s = 0.0;
+        for (int j = threadIdx.x; j < m; j += FAIRDP_BLOCK) {
+            s = s + (double)xg[j];
+        }
+        const double mean = blockSum(s, sh) / (double)m;
+        double v = 0.0;
+        for (int j = threadIdx.x; j < m; j += FAIRDP_BLOCK) {
+            const double d = (double)xg[j] - mean;
+            v = fma(d, d, v);
+        }
+        const double inv = 1.0 / sqrt(blockSum(v, sh) / (double)m + eps);
+        if (threadIdx.x == 0) {
+            invStd[unit] = inv;
+        }
+        const int ch0 = (unit % groups) * cpg;
+        for (int j = threadIdx.x; j < m; j += FAIRDP_BLOCK) {
+            const float xh = (float)(((double)xg[j] - mean) * inv);
+            const int ch = ch0 + j / hw;
+            xhat[off + j] = xh;
+            y[off + j] = gamma[ch] * xh + beta[ch];
+        }
+    }
+}
+
+// Group normalisation backward (nn.GroupNorm.Backward) from dy and the
+// forward's xhat and invStd: ps (n x 2c) = each sample's [dgamma | dbeta],
+// dgamma_ch = (float)sum dy*xhat and dbeta_ch = (float)sum dy over the
+// channel's hw values (blockSum each); then, when dx is not null (the first
+// layer needs none), per group with sdxx = sum gamma*dgamma and sdx = sum
+// gamma*dbeta over its channels (ascending, fused) dx = (float)(invStd *
+// (gamma*dy - sdx/m - xhat*sdxx/m)). One block per (sample, group).
+extern "C" __global__ void fairdp_groupnorm_backward(float* dx, float* ps, const float* dy, const float* xhat,
+                                                     const double* invStd, const float* gamma, int n, int c,
+                                                     int hw, int groups) {
+    __shared__ double sh[FAIRDP_BLOCK];
+    const int cpg = c / groups, m = cpg * hw, units = n * groups;
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        const size_t off = (size_t)unit * m;
+        const int i = unit / groups, ch0 = (unit % groups) * cpg;
+        float* psi = ps + (size_t)i * 2 * c;
+        double sdx = 0.0, sdxx = 0.0;
+        for (int k = 0; k < cpg; k++) {
+            const float* dyc = dy + off + (size_t)k * hw;
+            const float* xhc = xhat + off + (size_t)k * hw;
+            double a = 0.0, b = 0.0;
+            for (int j = threadIdx.x; j < hw; j += FAIRDP_BLOCK) {
+                a = fma((double)dyc[j], (double)xhc[j], a);
+                b = b + (double)dyc[j];
+            }
+            const float dg = (float)blockSum(a, sh);
+            const float db = (float)blockSum(b, sh);
+            if (threadIdx.x == 0) {
+                psi[ch0 + k] = dg;
+                psi[c + ch0 + k] = db;
+            }
+            const double gk = (double)gamma[ch0 + k];
+            sdxx = fma(gk, (double)dg, sdxx);
+            sdx = fma(gk, (double)db, sdx);
+        }
+        if (dx == 0) {
+            continue;
+        }
+        const double inv = invStd[unit], mdx = sdx / (double)m, mdxx = sdxx / (double)m;
+        for (int j = threadIdx.x; j < m; j += FAIRDP_BLOCK) {
+            const double g = (double)gamma[ch0 + j / hw];
+            const double t = g * (double)dy[off + j] - mdx;
+            dx[off + j] = (float)(inv * (t - (double)xhat[off + j] * mdxx));
+        }
     }
 }
