@@ -7,22 +7,7 @@ import (
 )
 
 // sqSumGo is sqSum's Go loop alone: the reference the AVX lanes must match.
-func sqSumGo(v []float32) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(v); i += 4 {
-		a, b, c, d := float64(v[i]), float64(v[i+1]), float64(v[i+2]), float64(v[i+3])
-		s0 += a * a
-		s1 += b * b
-		s2 += c * c
-		s3 += d * d
-	}
-	for ; i < len(v); i++ {
-		a := float64(v[i])
-		s0 += a * a
-	}
-	return (s0 + s1) + (s2 + s3)
-}
+func sqSumGo(v []float32) float64 { return sqSumFrom(v, 0, [4]float64{}) }
 
 // TestSqSumBitIdentical checks the float32 sqSum (AVX lanes where the CPU
 // has them) against its Go loop bit for bit, on every length up to 70 and a
