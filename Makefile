@@ -54,8 +54,8 @@ ifeq ($(BLAS),openblas)
 	$(MAKE) --no-print-directory test-portable BLAS=portable
 endif
 
-# Benchmark table (a few minutes): logistic, MNIST CNN and VGG-like, plain and DP-SGD steps:
-# samples/s, GFLOP/s, % of the SGEMM peak measured in the same run, DP/plain, peak RSS
+# Benchmark table (a few minutes): logistic, MNIST CNN and VGG-like, plain, DP-SGD and DP-FERMI steps:
+# samples/s, GFLOP/s, % of the SGEMM peak measured in the same run, DP/plain, DP-FERMI/DP-SGD, peak RSS
 # (models/benchtable_test.go). FAIRDP_GEMM=own|blas picks the float32 GEMM path,
 # FAIRDP_BENCH_STEPS the timed steps per row. The go-test benchmarks stay available:
 # go test -run '^$$' -bench . -benchtime 3x ./models ./bench (the old make bench: plus tailoring's).

@@ -17,7 +17,9 @@ import (
 // (1 MiB im2col tiles) at the benchmark batch sizes of package models: the
 // VGG-like net's first, second and last convolutions (forward, input
 // gradient, weight gradient) and the MNIST CNN's convolutions and first
-// linear layer; square512 is the classic peak shape.
+// linear layer, and the MNIST CNN's per-sample weight gradients (DP-SGD's
+// norms: one image's output gradient against its unfolded input);
+// square512 is the classic peak shape.
 var shapes = []struct {
 	name           string
 	transA, transB bool
@@ -31,6 +33,8 @@ var shapes = []struct {
 	{"mnist-conv1-fwd", false, false, 20, 10368, 26},
 	{"mnist-conv2-fwd", false, false, 50, 576, 501},
 	{"mnist-fc1-fwd", false, false, 128, 500, 800},
+	{"mnist-conv1-persample", false, true, 20, 26, 576},
+	{"mnist-conv2-persample", false, true, 50, 501, 64},
 	{"square512", false, false, 512, 512, 512},
 }
 

@@ -9,8 +9,9 @@ import (
 	"fairdp/nn"
 )
 
-// Throughput of one full training step in float32 on synthetic inputs, to
-// compare with REFERENCE §9's peer figures (PyTorch tuned 6.62M / 4,193 /
+// Throughput of one full training step in float32 on synthetic inputs
+// (plain, DP-SGD, and DP-FERMI through package fermi), to compare with
+// REFERENCE §9's peer figures (PyTorch tuned 6.62M / 4,193 /
 // 18.8 samples/s; Opacus DP-SGD 1.20M / 504 / 9.5 for logistic / MNIST CNN /
 // VGG-like). cpu-s/op (user+system CPU per step, all threads) shows what a
 // step costs when other jobs share the machine. Run with
@@ -24,17 +25,38 @@ var (
 	benchVGG      = Spec{Arch: "vgg", InShape: []int{3, 128, 128}, Classes: 9}
 )
 
-func BenchmarkTrainLogistic(b *testing.B) { benchStep(b, benchLogistic, 1024, false) }
-func BenchmarkTrainMNISTCNN(b *testing.B) { benchStep(b, benchMNIST, 256, false) }
-func BenchmarkTrainVGG(b *testing.B)      { benchStep(b, benchVGG, 64, false) }
+func BenchmarkTrainLogistic(b *testing.B) { benchStep(b, benchLogistic, 1024, stepPlain) }
+func BenchmarkTrainMNISTCNN(b *testing.B) { benchStep(b, benchMNIST, 256, stepPlain) }
+func BenchmarkTrainVGG(b *testing.B)      { benchStep(b, benchVGG, 64, stepPlain) }
 
-func BenchmarkDPStepLogistic(b *testing.B) { benchStep(b, benchLogistic, 1024, true) }
-func BenchmarkDPStepMNISTCNN(b *testing.B) { benchStep(b, benchMNIST, 256, true) }
-func BenchmarkDPStepVGG(b *testing.B)      { benchStep(b, benchVGG, 64, true) }
+func BenchmarkDPStepLogistic(b *testing.B) { benchStep(b, benchLogistic, 1024, stepDPSGD) }
+func BenchmarkDPStepMNISTCNN(b *testing.B) { benchStep(b, benchMNIST, 256, stepDPSGD) }
+func BenchmarkDPStepVGG(b *testing.B)      { benchStep(b, benchVGG, 64, stepDPSGD) }
+
+func BenchmarkDPFERMIStepLogistic(b *testing.B) { benchStep(b, benchLogistic, 1024, stepDPFERMI) }
+func BenchmarkDPFERMIStepMNISTCNN(b *testing.B) { benchStep(b, benchMNIST, 256, stepDPFERMI) }
+func BenchmarkDPFERMIStepVGG(b *testing.B)      { benchStep(b, benchVGG, 64, stepDPFERMI) }
+
+// The kinds of step a benchmark (and a row of TestBenchTable) times.
+const (
+	stepPlain   = "plain"
+	stepDPSGD   = "dp-sgd"
+	stepDPFERMI = "dp-fermi"
+)
+
+// stepKinds are the rows of each model in TestBenchTable, in order.
+var stepKinds = []string{stepPlain, stepDPSGD, stepDPFERMI}
+
+// DPFERMIStep returns one full DP-FERMI step (package fermi's Algorithm
+// Step on the batch x, labels with a synthetic binary sensitive attribute,
+// then opt) on m. It is set by fermibench_test.go, an external test
+// package, because package fermi imports this one.
+var DPFERMIStep func(tb testing.TB, m *Model[float32], opt nn.Optimizer[float32], x []float32, labels []int, classes int) func()
 
 // stepper holds one benchmark's model, batch and buffers.
 type stepper struct {
 	m       *Model[float32]
+	classes int
 	opt     nn.Optimizer[float32]
 	rng     *rand.Rand
 	x       []float32
@@ -51,7 +73,7 @@ func newStepper(tb testing.TB, spec Spec, batch int) *stepper {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &stepper{m: m, opt: nn.NewSGD[float32](1e-3), rng: rng,
+	s := &stepper{m: m, classes: spec.Classes, opt: nn.NewSGD[float32](1e-3), rng: rng,
 		x: make([]float32, batch*m.InSize()), labels: make([]int, batch),
 		loss: make([]float32, batch), dlogits: make([]float32, batch*m.OutDim()),
 		norms: make([]float32, batch), scale: make([]float32, batch)}
@@ -102,13 +124,25 @@ func (s *stepper) dpStep() {
 	s.opt.Step(s.m.Params())
 }
 
-func benchStep(b *testing.B, spec Spec, batch int, dp bool) {
+// stepFunc returns the step of the given kind (stepPlain, stepDPSGD or
+// stepDPFERMI) on s.
+func (s *stepper) stepFunc(tb testing.TB, kind string) func() {
+	switch kind {
+	case stepPlain:
+		return s.step
+	case stepDPSGD:
+		return s.dpStep
+	case stepDPFERMI:
+		return DPFERMIStep(tb, s.m, s.opt, s.x, s.labels, s.classes)
+	}
+	tb.Fatalf("unknown step kind %q", kind)
+	return nil
+}
+
+func benchStep(b *testing.B, spec Spec, batch int, kind string) {
 	backend.SetThreads(1) // nn parallelises over the batch itself (REFERENCE §9 "tuned")
 	s := newStepper(b, spec, batch)
-	run := s.step
-	if dp {
-		run = s.dpStep
-	}
+	run := s.stepFunc(b, kind)
 	run() // sizes every layer's buffers
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -18,11 +18,12 @@ import (
 )
 
 // TestBenchTable prints the throughput table `make bench` shows: for the
-// benchmark models and batches above, one plain and one DP-SGD step,
-// samples/s, the step's matrix-product work in GFLOP (counted by nn.Gemm),
-// the GFLOP/s that makes, its share of the SGEMM peak measured in the same
-// run (a 1024³ product on all cores, on the same float32 GEMM path), the
-// DP/plain time ratio, the CPU seconds per step and the peak RSS. Each row runs in its own process
+// benchmark models and batches above, one plain, one DP-SGD and one
+// DP-FERMI step (the stepKinds), samples/s, the step's matrix-product work
+// in GFLOP (counted by nn.Gemm), the GFLOP/s that makes, its share of the
+// SGEMM peak measured in the same run (sgemmPeak, on the same float32 GEMM
+// path), the private/plain time ratio, the DP-FERMI/DP-SGD ratio, the CPU
+// seconds per step and the peak RSS. Each row runs in its own process
 // (this test binary re-executed) so its peak RSS is its own. It is a
 // benchmark, not a check: it runs only with FAIRDP_BENCH_TABLE=1, e.g.
 //
@@ -43,24 +44,26 @@ func TestBenchTable(t *testing.T) {
 	fmt.Printf("fairdp benchmark table: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Printf("float32 GEMM path: %s\n", backend.Describe())
 	fmt.Printf("SGEMM peak (1024³ on %d cores): %.1f GFLOP/s; load average before: %s\n", runtime.NumCPU(), peak, strings.TrimSpace(string(load)))
-	fmt.Println("| model (batch) | step | samples/s | GFLOP/step | GFLOP/s | % of peak | DP/plain | CPU-s/step | peak RSS |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| model (batch) | step | samples/s | GFLOP/step | GFLOP/s | % of peak | DP/plain | DP-FERMI/DP-SGD | CPU-s/step | peak RSS |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, m := range benchModels {
-		var plain float64
-		for _, kind := range []string{"plain", "dp-sgd"} {
+		secs := map[string]float64{}
+		for _, kind := range stepKinds {
 			r, err := runCase(m.name + "/" + kind)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ratio := "—"
-			if kind == "plain" {
-				plain = r.Seconds
-			} else if plain > 0 {
-				ratio = fmt.Sprintf("%.2f×", r.Seconds/plain)
+			secs[kind] = r.Seconds
+			ratio, fermi := "—", "—"
+			if kind != stepPlain {
+				ratio = fmt.Sprintf("%.2f×", r.Seconds/secs[stepPlain])
+			}
+			if kind == stepDPFERMI {
+				fermi = fmt.Sprintf("%.2f×", r.Seconds/secs[stepDPSGD])
 			}
 			gflops := r.Flops / r.Seconds / 1e9
-			fmt.Printf("| %s (%d) | %s | %s | %.3g | %.1f | %.0f %% | %s | %.3g | %d MB |\n",
-				m.name, m.batch, kind, rate(float64(m.batch)/r.Seconds), r.Flops/1e9, gflops, 100*gflops/peak, ratio, r.CPUSeconds, r.MaxRSSKB/1024)
+			fmt.Printf("| %s (%d) | %s | %s | %.3g | %.1f | %.0f %% | %s | %s | %.3g | %d MB |\n",
+				m.name, m.batch, kind, rate(float64(m.batch)/r.Seconds), r.Flops/1e9, gflops, 100*gflops/peak, ratio, fermi, r.CPUSeconds, r.MaxRSSKB/1024)
 		}
 	}
 	load, _ = os.ReadFile("/proc/loadavg")
@@ -116,7 +119,7 @@ func benchCase(t *testing.T, name string) {
 	}) bool {
 		return m.name == model
 	})
-	if i < 0 || (kind != "plain" && kind != "dp-sgd") {
+	if i < 0 || !slices.Contains(stepKinds, kind) {
 		t.Fatalf("unknown case %q", name)
 	}
 	steps := 3
@@ -125,10 +128,7 @@ func benchCase(t *testing.T, name string) {
 	}
 	backend.SetThreads(1) // nn parallelises over the batch itself, as in benchStep
 	s := newStepper(t, benchModels[i].spec, benchModels[i].batch)
-	run := s.step
-	if kind == "dp-sgd" {
-		run = s.dpStep
-	}
+	run := s.stepFunc(t, kind)
 	f0 := nn.GemmFlops()
 	run() // sizes every layer's buffers
 	flops := nn.GemmFlops() - f0

@@ -15,9 +15,13 @@
 // model; `fairdp train --model-spec FILE.json` builds one from such a file.
 //
 // *Model is the implementation of trainer.Model, the interface the training
-// loop and every algorithm take; Probabilities and Predict read the logits
-// of any such model (one sigmoid logit, or a softmax) the way fairdp's
-// losses do.
+// loop and every algorithm take. Its Forward and Backward save memory
+// without changing a bit of any result: a ReLU before a max-pool runs after
+// it, and ReLU, Tanh and max-pool work in buffers the layer before them
+// disowns (nn.InPlace), which took the VGG-like DP-SGD step at batch 64 from
+// 2.1 GB to under 1 GB (TestInPlaceMatchesLayerByLayer checks the bits).
+// Probabilities and Predict read the logits of any such model (one sigmoid
+// logit, or a softmax) the way fairdp's losses do.
 //
 // Package graph (not this one, so the binary does not link Gorgonia)
 // rebuilds any model as a Gorgonia expression graph with the same weights:

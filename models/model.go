@@ -135,26 +135,97 @@ func (m *Model[T]) OutDim() int {
 }
 
 // Forward runs the batch x (batch×InSize values) through every layer and
-// returns the logits (batch×OutDim), owned by the last layer.
+// returns the logits (batch×OutDim), owned by a layer.
+//
+// Two things save memory without changing a result (see layerAt and
+// nextFree): a ReLU followed by a max-pool runs after it, on the pooled
+// values; and a layer that can work in a buffer it is handed
+// (nn.InPlace) is handed its input when that input is free: it belongs to
+// a layer that disowns it (nn.Disowning) and no other layer has written
+// over it. ReLU then writes its output over its input, and a max-pool
+// writes its input gradient over its input in Backward. On the VGG-like
+// network at batch 64 this took the DP-SGD step's peak RSS from 2.1 GB to
+// under 1 GB. The caller's x is never overwritten.
 func (m *Model[T]) Forward(x []T, batch int, train bool) []T {
 	if len(x) != batch*m.InSize() {
 		panic(fmt.Sprintf("models: Forward: %d input values for batch %d of %v, want %d",
 			len(x), batch, m.InShape, batch*m.InSize()))
 	}
-	for _, l := range m.Layers {
-		x = l.Forward(x, batch, train)
+	free := false // x is the caller's
+	for p := range m.Layers {
+		l := m.Layers[m.layerAt(p)]
+		ip, inPlace := l.(nn.InPlace[T])
+		var y []T
+		if inPlace && free {
+			y = ip.ForwardInPlace(x, batch, train)
+		} else {
+			y = l.Forward(x, batch, train)
+		}
+		free = nextFree(l, x, y, free, inPlace)
+		x = y
 	}
 	return x
 }
 
 // Backward back-propagates dlogits (∂L/∂logits of the last Forward) through
-// every layer, leaving each layer's tap ready for ParamGrads and SqNorms. The
-// first layer skips its input gradient, which nothing needs.
+// every layer, in the reverse of Forward's order, leaving each layer's tap
+// ready for ParamGrads and SqNorms. The layer Forward ran first skips its
+// input gradient, which nothing needs. Layers that can compute their input
+// gradient over their output gradient (nn.InPlace) do so when that buffer
+// is free, as in Forward; the caller's dlogits is never overwritten.
 func (m *Model[T]) Backward(dlogits []T) {
 	dy := dlogits
-	for i := len(m.Layers) - 1; i >= 0; i-- {
-		dy = m.Layers[i].Backward(dy, i > 0)
+	free := false // dlogits is the caller's
+	for p := len(m.Layers) - 1; p >= 0; p-- {
+		l := m.Layers[m.layerAt(p)]
+		ip, inPlace := l.(nn.InPlace[T])
+		var dx []T
+		if inPlace && free && p > 0 {
+			dx = ip.BackwardInPlace(dy)
+		} else {
+			dx = l.Backward(dy, p > 0)
+		}
+		free = nextFree(l, dy, dx, free, inPlace)
+		dy = dx
 	}
+}
+
+// layerAt is the index of the layer Forward runs at position p: Layers in
+// order, except that a ReLU directly followed by a max-pool runs after it.
+// max and ReLU commute (max over a window of max(x, 0) is max(max over the
+// window, 0)), and the gradients agree bit for bit: where the window's
+// maximum is positive both orders pass dy to the same first arg-max and
+// nowhere else; where it is not, both give +0 everywhere. NaN inputs may
+// route a (NaN) gradient to another position of the window. The ReLU then
+// touches a quarter of the values (for 2×2 pools), and the pool's input is
+// free for its input gradient.
+func (m *Model[T]) layerAt(p int) int {
+	switch {
+	case p+1 < len(m.Layers) && reluThenPool(m.Layers[p], m.Layers[p+1]):
+		return p + 1
+	case p > 0 && reluThenPool(m.Layers[p-1], m.Layers[p]):
+		return p - 1
+	}
+	return p
+}
+
+func reluThenPool[T nn.Float](a, b nn.Layer[T]) bool {
+	_, relu := a.(*nn.ReLU[T])
+	_, pool := b.(*nn.MaxPool2d[T])
+	return relu && pool
+}
+
+// nextFree reports whether out, what layer l returned for in, is free for
+// the next layer to take over. A layer that passes its input through
+// (Flatten) passes its freedom on, except that a buffer an in-place layer
+// has written now holds that layer's own output (ReLU's gate reads it), so
+// it is not free again; any other output is free when l disowns it.
+func nextFree[T nn.Float](l nn.Layer[T], in, out []T, free, inPlace bool) bool {
+	if len(out) > 0 && len(in) > 0 && &out[0] == &in[0] {
+		return free && !inPlace
+	}
+	_, disowns := l.(nn.Disowning)
+	return disowns
 }
 
 // ParamGrads adds Σ_i scale[i]·g_i to every Param.Grad (scale nil: all ones),

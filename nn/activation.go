@@ -46,6 +46,9 @@ type activation[T Float] struct {
 	dy    []T
 	dx    []T
 	back  bool
+	// ownY and ownDx are the layer's own buffers; y and dx are other
+	// layers' buffers after ForwardInPlace and BackwardInPlace.
+	ownY, ownDx []T
 }
 
 // Name implements Layer.
@@ -64,11 +67,16 @@ func (a *activation[T]) OutShape(in []int) []int { return slices.Clone(in) }
 
 // Forward implements Layer (any batch·size values).
 func (a *activation[T]) Forward(x []T, batch int, train bool) []T {
+	a.ownY = grow(a.ownY, len(x))
+	return a.forward(x, a.ownY, batch)
+}
+
+// forward computes y from x (y may be x: InPlace).
+func (a *activation[T]) forward(x, y []T, batch int) []T {
 	if batch == 0 && len(x) != 0 || batch > 0 && len(x)%batch != 0 {
 		panic(fmt.Sprintf("nn: %s: %d values are not a batch of %d", a.Name(), len(x), batch))
 	}
-	a.x = x
-	a.y = grow(a.y, len(x))
+	a.x, a.y = x, y
 	a.back = false
 	parallelFor(a, len(x), elemGrain(len(x)), partsFor(len(x)*a.cost()))
 	return a.y
@@ -80,8 +88,14 @@ func (a *activation[T]) Backward(dy []T, needInput bool) []T {
 	if !needInput {
 		return nil
 	}
-	a.dy = dy
-	a.dx = grow(a.dx, len(dy))
+	a.ownDx = grow(a.ownDx, len(dy))
+	return a.backward(dy, a.ownDx)
+}
+
+// backward computes dx from dy (dx may be dy: InPlace).
+func (a *activation[T]) backward(dy, dx []T) []T {
+	mustLen(a, "output gradient", dy, len(a.y))
+	a.dy, a.dx = dy, dx
 	a.back = true
 	parallelFor(a, len(dy), elemGrain(len(dy)), partsFor(len(dy)*a.cost()))
 	return a.dx

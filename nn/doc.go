@@ -13,6 +13,13 @@
 // gradients (ghost norms); Conv2d keeps them only while they fit a bounded
 // cache (64 MiB per layer by default), where they make the clipped sum cheap.
 //
+// Each layer owns its output and input-gradient buffers, so a step holds
+// one of each per layer. A sequential model may hand a buffer on instead
+// (inplace.go): layers that never read their outputs again (Disowning) let
+// the next layer take them, and ReLU, Tanh and MaxPool2d can work in a
+// buffer they are handed (InPlace). models.Model does this; it halved the
+// VGG-like DP step's memory.
+//
 // The layers are fairdp's own ops rather than Gorgonia graph nodes: Gorgonia
 // v0.9.18 runs everything but GEMM on one core, unrolls whole batches for its
 // convolutions (9 GB for the VGG-like batch) and allocates every step, which

@@ -14,6 +14,11 @@ type MaxPool2d[T Float] struct {
 	x          []T
 	arg        []int32 // per output: index of the max within its input plane
 	back       bool
+	// xFree says the input of the last Forward was handed over
+	// (ForwardInPlace), so Backward writes the input gradient over it
+	// instead of into ownDx.
+	xFree bool
+	ownDx []T
 }
 
 // NewMaxPool2d returns a k×k max-pool with stride k over c×h×w inputs.
@@ -38,7 +43,7 @@ func (m *MaxPool2d[T]) OutShape(in []int) []int {
 // Forward implements Layer.
 func (m *MaxPool2d[T]) Forward(x []T, batch int, train bool) []T {
 	mustLen(m, "input", x, batch*m.c*m.h*m.w)
-	m.batch, m.x = batch, x
+	m.batch, m.x, m.xFree = batch, x, false
 	n := batch * m.c * m.outH * m.outW
 	m.y = grow(m.y, n)
 	m.arg = grow(m.arg, n)
@@ -54,7 +59,12 @@ func (m *MaxPool2d[T]) Backward(dy []T, needInput bool) []T {
 		return nil
 	}
 	m.dy = dy
-	m.dx = grow(m.dx, m.batch*m.c*m.h*m.w)
+	if m.xFree {
+		m.dx = m.x
+	} else {
+		m.ownDx = grow(m.ownDx, m.batch*m.c*m.h*m.w)
+		m.dx = m.ownDx
+	}
 	m.back = true
 	m.dispatch()
 	return m.dx

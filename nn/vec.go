@@ -9,10 +9,22 @@ import (
 // float64 so float32 models get norms and statistics accurate to float32
 // rounding of the result rather than of every partial sum.
 
-// sqSum returns Σ v² in float64.
+// sqSum returns Σ v² in float64: four partial sums s_j over the elements
+// 4q+j, in order of q, added as (s0+s1)+(s2+s3). float32 slices run the
+// four sums in one AVX register (sqSumLanes32), bit for bit the same.
 func sqSum[T Float](v []T) float64 {
-	var s0, s1, s2, s3 float64
+	var lanes [4]float64
 	i := 0
+	if elemSize[T]() == 4 && sqSumLanes32(as32(v), &lanes) {
+		i = len(v) / 4 * 4
+	}
+	return sqSumFrom(v, i, lanes)
+}
+
+// sqSumFrom is sqSum's Go loop: it continues the partial sums s from
+// element i (a multiple of 4) and adds them up.
+func sqSumFrom[T Float](v []T, i int, s [4]float64) float64 {
+	s0, s1, s2, s3 := s[0], s[1], s[2], s[3]
 	for ; i+4 <= len(v); i += 4 {
 		a, b, c, d := float64(v[i]), float64(v[i+1]), float64(v[i+2]), float64(v[i+3])
 		s0 += a * a

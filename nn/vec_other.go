@@ -1,0 +1,6 @@
+//go:build !amd64 || purego
+
+package nn
+
+// sqSumLanes32 has no assembly here: sqSum runs its Go loop.
+func sqSumLanes32(v []float32, out *[4]float64) bool { return false }
