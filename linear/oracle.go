@@ -67,8 +67,8 @@ type OracleConfig struct {
 	AllPairs bool
 	// Fallback lets every round's learner answer with a constant classifier
 	// ("predict 0" or "predict 1") instead of its noisy least-squares fit
-	// (OracleFallback says how it chooses; "": never, the paper's learner,
-	// the default so that the reproduction runs Jagielski et al.'s
+	// (OracleFallback says how it chooses; "" or FallbackNone: never, the
+	// paper's learner, the default so that the reproduction runs Jagielski et al.'s
 	// algorithm). It is our addition, not the paper's. Why: at small ε·m the
 	// fit is noise-dominated and the uniform mixture of near-random
 	// hyperplanes errs about ½ whatever the base rate, far worse than the
@@ -83,8 +83,9 @@ type OracleConfig struct {
 type OracleFallback string
 
 const (
-	// FallbackNone always keeps the fit (Jagielski et al.'s learner).
-	FallbackNone OracleFallback = ""
+	// FallbackNone always keeps the fit (Jagielski et al.'s learner); the
+	// zero value "" means the same.
+	FallbackNone OracleFallback = "none"
 	// FallbackCost keeps the candidate of least cost-sensitive objective
 	// (error plus Lagrangian, the learner's own best response), chosen by
 	// report-noisy-min (chooseCandidate): one more ε' release per round,
@@ -131,6 +132,9 @@ func (c OracleConfig) withDefaults(n int) (OracleConfig, error) {
 	}
 	if c.Ridge == 0 {
 		c.Ridge = DefaultRidge(n)
+	}
+	if c.Fallback == "" {
+		c.Fallback = FallbackNone
 	}
 	var errs []error
 	if !(c.Gamma >= 0) || math.IsInf(c.Gamma, 1) {

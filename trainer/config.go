@@ -86,8 +86,8 @@ type JagielskiConfig struct {
 	// exponentiated-gradient rate, share of ε on the group-label counts,
 	// ridge of the least-squares learner (0: 1e-4 per record), and basic
 	// composition (pure ε-DP, δ = 0) instead of advanced composition.
-	// Fallback lets a round answer with a constant classifier ("": never,
-	// "cost" or "error"; see linear.OracleConfig.Fallback).
+	// Fallback lets a round answer with a constant classifier ("" or
+	// "none": never, "cost" or "error"; see linear.OracleConfig.Fallback).
 	Rounds           int     `json:"rounds"`
 	Bound            float64 `json:"bound"`
 	Eta              float64 `json:"eta"`
