@@ -35,8 +35,8 @@ import (
 //  3. every round, only with Fallback = FallbackCost: the choice between
 //     the fit and the two constant classifiers (ε', see chooseCandidate).
 //
-// ε' is the largest per-release ε for which the 2T + 1 (3T + 1) releases compose to
-// (ε, δ)-DP by the better of advanced and basic composition (basic alone
+// ε' is the largest per-release ε for which the 2T + 1 (3T + 1 with
+// FallbackCost) releases compose to (ε, δ)-DP by the better of advanced and basic composition (basic alone
 // when δ = 0), computed with the pure-DP accountant (SplitOracleBudget). The public reference code
 // passes the Laplace scale as numpy's location argument (adding a constant,
 // not noise); here every release goes through dpops.ScalarLaplace at scale
@@ -68,8 +68,8 @@ type OracleConfig struct {
 	// Fallback lets every round's learner answer with a constant classifier
 	// ("predict 0" or "predict 1") instead of its noisy least-squares fit
 	// (OracleFallback says how it chooses; "" or FallbackNone: never, the
-	// paper's learner, the default so that the reproduction runs Jagielski et al.'s
-	// algorithm). It is our addition, not the paper's. Why: at small ε·m the
+	// paper's learner, the default so that the reproduction runs Jagielski
+	// et al.'s algorithm). It is our addition, not the paper's. Why: at small ε·m the
 	// fit is noise-dominated and the uniform mixture of near-random
 	// hyperplanes errs about ½ whatever the base rate, far worse than the
 	// majority class (bench/results/jagielski.md); a constant classifier
@@ -230,8 +230,9 @@ func (b OracleBudget) releasesPerRound() int {
 
 // SplitOracleBudget gives ε_c = countShare·ε to the counts and finds the
 // largest per-round ε' such that the counts and 2·rounds releases of ε'
-// (3·rounds with fallbackSelection, the choice FallbackCost makes) compose to at most (ε, δ)-DP in the pure-DP accountant (the better of
-// basic and advanced composition; basic alone when δ = 0). The search
+// (3·rounds with fallbackSelection, the choice FallbackCost makes) compose
+// to at most (ε, δ)-DP in the pure-DP accountant (the better of basic and
+// advanced composition; basic alone when δ = 0). The search
 // bisects to 10⁻¹² relative and keeps a 10⁻¹⁰ relative margin, so the
 // receipt's ε never exceeds the target through round-off.
 func SplitOracleBudget(epsilon, delta float64, rounds int, countShare float64, fallbackSelection bool) (OracleBudget, error) {
