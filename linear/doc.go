@@ -20,7 +20,10 @@
 //     tailoring paper (K groups, Y = Xβ_k + N(0, σ_k²)).
 //   - postproc.go, lp.go, oracle.go, costsensitive.go: Jagielski et al.'s DP
 //     post-processing (Hardt et al.'s LP on noisy cells) and DP oracle
-//     learner; grid.go is the LP's brute-force check (GridOptimum).
+//     learner; grid.go is the LP's brute-force check (GridOptimum). The
+//     oracle learner's OracleConfig.Fallback (our addition, off by default)
+//     lets a noise-dominated round answer with a constant classifier, so
+//     the private learner need not err far above the majority class.
 //   - pipeline.go: those two as the library calls the command line and the
 //     bench run: LoadFairData (split, base classifier or external scores),
 //     RunFair (one run, a trainer.Report with extra.jagielski), RunJagielski

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
+	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 )
 
@@ -29,10 +31,12 @@ import (
 //
 //  1. once: the group-label counts N(a, y) (sensitivity 2), ε_c = CountShare·ε;
 //  2. every round: Xᵀc¹ of the cost-sensitive fit (ε'), and the violation
-//     vector of the round's classifier (ε').
+//     vector of the round's classifier (ε');
+//  3. every round, only with Fallback = FallbackCost: the choice between
+//     the fit and the two constant classifiers (ε', see chooseCandidate).
 //
-// ε' is the largest per-release ε for which the 2T + 1 releases compose to
-// (ε, δ)-DP by the better of advanced and basic composition (basic alone
+// ε' is the largest per-release ε for which the 2T + 1 (3T + 1 with
+// FallbackCost) releases compose to (ε, δ)-DP by the better of advanced and basic composition (basic alone
 // when δ = 0), computed with the pure-DP accountant (SplitOracleBudget). The public reference code
 // passes the Laplace scale as numpy's location argument (adding a constant,
 // not noise); here every release goes through dpops.ScalarLaplace at scale
@@ -61,7 +65,48 @@ type OracleConfig struct {
 	// Fairness and AllPairs choose the constraints, as in PostProcessConfig.
 	Fairness Fairness
 	AllPairs bool
+	// Fallback lets every round's learner answer with a constant classifier
+	// ("predict 0" or "predict 1") instead of its noisy least-squares fit
+	// (OracleFallback says how it chooses; "" or FallbackNone: never, the
+	// paper's learner, the default so that the reproduction runs Jagielski
+	// et al.'s algorithm). It is our addition, not the paper's. Why: at small ε·m the
+	// fit is noise-dominated and the uniform mixture of near-random
+	// hyperplanes errs about ½ whatever the base rate, far worse than the
+	// majority class (bench/results/jagielski.md); a constant classifier
+	// satisfies every equalized-odds constraint exactly, so falling back to
+	// one costs no fairness.
+	Fallback OracleFallback
 }
+
+// OracleFallback names how the oracle learner's rounds choose between the
+// noisy fit and the two constant classifiers (OracleConfig.Fallback).
+type OracleFallback string
+
+const (
+	// FallbackNone always keeps the fit (Jagielski et al.'s learner); the
+	// zero value "" means the same.
+	FallbackNone OracleFallback = "none"
+	// FallbackCost keeps the candidate of least cost-sensitive objective
+	// (error plus Lagrangian, the learner's own best response), chosen by
+	// report-noisy-min (chooseCandidate): one more ε' release per round,
+	// charged to the accountant, so every release gets a little less. Its
+	// noise, like the fit's, grows with m·‖λ‖₁/min N(a, y), so at small ε it
+	// helps only partly.
+	FallbackCost OracleFallback = "cost"
+	// FallbackError keeps the candidate of least training error, the fit
+	// only when it beats both constants. The labels and features are public
+	// here (only the sensitive attribute is private) and the fit is a
+	// function of the already-charged noisy Xᵀc¹, so the comparison is
+	// post-processing and costs no ε. Every round's classifier then errs no
+	// more than the majority class on the training data, and so does the
+	// mixture. It ignores the Lagrangian when choosing; a constant is
+	// exactly fair, so only the fits it keeps carry violations, and the
+	// auditor keeps pricing those.
+	FallbackError OracleFallback = "error"
+)
+
+// OracleFallbacks lists the accepted values of OracleConfig.Fallback.
+var OracleFallbacks = []OracleFallback{FallbackNone, FallbackCost, FallbackError}
 
 // Defaults of OracleConfig, chosen on an Adult training split at ε = ∞ (see
 // bench/results/jagielski.md).
@@ -88,6 +133,9 @@ func (c OracleConfig) withDefaults(n int) (OracleConfig, error) {
 	if c.Ridge == 0 {
 		c.Ridge = DefaultRidge(n)
 	}
+	if c.Fallback == "" {
+		c.Fallback = FallbackNone
+	}
 	var errs []error
 	if !(c.Gamma >= 0) || math.IsInf(c.Gamma, 1) {
 		errs = append(errs, fmt.Errorf("gamma = %v, want a finite number ≥ 0", c.Gamma))
@@ -113,6 +161,9 @@ func (c OracleConfig) withDefaults(n int) (OracleConfig, error) {
 	if _, err := c.Fairness.labels(); err != nil {
 		errs = append(errs, err)
 	}
+	if !slices.Contains(OracleFallbacks, c.Fallback) {
+		errs = append(errs, fmt.Errorf("fallback = %q, want one of %q", c.Fallback, OracleFallbacks))
+	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("linear: oracle learner: %w", errors.Join(errs...))
 	}
@@ -121,13 +172,14 @@ func (c OracleConfig) withDefaults(n int) (OracleConfig, error) {
 
 // OracleBudget is how the oracle learner spends (Epsilon, Delta): Counts on
 // the group-label counts and PerRound on each of the 2·Rounds per-round
-// releases.
+// releases (3·Rounds with FallbackSelection, i.e. FallbackCost).
 type OracleBudget struct {
-	Epsilon  float64 `json:"epsilon"`
-	Delta    float64 `json:"delta"`
-	Rounds   int     `json:"rounds"`
-	Counts   float64 `json:"counts_epsilon"`
-	PerRound float64 `json:"per_round_epsilon"`
+	Epsilon           float64 `json:"epsilon"`
+	Delta             float64 `json:"delta"`
+	Rounds            int     `json:"rounds"`
+	Counts            float64 `json:"counts_epsilon"`
+	PerRound          float64 `json:"per_round_epsilon"`
+	FallbackSelection bool    `json:"fallback_selection,omitempty"`
 }
 
 // Labels of the oracle learner's releases in its receipt.
@@ -135,33 +187,55 @@ const (
 	oracleCountsLabel    = "group-label counts"
 	oracleLearnerLabel   = "cost-sensitive learner: Xᵀc¹"
 	oracleViolationLabel = "auditor: rate differences of the round's classifier"
+	oracleFallbackLabel  = "learner: report-noisy-min over {fit, predict 0, predict 1}"
 )
 
-// spend charges the releases of the budget (counts once, then 2 per round
-// for the given number of rounds) to acct, in the order TrainOracle makes
-// them.
+// spend charges the releases of the budget (counts once, then 2 or 3 per
+// round for the given number of rounds) to acct, in the order TrainOracle
+// makes them.
 func (b OracleBudget) spend(acct *accounting.Pure, rounds int) error {
 	if err := acct.SpendLaplace(2, 2/b.Counts, oracleCountsLabel); err != nil {
 		return err
 	}
 	for range rounds {
-		if err := acct.Spend(b.PerRound, oracleLearnerLabel); err != nil {
-			return err
-		}
-		if err := acct.Spend(b.PerRound, oracleViolationLabel); err != nil {
+		if err := b.spendRound(acct); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// spendRound charges one round's releases: the fit, the fallback's
+// selection when enabled, the auditor's violations.
+func (b OracleBudget) spendRound(acct *accounting.Pure) error {
+	labels := []string{oracleLearnerLabel, oracleViolationLabel}
+	if b.FallbackSelection {
+		labels = []string{oracleLearnerLabel, oracleFallbackLabel, oracleViolationLabel}
+	}
+	for _, l := range labels {
+		if err := acct.Spend(b.PerRound, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releasesPerRound is 2, or 3 with the constant fallback's selection.
+func (b OracleBudget) releasesPerRound() int {
+	if b.FallbackSelection {
+		return 3
+	}
+	return 2
+}
+
 // SplitOracleBudget gives ε_c = countShare·ε to the counts and finds the
 // largest per-round ε' such that the counts and 2·rounds releases of ε'
-// compose to at most (ε, δ)-DP in the pure-DP accountant (the better of
-// basic and advanced composition; basic alone when δ = 0). The search
+// (3·rounds with fallbackSelection, the choice FallbackCost makes) compose
+// to at most (ε, δ)-DP in the pure-DP accountant (the better of basic and
+// advanced composition; basic alone when δ = 0). The search
 // bisects to 10⁻¹² relative and keeps a 10⁻¹⁰ relative margin, so the
 // receipt's ε never exceeds the target through round-off.
-func SplitOracleBudget(epsilon, delta float64, rounds int, countShare float64) (OracleBudget, error) {
+func SplitOracleBudget(epsilon, delta float64, rounds int, countShare float64, fallbackSelection bool) (OracleBudget, error) {
 	if !(epsilon > 0) || math.IsInf(epsilon, 1) {
 		return OracleBudget{}, fmt.Errorf("linear: oracle budget: epsilon = %v, want a finite number > 0", epsilon)
 	}
@@ -169,7 +243,7 @@ func SplitOracleBudget(epsilon, delta float64, rounds int, countShare float64) (
 		return OracleBudget{}, fmt.Errorf("linear: oracle budget: delta = %v, rounds = %d, count share = %v; want δ in [0,1), rounds ≥ 1, share in (0,1)",
 			delta, rounds, countShare)
 	}
-	b := OracleBudget{Epsilon: epsilon, Delta: delta, Rounds: rounds, Counts: countShare * epsilon}
+	b := OracleBudget{Epsilon: epsilon, Delta: delta, Rounds: rounds, Counts: countShare * epsilon, FallbackSelection: fallbackSelection}
 	target := epsilon * (1 - 1e-10)
 	total := func(perRound float64) float64 {
 		var acct accounting.Pure
@@ -184,7 +258,7 @@ func SplitOracleBudget(epsilon, delta float64, rounds int, countShare float64) (
 		return acct.AdvancedEpsilon(delta)
 	}
 	// Basic composition alone allows lo; advanced composition may allow more.
-	lo := (epsilon*(1-1e-9) - b.Counts) / float64(2*rounds)
+	lo := (epsilon*(1-1e-9) - b.Counts) / float64(b.releasesPerRound()*rounds)
 	hi := target
 	if total(lo) > target {
 		return OracleBudget{}, fmt.Errorf("linear: oracle budget: no per-round epsilon fits ε = %v", epsilon)
@@ -248,6 +322,9 @@ func (m *Mixture) Predict(r *rand.Rand, x []float64, n int) ([]int, error) {
 type OracleRound struct {
 	Lambda    []float64 `json:"lambda"`
 	Violation []float64 `json:"violation"`
+	// Choice is the constant fallback's pick: 0 the fit (also without the
+	// fallback), 1 "predict 0", 2 "predict 1".
+	Choice int `json:"choice,omitempty"`
 }
 
 // OracleResult is the outcome of TrainOracle. When the noisy group-label
@@ -308,7 +385,7 @@ func TrainOracle(r *rand.Rand, x []float64, n, dim int, label, group []int, grou
 		if r == nil {
 			return nil, errors.New("linear: the private oracle learner needs a *rand.Rand for its noise")
 		}
-		b, err := SplitOracleBudget(cfg.Epsilon, cfg.Delta, cfg.Rounds, cfg.CountShare)
+		b, err := SplitOracleBudget(cfg.Epsilon, cfg.Delta, cfg.Rounds, cfg.CountShare, cfg.Fallback == FallbackCost)
 		if err != nil {
 			return nil, err
 		}
@@ -347,6 +424,10 @@ func TrainOracle(r *rand.Rand, x []float64, n, dim int, label, group []int, grou
 	for i, y := range label {
 		c0[i] = float64(y) // predicting 0 errs on positives
 	}
+	errorCost1 := make([]float64, n) // c¹ without the Lagrangian: predicting 1 errs on negatives
+	for i, y := range label {
+		errorCost1[i] = float64(1 - y)
+	}
 	theta := make([]float64, 2*len(comps))
 	lambda := make([]float64, len(theta))
 	model := &Mixture{}
@@ -361,11 +442,28 @@ func TrainOracle(r *rand.Rand, x []float64, n, dim int, label, group []int, grou
 		if err != nil {
 			return nil, fmt.Errorf("linear: oracle learner round %d: %w", len(model.Classifiers)+1, err)
 		}
+		scores := csc.Scores(h)
+		pick := 0
+		if cfg.Fallback != FallbackNone {
+			if cfg.Fallback == FallbackError {
+				// Public costs, sensitivity 0: chooseCandidate adds no noise.
+				pick, err = chooseCandidate(r, candidateCosts(scores, c0, errorCost1), 0, perRound)
+			} else {
+				pick, err = chooseCandidate(r, candidateCosts(scores, c0, c1), costSens, perRound)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("linear: oracle learner round %d: %w", len(model.Classifiers)+1, err)
+			}
+			if pick > 0 {
+				h = constantClassifier(len(h.W), pick == 2)
+				scores = csc.Scores(h)
+			}
+		}
 		model.Classifiers = append(model.Classifiers, h)
 
 		// The auditor's view: the classifier's rate differences, noised.
 		positive := make([]float64, groups*2)
-		for i, s := range csc.Scores(h) {
+		for i, s := range scores {
 			if s > 0 {
 				positive[group[i]*2+label[i]]++
 			}
@@ -375,14 +473,11 @@ func TrainOracle(r *rand.Rand, x []float64, n, dim int, label, group []int, grou
 			if err := laplaceVector(r, viol, violationSens, perRound, len(viol)); err != nil {
 				return nil, err
 			}
-			if err := res.acct.Spend(perRound, oracleLearnerLabel); err != nil {
-				return nil, err
-			}
-			if err := res.acct.Spend(perRound, oracleViolationLabel); err != nil {
+			if err := res.Budget.spendRound(res.acct); err != nil {
 				return nil, err
 			}
 		}
-		res.Trace = append(res.Trace, OracleRound{Lambda: append([]float64(nil), lambda...), Violation: viol})
+		res.Trace = append(res.Trace, OracleRound{Lambda: append([]float64(nil), lambda...), Violation: viol, Choice: pick})
 		for k, v := range viol {
 			theta[2*k] += cfg.LearningRate * (v - cfg.Gamma)
 			theta[2*k+1] += cfg.LearningRate * (-v - cfg.Gamma)
@@ -390,6 +485,74 @@ func TrainOracle(r *rand.Rand, x []float64, n, dim int, label, group []int, grou
 	}
 	res.Model = model
 	return res, nil
+}
+
+// candidateCosts returns the cost-sensitive objective Σᵢ c^{h(xᵢ)}ᵢ of the
+// round's three candidates: the fit (scores > 0 predict 1), "predict 0"
+// (Σ c⁰) and "predict 1" (Σ c¹), in that order.
+func candidateCosts(scores, c0, c1 []float64) []float64 {
+	costs := make([]float64, 3)
+	for i, s := range scores {
+		if s > 0 {
+			costs[0] += c1[i]
+		} else {
+			costs[0] += c0[i]
+		}
+		costs[1] += c0[i]
+		costs[2] += c1[i]
+	}
+	return costs
+}
+
+// chooseCandidate is the constant fallback's private selection, report-
+// noisy-min: it returns the index of the smallest of costs[j] + Laplace
+// (c1Sensitivity/epsilon), the first smallest when epsilon = +Inf.
+//
+// Privacy: c⁰ is public (labels); moving one record i from group a to a'
+// changes c¹ᵢ by δ = extra(a', y) − extra(a, y), |δ| ≤ c1Sensitivity, and
+// every candidate's cost by δ if it predicts 1 on xᵢ, else by 0. (The fit h
+// is public here: it is computed from the round's already-charged noisy
+// Xᵀc¹.) So all costs move in the same direction by at most c1Sensitivity,
+// the monotone case in which report-noisy-max with Laplace(Δ/ε) noise is
+// ε-DP (Dwork & Roth 2014, Claim 3.9, with sensitivity Δ instead of 1; a
+// decrease is the same argument with the two data sets swapped). Without
+// that monotonicity the scale would have to be 2Δ/ε.
+// TestOracleFallbackSensitivity checks both the bound and the sign by
+// brute force.
+func chooseCandidate(r *rand.Rand, costs []float64, c1Sensitivity, epsilon float64) (int, error) {
+	noisy := slices.Clone(costs)
+	if !math.IsInf(epsilon, 1) && c1Sensitivity > 0 {
+		if r == nil {
+			return 0, errors.New("linear: the private fallback selection needs a *rand.Rand for its noise")
+		}
+		// Each coordinate is its own Laplace draw at the full ε: the
+		// release is one ε-DP selection, not a vector release.
+		for j, c := range noisy {
+			v, err := dpops.ScalarLaplace(r, c, c1Sensitivity, epsilon)
+			if err != nil {
+				return 0, fmt.Errorf("linear: fallback selection: %w", err)
+			}
+			noisy[j] = v
+		}
+	}
+	best := 0
+	for j, c := range noisy {
+		if c < noisy[best] {
+			best = j
+		}
+	}
+	return best, nil
+}
+
+// constantClassifier returns the LinearClassifier of d coefficients
+// (intercept first) that predicts 1 everywhere when positive, else 0.
+func constantClassifier(d int, positive bool) LinearClassifier {
+	w := make([]float64, d)
+	w[0] = -1
+	if positive {
+		w[0] = 1
+	}
+	return LinearClassifier{W: w}
 }
 
 // violationCoefficients returns coef[k][a*2+y] = ∂Δ_k/∂(positives in cell

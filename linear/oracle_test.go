@@ -29,16 +29,25 @@ func TestSplitOracleBudget(t *testing.T) {
 		rounds            int
 		perRound          float64 // literal expected ε'
 		advanced          bool
+		fallback          bool // 3 releases per round instead of 2
 	}{
 		// Advanced composition wins: √(2·ln(10⁵)·(0.1² + 400ε'²)) + … = 1.
-		{1, 1e-5, 0.1, 200, 0.0086563402505, true},
-		{5, 1e-5, 0.1, 200, 0.035458143027, true},
+		{1, 1e-5, 0.1, 200, 0.0086563402505, true, false},
+		{5, 1e-5, 0.1, 200, 0.035458143027, true, false},
 		// Basic composition wins: ε' = (20 − 2)/400.
-		{20, 1e-5, 0.1, 200, 0.045, false},
+		{20, 1e-5, 0.1, 200, 0.045, false, false},
 		// δ = 0: basic composition only, (1 − 0.2)/(2·10).
-		{1, 0, 0.2, 10, 0.04, false},
+		{1, 0, 0.2, 10, 0.04, false, false},
+		// The constant fallback's selection: (1 − 0.2)/(3·10) by basic
+		// composition, and 600 releases under advanced composition.
+		{1, 0, 0.2, 10, 0.8 / 30, false, true},
+		{1, 1e-5, 0.1, 200, 0.007068089163198, true, true},
 	} {
-		b, err := SplitOracleBudget(tc.eps, tc.delta, tc.rounds, tc.share)
+		releases := 2 * tc.rounds
+		if tc.fallback {
+			releases = 3 * tc.rounds
+		}
+		b, err := SplitOracleBudget(tc.eps, tc.delta, tc.rounds, tc.share, tc.fallback)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,13 +57,13 @@ func TestSplitOracleBudget(t *testing.T) {
 		if b.Counts != tc.share*tc.eps {
 			t.Errorf("counts ε = %v, want %v", b.Counts, tc.share*tc.eps)
 		}
-		basic := b.Counts + float64(2*tc.rounds)*b.PerRound
+		basic := b.Counts + float64(releases)*b.PerRound
 		if tc.advanced {
-			got := advancedTotal(b.Counts, b.PerRound, 2*tc.rounds, tc.delta)
+			got := advancedTotal(b.Counts, b.PerRound, releases, tc.delta)
 			if got > tc.eps || got < tc.eps*(1-1e-8) {
 				t.Errorf("ε=%v: advanced composition of the split gives %.12g, want just below %v", tc.eps, got, tc.eps)
 			}
-			if advancedTotal(b.Counts, b.PerRound*(1+1e-6), 2*tc.rounds, tc.delta) <= tc.eps {
+			if advancedTotal(b.Counts, b.PerRound*(1+1e-6), releases, tc.delta) <= tc.eps {
 				t.Errorf("ε=%v: a larger ε' would still fit; the split is not the largest", tc.eps)
 			}
 			if basic <= tc.eps {
@@ -77,7 +86,7 @@ func TestSplitOracleBudget(t *testing.T) {
 		}
 	}
 	for _, bad := range [][4]float64{{0, 1e-5, 10, 0.1}, {math.Inf(1), 1e-5, 10, 0.1}, {1, 1, 10, 0.1}, {1, 1e-5, 0, 0.1}, {1, 1e-5, 10, 1}} {
-		if _, err := SplitOracleBudget(bad[0], bad[1], int(bad[2]), bad[3]); err == nil {
+		if _, err := SplitOracleBudget(bad[0], bad[1], int(bad[2]), bad[3], false); err == nil {
 			t.Errorf("SplitOracleBudget%v: no error", bad)
 		}
 	}
@@ -178,6 +187,35 @@ func TestOracleSensitivities(t *testing.T) {
 			return v
 		})
 		costSens := attributeSensitivity(tc.groups, func(cell int) []float64 { return []float64{extra[cell]} })
+		// The constant fallback's candidates (the classifier "positive",
+		// "predict 0", "predict 1"): their objectives from the records.
+		candidates := func(group []int) []float64 {
+			out := make([]float64, 3)
+			for i := range n {
+				c0, c1 := float64(label[i]), float64(1-label[i])+cost(i, group[i])
+				if positive[i] {
+					out[0] += c1
+				} else {
+					out[0] += c0
+				}
+				out[1] += c0
+				out[2] += c1
+			}
+			return out
+		}
+		scores, c0, c1 := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := range n {
+			scores[i] = -1
+			if positive[i] {
+				scores[i] = 1
+			}
+			c0[i], c1[i] = float64(label[i]), float64(1-label[i])+extra[group[i]*2+label[i]]
+		}
+		baseCand := candidates(group)
+		if got := candidateCosts(scores, c0, c1); !closeAll(got, baseCand, 1e-9) {
+			t.Errorf("%+v: candidateCosts %v, from the records %v", tc, got, baseCand)
+		}
+		worstCand := 0.0
 		worstViol, worstCost := 0.0, 0.0
 		for i := range n {
 			for a := range tc.groups {
@@ -192,7 +230,21 @@ func TestOracleSensitivities(t *testing.T) {
 				}
 				worstViol = max(worstViol, d)
 				worstCost = max(worstCost, math.Abs(cost(i, a)-cost(i, group[i])))
+				// Report-noisy-min at scale Δ/ε needs every candidate to
+				// move by at most Δ and all in the same direction.
+				up, down := false, false
+				for j, c := range candidates(moved) {
+					d := c - baseCand[j]
+					worstCand = max(worstCand, math.Abs(d))
+					up, down = up || d > 1e-12, down || d < -1e-12
+				}
+				if up && down {
+					t.Errorf("%+v: moving record %d to group %d moves the candidates' costs in both directions", tc, i, a)
+				}
 			}
+		}
+		if math.Abs(worstCand-costSens) > 1e-9 {
+			t.Errorf("%+v: brute-force sensitivity of the fallback's candidate costs %v, computed %v", tc, worstCand, costSens)
 		}
 		if math.Abs(worstViol-violSens) > 1e-12 || math.Abs(worstCost-costSens) > 1e-9 {
 			t.Errorf("%+v: brute-force sensitivities %v (violations), %v (costs); computed %v, %v",
@@ -332,7 +384,7 @@ func TestOraclePrivate(t *testing.T) {
 	if closeAll(a.Model.Classifiers[19].W, c.Model.Classifiers[19].W, 1e-9) {
 		t.Error("different seeds gave the same last classifier")
 	}
-	want, _ := SplitOracleBudget(2, 1e-5, 20, DefaultCountShare)
+	want, _ := SplitOracleBudget(2, 1e-5, 20, DefaultCountShare, false)
 	if *a.Budget != want {
 		t.Errorf("budget %+v, want %+v", *a.Budget, want)
 	}
@@ -410,7 +462,7 @@ func TestExpWeights(t *testing.T) {
 // δ = 10⁻⁵ over T = 100 rounds: a tenth on the group-label counts, the rest
 // on 200 releases whose ε' advanced composition allows.
 func ExampleSplitOracleBudget() {
-	b, err := SplitOracleBudget(1, 1e-5, 100, DefaultCountShare)
+	b, err := SplitOracleBudget(1, 1e-5, 100, DefaultCountShare, false)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -442,4 +494,133 @@ func ExampleTrainOracle() {
 		len(res.Model.Classifiers), eo(first), eo(res.Model) < 0.05)
 	// Output:
 	// 100 classifiers; EO violation 0.2 unconstrained, below 0.05 mixed: true
+}
+
+// TestOracleFallback: on a small unbalanced data set (majority error ≈ .37)
+// at ε = 0.5 the paper's learner errs ≈ .47 (a mixture of noise-dominated
+// hyperplanes); with FallbackError every round's classifier, hence the
+// mixture, errs no more than the majority class on the training data
+// (exactly, by construction) and within 0.02 of it on held-out data, for
+// no extra ε; FallbackCost pays one more release per round (the receipt
+// lists it) and, its selection being noisy too, is held to majority + 0.07.
+func TestOracleFallback(t *testing.T) {
+	x, label, group := oracleData(rand.New(rand.NewPCG(8, 12)), 2000)
+	xt, lt, gt := oracleData(rand.New(rand.NewPCG(8, 13)), 4000)
+	n := len(label)
+	majority := func(label []int) float64 {
+		pos := 0
+		for _, y := range label {
+			pos += y
+		}
+		return float64(min(pos, len(label)-pos)) / float64(len(label))
+	}
+	const rounds, seeds = 30, 3
+	mean := map[OracleFallback][2]float64{} // train, test error over seeds
+	for _, fb := range OracleFallbacks {
+		cfg := OracleConfig{Gamma: 0.05, Epsilon: 0.5, Delta: 1e-5, Rounds: rounds, Fallback: fb}
+		var sum [2]float64
+		for seed := uint64(1); seed <= seeds; seed++ {
+			r, _ := dpops.NewRand(&seed)
+			res, err := TrainOracle(r, x, n, 3, label, group, 2, cfg)
+			if err != nil || res.Failed {
+				t.Fatal(fb, err, res.Reason)
+			}
+			train := expectedOn(t, res.Model, x, label, group).Error
+			sum[0] += train / seeds
+			sum[1] += expectedOn(t, res.Model, xt, lt, gt).Error / seeds
+			if fb == FallbackError && train > majority(label)+1e-12 {
+				t.Errorf("fallback %q, seed %d: training error %v above the majority class's %v", fb, seed, train, majority(label))
+			}
+			want, _ := SplitOracleBudget(0.5, 1e-5, rounds, DefaultCountShare, fb == FallbackCost)
+			if *res.Budget != want {
+				t.Errorf("fallback %q: budget %+v, want %+v", fb, *res.Budget, want)
+			}
+			rec, err := res.Receipt(&seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := 0
+			for _, m := range rec.Mechanisms {
+				steps += m.Steps
+			}
+			wantSel := map[bool]int{true: rounds}[fb == FallbackCost]
+			if steps != 1+2*rounds+wantSel || *rec.Epsilon > 0.5 {
+				t.Errorf("fallback %q: receipt lists %d releases (want %d), ε %v (want ≤ 0.5)", fb, steps, 1+2*rounds+wantSel, *rec.Epsilon)
+			}
+			var text strings.Builder
+			rec.WriteText(&text)
+			if strings.Contains(text.String(), oracleFallbackLabel) != (fb == FallbackCost) {
+				t.Errorf("fallback %q: receipt text mentions the selection: %v, want %v\n%s", fb, !(fb == FallbackCost), fb == FallbackCost, text.String())
+			}
+			constants := 0
+			for k, round := range res.Trace {
+				if round.Choice != 0 {
+					constants++
+					if h := res.Model.Classifiers[k]; h.W[0] != map[int]float64{1: -1, 2: 1}[round.Choice] || slices.ContainsFunc(h.W[1:], func(w float64) bool { return w != 0 }) {
+						t.Errorf("fallback %q: round %d chose %d but holds %v", fb, k+1, round.Choice, h.W)
+					}
+				}
+			}
+			if (constants > 0) != (fb != FallbackNone) {
+				t.Errorf("fallback %q: %d rounds fell back to a constant", fb, constants)
+			}
+		}
+		mean[fb] = sum
+	}
+	maj, majTest := majority(label), majority(lt)
+	t.Logf("majority error %.3f (test %.3f); mean expected error train/test: %v", maj, majTest, mean)
+	if mean[FallbackNone][1] < majTest+0.05 {
+		t.Errorf("the data set is too easy: without a fallback the test error %v is within 0.05 of the majority's %v", mean[FallbackNone][1], majTest)
+	}
+	if mean[FallbackError][1] > majTest+0.02 {
+		t.Errorf("fallback error: test error %v, more than 0.02 above the majority's %v", mean[FallbackError][1], majTest)
+	}
+	if mean[FallbackCost][1] > majTest+0.07 {
+		t.Errorf("fallback cost: test error %v, more than 0.07 above the majority's %v", mean[FallbackCost][1], majTest)
+	}
+	if _, err := TrainOracle(nil, x, n, 3, label, group, 2, OracleConfig{Epsilon: math.Inf(1), Fallback: "sometimes"}); err == nil {
+		t.Error("an unknown fallback was accepted")
+	}
+}
+
+// TestChooseCandidate: without noise (ε = ∞ or sensitivity 0) the first
+// smallest cost wins; with noise the pick follows report-noisy-min, whose
+// probabilities for two candidates are known in closed form: P(the cheaper
+// of two costs a gap g apart wins) = 1 − ½·e^{−g}·(1 + g/2) for unit
+// Laplace scale (the difference of two Laplace(1) variables).
+func TestChooseCandidate(t *testing.T) {
+	for _, tc := range []struct {
+		costs     []float64
+		sens, eps float64
+		want      int
+	}{
+		{[]float64{3, 1, 1}, 1, math.Inf(1), 1},
+		{[]float64{3, 1, 2}, 0, 0.01, 1},
+		{[]float64{0, 0, 0}, 0, 1, 0},
+		{[]float64{5, 7, 2}, 0, 1, 2},
+	} {
+		if got, err := chooseCandidate(nil, tc.costs, tc.sens, tc.eps); err != nil || got != tc.want {
+			t.Errorf("%+v: got %d (%v), want %d", tc, got, err, tc.want)
+		}
+	}
+	if _, err := chooseCandidate(nil, []float64{1, 2}, 1, 1); err == nil {
+		t.Error("a noisy selection without a rand was accepted")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const trials, gap = 40000, 1.5
+	wins := 0
+	for range trials {
+		// Scale sens/ε = 2: a gap of 3 in costs is 1.5 in unit scale.
+		pick, err := chooseCandidate(r, []float64{10, 10 + 2*gap}, 4, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pick == 0 {
+			wins++
+		}
+	}
+	want := 1 - 0.5*math.Exp(-gap)*(1+gap/2)
+	if got := float64(wins) / trials; math.Abs(got-want) > 4*math.Sqrt(want*(1-want)/trials) {
+		t.Errorf("the cheaper candidate won %.4f of %d draws, want %.4f", got, trials, want)
+	}
 }

@@ -385,7 +385,8 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		rep.Config.Privacy.Delta = delta
 		or, err := TrainOracle(noise, d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, d.Train.Group, groups,
 			OracleConfig{Gamma: j.Gamma, Epsilon: epsilon, Delta: delta, Rounds: j.Rounds, Bound: j.Bound,
-				LearningRate: j.Eta, CountShare: j.CountShare, Ridge: j.Ridge, Fairness: fair, AllPairs: j.AllPairs})
+				LearningRate: j.Eta, CountShare: j.CountShare, Ridge: j.Ridge, Fairness: fair, AllPairs: j.AllPairs,
+				Fallback: OracleFallback(j.Fallback)})
 		if err != nil {
 			return nil, err
 		}

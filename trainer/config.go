@@ -86,12 +86,15 @@ type JagielskiConfig struct {
 	// exponentiated-gradient rate, share of ε on the group-label counts,
 	// ridge of the least-squares learner (0: 1e-4 per record), and basic
 	// composition (pure ε-DP, δ = 0) instead of advanced composition.
+	// Fallback lets a round answer with a constant classifier ("" or
+	// "none": never, "cost" or "error"; see linear.OracleConfig.Fallback).
 	Rounds           int     `json:"rounds"`
 	Bound            float64 `json:"bound"`
 	Eta              float64 `json:"eta"`
 	CountShare       float64 `json:"count_share"`
 	Ridge            float64 `json:"ridge"`
 	BasicComposition bool    `json:"basic_composition,omitempty"`
+	Fallback         string  `json:"fallback,omitempty"`
 }
 
 // ScoresConfig names an external model's scores for post-processing: a CSV

@@ -123,7 +123,7 @@ var fieldFlags = map[string]string{
 	"Jagielski.Scores.GroupColumn": "--group-column", "Jagielski.Scores.LabelColumn": "--label-column",
 	"Jagielski.Scores.SplitColumn": "--split-column", "Jagielski.Scores.Positive": "--positive",
 	"Jagielski.Rounds": "--rounds", "Jagielski.Bound": "--bound", "Jagielski.Eta": "--eta",
-	"Jagielski.CountShare": "--count-share", "Jagielski.Ridge": "--ridge",
+	"Jagielski.CountShare": "--count-share", "Jagielski.Ridge": "--ridge", "Jagielski.Fallback": "--fallback",
 	// Budget tailoring (its own flag set).
 	"Tailoring.Task": "--task", "Tailoring.Rho": "--rho", "Tailoring.Trials": "--trials", "Tailoring.Groups": "--groups",
 	"Tailoring.Slopes": "--slopes", "Tailoring.Noise": "--noise", "Tailoring.Model": "--model", "Tailoring.Variant": "--variant",

@@ -63,6 +63,7 @@ func jagielskiFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
 	fs.Float64Var(&j.Eta, "eta", j.Eta, "oracle: exponentiated-gradient learning rate")
 	fs.Float64Var(&j.CountShare, "count-share", j.CountShare, "oracle: fraction of ε spent on the group-label counts")
 	fs.Float64Var(&j.Ridge, "ridge", j.Ridge, "oracle: ridge of the least-squares learner (0: 1e-4 per record)")
+	fs.StringVar(&j.Fallback, "fallback", j.Fallback, "oracle: let rounds answer with a constant classifier: none (the default: the paper's learner), cost (private selection by the learner's cost, charged), error (by public training error, free)")
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
 }
 
