@@ -53,8 +53,15 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b 
 // 11× OpenBLAS's time per logistic step (bench/RESULTS.md). The strides of
 // the vector operands follow from the transposes: a column of a row-major
 // matrix is ld apart, a row is contiguous.
+//
+// C is cut to the elements the product writes before it is handed on as a
+// vector: gonum's sgemv (v0.15.1, the portable build's BLAS) clears the
+// whole y slice it is given when beta = 0, not only its n elements, and
+// callers pass C as a window into a larger buffer that other goroutines are
+// filling (Conv2d's cachedSum), whose results it then zeroed at random.
 func sgemmAsLevel2(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
 	impl := blas32.Implementation()
+	c = c[:(m-1)*ldc+n]
 	inc := func(trans bool, ld int, column bool) int {
 		if trans != column { // a column of the stored matrix
 			return ld

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"fairdp/backend"
@@ -12,7 +13,11 @@ import (
 // TestGemmShapes checks Gemm in float32 on every path it dispatches to
 // (package gemm's kernels, the sgemv/sger routing of matrix-vector shapes,
 // the BLAS) against a float64 triple loop, for all transposes, padded
-// strides, beta = 0 over NaN and beta ≠ 0.
+// strides, beta = 0 over NaN and beta ≠ 0; and that nothing outside C's
+// m×n extent (the stride padding, the slice beyond the last row) is written:
+// callers pass C as a window into a larger buffer that other goroutines
+// fill (Conv2d's cachedSum), and gonum's sgemv with beta = 0 used to clear
+// the whole y slice it was given.
 func TestGemmShapes(t *testing.T) {
 	defer backend.UseOwnGemm(backend.OwnGemm())
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -50,12 +55,13 @@ func checkGemm(t *testing.T, name string, rng *rand.Rand, tA, tB bool, m, n, k i
 		}
 		return s
 	}
-	a, b, c := fill(ar, lda), fill(br, ldb), fill(m, ldc)
+	a, b, c := fill(ar, lda), fill(br, ldb), fill(m+1, ldc) // a spare row past C's extent
 	if beta == 0 {
 		for i := range c {
 			c[i] = float32(math.NaN())
 		}
 	}
+	c0 := slices.Clone(c)
 	want := make([]float64, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
@@ -78,6 +84,11 @@ func checkGemm(t *testing.T, name string, rng *rand.Rand, tA, tB bool, m, n, k i
 		}
 	}
 	Gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	for e := range c {
+		if i, j := e/ldc, e%ldc; (i >= m || j >= n) && math.Float32bits(c[e]) != math.Float32bits(c0[e]) {
+			t.Fatalf("%s: wrote %v outside C at row %d, column %d (was %v)", name, c[e], i, j, c0[e])
+		}
+	}
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
 			got := float64(c[i*ldc+j])
