@@ -44,7 +44,7 @@ vet:
 # The portable path must build and pass the BLAS-dependent unit tests too.
 test-portable:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./backend ./gemm ./nn
+	$(GO) test -count=1 ./backend ./gemm ./nn/... ./models
 	$(GO) test -count=1 -tags purego ./gemm
 
 test: blas-hint fmt-check vet
