@@ -131,6 +131,7 @@ var fieldFlags = map[string]string{
 	"Tailoring.LR": "--lr", "Tailoring.LossClip": "--loss-clip", "Tailoring.ResidualClip": "--residual-clip",
 	"Tailoring.Box": "--box", "Tailoring.Eta": "--eta", "Tailoring.Multiplier": "--multiplier", "Tailoring.XBound": "--x-bound",
 	"Tailoring.YBound": "--y-bound", "Tailoring.Ridge": "--ridge", "Tailoring.NoiseRidge": "--noise-ridge",
+	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
 }
 
 // fieldFlagNames rewrites field names inside messages as flags.
