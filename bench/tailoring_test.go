@@ -78,6 +78,11 @@ type tailoringCell struct {
 	// noiseRidge is Options.NoiseRidge (the OLS variant uses 2, so that a
 	// near-singular noisy XᵀX cannot blow the mean up).
 	noiseRidge float64
+	// objective is Tailoring.Objective ("": Algorithm 2's means), warm
+	// Tailoring.WarmStart, steps Tailoring.Steps (0: the default 200).
+	objective string
+	warm      bool
+	steps     int
 }
 
 func (s *tailoringSetup) run(tb testing.TB, c tailoringCell, rho float64, trials int) *tailoring.Summary {
@@ -103,6 +108,10 @@ func (s *tailoringSetup) run(tb testing.TB, c tailoringCell, rho float64, trials
 		t.Box = c.box
 	}
 	t.Eta, t.Multiplier, t.LossClip, t.NoiseRidge = c.eta, c.g, c.lossClip, c.noiseRidge
+	t.Objective, t.WarmStart = c.objective, c.warm
+	if c.steps > 0 {
+		t.Steps = c.steps
+	}
 	rep, err := tailoring.Run(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
