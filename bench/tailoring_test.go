@@ -480,8 +480,12 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 				ratio = append(ratio, metrics.Series{Name: fmt.Sprintf("%s group %d (n = %d)", s.name, g+1, size)})
 			}
 		}
+		base := "tailoring_two_groups_" + obj
+		path := benchOutPath(t, base+".md")
+		fmt.Print(md.String())
 		for _, c := range cs {
 			rho := c * c / 2
+			before := md.Len()
 			fmt.Fprintf(&md, "| %.4g (c = %g) |", rho, c)
 			for si, s := range setups {
 				sums := [2]*tailoring.Summary{}
@@ -505,16 +509,21 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 				}
 			}
 			md.WriteString("\n")
-		}
-		cw.Flush()
-		fmt.Fprintf(&md, "\nWall time: %.0f s.\n", time.Since(start).Seconds())
-		fmt.Print(md.String())
-		base := "tailoring_two_groups_" + obj
-		if path := benchOutPath(t, base+".md"); path != "" {
-			if err := os.WriteFile(path, []byte(md.String()), 0o644); err != nil {
-				t.Fatal(err)
+			// Progress: each ρ's row, and the files so far, as soon as it is done.
+			fmt.Print(md.String()[before:])
+			cw.Flush()
+			if path != "" {
+				if err := os.WriteFile(path, []byte(md.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".csv", buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".csv", buf.Bytes(), 0o644); err != nil {
+		}
+		fmt.Fprintf(&md, "\nWall time: %.0f s.\n", time.Since(start).Seconds())
+		if path != "" {
+			if err := os.WriteFile(path, []byte(md.String()), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			title := fmt.Sprintf("Two groups, slopes (-10, 10), pooled [-5, 5]^2, %s: test MSPE", obj)
