@@ -30,6 +30,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -452,7 +454,9 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 	if objectives[0] == "" {
 		objectives = []string{"sums", "means"}
 	}
-	cs := []float64{0.1, 0.2, 0.5, 1, 2, 5, 10}
+	// ρ = c²/2, run spread-first (the ends, then the middle), so that a run
+	// stopped early still covers the range; tables and plots are in ρ order.
+	cs := []float64{0.1, 10, 1, 0.2, 5, 0.5, 2}
 	setups := []*tailoringSetup{
 		newTailoringSetup(t, "20x", []int{10000, 500}, []float64{-10, 10}, 5),
 		newTailoringSetup(t, "50x", []int{10000, 200}, []float64{-10, 10}, 6),
@@ -480,9 +484,10 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 				ratio = append(ratio, metrics.Series{Name: fmt.Sprintf("%s group %d (n = %d)", s.name, g+1, size)})
 			}
 		}
-		base := "tailoring_two_groups_" + obj
-		path := benchOutPath(t, base+".md")
+		path := benchOutPath(t, "tailoring_two_groups_"+obj+".md")
 		fmt.Print(md.String())
+		header := md.String()
+		var rows []tailoringRow
 		for _, c := range cs {
 			rho := c * c / 2
 			before := md.Len()
@@ -511,30 +516,60 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 			md.WriteString("\n")
 			// Progress: each ρ's row, and the files so far, as soon as it is done.
 			fmt.Print(md.String()[before:])
+			rows = append(rows, tailoringRow{rho, md.String()[before:]})
 			cw.Flush()
-			if path != "" {
-				if err := os.WriteFile(path, []byte(md.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".csv", buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
+			writeTwoGroupFigures(t, path, obj, header, rows, buf.Bytes(), mspe, ratio)
+		}
+		fmt.Printf("\nWall time: %.0f s.\n", time.Since(start).Seconds())
+	}
+}
+
+// tailoringRow is one ρ's markdown row.
+type tailoringRow struct {
+	rho  float64
+	line string
+}
+
+// writeTwoGroupFigures writes a two-group table (rows sorted by ρ), its CSV
+// and its two plots under path's name (nothing when path is "").
+func writeTwoGroupFigures(t *testing.T, path, obj, header string, rows []tailoringRow, csvData []byte, mspe, ratio []metrics.Series) {
+	if path == "" {
+		return
+	}
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b tailoringRow) int { return cmp.Compare(a.rho, b.rho) })
+	md := header
+	for _, r := range rows {
+		md += r.line
+	}
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".csv", csvData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sorted := func(series []metrics.Series) []metrics.Series {
+		out := make([]metrics.Series, len(series))
+		for i, s := range series {
+			idx := make([]int, len(s.X))
+			for j := range idx {
+				idx[j] = j
+			}
+			slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(s.X[a], s.X[b]) })
+			out[i].Name = s.Name
+			for _, j := range idx {
+				out[i].X, out[i].Y = append(out[i].X, s.X[j]), append(out[i].Y, s.Y[j])
 			}
 		}
-		fmt.Fprintf(&md, "\nWall time: %.0f s.\n", time.Since(start).Seconds())
-		if path != "" {
-			if err := os.WriteFile(path, []byte(md.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			title := fmt.Sprintf("Two groups, slopes (-10, 10), pooled [-5, 5]^2, %s: test MSPE", obj)
-			if err := metrics.LinePlot(strings.TrimSuffix(path, ".md")+"_mspe.png", title, "log10 rho", "mean test MSPE", mspe); err != nil {
-				t.Fatal(err)
-			}
-			title = fmt.Sprintf("Two groups, %s: DPSE / DPNoSE test MSPE", obj)
-			if err := metrics.LinePlot(strings.TrimSuffix(path, ".md")+"_ratio.png", title, "log10 rho", "ratio", ratio); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return out
+	}
+	title := fmt.Sprintf("Two groups, slopes (-10, 10), pooled [-5, 5]^2, %s: test MSPE", obj)
+	if err := metrics.LinePlot(strings.TrimSuffix(path, ".md")+"_mspe.png", title, "log10 rho", "mean test MSPE", sorted(mspe)); err != nil {
+		t.Fatal(err)
+	}
+	title = fmt.Sprintf("Two groups, %s: DPSE / DPNoSE test MSPE", obj)
+	if err := metrics.LinePlot(strings.TrimSuffix(path, ".md")+"_ratio.png", title, "log10 rho", "ratio", sorted(ratio)); err != nil {
+		t.Fatal(err)
 	}
 }
 
