@@ -27,6 +27,10 @@ package bench
 //     (−10, 10), ρ = c²/2 for c ∈ {0.1, …, 10}: the small group's MSPE.
 //  3. Bounded group loss on experiment 1's data: the largest group MSPE of
 //     DPSE with the constraint against DPNoSE without it.
+//
+// TestTailoringReadings and TestTailoringTwoGroupFigures (issue 17, below)
+// run the readings of the paper's text on experiment 1's data and the
+// two-group experiments as the paper specifies them.
 
 import (
 	"bytes"
