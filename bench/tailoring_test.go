@@ -38,6 +38,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -481,15 +482,6 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 		var buf bytes.Buffer
 		cw := csv.NewWriter(&buf)
 		cw.Write([]string{"objective", "setup", "rho", "c", "group", "n", "method", "trials", "mspe_mean", "mspe_std", "mspe_se", "budget_share"})
-		var mspe, ratio []metrics.Series
-		for _, s := range setups {
-			for g, size := range s.sizes {
-				for _, m := range []string{"DPNoSE", "DPSE"} {
-					mspe = append(mspe, metrics.Series{Name: fmt.Sprintf("%s %s, group %d (n = %d)", s.name, m, g+1, size)})
-				}
-				ratio = append(ratio, metrics.Series{Name: fmt.Sprintf("%s group %d (n = %d)", s.name, g+1, size)})
-			}
-		}
 		path := benchOutPath(t, "tailoring_two_groups_"+obj+".md")
 		fmt.Print(md.String())
 		header := md.String()
@@ -498,7 +490,7 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 			rho := c * c / 2
 			before := md.Len()
 			fmt.Fprintf(&md, "| %.4g (c = %g) |", rho, c)
-			for si, s := range setups {
+			for _, s := range setups {
 				sums := [2]*tailoring.Summary{}
 				for j, m := range []tailoring.Method{tailoring.DPNoSE, tailoring.DPSE} {
 					sums[j] = s.run(t, tailoringCell{method: m, objective: obj}, rho, trials)
@@ -511,12 +503,8 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 						cw.Write([]string{obj, s.name, fmtG(rho), fmtG(c), strconv.Itoa(g + 1), strconv.Itoa(s.sizes[g]), sum.Method.String(),
 							strconv.Itoa(sum.Trials - sum.Failed), fmtG(cell[j].Mean), fmtG(cell[j].Std), fmtG(se), fmtG(cell[j].Share)})
 						fmt.Fprintf(&md, " %.4g ± %.2g |", cell[j].Mean, se)
-						mspe[si*4+g*2+j].X = append(mspe[si*4+g*2+j].X, math.Log10(rho))
-						mspe[si*4+g*2+j].Y = append(mspe[si*4+g*2+j].Y, cell[j].Mean)
 					}
 					fmt.Fprintf(&md, " %.3f |", cell[1].Mean/cell[0].Mean)
-					ratio[si*2+g].X = append(ratio[si*2+g].X, math.Log10(rho))
-					ratio[si*2+g].Y = append(ratio[si*2+g].Y, cell[1].Mean/cell[0].Mean)
 				}
 			}
 			md.WriteString("\n")
@@ -524,7 +512,7 @@ func TestTailoringTwoGroupFigures(t *testing.T) {
 			fmt.Print(md.String()[before:])
 			rows = append(rows, tailoringRow{rho, md.String()[before:]})
 			cw.Flush()
-			writeTwoGroupFigures(t, path, obj, header, rows, buf.Bytes(), mspe, ratio)
+			writeTwoGroupFigures(t, path, obj, header, rows, buf.Bytes())
 		}
 		fmt.Printf("\nWall time: %.0f s.\n", time.Since(start).Seconds())
 	}
@@ -538,7 +526,7 @@ type tailoringRow struct {
 
 // writeTwoGroupFigures writes a two-group table (rows sorted by ρ), its CSV
 // and its two plots under path's name (nothing when path is "").
-func writeTwoGroupFigures(t *testing.T, path, obj, header string, rows []tailoringRow, csvData []byte, mspe, ratio []metrics.Series) {
+func writeTwoGroupFigures(t *testing.T, path, obj, header string, rows []tailoringRow, csvData []byte) {
 	if path == "" {
 		return
 	}
@@ -554,28 +542,83 @@ func writeTwoGroupFigures(t *testing.T, path, obj, header string, rows []tailori
 	if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".csv", csvData, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sorted := func(series []metrics.Series) []metrics.Series {
-		out := make([]metrics.Series, len(series))
-		for i, s := range series {
-			idx := make([]int, len(s.X))
-			for j := range idx {
-				idx[j] = j
-			}
-			slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(s.X[a], s.X[b]) })
-			out[i].Name = s.Name
-			for _, j := range idx {
-				out[i].X, out[i].Y = append(out[i].X, s.X[j]), append(out[i].Y, s.Y[j])
-			}
+	if err := plotTwoGroups(strings.TrimSuffix(path, ".md"), obj, csvData); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// plotTwoGroups draws base_mspe.png (every group's mean test MSPE, both
+// methods) and base_ratio.png (DPSE's change against DPNoSE in %, per
+// group) from a two-group CSV, in ρ order. The change is drawn in % rather
+// than as a ratio so that differences of 0.1 % get tick labels of their own.
+func plotTwoGroups(base, obj string, csvData []byte) error {
+	recs, err := csv.NewReader(bytes.NewReader(csvData)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		return fmt.Errorf("%s.csv: %d records, %v", base, len(recs), err)
+	}
+	type key struct{ setup, group, n string }
+	type point struct{ rho, nose, dpse float64 }
+	points := map[key]map[float64]*point{}
+	var keys []key
+	for _, r := range recs[1:] { // objective, setup, rho, c, group, n, method, trials, mspe_mean, …
+		k := key{r[1], r[4], r[5]}
+		if points[k] == nil {
+			points[k] = map[float64]*point{}
+			keys = append(keys, k)
 		}
-		return out
+		rho, _ := strconv.ParseFloat(r[2], 64)
+		mean, _ := strconv.ParseFloat(r[8], 64)
+		p := points[k][rho]
+		if p == nil {
+			p = &point{rho: rho}
+			points[k][rho] = p
+		}
+		if r[6] == tailoring.DPSE.String() {
+			p.dpse = mean
+		} else {
+			p.nose = mean
+		}
+	}
+	var mspe, change []metrics.Series
+	for _, k := range keys {
+		ps := slices.Collect(maps.Values(points[k]))
+		slices.SortFunc(ps, func(a, b *point) int { return cmp.Compare(a.rho, b.rho) })
+		nose := metrics.Series{Name: fmt.Sprintf("%s DPNoSE, group %s (n = %s)", k.setup, k.group, k.n)}
+		dpse := metrics.Series{Name: fmt.Sprintf("%s DPSE, group %s (n = %s)", k.setup, k.group, k.n)}
+		diff := metrics.Series{Name: fmt.Sprintf("%s group %s (n = %s)", k.setup, k.group, k.n)}
+		for _, p := range ps {
+			x := math.Log10(p.rho)
+			nose.X, nose.Y = append(nose.X, x), append(nose.Y, p.nose)
+			dpse.X, dpse.Y = append(dpse.X, x), append(dpse.Y, p.dpse)
+			diff.X, diff.Y = append(diff.X, x), append(diff.Y, 100*(p.dpse/p.nose-1))
+		}
+		mspe, change = append(mspe, nose, dpse), append(change, diff)
 	}
 	title := fmt.Sprintf("Two groups, slopes (-10, 10), pooled [-5, 5]^2, %s: test MSPE", obj)
-	if err := metrics.LinePlot(strings.TrimSuffix(path, ".md")+"_mspe.png", title, "log10 rho", "mean test MSPE", sorted(mspe)); err != nil {
-		t.Fatal(err)
+	if err := metrics.LinePlot(base+"_mspe.png", title, "log10 rho", "mean test MSPE", mspe); err != nil {
+		return err
 	}
-	title = fmt.Sprintf("Two groups, %s: DPSE / DPNoSE test MSPE", obj)
-	if err := metrics.LinePlot(strings.TrimSuffix(path, ".md")+"_ratio.png", title, "log10 rho", "ratio", sorted(ratio)); err != nil {
-		t.Fatal(err)
+	title = fmt.Sprintf("Two groups, %s: DPSE against DPNoSE test MSPE", obj)
+	return metrics.LinePlot(base+"_ratio.png", title, "log10 rho", "DPSE / DPNoSE - 1 (%)", change)
+}
+
+// TestTailoringTwoGroupPlots redraws the two-group plots from the CSVs that
+// TestTailoringTwoGroupFigures wrote to $FAIRDP_BENCH_OUT (e.g.
+// bench/results), without rerunning the trials.
+func TestTailoringTwoGroupPlots(t *testing.T) {
+	dir := os.Getenv("FAIRDP_BENCH_OUT")
+	if os.Getenv("FAIRDP_FULL") == "" || dir == "" {
+		t.Skip("set FAIRDP_FULL=1 and FAIRDP_BENCH_OUT to the directory of the two-group CSVs")
+	}
+	for _, obj := range []string{"sums", "means"} {
+		base := filepath.Join(dir, "tailoring_two_groups_"+obj)
+		data, err := os.ReadFile(base + ".csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plotTwoGroups(base, obj, data); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
