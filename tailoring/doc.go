@@ -18,7 +18,8 @@
 //   - Stage 2 (Train, μ-zCDP): T iterations of projected gradient descent on
 //     the Lagrangian h = Σ_k ℓ_k + G·[g ≥ 0]·g, g = max_k ℓ_k − η (bounded
 //     group loss), where every group releases its clipped gradient sum and
-//     clipped loss sum at budget μ s_k²/(2T) each; β ∈ [−5, 5]^P.
+//     clipped loss sum at budget μ s_k²/(2T) each; β ∈ [−5, 5]^P. ℓ_k is a
+//     group's mean loss or its loss sum (Objective, below).
 //   - TrainOLS is the unconstrained OLS variant (the paper's Algorithm 3):
 //     each group releases its own sufficient statistics with budget μ s_k².
 //   - DPNoSE (Method) is the baseline without the group-aware split.
@@ -41,10 +42,18 @@
 // Choices this implementation makes where REFERENCE §7 leaves room, each
 // visible in Options or the receipt:
 //
-//   - ℓ_k is group k's mean loss (so f = Σ_k ℓ_k weighs groups equally and
-//     η is in the units of a group's mean squared error), computed from the
-//     noisy sums divided by the group sizes n_k, which are treated as
-//     public.
+//   - The paper reads ℓ_k two ways, and Options.Objective picks one.
+//     GroupMeans (default; Algorithm 2, line 10): ℓ_k is group k's mean
+//     loss, the noisy sum divided by the public n_k, so f = Σ_k ℓ_k weighs
+//     groups equally and η is in units of a group's mean loss. GroupSums
+//     (the synthetic study's definition ℓ_k = Σ_{i ≤ n_k} loss_i, f = Σ_k ℓ_k,
+//     g = max_k ℓ_k): f weighs every record equally, which is ordinary
+//     regression when the constraint is off, η is in units of a loss sum
+//     (the paper's g has η = 0), and the step is divided by N = Σ_k n_k so
+//     that LR keeps its meaning. The two differ only after the releases:
+//     they cost the same.
+//   - θ₁ (the paper: arbitrary) is 0, or stage 1's released β̃ with
+//     Options.WarmStart.
 //   - The group losses are only needed for the constraint: with it off
 //     (G = 0) none is released and the gradient gets the whole μ s_k²/T.
 //   - DPNoSE spends the same total ρ as DPSE, all of it in stage 2 (it has

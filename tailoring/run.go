@@ -145,6 +145,16 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	default:
 		add("Tailoring.Variant", "%q, want gd or ols", t.Variant)
 	}
+	switch t.Objective {
+	case "", "means":
+	case "sums":
+		o.Objective = GroupSums
+	default:
+		add("Tailoring.Objective", "%q, want means (Algorithm 2) or sums (the synthetic study)", t.Objective)
+	}
+	if t.WarmStart && variant == OLS {
+		add("Tailoring.WarmStart", "is for Tailoring.Variant gd: the ols variant has no iterations to start")
+	}
 	switch t.NoseBudget {
 	case "rho":
 	case "mu":
@@ -204,7 +214,7 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	}
 	o.StageOneShare, o.Steps, o.LR, o.GradClip = t.TauShare, t.Steps, t.LR, cfg.Privacy.Clip
 	o.LossClip, o.ResidualClip, o.Box, o.Ridge, o.Average = t.LossClip, t.ResidualClip, t.Box, t.Ridge, t.Average
-	o.NoiseRidge = t.NoiseRidge
+	o.NoiseRidge, o.WarmStart = t.NoiseRidge, t.WarmStart
 	o.Constraint = BoundedGroupLoss{Eta: t.Eta, G: t.Multiplier}
 	o.Intercept = true
 	return o, variant, nil

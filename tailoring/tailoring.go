@@ -62,9 +62,42 @@ func (m Model) String() string {
 	return fmt.Sprintf("Model(%d)", int(m))
 }
 
+// Objective says what a group loss ℓ_k is in stage 2's Lagrangian. The
+// paper gives two readings, and they weigh groups differently.
+type Objective int
+
+const (
+	// GroupMeans follows the paper's Algorithm 2 (line 10): ℓ_k =
+	// (1/n_k) Σ_{i ≤ n_k} loss_i, group k's mean loss, so f = Σ_k ℓ_k gives
+	// every group the same weight whatever its size (a 500-record group
+	// counts as much as a 10,000-record one) and η is in the units of a
+	// group's mean loss. The noisy sums are divided by the public n_k.
+	GroupMeans Objective = iota
+	// GroupSums follows the paper's synthetic study (its definition
+	// ℓ_k(c, Z) = Σ_{i ≤ n_k} (Y_i − ⟨X_ki, c⟩)², f(ℓ) = Σ_k ℓ_k and
+	// g(ℓ) = max_k ℓ_k): ℓ_k is group k's loss sum, so f weights every record
+	// equally (ordinary, record-weighted regression when the constraint is
+	// off) and η is in the units of a group's loss sum (the paper's g has
+	// η = 0). The step is LR·∇h/N with N = Σ_k n_k (public): scaling h by
+	// 1/N moves no minimiser, and it keeps LR the step size of a
+	// record-mean loss, comparable with GroupMeans.
+	GroupSums
+)
+
+// String is the name used by the CLI and in reports.
+func (o Objective) String() string {
+	switch o {
+	case GroupMeans:
+		return "means"
+	case GroupSums:
+		return "sums"
+	}
+	return fmt.Sprintf("Objective(%d)", int(o))
+}
+
 // BoundedGroupLoss is the constraint max_k ℓ_k ≤ Eta, enforced through the
-// Lagrangian h = Σ_k ℓ_k + G·[g ≥ 0]·g with g = max_k ℓ_k − Eta. G = 0
-// turns it off.
+// Lagrangian h = Σ_k ℓ_k + G·[g ≥ 0]·g with g = max_k ℓ_k − Eta (ℓ_k as
+// Options.Objective defines it). G = 0 turns it off.
 type BoundedGroupLoss struct {
 	Eta float64
 	G   float64
@@ -120,6 +153,18 @@ type Options struct {
 	Box float64
 	// Constraint is the bounded-group-loss constraint (off by default).
 	Constraint BoundedGroupLoss
+	// Objective is the reading of the group losses ℓ_k in stage 2 (default
+	// GroupMeans, Algorithm 2's; GroupSums is the synthetic study's).
+	// TrainOLS has no objective to read: its pooled fit solves the summed
+	// statistics, i.e. the record-weighted (GroupSums) least squares.
+	Objective Objective
+	// WarmStart starts stage 2 at stage 1's private OLS fit β̃ (projected
+	// onto the box; copied into every block of a per-group model) instead
+	// of β = 0. The paper leaves θ₁ arbitrary. β̃ is already released, so
+	// the start costs nothing; DPNoSE has no stage 1 and still starts at 0,
+	// as does a run whose stage 1 found no β̃ (XᵀX not positive definite).
+	// TrainOLS refuses it (it has no iterations).
+	WarmStart bool
 	// Average returns the mean of the last half of the iterates instead of
 	// the last one.
 	Average bool
@@ -177,6 +222,8 @@ func (o Options) withDefaults() (Options, error) {
 		return bad("unknown Method %d", int(o.Method))
 	case o.Model != Pooled && o.Model != PerGroup:
 		return bad("unknown Model %d", int(o.Model))
+	case o.Objective != GroupMeans && o.Objective != GroupSums:
+		return bad("unknown Objective %d", int(o.Objective))
 	case o.Loss != linear.Squared && o.Loss != linear.Logistic:
 		return bad("unknown Loss %d", int(o.Loss))
 	case o.Steps < 1:

@@ -312,6 +312,25 @@ func lagrangianGD(d *Data, o Options, perGroup bool) []float64 {
 		}
 		return 0
 	}
+	// The objective's reading: a group's gradient and loss terms are its
+	// sums over n_k (means), or its gradient sum over N = Σ n_k and its
+	// loss sum as it is (sums).
+	n := 0
+	for _, size := range d.Sizes {
+		n += size
+	}
+	gradDiv := func(g int) float64 {
+		if o.Objective == GroupSums {
+			return float64(n)
+		}
+		return float64(d.Sizes[g])
+	}
+	lossDiv := func(g int) float64 {
+		if o.Objective == GroupSums {
+			return 1
+		}
+		return float64(d.Sizes[g])
+	}
 	for range o.Steps {
 		grads := make([][]float64, d.K())
 		losses := make([]float64, d.K())
@@ -328,9 +347,9 @@ func lagrangianGD(d *Data, o Options, perGroup bool) []float64 {
 			norm := math.Abs(dv) * mat.Norm(d.X.RowView(i), 2)
 			c := math.Min(1, o.GradClip/norm)
 			for j := range p {
-				grads[g][off+j] += c * dv * d.X.At(i, j) / float64(d.Sizes[g])
+				grads[g][off+j] += c * dv * d.X.At(i, j) / gradDiv(g)
 			}
-			losses[g] += math.Min(o.Loss.Value(m, d.Y[i]), o.LossClip) / float64(d.Sizes[g])
+			losses[g] += math.Min(o.Loss.Value(m, d.Y[i]), o.LossClip) / lossDiv(g)
 		}
 		step := make([]float64, dim)
 		worst := 0
@@ -359,11 +378,20 @@ func TestTrainMatchesNoiselessLagrangian(t *testing.T) {
 		loss  linear.Loss
 		model Model
 		g     float64
+		obj   Objective
+		eta   float64
 	}{
-		{linear.Squared, Pooled, 0},
-		{linear.Squared, Pooled, 2},
-		{linear.Squared, PerGroup, 1},
-		{linear.Logistic, Pooled, 1},
+		{linear.Squared, Pooled, 0, GroupMeans, 1.5},
+		{linear.Squared, Pooled, 2, GroupMeans, 1.5},
+		{linear.Squared, PerGroup, 1, GroupMeans, 1.5},
+		{linear.Logistic, Pooled, 1, GroupMeans, 1.5},
+		// The synthetic study's reading: η in units of a loss sum (the
+		// largest group's sum is in the hundreds, so 300 switches the
+		// constraint on for some steps and off for others).
+		{linear.Squared, Pooled, 0, GroupSums, 0},
+		{linear.Squared, Pooled, 2, GroupSums, 300},
+		{linear.Squared, PerGroup, 1, GroupSums, 0},
+		{linear.Logistic, Pooled, 1, GroupSums, 100},
 	} {
 		ds := threeGroups(t, 7)
 		if tc.loss == linear.Logistic {
@@ -377,8 +405,8 @@ func TestTrainMatchesNoiselessLagrangian(t *testing.T) {
 		}
 		d := newData(t, ds, tc.loss)
 		o := DefaultOptions(1e24, testBounds)
-		o.Loss, o.Model, o.Steps, o.LR = tc.loss, tc.model, 60, 0.05
-		o.Constraint = BoundedGroupLoss{Eta: 1.5, G: tc.g}
+		o.Loss, o.Model, o.Steps, o.LR, o.Objective = tc.loss, tc.model, 60, 0.05, tc.obj
+		o.Constraint = BoundedGroupLoss{Eta: tc.eta, G: tc.g}
 		o.LossClip = 50
 		res, err := Train(rand.New(rand.NewPCG(10, 11)), d, o)
 		if err != nil {
@@ -389,7 +417,7 @@ func TestTrainMatchesNoiselessLagrangian(t *testing.T) {
 			t.Fatalf("%+v: %d coefficients, want %d", tc, len(res.Beta), len(want))
 		}
 		for j := range want {
-			near(t, fmt.Sprintf("%v %v G=%g β[%d]", tc.loss, tc.model, tc.g, j), res.Beta[j], want[j], 1e-7)
+			near(t, fmt.Sprintf("%v %v G=%g %v β[%d]", tc.loss, tc.model, tc.g, tc.obj, j), res.Beta[j], want[j], 1e-7)
 		}
 	}
 }
@@ -637,5 +665,130 @@ func TestRunTrialsLogistic(t *testing.T) {
 		if g := sum.Test[k]; !(g.Mean >= want.lo && g.Mean <= want.hi) {
 			t.Errorf("group %s error %.3f, want in [%g, %g]", g.Group, g.Mean, want.lo, want.hi)
 		}
+	}
+}
+
+// weightedLeastSquares solves min_β Σ_i w_g(i) (y_i − x_iᵀβ)² by its
+// normal equations: the closed form stage 2 must reach without clipping
+// and noise.
+func weightedLeastSquares(t *testing.T, d *Data, weight func(g int) float64) []float64 {
+	t.Helper()
+	p := d.Features()
+	a := mat.NewDense(p, p, nil)
+	b := mat.NewVecDense(p, nil)
+	for i, g := range d.Groups {
+		w := weight(g)
+		for j := range p {
+			for l := range p {
+				a.Set(j, l, a.At(j, l)+w*d.X.At(i, j)*d.X.At(i, l))
+			}
+			b.SetVec(j, b.AtVec(j)+w*d.X.At(i, j)*d.Y[i])
+		}
+	}
+	var beta mat.VecDense
+	if err := beta.SolveVec(a, b); err != nil {
+		t.Fatal(err)
+	}
+	return beta.RawVector().Data
+}
+
+// TestObjectiveReadings: without clipping and with negligible noise, stage
+// 2 converges to the minimiser of its objective. GroupMeans (Algorithm 2:
+// f = Σ_k (1/n_k) Σ_i r_i²) is least squares with weight 1/n_k on group k's
+// records; GroupSums (the synthetic study: f = Σ_k Σ_i r_i²) is ordinary,
+// record-weighted least squares. On three groups of 400, 60 and 120 records
+// with slopes 0, −4, 4 the two differ (slope ≈ 0 against ≈ 0.4), so a
+// reading that weighs groups wrongly fails.
+func TestObjectiveReadings(t *testing.T) {
+	d := newData(t, threeGroups(t, 21), linear.Squared)
+	means := weightedLeastSquares(t, d, func(g int) float64 { return 1 / float64(d.Sizes[g]) })
+	sums := weightedLeastSquares(t, d, func(int) float64 { return 1 })
+	if math.Abs(means[1]-sums[1]) < 0.2 {
+		t.Fatalf("the two readings' slopes %.3f and %.3f are too close to tell apart", means[1], sums[1])
+	}
+	for _, tc := range []struct {
+		obj  Objective
+		want []float64
+	}{{GroupMeans, means}, {GroupSums, sums}} {
+		o := DefaultOptions(1e24, testBounds)
+		o.Method, o.Objective, o.Steps, o.LR = DPNoSE, tc.obj, 400, 0.1
+		o.GradClip, o.Box = 1e6, 1e3 // no clipping, no projection: the plain objective
+		res, err := Train(rand.New(rand.NewPCG(22, 23)), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, tc.obj.String()+": ρ spent", res.Accountant.Rho(), 1e24, 1e-12)
+		for j := range tc.want {
+			near(t, fmt.Sprintf("%v β[%d]", tc.obj, j), res.Beta[j], tc.want[j], 1e-6)
+		}
+	}
+}
+
+// TestGroupSumsLosses: with the constraint on, GroupSums releases each
+// group's loss sum (not its mean): with negligible noise the last released
+// ℓ̂_k is Σ_i (y_i − x_iᵀβ)² of group k at the last iterate but one, close
+// to the converged β's, and n_k times the GroupMeans value there.
+func TestGroupSumsLosses(t *testing.T) {
+	d := newData(t, threeGroups(t, 24), linear.Squared)
+	o := DefaultOptions(1e24, testBounds)
+	o.Method, o.Objective, o.Steps, o.LR, o.LossClip = DPNoSE, GroupSums, 400, 0.1, 1e6
+	o.GradClip, o.Box = 1e6, 1e3
+	o.Constraint = BoundedGroupLoss{Eta: 1e9, G: 1} // on, never binding
+	res, err := Train(rand.New(rand.NewPCG(25, 26)), d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, err := res.Predict(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, d.K())
+	for i, g := range d.Groups {
+		want[g] += (pred[i] - d.Y[i]) * (pred[i] - d.Y[i])
+	}
+	last := res.Losses[len(res.Losses)-1]
+	for g := range want {
+		near(t, fmt.Sprintf("group %d loss sum", g), last[g], want[g], 1e-6)
+	}
+	near(t, "ρ spent", res.Accountant.Rho(), 1e24, 1e-12)
+}
+
+// TestWarmStart: stage 2 starts at stage 1's β̃ (projected onto the box,
+// in every block of a per-group model) with WarmStart and at 0 without;
+// with a vanishing step size the result is the start. The spend is ρ
+// either way (β̃ is already released), and DPNoSE, which has no β̃, starts
+// at 0.
+func TestWarmStart(t *testing.T) {
+	d := newData(t, threeGroups(t, 27), linear.Squared)
+	for _, tc := range []struct {
+		method Method
+		model  Model
+		box    float64
+		warm   bool
+	}{
+		{DPSE, Pooled, 5, true},
+		{DPSE, Pooled, 0.5, true}, // β̃'s intercept or slope exceeds 0.5: projected
+		{DPSE, PerGroup, 5, true},
+		{DPSE, Pooled, 5, false},
+		{DPNoSE, Pooled, 5, true},
+	} {
+		o := DefaultOptions(1e6, testBounds)
+		o.Method, o.Model, o.Box, o.WarmStart, o.Steps, o.LR = tc.method, tc.model, tc.box, tc.warm, 1, 1e-300
+		res, err := Train(rand.New(rand.NewPCG(28, 29)), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, "ρ spent", res.Accountant.Rho(), 1e6, 1e-12)
+		p := d.Features()
+		for j, got := range res.Beta {
+			want := 0.0
+			if tc.warm && tc.method == DPSE {
+				want = math.Max(-tc.box, math.Min(tc.box, res.StageOne.Beta[j%p]))
+			}
+			near(t, fmt.Sprintf("%+v: β[%d]", tc, j), got, want, 1e-12)
+		}
+	}
+	if _, err := TrainOLS(rand.New(rand.NewPCG(1, 2)), d, Options{Rho: 1, Bounds: testBounds, WarmStart: true}); err == nil || !strings.Contains(err.Error(), "WarmStart") {
+		t.Errorf("TrainOLS with WarmStart: err = %v, want a refusal naming WarmStart", err)
 	}
 }

@@ -28,7 +28,8 @@ type Result struct {
 	Tau, Mu                  float64
 	StageOneRho, StageTwoRho float64
 	// Losses are the released noisy group losses ℓ̂_k of every stage-2
-	// iteration (nil when the constraint is off and no loss is released).
+	// iteration, means or sums as Options.Objective reads them (nil when
+	// the constraint is off and no loss is released).
 	Losses [][]float64
 	// Accountant holds every charge of the run (both stages); ask it for
 	// the receipt.
@@ -138,12 +139,17 @@ func replay(total, stage *accounting.ZCDP) error {
 //
 //	h(β) = Σ_k ℓ_k(β) + G·[g ≥ 0]·g,  g = max_k ℓ_k(β) − η,
 //
-// where ℓ_k is group k's mean (clipped) loss. Every iteration each group
-// releases its clipped gradient sum and, when the constraint is on, its
-// clipped loss sum, each with Gaussian noise at zCDP budget μ s_k²/(2T)
-// (μ s_k²/T for the gradient alone when the constraint is off); dividing by
-// the public n_k gives the noisy ∇ℓ_k and ℓ_k. The step uses
-// Σ_k ∇ℓ̂_k + G·[ℓ̂_max ≥ η]·∇ℓ̂_{argmax}, and β is projected onto [−Box, Box]^P.
+// where ℓ_k is group k's (clipped) loss as Options.Objective reads it: its
+// mean (GroupMeans, Algorithm 2) or its sum (GroupSums, the synthetic
+// study). Every iteration each group releases its clipped gradient sum
+// and, when the constraint is on, its clipped loss sum, each with Gaussian
+// noise at zCDP budget μ s_k²/(2T) (μ s_k²/T for the gradient alone when
+// the constraint is off); for GroupMeans dividing by the public n_k gives
+// the noisy ∇ℓ_k and ℓ_k. The step is LR·(Σ_k ∇ℓ̂_k + G·[ℓ̂_max ≥ η]·∇ℓ̂_{argmax}),
+// divided by the public N = Σ_k n_k for GroupSums, and β is projected onto
+// [−Box, Box]^P. β starts at 0, or at stage 1's β̃ with WarmStart. The
+// objective and the start are post-processing: the releases, and so the
+// privacy cost, are the same for every reading.
 // The run spends exactly ρ (τ + μ) unless stage 1 fell back before its
 // residual sums.
 func Train(r *rand.Rand, d *Data, o Options) (*Result, error) {
@@ -187,6 +193,27 @@ func gradientDescent(r *rand.Rand, d *Data, o Options, res *Result, acct *accoun
 		}
 	}
 	beta := make([]float64, dim)
+	if o.WarmStart && res.StageOne.Beta != nil {
+		for g := range dim / p {
+			copy(beta[g*p:(g+1)*p], res.StageOne.Beta)
+		}
+		linear.ProjectBox(beta, o.Box)
+	}
+	// gradScale turns a group's noisy gradient sum into its term of ∇h, and
+	// lossScale its noisy loss sum into ℓ̂_k: 1/n_k each for GroupMeans; for
+	// GroupSums ℓ̂_k is the sum itself and every gradient is divided by N,
+	// the step's 1/N.
+	gradScale, lossScale := make([]float64, k), make([]float64, k)
+	total := 0
+	for _, n := range d.Sizes {
+		total += n
+	}
+	for g, n := range d.Sizes {
+		gradScale[g], lossScale[g] = 1/float64(n), 1/float64(n)
+		if o.Objective == GroupSums {
+			gradScale[g], lossScale[g] = 1/float64(total), 1
+		}
+	}
 	avg := make([]float64, dim)
 	averaged := 0
 	step := make([]float64, dim)
@@ -211,7 +238,7 @@ func gradientDescent(r *rand.Rand, d *Data, o Options, res *Result, acct *accoun
 			if err := dpops.AddGaussianHardened(r, grads[g], gradStd[g]); err != nil {
 				return err
 			}
-			inv := 1 / float64(d.Sizes[g])
+			inv := gradScale[g]
 			for j, v := range grads[g] {
 				grads[g][j] = v * inv
 				step[off+j] += grads[g][j]
@@ -224,7 +251,7 @@ func gradientDescent(r *rand.Rand, d *Data, o Options, res *Result, acct *accoun
 				if err != nil {
 					return err
 				}
-				losses[g] = noisy * inv
+				losses[g] = noisy * lossScale[g]
 			}
 		}
 		if o.Constraint.On() {
@@ -277,6 +304,9 @@ func TrainOLS(r *rand.Rand, d *Data, o Options) (*Result, error) {
 	}
 	if o.Loss != linear.Squared {
 		return nil, errors.New("tailoring: the OLS variant needs squared loss")
+	}
+	if o.WarmStart {
+		return nil, errors.New("tailoring: WarmStart is for stage 2 by gradient descent (Train); the OLS variant has no iterations to start")
 	}
 	res, stage2, err := stages(r, d, o)
 	if err != nil {

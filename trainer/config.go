@@ -151,6 +151,11 @@ type TailoringConfig struct {
 	Ridge      float64 `json:"ridge"`
 	NoiseRidge float64 `json:"noise_ridge"`
 	Average    bool    `json:"average"`
+	// Objective reads stage 2's group losses: "means" (Algorithm 2, the
+	// default when empty) or "sums" (the paper's synthetic study).
+	Objective string `json:"objective,omitempty"`
+	// WarmStart starts stage 2 at stage 1's private OLS fit (gd only).
+	WarmStart bool `json:"warm_start,omitempty"`
 }
 
 // Federation modes: who holds which part of each record.

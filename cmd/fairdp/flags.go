@@ -135,6 +135,7 @@ var fieldFlags = map[string]string{
 	"Seed": "--seed", "SplitSeed": "--split-seed", "Model": "--model", "Hidden": "--hidden", "ModelSpecFile": "--model-spec",
 	"ImageSize": "--image-size", "ReportTrainStats": "--report-train-stats", "Tau": "--tau",
 	"CheckpointOptions.Resume": "--resume", "CheckpointOptions.Dir": "--checkpoint",
+	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
 }
 
 // fieldFlagNames rewrites field names inside messages as flags.

@@ -64,6 +64,8 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	fs.Float64Var(&t.Ridge, "ridge", t.Ridge, "public ridge λ added to every noisy XᵀX")
 	fs.Float64Var(&t.NoiseRidge, "noise-ridge", t.NoiseRidge, "adds c·σ·√P to every noisy XᵀX (σ its noise std); c ≈ 2 keeps it positive definite")
 	fs.BoolVar(&t.Average, "average", t.Average, "return the mean of the last half of the stage-2 iterates")
+	fs.StringVar(&t.Objective, "objective", t.Objective, "stage-2 group losses: means (Algorithm 2; default) or sums (the paper's synthetic study: every record weighs the same)")
+	fs.BoolVar(&t.WarmStart, "warm-start", t.WarmStart, "start stage 2 at stage 1's private OLS fit instead of 0 (gd)")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "print only the result tables")
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
 	if err := parseFlags(fs, args); err != nil {

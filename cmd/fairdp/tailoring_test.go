@@ -238,6 +238,37 @@ func TestTailoringCSV(t *testing.T) {
 	}
 }
 
+// TestTailoringObjective: --objective sums and --warm-start reach the run
+// (the synthetic study's sums give a different fit from Algorithm 2's
+// means on the same seed) and are recorded in a report that validates
+// against the schema; the default report has neither key.
+func TestTailoringObjective(t *testing.T) {
+	mspe := map[string]float64{}
+	for _, extra := range [][]string{nil, {"--objective", "sums", "--warm-start"}} {
+		dir := t.TempDir()
+		args := append([]string{"--algo", "tailoring", "--rho", "2", "--trials", "2", "--seed", "3", "--out", dir, "--quiet"}, smallSynthetic...)
+		if _, _, err := runTailoringArgs(t, append(args, extra...)...); err != nil {
+			t.Fatal(err)
+		}
+		v := validateReport(t, dir, "tailoring")
+		opts := v["config"].(map[string]any)["tailoring"].(map[string]any)
+		key := fmt.Sprint(extra)
+		mspe[key] = v["test"].(map[string]any)["mspe"].(float64)
+		if extra == nil {
+			if _, ok := opts["objective"]; ok {
+				t.Errorf("default run records objective %v, want no key (older reports stay identical)", opts["objective"])
+			}
+			continue
+		}
+		if opts["objective"] != "sums" || opts["warm_start"] != true {
+			t.Errorf("config.tailoring records objective %v, warm_start %v; want sums, true", opts["objective"], opts["warm_start"])
+		}
+	}
+	if len(mspe) != 2 || mspe["[]"] == mspe["[--objective sums --warm-start]"] {
+		t.Errorf("test MSPE by run %v: want the two readings to differ", mspe)
+	}
+}
+
 func TestTailoringErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -263,6 +294,8 @@ func TestTailoringErrors(t *testing.T) {
 		{[]string{"--algo", "tailoring", "--lr", "0"}, "--lr"},
 		{[]string{"--algo", "tailoring", "--box", "-1"}, "--box"},
 		{[]string{"--algo", "tailoring", "--loss-clip", "-1"}, "--loss-clip"},
+		{[]string{"--algo", "tailoring", "--objective", "median"}, "--objective"},
+		{[]string{"--algo", "tailoring", "--variant", "ols", "--warm-start"}, "--warm-start"},
 	} {
 		_, _, err := runTailoringArgs(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
