@@ -31,6 +31,22 @@ func (d StepDecay) Scale(round int) float64 {
 	return math.Pow(d.Factor, float64((round-1)/d.Every))
 }
 
+// Validate reports a factor outside [0, 1] or a decay without a step,
+// naming ServerConfig's fields.
+func (d StepDecay) Validate() error {
+	var errs trainer.FieldErrors
+	if !(d.Factor >= 0 && d.Factor <= 1) {
+		errs = append(errs, trainer.FieldError{Field: "ServerConfig.Decay.Factor", Msg: fmt.Sprintf("must be in (0,1], or 0 for none (got %v)", d.Factor)})
+	}
+	if d.Every < 0 || d.Factor != 0 && d.Factor != 1 && d.Every == 0 {
+		errs = append(errs, trainer.FieldError{Field: "ServerConfig.Decay.Every", Msg: fmt.Sprintf("must be ≥ 1 round when Decay.Factor is set (got %d)", d.Every)})
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
 // scaleStep rewrites the aggregated θ gradients g so that the optimizer's
 // plain SGD step θ ← θ − η(g' + wd·θ) becomes θ ← θ − f·η(g + wd·θ), the
 // step with the decayed rate f·η: g' = f·g + (f−1)·wd·θ. Both the

@@ -103,6 +103,9 @@ func NewServer[T nn.Float](ctx context.Context, cfg ServerConfig, silos []Client
 	if len(silos) == 0 {
 		return nil, errors.New("federated: no silos")
 	}
+	if err := cfg.Decay.Validate(); err != nil {
+		return nil, fmt.Errorf("federated: %w", err)
+	}
 	s := &Server[T]{Cfg: cfg, Silos: silos}
 	if s.Cfg.Retries <= 0 {
 		s.Cfg.Retries = 5
