@@ -119,6 +119,24 @@ func TestSteffleTrainCLI(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--silos applies to --algo steffle only") {
 		t.Errorf("--algo fermi --silos 3: %v", err)
 	}
+	// The authors' protocol options are validated with the flag named.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lr-decay", "2", "--lr-decay-every", "1"}, "--lr-decay must be in (0,1]"},
+		{[]string{"--lr-decay", "0.5"}, "--lr-decay-every must be ≥ 1 epoch when --lr-decay is set"},
+		{[]string{"--average-from", "20"}, "--average-from must be ≥ 0, and needs --average-every ≥ 1"},
+	} {
+		err = run(context.Background(), append([]string{"train", "--algo", "steffle", "--limit", "300"}, tc.args...), &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	err = runTrain(context.Background(), []string{"--algo", "fermi", "--lr-decay", "0.5", "--limit", "300"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "--lr-decay applies to --algo steffle only") {
+		t.Errorf("--algo fermi --lr-decay 0.5: %v", err)
+	}
 	err = run(context.Background(), []string{"train", "--algo", "steffle", "--federation", "vertical", "--limit", "300"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "--federation must be horizontal, sensitive-silo or mapping") {
 		t.Errorf("--federation vertical: %v", err)

@@ -3,6 +3,7 @@ package federated
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -213,5 +214,61 @@ func TestCheckpointAverageIsTheMeanOfSeparateRuns(t *testing.T) {
 	_, noDecay, _ := trainSteffle(t, cfg, Settings{Silos: 3, Heterogeneity: 0.75, SiloAttribute: "age"})
 	if equalFloats(noDecay, params3) {
 		t.Error("the decayed run equals the constant-rate run: the schedule had no effect")
+	}
+}
+
+// TestAuthorsPreset: steffle-credit-authors is steffle-credit with the
+// authors' code's protocol: Theorem 6's noise (paper calibration), δ of
+// the whole training set, η_θ halved every 20 epochs, checkpoints every 10
+// epochs from 20 of 60, and a λ that Theorem 6's σ_W covers by the
+// accountant; it validates.
+func TestAuthorsPreset(t *testing.T) {
+	var plain, c trainer.Config = trainer.Defaults(), trainer.Defaults()
+	if err := trainer.ApplyPreset(&plain, "steffle-credit"); err != nil {
+		t.Fatal(err)
+	}
+	if err := trainer.ApplyPreset(&c, "steffle-credit-authors"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f := c.Federation
+	if c.Fair.Calibration != "paper" || !f.TotalDelta || f.LRDecay != 0.5 || f.LRDecayEvery != 20 || f.AverageEvery != 10 || f.AverageFrom != 20 ||
+		c.Epochs != 60 || c.Batch != 256 || c.Fair.Lambda != AuthorsLambda {
+		t.Errorf("preset: %+v, calibration %s, epochs %d, batch %d, λ %v", f, c.Fair.Calibration, c.Epochs, c.Batch, c.Fair.Lambda)
+	}
+	// Everything else is steffle-credit's.
+	c.Fair.Calibration, c.Fair.Lambda, c.Federation, c.Preset = plain.Fair.Calibration, plain.Fair.Lambda, plain.Federation, plain.Preset
+	if got, want := fmt.Sprintf("%+v", c), fmt.Sprintf("%+v", plain); got != want {
+		t.Errorf("steffle-credit-authors differs from steffle-credit beyond the protocol:\n%s\n%s", got, want)
+	}
+}
+
+// TestTotalDelta: with Federation.TotalDelta every silo's δ is 1/n² of the
+// whole training set (smaller than its own 1/ñ²); a given Privacy.Delta
+// wins.
+func TestTotalDelta(t *testing.T) {
+	train := synthetic(600, 2)
+	for _, tc := range []struct {
+		total bool
+		delta float64
+		want  func(silo int, records int) float64
+	}{
+		{false, 0, func(_, r int) float64 { return 1 / float64(r*r) }},
+		{true, 0, func(_, _ int) float64 { return 1 / (600.0 * 600) }},
+		{true, 1e-7, func(_, _ int) float64 { return 1e-7 }},
+	} {
+		cfg := testConfig(3)
+		cfg.Privacy.Delta = tc.delta
+		a, err := New[float64](testJob(t, cfg, train), Settings{Silos: 3, SiloAttribute: "age", TotalDelta: tc.total})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range a.SiloPrivacy() {
+			if want := tc.want(i, p.Records); p.Delta != want {
+				t.Errorf("TotalDelta %v, Delta %v: silo %d (%d records) has δ %v, want %v", tc.total, tc.delta, i, p.Records, p.Delta, want)
+			}
+		}
 	}
 }
