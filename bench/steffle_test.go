@@ -26,7 +26,13 @@ package bench
 // [0,0.5,1,2,4,8,16,32], FAIRDP_STEFFLE_EPS [1], FAIRDP_STEFFLE_LR [steffleLR],
 // FAIRDP_STEFFLE_CLIP [steffleClip], FAIRDP_STEFFLE_SCALE_LR (set: η_θ × N,
 // a prototype of server-side step scaling), FAIRDP_STEFFLE_OUT (CSV of every run,
-// appended to; runs already in it are not redone).
+// appended to; runs already in it are not redone), FAIRDP_STEFFLE_PROTOCOL
+// [issue6] (authors: the SteFFLe authors' code's protocol, preset
+// steffle-credit-authors; its rows carry checkpoint-averaged metrics and
+// the last iterate's, and TestSteffleAuthorsReport in
+// steffle_authors_test.go tabulates and plots them). Seeds are the outer
+// loop: an interrupted grid has every setting at nearly the same number
+// of seeds, and rerunning the command resumes it.
 
 import (
 	"bufio"
