@@ -12,6 +12,7 @@ package bench
 // results/steffle_credit_authors.csv); the plots are written beside it.
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -124,12 +125,7 @@ func authorsTables(w io.Writer, cells map[authorsCell][]authorsRow) {
 			}
 		}
 	}, func(a, b authorsCell) int {
-		for _, d := range []float64{a.eps - b.eps, a.lam - b.lam, a.h - b.h, float64(a.silos - b.silos)} {
-			if d != 0 {
-				return int(math.Copysign(1, d))
-			}
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.eps, b.eps), cmp.Compare(a.lam, b.lam), cmp.Compare(a.h, b.h), cmp.Compare(a.silos, b.silos))
 	})
 	fmt.Fprintln(w, "### Every cell (checkpoint averages; mean ± 95 % CI half-width over seeds)")
 	fmt.Fprintln(w)
@@ -168,8 +164,13 @@ func authorsTables(w io.Writer, cells map[authorsCell][]authorsRow) {
 			fmt.Fprintf(w, "| %s | %d | %s | %s |\n", label(p[0], p[1]), n, fmtCI(em, eh, true), fmtCI(vm, vh, true))
 		}
 	}
-	var hRows, nRows, lRows [][2]authorsCell
+	var hRows, nRows, lRows, pRows [][2]authorsCell
 	for _, c := range keys {
+		if !math.IsInf(c.eps, 1) {
+			b := c
+			b.eps = math.Inf(1)
+			pRows = append(pRows, [2]authorsCell{c, b})
+		}
 		if c.h == 0.75 {
 			b := c
 			b.h = 0
@@ -192,6 +193,8 @@ func authorsTables(w io.Writer, cells map[authorsCell][]authorsRow) {
 		func(a, _ authorsCell) string { return fmt.Sprintf("%v | %v | %v | %d", a.eps, a.lam, a.h, a.silos) })
 	diffTable("### Effect of λ: (λ > 0) − (λ = 0), paired by seed, 95 % CI", "ε | λ | h | N", lRows,
 		func(a, _ authorsCell) string { return fmt.Sprintf("%v | %v | %v | %d", a.eps, a.lam, a.h, a.silos) })
+	diffTable("### Cost of privacy: (ε finite) − (ε = ∞, same protocol, no noise), paired by seed, 95 % CI", "ε | λ | h | N", pRows,
+		func(a, _ authorsCell) string { return fmt.Sprintf("%v | %v | %v | %d", a.eps, a.lam, a.h, a.silos) })
 }
 
 // authorsPlots writes test error and DP violation against N, one curve
@@ -207,12 +210,7 @@ func authorsPlots(t *testing.T, dir string, cells map[authorsCell][]authorsRow) 
 		}
 	}
 	slices.SortFunc(keys, func(a, b curveKey) int {
-		for _, d := range []float64{a.eps - b.eps, a.lam - b.lam, a.h - b.h} {
-			if d != 0 {
-				return int(math.Copysign(1, d))
-			}
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.eps, b.eps), cmp.Compare(a.lam, b.lam), cmp.Compare(a.h, b.h))
 	})
 	for _, m := range []struct {
 		file, ylabel string
