@@ -367,6 +367,10 @@ func steffleTable(w io.Writer, settings []steffleSetting, res map[steffleSetting
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range settings {
 		rs := res[s]
+		if len(rs) == 0 {
+			fmt.Fprintf(w, "| %s | %v | %v | %v | refused (the noise does not meet ε by the accountant) | | | | | | |\n", s.variant, s.eps, s.h, s.lambda)
+			continue
+		}
 		em, esd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.err }))
 		vm, vsd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.viol }))
 		sec, _ := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.seconds }))
