@@ -26,7 +26,13 @@ package bench
 // [0,0.5,1,2,4,8,16,32], FAIRDP_STEFFLE_EPS [1], FAIRDP_STEFFLE_LR [steffleLR],
 // FAIRDP_STEFFLE_CLIP [steffleClip], FAIRDP_STEFFLE_SCALE_LR (set: η_θ × N,
 // a prototype of server-side step scaling), FAIRDP_STEFFLE_OUT (CSV of every run,
-// appended to; runs already in it are not redone).
+// appended to; runs already in it are not redone), FAIRDP_STEFFLE_PROTOCOL
+// [issue6] (authors: the SteFFLe authors' code's protocol, preset
+// steffle-credit-authors; its rows carry checkpoint-averaged metrics and
+// the last iterate's, and TestSteffleAuthorsReport in
+// steffle_authors_test.go tabulates and plots them). Seeds are the outer
+// loop: an interrupted grid has every setting at nearly the same number
+// of seeds, and rerunning the command resumes it.
 
 import (
 	"bufio"
@@ -84,6 +90,34 @@ type steffleParams struct {
 	// rule for the server's N-fold larger round batch; a prototype of a
 	// server-side change, off in the issue-6 table).
 	scaleLR bool
+	// authors runs the SteFFLe authors' code's protocol (preset
+	// steffle-credit-authors: Theorem 6's noise at δ = 1/n², η_θ decayed
+	// in steps, test metrics averaged over checkpoints; N = 1 runs 15
+	// epochs, see authorsEpochs); the rows' test error and violation are
+	// then the checkpoint averages, and the last iterate's follow.
+	authors bool
+}
+
+// authorsEpochs sets the N = 1 run of the authors' protocol: their code
+// runs 15 epochs when N = 1 and evaluates every 3; the average starts
+// after the first checkpoint, and η_θ decays every 5 epochs, as the 60-
+// epoch runs' start at epoch 20 of 60 (the second checkpoint) and decay
+// every 20 epochs.
+func authorsEpochs(c *trainer.Config, silos int) {
+	if silos == 1 {
+		c.Epochs = 15
+		c.Federation.AverageEvery, c.Federation.AverageFrom, c.Federation.LRDecayEvery = 3, 6, 5
+	}
+}
+
+// header is the CSV's header (authors: two more columns, the last
+// iterate's test error and violation).
+func (p steffleParams) header() string {
+	h := "variant,h,lambda,epsilon,seed,epochs,lr,clip,test_error,dp_violation,spent_epsilon,sigma,seconds"
+	if p.authors {
+		h += ",last_error,last_violation"
+	}
+	return h
 }
 
 // runLR is η_θ of setting s.
@@ -98,13 +132,20 @@ func (p steffleParams) runLR(s steffleSetting) float64 {
 // the bench's η_θ and C.
 func steffleCfg(p steffleParams, s steffleSetting, seed uint64) trainer.Config {
 	c := trainer.Defaults()
-	if err := trainer.ApplyPreset(&c, "steffle-credit"); err != nil {
+	preset := "steffle-credit"
+	if p.authors {
+		preset = "steffle-credit-authors"
+	}
+	if err := trainer.ApplyPreset(&c, preset); err != nil {
 		panic(err) // registered by package federated, imported here
 	}
 	c.DataDir, c.Quiet, c.DType = sharedData(), true, "float32"
 	c.Epochs, c.LR, c.Privacy.Clip = p.epochs, p.runLR(s), p.clip
 	c.Privacy.Epsilon, c.Fair.Lambda = s.eps, s.lambda
 	c.Seed = &seed
+	if p.authors {
+		authorsEpochs(&c, s.silos())
+	}
 	switch s.variant {
 	case "sgd":
 		c.Algo, c.Privacy.Epsilon, c.Fair.Lambda = "sgd", math.Inf(1), 0
@@ -119,14 +160,17 @@ type steffleResult struct {
 	err, viol, spent, seconds float64
 	silos                     int
 	sigma                     float64 // noise multiplier of silo 0 (central: the run's)
+	// lastErr and lastViol are the last iterate's test metrics when err
+	// and viol are checkpoint averages (the authors' protocol).
+	lastErr, lastViol float64
 }
 
 // steffleRun trains one setting with one seed on the shared split.
-func steffleRun(t *testing.T, sw *trainer.Sweep, p steffleParams, s steffleSetting, seed uint64) steffleResult {
+func steffleRun(t *testing.T, sw *trainer.Sweep, p steffleParams, s steffleSetting, seed uint64) (steffleResult, error) {
 	t.Helper()
 	cfg := steffleCfg(p, s, seed)
-	r, src := dpops.NewRand(cfg.Seed)
-	job := &trainer.Job{Cfg: cfg, Train: sw.Train, Test: sw.Test, Preprocess: sw.Preprocess, Rand: r, Source: src, Log: io.Discard}
+	rnd, src := dpops.NewRand(cfg.Seed)
+	job := &trainer.Job{Cfg: cfg, Train: sw.Train, Test: sw.Test, Preprocess: sw.Preprocess, Rand: rnd, Source: src, Log: io.Discard}
 	start := time.Now()
 	var rep *trainer.Report
 	var err error
@@ -147,26 +191,35 @@ func steffleRun(t *testing.T, sw *trainer.Sweep, p steffleParams, s steffleSetti
 		}
 	default:
 		var a *federated.Steffle[float32]
-		a, err = federated.New[float32](job, federated.Settings{Silos: s.silos(), Heterogeneity: s.h, SiloAttribute: "AGE"})
+		set := cfg.Federation // the preset's protocol options
+		set.Silos, set.Heterogeneity, set.SiloAttribute = s.silos(), s.h, "AGE"
+		a, err = federated.New[float32](job, set)
 		if err == nil {
 			rep, _, err = trainer.Run(context.Background(), job, trainer.Algorithm[float32](a))
 		}
 		if err == nil {
-			x, _ := rep.Extra["steffle"].(map[string]any)
-			if silos, _ := x["per_silo"].([]map[string]any); len(silos) > 0 {
-				sigma, _ = silos[0]["sigma"].(float64)
-			}
+			sigma = a.SiloPrivacy()[0].Sigma
 		}
 	}
 	if err != nil {
-		t.Fatalf("%s seed %d: %v", s.key(seed), seed, err)
+		return steffleResult{}, err
 	}
 	spent := math.Inf(1)
 	if rep.Privacy.Epsilon != nil {
 		spent = *rep.Privacy.Epsilon
 	}
-	return steffleResult{err: rep.Test.Error, viol: rep.Test.DPViolation, spent: spent, seconds: time.Since(start).Seconds(),
+	r := steffleResult{err: rep.Test.Error, viol: rep.Test.DPViolation, spent: spent, seconds: time.Since(start).Seconds(),
 		silos: s.silos(), sigma: sigma}
+	if p.authors {
+		x, _ := rep.Extra["steffle"].(map[string]any)
+		avg, ok := x["checkpoint_average"].(federated.CheckpointAverage)
+		if !ok {
+			t.Fatalf("%s: no checkpoint average in the report", s.key(seed))
+		}
+		r.lastErr, r.lastViol = r.err, r.viol
+		r.err, r.viol = avg.Error, avg.DPViolation
+	}
+	return r, nil
 }
 
 // steffleGrid runs every setting × seed (reusing the rows already in the
@@ -181,7 +234,7 @@ func steffleGrid(t *testing.T, p steffleParams, settings []steffleSetting, seeds
 	if err != nil {
 		t.Fatalf("credit data: %v", err)
 	}
-	header := "variant,h,lambda,epsilon,seed,epochs,lr,clip,test_error,dp_violation,spent_epsilon,sigma,seconds"
+	header := p.header()
 	done := map[string]steffleResult{}
 	var csv *os.File
 	if out != "" {
@@ -194,16 +247,40 @@ func steffleGrid(t *testing.T, p steffleParams, settings []steffleSetting, seeds
 			fmt.Fprintln(csv, header)
 		}
 	}
+	// Seeds are the outer loop, so an interrupted grid has every setting
+	// at nearly the same number of seeds (and a resumed one fills it up
+	// seed by seed). A setting whose noise the accountant cannot certify
+	// for its ε (Theorem 6's closed form at a large λ) is refused by the
+	// library: it is logged once and left out of the results.
 	res := map[steffleSetting][]steffleResult{}
-	for _, s := range settings {
-		for i := range seeds {
-			seed := uint64(1 + i)
-			prefix := fmt.Sprintf("%s,%d,%v,%v,", s.key(seed), p.epochs, p.runLR(s), p.clip)
+	refused := map[steffleSetting]bool{}
+	for i := range seeds {
+		seed := uint64(1 + i)
+		for _, s := range settings {
+			if refused[s] {
+				continue
+			}
+			epochs := steffleCfg(p, s, seed).Epochs
+			prefix := fmt.Sprintf("%s,%d,%v,%v,", s.key(seed), epochs, p.runLR(s), p.clip)
 			r, ok := done[prefix]
 			if !ok {
-				r = steffleRun(t, sw, p, s, seed)
+				var err error
+				if r, err = steffleRun(t, sw, p, s, seed); err != nil {
+					if p.authors && strings.Contains(err.Error(), "by the RDP accountant, above Privacy.Epsilon") {
+						t.Logf("%s: refused: %v", s.key(seed), err)
+						refused[s] = true
+						continue
+					}
+					t.Fatalf("%s: %v", s.key(seed), err)
+				}
 				if csv != nil {
-					fmt.Fprintf(csv, "%s%.6f,%.6f,%.6f,%.6g,%.2f\n", prefix, r.err, r.viol, r.spent, r.sigma, r.seconds)
+					line := fmt.Sprintf("%s%.6f,%.6f,%.6f,%.6g,%.2f", prefix, r.err, r.viol, r.spent, r.sigma, r.seconds)
+					if p.authors {
+						line += fmt.Sprintf(",%.6f,%.6f", r.lastErr, r.lastViol)
+					}
+					if _, err := fmt.Fprintln(csv, line); err != nil {
+						t.Fatal(err)
+					}
 				}
 				t.Logf("%s: error %.4f, violation %.4f, ε %.4f (%.1f s)", s.key(seed), r.err, r.viol, r.spent, r.seconds)
 			}
@@ -235,16 +312,21 @@ func steffleReadCSV(t *testing.T, path, header string) map[string]steffleResult 
 			}
 			continue
 		}
-		if len(cells) != 13 {
-			t.Fatalf("%s line %d: %d fields, want 13", path, line, len(cells))
+		want := strings.Count(header, ",") + 1
+		if len(cells) != want {
+			t.Fatalf("%s line %d: %d fields, want %d", path, line, len(cells), want)
 		}
-		var v [5]float64
+		v := make([]float64, want-8)
 		for j := range v {
 			if v[j], err = strconv.ParseFloat(cells[8+j], 64); err != nil {
 				t.Fatalf("%s line %d field %d: %v", path, line, 9+j, err)
 			}
 		}
-		done[strings.Join(cells[:8], ",")+","] = steffleResult{err: v[0], viol: v[1], spent: v[2], sigma: v[3], seconds: v[4]}
+		r := steffleResult{err: v[0], viol: v[1], spent: v[2], sigma: v[3], seconds: v[4]}
+		if len(v) == 7 {
+			r.lastErr, r.lastViol = v[5], v[6]
+		}
+		done[strings.Join(cells[:8], ",")+","] = r
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -285,6 +367,10 @@ func steffleTable(w io.Writer, settings []steffleSetting, res map[steffleSetting
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range settings {
 		rs := res[s]
+		if len(rs) == 0 {
+			fmt.Fprintf(w, "| %s | %v | %v | %v | refused (the noise does not meet ε by the accountant) | | | | | | |\n", s.variant, s.eps, s.h, s.lambda)
+			continue
+		}
 		em, esd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.err }))
 		vm, vsd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.viol }))
 		sec, _ := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.seconds }))
@@ -354,6 +440,13 @@ func TestSteffleFull(t *testing.T) {
 	p.lr = fermiEnvFloats("FAIRDP_STEFFLE_LR", []float64{p.lr})[0]
 	p.clip = fermiEnvFloats("FAIRDP_STEFFLE_CLIP", []float64{p.clip})[0]
 	p.scaleLR = os.Getenv("FAIRDP_STEFFLE_SCALE_LR") != ""
+	switch v := os.Getenv("FAIRDP_STEFFLE_PROTOCOL"); v {
+	case "", "issue6":
+	case "authors":
+		p.authors = true
+	default:
+		t.Fatalf("FAIRDP_STEFFLE_PROTOCOL %q: want issue6 or authors", v)
+	}
 	variants := strings.Split(os.Getenv("FAIRDP_STEFFLE_N"), ",")
 	if os.Getenv("FAIRDP_STEFFLE_N") == "" {
 		variants = []string{"sgd", "central", "1", "3", "6", "12"}

@@ -186,6 +186,21 @@ type FederationConfig struct {
 	// record,features_silo,sensitive_silo and one row per training record
 	// (record = 0-based index in the training split).
 	MappingFile string `json:"mapping_file"`
+	// The SteFFLe authors' code's protocol (bench/results/steffle.md), all
+	// off at their zero values. LRDecay multiplies the server's θ step
+	// size η_θ by this factor every LRDecayEvery epochs (a step decay;
+	// 0 or 1: constant η_θ). AverageEvery and AverageFrom also evaluate
+	// the model on the test split at every AverageEvery-th epoch from
+	// epoch AverageFrom on and report the checkpoints' mean test metrics
+	// (extra.steffle.checkpoint_average) beside the last iterate's.
+	// TotalDelta makes each silo's default δ 1/n² of the federation's n
+	// training records instead of 1/ñ² of its own ñ (smaller, so never a
+	// weaker guarantee); it has no effect when Privacy.Delta is given.
+	LRDecay      float64 `json:"lr_decay,omitempty"`
+	LRDecayEvery int     `json:"lr_decay_every,omitempty"`
+	AverageEvery int     `json:"average_every,omitempty"`
+	AverageFrom  int     `json:"average_from,omitempty"`
+	TotalDelta   bool    `json:"total_delta,omitempty"`
 }
 
 // DefaultFederation is the paper's setting: N = 3 silos holding whole
@@ -214,6 +229,18 @@ func (f FederationConfig) Validate() error {
 		}
 	default:
 		errs.add("Federation.Mode", "must be %s, %s or %s (got %q)", FederationHorizontal, FederationSensitiveSilo, FederationMapping, f.Mode)
+	}
+	if !(f.LRDecay >= 0 && f.LRDecay <= 1) {
+		errs.add("Federation.LRDecay", "must be in (0,1], or 0 for none (got %v)", f.LRDecay)
+	}
+	if f.LRDecayEvery < 0 || f.LRDecay != 0 && f.LRDecay != 1 && f.LRDecayEvery == 0 {
+		errs.add("Federation.LRDecayEvery", "must be ≥ 1 epoch when Federation.LRDecay is set (got %d)", f.LRDecayEvery)
+	}
+	if f.AverageEvery < 0 {
+		errs.add("Federation.AverageEvery", "must be ≥ 0 epochs (got %d)", f.AverageEvery)
+	}
+	if f.AverageFrom < 0 || f.AverageFrom > 0 && f.AverageEvery == 0 {
+		errs.add("Federation.AverageFrom", "must be ≥ 0, and needs Federation.AverageEvery ≥ 1 (got %d, AverageEvery %d)", f.AverageFrom, f.AverageEvery)
 	}
 	return errs.err()
 }

@@ -50,6 +50,8 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var sc federated.ServerConfig
 	fs.IntVar(&sc.Rounds, "rounds", 0, "rounds to run (0: as many as every silo was calibrated for)")
 	fs.Float64Var(&sc.LR, "lr", 0.005, "θ learning rate (plain SGD)")
+	fs.Float64Var(&sc.Decay.Factor, "lr-decay", 0, "multiply the θ learning rate by this factor in (0,1] every --lr-decay-rounds rounds (0: constant)")
+	fs.IntVar(&sc.Decay.Every, "lr-decay-rounds", 0, "rounds between two --lr-decay steps")
 	fs.Float64Var(&sc.WeightDecay, "weight-decay", 0, "L2 regularisation")
 	fs.Float64Var(&sc.Lambda, "lambda", 1, "fairness weight λ (as the silos)")
 	fs.Float64Var(&sc.LRW, "lr-w", 0.01, "W ascent learning rate η_W")

@@ -115,7 +115,8 @@ var fieldFlags = map[string]string{
 	"Fair.Radius": "--radius", "Fair.CountNoiseRatio": "--count-noise-ratio", "Fair.LRW": "--lr-w",
 	"Fair.WeightDecay": "--weight-decay",
 	"Federation.Silos": "--silos", "Federation.Heterogeneity": "--heterogeneity", "Federation.MappingFile": "--mapping",
-	"Federation.Mode": "--federation",
+	"Federation.Mode": "--federation", "Federation.LRDecay": "--lr-decay", "Federation.LRDecayEvery": "--lr-decay-every",
+	"Federation.AverageEvery": "--average-every", "Federation.AverageFrom": "--average-from",
 	// Post-processing and the oracle learner (their own flag set).
 	"Jagielski.Gamma": "--gamma", "Jagielski.Fairness": "--fairness", "Jagielski.AllPairs": "--all-pairs",
 	"Jagielski.Beta": "--beta", "Jagielski.Bins": "--bins", "Jagielski.Threshold": "--threshold", "Jagielski.L2": "--l2",

@@ -25,10 +25,16 @@ func federationFlags(fs *flag.FlagSet, f *trainer.FederationConfig) {
 	fs.StringVar(&f.SiloAttribute, "silo-attribute", f.SiloAttribute, "SteFFLe: feature the heterogeneity split sorts by")
 	fs.StringVar(&f.Mode, "federation", f.Mode, "SteFFLe: horizontal (silos hold whole records), sensitive-silo (one more silo holds every sensitive attribute; needs --scope sensitive) or mapping (--mapping file)")
 	fs.StringVar(&f.MappingFile, "mapping", f.MappingFile, "SteFFLe --federation mapping: CSV record,features_silo,sensitive_silo (record = index in the training split)")
+	fs.Float64Var(&f.LRDecay, "lr-decay", f.LRDecay, "SteFFLe: multiply the server's θ learning rate by this factor in (0,1] every --lr-decay-every epochs (0: constant)")
+	fs.IntVar(&f.LRDecayEvery, "lr-decay-every", f.LRDecayEvery, "SteFFLe: epochs between two --lr-decay steps")
+	fs.IntVar(&f.AverageEvery, "average-every", f.AverageEvery, "SteFFLe: also report test metrics averaged over the models after every N-th epoch (0: off; the authors' code: 10)")
+	fs.IntVar(&f.AverageFrom, "average-from", f.AverageFrom, "SteFFLe: first epoch the --average-every average includes (the authors' code: 20)")
+	fs.BoolVar(&f.TotalDelta, "total-delta", f.TotalDelta, "SteFFLe: each silo's default δ is 1/n² of all n training records (the authors' code), not 1/ñ² of its own")
 }
 
 // federationFlagNames are the flags only --algo steffle reads.
-var federationFlagNames = []string{"silos", "heterogeneity", "silo-attribute", "federation", "mapping"}
+var federationFlagNames = []string{"silos", "heterogeneity", "silo-attribute", "federation", "mapping",
+	"lr-decay", "lr-decay-every", "average-every", "average-from", "total-delta"}
 
 // rejectFederationFlags refuses SteFFLe's flags for other algorithms, which
 // would silently ignore them.

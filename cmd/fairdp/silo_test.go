@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,6 +120,24 @@ func TestSteffleTrainCLI(t *testing.T) {
 	err = runTrain(context.Background(), []string{"--algo", "fermi", "--silos", "3", "--limit", "300"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "--silos applies to --algo steffle only") {
 		t.Errorf("--algo fermi --silos 3: %v", err)
+	}
+	// The authors' protocol options are validated with the flag named.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lr-decay", "2", "--lr-decay-every", "1"}, "--lr-decay must be in (0,1]"},
+		{[]string{"--lr-decay", "0.5"}, "--lr-decay-every must be ≥ 1 epoch when --lr-decay is set"},
+		{[]string{"--average-from", "20"}, "--average-from must be ≥ 0, and needs --average-every ≥ 1"},
+	} {
+		err = run(context.Background(), append([]string{"train", "--algo", "steffle", "--limit", "300"}, tc.args...), &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	err = runTrain(context.Background(), []string{"--algo", "fermi", "--lr-decay", "0.5", "--limit", "300"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "--lr-decay applies to --algo steffle only") {
+		t.Errorf("--algo fermi --lr-decay 0.5: %v", err)
 	}
 	err = run(context.Background(), []string{"train", "--algo", "steffle", "--federation", "vertical", "--limit", "300"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "--federation must be horizontal, sensitive-silo or mapping") {
@@ -260,5 +280,41 @@ func TestSiloStateDirMissing(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "listening") {
 		t.Errorf("the silo said it was listening: %s", out.String())
+	}
+}
+
+// TestSteffleAuthorsOptionsReport: a SteFFLe run with the authors'
+// protocol options writes a report that validates against the schema,
+// carries the checkpoint average of the epochs asked for, states δ = 1/n²
+// of the whole training set, and repeats exactly from --config.
+func TestSteffleAuthorsOptionsReport(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	args := []string{"train", "--algo", "steffle", "--quiet", "--out", first, "--epochs", "3", "--limit", "1200", "--seed", "9",
+		"--epsilon", "3", "--silos", "2", "--scope", "sensitive", "--lr-decay", "0.5", "--lr-decay-every", "1",
+		"--average-every", "1", "--average-from", "2", "--total-delta"}
+	if _, stderr, err := runCLI(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep := validateReport(t, first, "steffle")
+	x := rep["extra"].(map[string]any)["steffle"].(map[string]any)
+	avg := x["checkpoint_average"].(map[string]any)
+	if got := fmt.Sprint(avg["epochs"]); got != "[2 3]" {
+		t.Errorf("checkpoint epochs %s, want [2 3]", got)
+	}
+	if d := x["lr_decay"].(map[string]any); d["factor"] != 0.5 || d["every_epochs"] != 1.0 {
+		t.Errorf("lr_decay %v", d)
+	}
+	n := rep["train_records"].(float64)
+	if got := rep["privacy"].(map[string]any)["delta"].(float64); math.Abs(got-1/(n*n)) > 1e-18 {
+		t.Errorf("receipt δ %v, want 1/n² = %v", got, 1/(n*n))
+	}
+	if _, stderr, err := runCLI(t, "train", "--config", filepath.Join(first, "report.json"), "--quiet", "--out", second); err != nil {
+		t.Fatalf("rerun: %v\n%s", err, stderr)
+	}
+	again := validateReport(t, second, "steffle")
+	for _, key := range []string{"test", "privacy", "extra"} {
+		if a, b := stripTimes(rep[key]), stripTimes(again[key]); !reflect.DeepEqual(a, b) {
+			t.Errorf("rerun from --config: %s differs:\n%v\n%v", key, a, b)
+		}
 	}
 }

@@ -54,6 +54,15 @@
 //   - Steffle is the trainer.Algorithm (--algo steffle) that simulates the
 //     federation in one process with the trainer's loop and outputs; it
 //     reads trainer.Config.Federation.
+//   - protocol.go holds what the SteFFLe authors' code's protocol adds,
+//     each an option off by default (preset steffle-credit-authors turns
+//     them on): StepDecay, a step decay of the server's η_θ (applied to
+//     the aggregated gradient in the round exchange that Steffle and
+//     Server share, so both take the same decayed steps), and Checkpoint
+//     averaging (Federation.AverageEvery/AverageFrom: Steffle evaluates
+//     the model after the chosen epochs and reports the mean beside the
+//     last iterate's metrics). Federation.TotalDelta gives every silo δ =
+//     1/n² of the whole training set, as that code does.
 //   - Heterogeneous splits records over silos by a silo attribute with
 //     heterogeneity h ∈ [0, 1]; Mapping assigns the sensitive and
 //     non-sensitive parts of records to silos by record id (ReadMapping

@@ -48,8 +48,11 @@ func (c localClient[T]) Name() string { return fmt.Sprintf("in-process silo %d",
 
 // ServerConfig is the server's side of the algorithm and of the run.
 type ServerConfig struct {
-	Rounds      int     // 0: the smallest number of rounds any silo was calibrated for
-	LR          float64 // η_θ (plain SGD, as DP-FERMI's reference code)
+	Rounds int     // 0: the smallest number of rounds any silo was calibrated for
+	LR     float64 // η_θ (plain SGD, as DP-FERMI's reference code)
+	// Decay, if set, decays η_θ in steps over the rounds (the SteFFLe
+	// authors' code decays it per epoch).
+	Decay       StepDecay
 	WeightDecay float64
 	Lambda      float64 // λ
 	LRW         float64 // η_W
@@ -99,6 +102,9 @@ type checkpoint struct {
 func NewServer[T nn.Float](ctx context.Context, cfg ServerConfig, silos []Client) (*Server[T], error) {
 	if len(silos) == 0 {
 		return nil, errors.New("federated: no silos")
+	}
+	if err := cfg.Decay.Validate(); err != nil {
+		return nil, fmt.Errorf("federated: %w", err)
 	}
 	s := &Server[T]{Cfg: cfg, Silos: silos}
 	if s.Cfg.Retries <= 0 {
@@ -249,6 +255,9 @@ func (s *Server[T]) exchange(ctx context.Context) (float64, []Message, error) {
 	loss, err := Aggregate(s.Model, s.Reg, msgs, s.weights, s.Cfg.LRW, s.Cfg.Radius)
 	if err != nil {
 		return 0, nil, fmt.Errorf("round %d: %w", rq.Round, err)
+	}
+	if f := s.Cfg.Decay.Scale(rq.Round); f != 1 {
+		scaleStep(s.Model.Params(), f, s.Cfg.WeightDecay)
 	}
 	return loss, msgs, nil
 }

@@ -39,6 +39,14 @@ type Steffle[T nn.Float] struct {
 	Lanes    []Lane     // the computations, in the server's aggregation order
 	Silos    []*Silo[T] // one DP-FERMI party per lane, run by the lane's sensitive silo
 	server   *Server[T]
+
+	// The authors' protocol (Settings.AverageEvery, …): the test split,
+	// the epochs whose end-of-epoch model is evaluated, the epochs seen so
+	// far and the checkpoints taken.
+	test        *loaders.Dataset
+	averageAt   []int
+	epoch       int
+	checkpoints []Checkpoint
 }
 
 // New splits job.Train over the silos as set says (Mode horizontal:
@@ -76,7 +84,12 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	for _, l := range lanes {
 		featureSilos = max(featureSilos, l.Features+1)
 	}
-	a := &Steffle[T]{Settings: set, Mapping: mapping, Lanes: lanes}
+	if set.TotalDelta && cfg.Privacy.Delta == 0 {
+		// The authors' code: δ = 1/n² of all n records for every silo,
+		// smaller than a silo's own 1/ñ².
+		cfg.Privacy.Delta = accounting.DefaultDelta(n)
+	}
+	a := &Steffle[T]{Settings: set, Mapping: mapping, Lanes: lanes, test: job.Test}
 	clients := make([]Client, len(lanes))
 	mean := float64(n) / float64(featureSilos)
 	for i, l := range lanes {
@@ -93,8 +106,13 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 		a.Silos = append(a.Silos, s)
 		clients[i] = Local(s)
 	}
+	decay, at, err := protocol(set, cfg.Epochs, a.roundsPerEpoch())
+	if err != nil {
+		return nil, fmt.Errorf("steffle: %w", err)
+	}
+	a.averageAt = at
 	f := cfg.Fair
-	a.server, err = NewServer[T](context.Background(), ServerConfig{LR: cfg.LR, WeightDecay: f.WeightDecay, Lambda: f.Lambda,
+	a.server, err = NewServer[T](context.Background(), ServerConfig{LR: cfg.LR, Decay: decay, WeightDecay: f.WeightDecay, Lambda: f.Lambda,
 		LRW: f.LRW, Radius: f.Radius, Seed: cfg.Seed}, clients)
 	if err != nil {
 		return nil, fmt.Errorf("steffle: %w", err)
@@ -147,11 +165,17 @@ func (a *Steffle[T]) Name() string { return Name }
 // ids, so the trainer's loss and batch statistics cover all silos. The
 // trainer's stream r is not used.
 func (a *Steffle[T]) Sampler(n int, _ *rand.Rand) (dpops.Sampler, error) {
+	return &roundSampler[T]{a: a, steps: a.roundsPerEpoch(), n: n}, nil
+}
+
+// roundsPerEpoch is the rounds of one trainer epoch: the fewest steps per
+// epoch of any silo, so that no silo samples more than its epoch.
+func (a *Steffle[T]) roundsPerEpoch() int {
 	steps := a.Silos[0].sample.StepsPerEpoch()
 	for _, s := range a.Silos {
 		steps = min(steps, s.sample.StepsPerEpoch())
 	}
-	return &roundSampler[T]{a: a, steps: steps, n: n}, nil
+	return steps
 }
 
 type roundSampler[T nn.Float] struct {
@@ -263,13 +287,33 @@ func (a *Steffle[T]) NotCovered() []accounting.NotCovered {
 }
 
 // EpochFields implements trainer.EpochLogger: every silo's ε so far and ‖W‖.
+// The trainer calls it once at the end of every epoch, after the epoch's
+// last step, so it is also where the model of a checkpoint epoch
+// (Settings.AverageEvery) is evaluated on the test split; that checkpoint's
+// metrics are logged too.
 func (a *Steffle[T]) EpochFields() map[string]any {
 	eps := make([]float64, a.Mapping.Silos)
 	for i, l := range a.Lanes {
 		eps[l.Sensitive] = max(eps[l.Sensitive], a.server.Epsilon[i])
 	}
-	return map[string]any{"silo_epsilon": eps, "w_norm": a.server.Reg.Norm()}
+	out := map[string]any{"silo_epsilon": eps, "w_norm": a.server.Reg.Norm()}
+	a.epoch++
+	if slices.Contains(a.averageAt, a.epoch) && a.server.Model != nil && a.test != nil {
+		sp, err := trainer.Evaluate(a.server.Model, a.test)
+		if err != nil {
+			out["checkpoint_error"] = err.Error()
+			return out
+		}
+		c := Checkpoint{Epoch: a.epoch, Error: sp.Error, DPViolation: sp.DPViolation, EOViolation: sp.EOViolation}
+		a.checkpoints = append(a.checkpoints, c)
+		out["checkpoint"] = c
+	}
+	return out
 }
+
+// Checkpoints is the test metrics of the checkpoints taken so far
+// (Settings.AverageEvery), in epoch order.
+func (a *Steffle[T]) Checkpoints() []Checkpoint { return slices.Clone(a.checkpoints) }
 
 // Finish implements trainer.Finisher: the federation's settings, every
 // silo's privacy summary and every lane's size, batch, noise and ε go into
@@ -290,6 +334,19 @@ func (a *Steffle[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.R
 		"silo_attribute": a.Settings.SiloAttribute, "lambda": job.Cfg.Fair.Lambda, "w": append([]float64(nil), a.server.Reg.W...),
 		"per_silo": a.SiloPrivacy(), "lanes": lanes,
 		"weighting": "lane messages averaged with weights ñ_i / n (record counts)"}
+	if a.Settings.AverageEvery > 0 {
+		if len(a.checkpoints) != len(a.averageAt) {
+			return fmt.Errorf("steffle: %d of the %d checkpoints at epochs %v were evaluated (the trainer must call EpochFields once per epoch)",
+				len(a.checkpoints), len(a.averageAt), a.averageAt)
+		}
+		x := rep.Extra["steffle"].(map[string]any)
+		x["checkpoints"], x["checkpoint_average"] = a.Checkpoints(), AverageCheckpoints(a.checkpoints)
+	}
+	if a.Settings.LRDecay != 0 && a.Settings.LRDecay != 1 {
+		x := rep.Extra["steffle"].(map[string]any)
+		x["lr_decay"] = map[string]any{"factor": a.server.Cfg.Decay.Factor, "every_rounds": a.server.Cfg.Decay.Every,
+			"every_epochs": a.Settings.LRDecayEvery, "last_lr": job.Cfg.LR * a.server.Cfg.Decay.Scale(a.server.Round)}
+	}
 	return nil
 }
 
