@@ -53,6 +53,22 @@ __device__ __forceinline__ double convDot(const float* brow, const float* urow, 
     return g;
 }
 
+// rowMaxExpSum sets *m to the largest of z[0..n) and *s to sum_j exp(z_j - m),
+// in double, as nn's logSumExp: the softmax cross-entropy (train.cu) and
+// DP-FERMI's probabilities (fermi.cu) share it.
+__device__ __forceinline__ void rowMaxExpSum(const float* z, int n, double* m, double* s) {
+    double mx = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        mx = fmax(mx, (double)z[j]);
+    }
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        sum = sum + exp((double)z[j] - mx);
+    }
+    *m = mx;
+    *s = sum;
+}
+
 // goMax is Go's built-in max for floats: NaN wins, and +0 > -0. A NaN
 // result is the canonical quiet NaN 0x7fc00000 whatever the NaN operand's
 // sign and payload, as Go's max returns on amd64 (nn.ReLU's backward gate

@@ -33,14 +33,8 @@ __device__ __forceinline__ double fermiSigmoid(double z) {
 // fermiLSE is log sum_j exp(z_j) computed around the row's maximum, as nn's
 // logSumExp.
 __device__ __forceinline__ double fermiLSE(const float* z, int out) {
-    double m = -INFINITY;
-    for (int j = 0; j < out; j++) {
-        m = fmax(m, (double)z[j]);
-    }
-    double s = 0.0;
-    for (int j = 0; j < out; j++) {
-        s = s + exp((double)z[j] - m);
-    }
+    double m, s;
+    rowMaxExpSum(z, out, &m, &s);
     return m + log(s);
 }
 

@@ -49,14 +49,8 @@ extern "C" __global__ void fairdp_softmax_ce(float* loss, float* dz, const float
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         const float* zi = z + (size_t)i * classes;
         float* di = dz + (size_t)i * classes;
-        double m = -INFINITY;
-        for (int j = 0; j < classes; j++) {
-            m = fmax(m, (double)zi[j]);
-        }
-        double s = 0.0;
-        for (int j = 0; j < classes; j++) {
-            s = s + exp((double)zi[j] - m);
-        }
+        double m, s;
+        rowMaxExpSum(zi, classes, &m, &s);
         const int y = labels[i];
         loss[i] = (float)(m + log(s) - (double)zi[y]);
         for (int j = 0; j < classes; j++) {
