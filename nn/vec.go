@@ -15,7 +15,9 @@ import (
 func sqSum[T Float](v []T) float64 {
 	var lanes [4]float64
 	i := 0
-	if elemSize[T]() == 4 && sqSumLanes32(as32(v), &lanes) {
+	// Fewer than four values (a one-logit layer's ‖b_i‖²) have no whole
+	// group: skip the call, the Go loop alone gives the same sum.
+	if elemSize[T]() == 4 && len(v) >= 4 && sqSumLanes32(as32(v), &lanes) {
 		i = len(v) / 4 * 4
 	}
 	return sqSumFrom(v, i, lanes)
