@@ -152,7 +152,11 @@ func (l *Linear[T]) SqNorms(out []T) {
 	mustLen(l, "norm output", out, l.batch)
 	l.norms = out
 	l.op = linSqNorms
-	parallelRows(l, l.batch, l.in+l.out)
+	// About 1/8 ns per value: sqSum4 measured ≈ 0.2 ns per float32 on the
+	// 2-core EPYC, so logistic regression's 1024 × 103 norms stay on the
+	// caller (waking a helper cost more than it saved). Each sample's norm
+	// is computed whole by one participant, so the split changes no bit.
+	parallelRows(l, l.batch, (l.in+l.out)/8)
 	l.norms = nil
 }
 
@@ -174,16 +178,31 @@ func (l *Linear[T]) run(_, lo, hi int) {
 		// Rows lo..hi of ∂W are columns lo..hi of A: a transposed sub-block.
 		Gemm(true, false, n, l.out, l.batch, 1, l.x[lo:], l.in, l.gradB, l.out, 1, l.weight.Grad[lo*l.out:], l.out)
 	case linSqNorms:
-		for i := lo; i < hi; i++ {
-			nb := sqSum(l.dy[i*l.out : (i+1)*l.out])
-			na := sqSum(l.x[i*l.in : (i+1)*l.in])
-			if l.bias == nil {
-				l.norms[i] += T(na * nb)
-				continue
+		// Four samples at a time (sqSum4 overlaps their add chains), the
+		// rest one by one: each sample's norm is the same sum either way.
+		i := lo
+		for ; i+4 <= hi; i += 4 {
+			var na, nb [4]float64
+			sqSum4(l.x[i*l.in:], l.in, l.in, &na)
+			sqSum4(l.dy[i*l.out:], l.out, l.out, &nb)
+			for r := range na {
+				l.addGhostNorm(i+r, na[r], nb[r])
 			}
-			l.norms[i] += T(na*nb + nb)
+		}
+		for ; i < hi; i++ {
+			l.addGhostNorm(i, sqSum(l.x[i*l.in:(i+1)*l.in]), sqSum(l.dy[i*l.out:(i+1)*l.out]))
 		}
 	}
+}
+
+// addGhostNorm adds sample i's squared gradient norm, given ‖a_i‖² (na)
+// and ‖b_i‖² (nb), to l.norms[i].
+func (l *Linear[T]) addGhostNorm(i int, na, nb float64) {
+	if l.bias == nil {
+		l.norms[i] += T(na * nb)
+		return
+	}
+	l.norms[i] += T(na*nb + nb)
 }
 
 func (l *Linear[T]) mustHaveTap(op string) {

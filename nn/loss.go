@@ -52,15 +52,16 @@ func SigmoidBCE[T Float](logits []T, labels []int, weight []T, loss []T, dlogits
 			panic(fmt.Sprintf("nn.SigmoidBCE: sample %d has label %d, want 0 or 1", i, y))
 		}
 		z := float64(logits[i])
+		e := math.Exp(-math.Abs(z)) // shared by softplus and σ: one exp per sample
 		if loss != nil {
-			loss[i] = T(softplus(z) - float64(y)*z)
+			loss[i] = T(softplusExp(z, e) - float64(y)*z)
 		}
 		if dlogits != nil {
 			w := 1.0
 			if weight != nil {
 				w = float64(weight[i])
 			}
-			dlogits[i] = T(w * (sigmoid(z) - float64(y)))
+			dlogits[i] = T(w * (sigmoidExp(z, e) - float64(y)))
 		}
 	}
 }
@@ -88,9 +89,10 @@ func Sigmoid[T Float](logits []T, probs []T) {
 		panic(fmt.Sprintf("nn.Sigmoid: %d logits need %d probabilities, got %d", len(logits), 2*len(logits), len(probs)))
 	}
 	for i, z := range logits {
-		p := sigmoid(float64(z))
-		probs[2*i] = T(sigmoid(-float64(z)))
-		probs[2*i+1] = T(p)
+		// σ(z) and σ(−z) both need e^{−|z|} (−|z| is z or −z exactly).
+		e := math.Exp(-math.Abs(float64(z)))
+		probs[2*i] = T(sigmoidExp(-float64(z), e))
+		probs[2*i+1] = T(sigmoidExp(float64(z), e))
 	}
 }
 
@@ -108,18 +110,24 @@ func logSumExp[T Float](z []T) (m, lse float64) {
 }
 
 // sigmoid is 1/(1+e^{−z}) without overflow for large |z|.
-func sigmoid(z float64) float64 {
+func sigmoid(z float64) float64 { return sigmoidExp(z, math.Exp(-math.Abs(z))) }
+
+// sigmoidExp is sigmoid given e = e^{−|z|}: 1/(1+e) for z ≥ 0, e/(1+e)
+// otherwise, the same operations on the same e as sigmoid always did
+// (e^{−z} for z ≥ 0, e^{z} below), so callers that also need softplus
+// compute the exponential once.
+func sigmoidExp(z, e float64) float64 {
 	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
+		return 1 / (1 + e)
 	}
-	e := math.Exp(z)
 	return e / (1 + e)
 }
 
 // softplus is log(1 + e^z) without overflow or cancellation.
-func softplus(z float64) float64 {
-	return math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z)))
-}
+func softplus(z float64) float64 { return softplusExp(z, math.Exp(-math.Abs(z))) }
+
+// softplusExp is softplus given e = e^{−|z|}.
+func softplusExp(z, e float64) float64 { return math.Max(z, 0) + math.Log1p(e) }
 
 func checkLossArgs[T Float](fn string, logits []T, want int, weight, loss, dlogits []T, n int) {
 	if len(logits) != want {

@@ -15,10 +15,29 @@ import (
 func sqSum[T Float](v []T) float64 {
 	var lanes [4]float64
 	i := 0
-	if elemSize[T]() == 4 && sqSumLanes32(as32(v), &lanes) {
+	// Fewer than four values (a one-logit layer's ‖b_i‖²) have no whole
+	// group: skip the call, the Go loop alone gives the same sum.
+	if elemSize[T]() == 4 && len(v) >= 4 && sqSumLanes32(as32(v), &lanes) {
 		i = len(v) / 4 * 4
 	}
 	return sqSumFrom(v, i, lanes)
+}
+
+// sqSum4 sets out[r] = sqSum(v[r·stride : r·stride+n]) for r < 4, bit for
+// bit, four rows at a time where the CPU has the assembly (see
+// sqSumLanes32x4AVX): a narrow layer's per-sample norms are a long run of
+// short rows, where one row's add chain alone leaves the adder idle.
+func sqSum4[T Float](v []T, stride, n int, out *[4]float64) {
+	var lanes [4][4]float64
+	if elemSize[T]() == 4 && sqSumLanes32x4(as32(v), stride, n, &lanes) {
+		for r := range out {
+			out[r] = sqSumFrom(v[r*stride:r*stride+n], n/4*4, lanes[r])
+		}
+		return
+	}
+	for r := range out {
+		out[r] = sqSum(v[r*stride : r*stride+n])
+	}
 }
 
 // sqSumFrom is sqSum's Go loop: it continues the partial sums s from

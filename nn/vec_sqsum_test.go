@@ -39,3 +39,31 @@ func TestSqSumBitIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestSqSum4BitIdentical checks sqSum4 (four rows at once in assembly where
+// the CPU has it) against sqSum on each row, bit for bit, on row lengths up
+// to 70 with strides equal to and longer than the row, and special values.
+func TestSqSum4BitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	special := []float32{0, 1e-45, 3e38, -3e38, float32(math.Inf(-1)), float32(math.NaN())}
+	for n := range 71 {
+		for _, pad := range []int{0, 1, 5} {
+			stride := n + pad
+			v := make([]float32, 3*stride+n)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
+				if pad == 5 && rng.IntN(8) == 0 {
+					v[i] = special[rng.IntN(len(special))]
+				}
+			}
+			var got [4]float64
+			sqSum4(v, stride, n, &got)
+			for r, g := range got {
+				want := sqSum(v[r*stride : r*stride+n])
+				if math.Float64bits(g) != math.Float64bits(want) && !(math.IsNaN(g) && math.IsNaN(want)) {
+					t.Fatalf("n=%d stride=%d row %d: sqSum4 = %v (%#x), sqSum %v (%#x)", n, stride, r, g, math.Float64bits(g), want, math.Float64bits(want))
+				}
+			}
+		}
+	}
+}
