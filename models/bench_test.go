@@ -1,7 +1,6 @@
 package models
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -10,7 +9,8 @@ import (
 )
 
 // Throughput of one full training step in float32 on synthetic inputs
-// (plain, DP-SGD, and DP-FERMI through package fermi), to compare with
+// (the Step of trainer's SGD and DPSGD and of package fermi's DP-FERMI, as
+// `fairdp train` runs them, then SGD's update), to compare with
 // REFERENCE §9's peer figures (PyTorch tuned 6.62M / 4,193 /
 // 18.8 samples/s; Opacus DP-SGD 1.20M / 504 / 9.5 for logistic / MNIST CNN /
 // VGG-like). cpu-s/op (user+system CPU per step, all threads) shows what a
@@ -47,24 +47,21 @@ const (
 // stepKinds are the rows of each model in TestBenchTable, in order.
 var stepKinds = []string{stepPlain, stepDPSGD, stepDPFERMI}
 
-// DPFERMIStep returns one full DP-FERMI step (package fermi's Algorithm
-// Step on the batch x, labels with a synthetic binary sensitive attribute,
-// then opt) on m. It is set by fermibench_test.go, an external test
-// package, because package fermi imports this one.
-var DPFERMIStep func(tb testing.TB, m *Model[float32], opt nn.Optimizer[float32], x []float32, labels []int, classes int) func()
+// LibraryStep returns one full training step of the algorithm algo
+// ("sgd", "dpsgd" or "fermi", as trainer names them) on m with the batch x
+// and labels. It is set by steps_test.go, an external test package,
+// because the packages that implement the algorithms import this one.
+var LibraryStep func(tb testing.TB, algo string, m *Model[float32], x []float32, labels []int, classes int) func()
 
-// stepper holds one benchmark's model, batch and buffers.
+// stepAlgos maps each step kind to the algorithm whose Step it times.
+var stepAlgos = map[string]string{stepPlain: "sgd", stepDPSGD: "dpsgd", stepDPFERMI: "fermi"}
+
+// stepper holds one benchmark's model and batch.
 type stepper struct {
 	m       *Model[float32]
 	classes int
-	opt     nn.Optimizer[float32]
-	rng     *rand.Rand
 	x       []float32
 	labels  []int
-	loss    []float32
-	dlogits []float32
-	norms   []float32
-	scale   []float32
 }
 
 func newStepper(tb testing.TB, spec Spec, batch int) *stepper {
@@ -73,10 +70,7 @@ func newStepper(tb testing.TB, spec Spec, batch int) *stepper {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &stepper{m: m, classes: spec.Classes, opt: nn.NewSGD[float32](1e-3), rng: rng,
-		x: make([]float32, batch*m.InSize()), labels: make([]int, batch),
-		loss: make([]float32, batch), dlogits: make([]float32, batch*m.OutDim()),
-		norms: make([]float32, batch), scale: make([]float32, batch)}
+	s := &stepper{m: m, classes: spec.Classes, x: make([]float32, batch*m.InSize()), labels: make([]int, batch)}
 	for i := range s.x {
 		s.x[i] = float32(rng.NormFloat64())
 	}
@@ -86,57 +80,14 @@ func newStepper(tb testing.TB, spec Spec, batch int) *stepper {
 	return s
 }
 
-// step is one non-private step: forward, loss, backward, batch gradient
-// (mean over the batch), SGD.
-func (s *stepper) step() {
-	batch := len(s.labels)
-	logits := s.m.Forward(s.x, batch, true)
-	s.m.Loss(logits, s.labels, nil, s.loss, s.dlogits)
-	s.m.Backward(s.dlogits)
-	for i := range s.scale {
-		s.scale[i] = 1 / float32(batch)
-	}
-	s.m.ZeroGrads()
-	s.m.ParamGrads(s.scale)
-	s.opt.Step(s.m.Params())
-}
-
-// dpStep is DP-SGD as Opacus runs it in REFERENCE §9 (C = 1, σ = 1):
-// per-sample norms, clip factors, the clipped sum, Gaussian noise, SGD.
-func (s *stepper) dpStep() {
-	const clip, sigma = 1.0, 1.0
-	batch := len(s.labels)
-	logits := s.m.Forward(s.x, batch, true)
-	s.m.Loss(logits, s.labels, nil, s.loss, s.dlogits)
-	s.m.Backward(s.dlogits)
-	clear(s.norms)
-	s.m.SqNorms(s.norms)
-	for i, sq := range s.norms {
-		s.scale[i] = float32(math.Min(1, clip/math.Sqrt(float64(sq)))) / float32(batch)
-	}
-	s.m.ZeroGrads()
-	s.m.ParamGrads(s.scale)
-	for _, p := range s.m.Params() {
-		for j := range p.Grad {
-			p.Grad[j] += float32(sigma * clip / float64(batch) * s.rng.NormFloat64())
-		}
-	}
-	s.opt.Step(s.m.Params())
-}
-
 // stepFunc returns the step of the given kind (stepPlain, stepDPSGD or
 // stepDPFERMI) on s.
 func (s *stepper) stepFunc(tb testing.TB, kind string) func() {
-	switch kind {
-	case stepPlain:
-		return s.step
-	case stepDPSGD:
-		return s.dpStep
-	case stepDPFERMI:
-		return DPFERMIStep(tb, s.m, s.opt, s.x, s.labels, s.classes)
+	algo, ok := stepAlgos[kind]
+	if !ok {
+		tb.Fatalf("unknown step kind %q", kind)
 	}
-	tb.Fatalf("unknown step kind %q", kind)
-	return nil
+	return LibraryStep(tb, algo, s.m, s.x, s.labels, s.classes)
 }
 
 func benchStep(b *testing.B, spec Spec, batch int, kind string) {
