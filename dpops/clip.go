@@ -86,7 +86,7 @@ func (c *Clipper[T]) Norms(n int, blocks ...Tapped[T]) ([]float64, error) {
 	c.norms = resize(c.norms, n)
 	for i, s := range c.sq {
 		v := float64(s)
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		if !(v >= 0 && v <= math.MaxFloat64) { // NaN, ±Inf or negative
 			return nil, fmt.Errorf("dpops: sample %d has gradient norm² %v; the loss is not finite", i, v)
 		}
 		c.norms[i] = math.Sqrt(v)

@@ -29,8 +29,9 @@ import (
 //
 //	FAIRDP_BENCH_TABLE=1 go test -run '^TestBenchTable$' -v -timeout 0 ./models
 //
-// FAIRDP_BENCH_STEPS sets the timed steps per row (default 3; the median is
-// reported) and FAIRDP_GEMM=own|blas the float32 GEMM path.
+// Each row reports the median of its timed steps (at least 3, and at least
+// 2 s of them unless FAIRDP_BENCH_STEPS sets the count); FAIRDP_GEMM=own|blas
+// picks the float32 GEMM path.
 func TestBenchTable(t *testing.T) {
 	if name := os.Getenv("FAIRDP_BENCH_CASE"); name != "" {
 		benchCase(t, name)
@@ -122,9 +123,13 @@ func benchCase(t *testing.T, name string) {
 	if i < 0 || !slices.Contains(stepKinds, kind) {
 		t.Fatalf("unknown case %q", name)
 	}
-	steps := 3
+	// At least three timed steps and at least two seconds of them, so the
+	// median of a 60 µs logistic step is over thousands of steps and not
+	// three (those rows varied by ±50 % between runs); FAIRDP_BENCH_STEPS
+	// fixes the count instead.
+	steps, minTime := 3, 2*time.Second
 	if v, err := strconv.Atoi(os.Getenv("FAIRDP_BENCH_STEPS")); err == nil && v > 0 {
-		steps = v
+		steps, minTime = v, 0
 	}
 	backend.SetThreads(1) // nn parallelises over the batch itself, as in benchStep
 	s := newStepper(t, benchModels[i].spec, benchModels[i].batch)
@@ -132,13 +137,15 @@ func benchCase(t *testing.T, name string) {
 	f0 := nn.GemmFlops()
 	run() // sizes every layer's buffers
 	flops := nn.GemmFlops() - f0
-	times := make([]float64, steps)
+	var times []float64
 	cpu := cpuSeconds()
-	for j := range times {
+	begin := time.Now()
+	for len(times) < steps || time.Since(begin) < minTime {
 		start := time.Now()
 		run()
-		times[j] = time.Since(start).Seconds()
+		times = append(times, time.Since(start).Seconds())
 	}
+	steps = len(times)
 	cpu = (cpuSeconds() - cpu) / float64(steps)
 	slices.Sort(times)
 	out, _ := json.Marshal(caseResult{Seconds: times[steps/2], CPUSeconds: cpu, Flops: float64(flops), MaxRSSKB: maxRSSKB()})

@@ -23,19 +23,17 @@ func sqSum[T Float](v []T) float64 {
 	return sqSumFrom(v, i, lanes)
 }
 
-// sqSum4 sets out[r] = sqSum(v[r·stride : r·stride+n]) for r < 4, bit for
-// bit, four rows at a time where the CPU has the assembly (see
-// sqSumLanes32x4AVX): a narrow layer's per-sample norms are a long run of
-// short rows, where one row's add chain alone leaves the adder idle.
-func sqSum4[T Float](v []T, stride, n int, out *[4]float64) {
-	var lanes [4][4]float64
-	if elemSize[T]() == 4 && sqSumLanes32x4(as32(v), stride, n, &lanes) {
-		for r := range out {
-			out[r] = sqSumFrom(v[r*stride:r*stride+n], n/4*4, lanes[r])
-		}
-		return
+// sqSumRows sets out[r] = sqSum(v[r·stride : r·stride+n]) for every r <
+// len(out), bit for bit, four rows at a time in one assembly call where the
+// CPU has it (see sqSumRows32x4AVX): a narrow layer's per-sample norms are
+// a long run of short rows, where one row's add chain alone leaves the adder
+// idle and per-row calls cost as much as the sums.
+func sqSumRows[T Float](v []T, stride, n int, out []float64) {
+	r := 0
+	if elemSize[T]() == 4 {
+		r = sqSumRows32(as32(v), stride, n, out)
 	}
-	for r := range out {
+	for ; r < len(out); r++ {
 		out[r] = sqSum(v[r*stride : r*stride+n])
 	}
 }

@@ -26,24 +26,32 @@ func sqSumLanes32(v []float32, out *[4]float64) bool {
 	return true
 }
 
-// sqSumLanes32x4AVX is vec_amd64.s: out[r] is what sqSumLanes32AVX gives
-// for the groups×4 values starting stride elements after row r-1's, for
-// four rows at once. Each row's lanes add in exactly the same order as
-// sqSumLanes32AVX's (so the bits are the same), but the four rows' chains
-// are independent, so the adds overlap instead of waiting on each other's
-// latency: the per-sample input norm of a narrow Linear layer (logistic
-// regression's 102 inputs) is bound by that latency, not by loads.
+// sqSumRows32x4AVX is vec_amd64.s: out[r] = sqSum(row r) for the 4·quads
+// rows of n values at v, v+stride, …, bit for bit (the same lanes in the
+// same order as sqSumLanes32AVX, then sqSumFrom's tail and final adds).
+// Four rows' add chains are interleaved, so the adds overlap instead of
+// waiting on each other's latency, and a whole batch of rows is one call:
+// the per-sample input norm of a narrow Linear layer (logistic
+// regression's 102 inputs) is a long run of short rows, where one row at a
+// time is bound by the add latency and by per-row call overhead.
 //
 //go:noescape
-func sqSumLanes32x4AVX(v *float32, stride, groups int, out *[4][4]float64)
+func sqSumRows32x4AVX(v *float32, stride, n, quads int, out *float64)
 
-// sqSumLanes32x4 fills out as sqSumLanes32x4AVX does for the rows of n
-// values at v[0:], v[stride:], v[2·stride:], v[3·stride:] and reports
-// whether it did (it checks the bounds the assembly cannot).
-func sqSumLanes32x4(v []float32, stride, n int, out *[4][4]float64) bool {
-	if !haveSqSumAVX || n < 4 || stride < n || 3*stride+n > len(v) {
-		return false
+// sqSumRows32 sets out[r] = sqSum(v[r·stride : r·stride+n]) for as many
+// whole quads of rows of out as the assembly can take (it checks the bounds
+// the assembly cannot) and returns how many rows it did: 0 without AVX.
+func sqSumRows32(v []float32, stride, n int, out []float64) int {
+	quads := len(out) / 4
+	if !haveSqSumAVX || n < 1 || stride < 0 {
+		return 0
 	}
-	sqSumLanes32x4AVX(&v[0], stride, n/4, out)
-	return true
+	for quads > 0 && (4*quads-1)*stride+n > len(v) {
+		quads--
+	}
+	if quads == 0 {
+		return 0
+	}
+	sqSumRows32x4AVX(&v[0], stride, n, quads, &out[0])
+	return 4 * quads
 }

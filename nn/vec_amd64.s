@@ -25,16 +25,30 @@ done:
 	VZEROUPPER
 	RET
 
-// func sqSumLanes32x4AVX(v *float32, stride int, groups int, out *[4][4]float64)
-// out[r] is sqSumLanes32AVX's out for the row of groups×4 values at
-// v + r·stride (stride in elements), r < 4: the same four lanes in the
-// same order of q, the four rows' chains interleaved so the adds overlap.
-TEXT ·sqSumLanes32x4AVX(SB), NOSPLIT, $0-32
+// func sqSumRows32x4AVX(v *float32, stride, n, quads int, out *float64)
+// out[r] = sqSum(v[r·stride : r·stride+n]) for r < 4·quads (stride in
+// elements), bit for bit: per row, lane j of Y accumulates v[4q+j]² over the
+// whole groups in order of q (VMULPD then VADDPD, no FMA, as
+// sqSumLanes32AVX), the n%4 tail values are squared and added to lane 0 one
+// by one, and the lanes are added as (s0+s1)+(s2+s3): sqSumFrom's order.
+// Four rows run at once so their add chains overlap (one row's chain alone
+// runs at the add latency), and the whole batch is one call.
+TEXT ·sqSumRows32x4AVX(SB), NOSPLIT, $0-40
 	MOVQ v+0(FP), SI
 	MOVQ stride+8(FP), BX
-	MOVQ groups+16(FP), CX
-	MOVQ out+24(FP), DI
+	MOVQ n+16(FP), DX
+	MOVQ quads+24(FP), R12
+	MOVQ out+32(FP), DI
+	TESTQ R12, R12
+	JEQ rowsdone
 	SHLQ $2, BX
+	MOVQ BX, R14
+	SHLQ $2, R14
+	MOVQ DX, R13
+	SHRQ $2, R13
+	ANDQ $3, DX
+quad:
+	MOVQ SI, AX
 	LEAQ (SI)(BX*1), R8
 	LEAQ (R8)(BX*1), R9
 	LEAQ (R9)(BX*1), R10
@@ -42,10 +56,11 @@ TEXT ·sqSumLanes32x4AVX(SB), NOSPLIT, $0-32
 	VXORPD Y1, Y1, Y1
 	VXORPD Y2, Y2, Y2
 	VXORPD Y3, Y3, Y3
+	MOVQ R13, CX
 	TESTQ CX, CX
-	JEQ done4
-loop4:
-	VCVTPS2PD (SI), Y4
+	JEQ tailstart
+groups:
+	VCVTPS2PD (AX), Y4
 	VCVTPS2PD (R8), Y5
 	VCVTPS2PD (R9), Y6
 	VCVTPS2PD (R10), Y7
@@ -57,16 +72,60 @@ loop4:
 	VADDPD Y5, Y1, Y1
 	VADDPD Y6, Y2, Y2
 	VADDPD Y7, Y3, Y3
-	ADDQ $16, SI
+	ADDQ $16, AX
 	ADDQ $16, R8
 	ADDQ $16, R9
 	ADDQ $16, R10
 	DECQ CX
-	JNE loop4
-done4:
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
+	JNE groups
+tailstart:
+	VEXTRACTF128 $1, Y0, X10
+	VEXTRACTF128 $1, Y1, X11
+	VEXTRACTF128 $1, Y2, X12
+	VEXTRACTF128 $1, Y3, X13
+	MOVQ DX, CX
+	TESTQ CX, CX
+	JEQ reduce
+tail:
+	VCVTSS2SD (AX), X4, X4
+	VCVTSS2SD (R8), X5, X5
+	VCVTSS2SD (R9), X6, X6
+	VCVTSS2SD (R10), X7, X7
+	VMULSD X4, X4, X4
+	VMULSD X5, X5, X5
+	VMULSD X6, X6, X6
+	VMULSD X7, X7, X7
+	VADDSD X4, X0, X0
+	VADDSD X5, X1, X1
+	VADDSD X6, X2, X2
+	VADDSD X7, X3, X3
+	ADDQ $4, AX
+	ADDQ $4, R8
+	ADDQ $4, R9
+	ADDQ $4, R10
+	DECQ CX
+	JNE tail
+reduce:
+	VHADDPD X0, X0, X0
+	VHADDPD X10, X10, X10
+	VADDSD X10, X0, X0
+	VHADDPD X1, X1, X1
+	VHADDPD X11, X11, X11
+	VADDSD X11, X1, X1
+	VHADDPD X2, X2, X2
+	VHADDPD X12, X12, X12
+	VADDSD X12, X2, X2
+	VHADDPD X3, X3, X3
+	VHADDPD X13, X13, X13
+	VADDSD X13, X3, X3
+	VMOVSD X0, (DI)
+	VMOVSD X1, 8(DI)
+	VMOVSD X2, 16(DI)
+	VMOVSD X3, 24(DI)
+	ADDQ $32, DI
+	ADDQ R14, SI
+	DECQ R12
+	JNE quad
+rowsdone:
 	VZEROUPPER
 	RET

@@ -40,30 +40,50 @@ func TestSqSumBitIdentical(t *testing.T) {
 	}
 }
 
-// TestSqSum4BitIdentical checks sqSum4 (four rows at once in assembly where
-// the CPU has it) against sqSum on each row, bit for bit, on row lengths up
-// to 70 with strides equal to and longer than the row, and special values.
-func TestSqSum4BitIdentical(t *testing.T) {
+// TestSqSumRowsBitIdentical checks sqSumRows (four rows at a time in one
+// assembly call where the CPU has it) against sqSum on each row, bit for
+// bit: row lengths up to 70 (every tail length, and rows shorter than one
+// group), strides equal to and longer than the row, row counts that are and
+// are not whole quads, buffers that end right after the last row, and
+// special values. A swapped lane, tail or row order shows as a wrong bit.
+func TestSqSumRowsBitIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	special := []float32{0, 1e-45, 3e38, -3e38, float32(math.Inf(-1)), float32(math.NaN())}
 	for n := range 71 {
 		for _, pad := range []int{0, 1, 5} {
-			stride := n + pad
-			v := make([]float32, 3*stride+n)
-			for i := range v {
-				v[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
-				if pad == 5 && rng.IntN(8) == 0 {
-					v[i] = special[rng.IntN(len(special))]
+			for _, rows := range []int{0, 1, 3, 4, 5, 8, 11, 64} {
+				stride := n + pad
+				v := make([]float32, max(0, (rows-1)*stride+n))
+				for i := range v {
+					v[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
+					if pad == 5 && rng.IntN(8) == 0 {
+						v[i] = special[rng.IntN(len(special))]
+					}
 				}
-			}
-			var got [4]float64
-			sqSum4(v, stride, n, &got)
-			for r, g := range got {
-				want := sqSum(v[r*stride : r*stride+n])
-				if math.Float64bits(g) != math.Float64bits(want) && !(math.IsNaN(g) && math.IsNaN(want)) {
-					t.Fatalf("n=%d stride=%d row %d: sqSum4 = %v (%#x), sqSum %v (%#x)", n, stride, r, g, math.Float64bits(g), want, math.Float64bits(want))
+				got := make([]float64, rows)
+				sqSumRows(v, stride, n, got)
+				for r, g := range got {
+					want := sqSumGo(v[r*stride : r*stride+n])
+					if math.Float64bits(g) != math.Float64bits(want) && !(math.IsNaN(g) && math.IsNaN(want)) {
+						t.Fatalf("n=%d stride=%d rows=%d row %d: sqSumRows = %v (%#x), Go loop %v (%#x)", n, stride, rows, r, g, math.Float64bits(g), want, math.Float64bits(want))
+					}
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkSqSumRows is the logistic benchmark's per-sample input norms:
+// 1024 rows of 102 float32 values.
+func BenchmarkSqSumRows(b *testing.B) {
+	const rows, n = 1024, 102
+	v := make([]float32, rows*n)
+	for i := range v {
+		v[i] = float32(i%13) - 6
+	}
+	out := make([]float64, rows)
+	b.SetBytes(int64(4 * len(v)))
+	for range b.N {
+		sqSumRows(v, n, n, out)
 	}
 }
