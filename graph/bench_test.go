@@ -13,6 +13,7 @@ import (
 	"fairdp/dpops"
 	"fairdp/models"
 	"fairdp/nn"
+	"fairdp/trainer"
 )
 
 // A lowered Gorgonia graph trains on the same nn layers as the native
@@ -34,43 +35,35 @@ func BenchmarkLoweredVsNativeVGG(b *testing.B) {
 	benchLowered(b, models.Spec{Arch: "vgg", InShape: []int{3, 64, 64}, Classes: 9}, 32)
 }
 
-// dpStepper runs DP-SGD steps (C = 1, σ = 1) of one model on a fixed batch.
+// dpStepper runs DP-SGD steps of one model on a fixed batch: trainer's
+// DPSGD Step (C = 1, σ = 1, the batch is the whole training set), as
+// `fairdp train --algo dpsgd` runs it, then SGD's update.
 type dpStepper struct {
-	m       *models.Model[float32]
-	opt     nn.Optimizer[float32]
-	rng     *rand.Rand
-	x       []float32
-	labels  []int
-	loss    []float32
-	dlogits []float32
-	norms   []float32
-	scale   []float32
+	m     *models.Model[float32]
+	opt   nn.Optimizer[float32]
+	alg   *trainer.DPSGD[float32]
+	batch trainer.Batch[float32]
 }
 
-func newDPStepper(m *models.Model[float32], x []float32, labels []int) *dpStepper {
-	batch := len(labels)
-	return &dpStepper{m: m, opt: nn.NewSGD[float32](1e-3), rng: rand.New(rand.NewPCG(1, 2)), x: x, labels: labels,
-		loss: make([]float32, batch), dlogits: make([]float32, batch*m.OutDim()),
-		norms: make([]float32, batch), scale: make([]float32, batch)}
-}
-
-func (s *dpStepper) step() {
-	const clip, sigma = 1.0, 1.0
-	batch := len(s.labels)
-	logits := s.m.Forward(s.x, batch, true)
-	s.m.Loss(logits, s.labels, nil, s.loss, s.dlogits)
-	s.m.Backward(s.dlogits)
-	clear(s.norms)
-	s.m.SqNorms(s.norms)
-	for i, sq := range s.norms {
-		s.scale[i] = float32(dpops.ClipFactor(math.Sqrt(float64(sq)), clip) / float64(batch))
+func newDPStepper(tb testing.TB, m *models.Model[float32], x []float32, labels []int) *dpStepper {
+	n := len(labels)
+	seed := uint64(1)
+	_, src := dpops.NewRand(&seed)
+	alg, err := trainer.NewDPSGDFrom[float32](trainer.DPSGDOptions{Records: n, Batch: n, Epochs: 1, Clip: 1, Sigma: 1,
+		Epsilon: math.Inf(1), Seed: &seed}, src)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	s.m.ZeroGrads()
-	s.m.ParamGrads(s.scale)
-	for _, p := range s.m.Params() {
-		if err := dpops.AddGaussian(s.rng, p.Grad, sigma*clip/float64(batch)); err != nil {
-			panic(err)
-		}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return &dpStepper{m: m, opt: nn.NewSGD[float32](1e-3), alg: alg, batch: trainer.Batch[float32]{Idx: idx, X: x, Labels: labels}}
+}
+
+func (s *dpStepper) step(tb testing.TB) {
+	if _, err := s.alg.Step(s.m, s.batch); err != nil {
+		tb.Fatal(err)
 	}
 	s.opt.Step(s.m.Params())
 }
@@ -98,9 +91,9 @@ func benchLowered(b *testing.B, spec models.Spec, batch int) {
 	for i := range labels {
 		labels[i] = rng.IntN(spec.Classes)
 	}
-	steppers := []*dpStepper{newDPStepper(native, x, labels), newDPStepper(l.Model, x, labels)}
+	steppers := []*dpStepper{newDPStepper(b, native, x, labels), newDPStepper(b, l.Model, x, labels)}
 	for _, s := range steppers {
-		s.step() // sizes every layer's buffers
+		s.step(b) // sizes every layer's buffers
 	}
 	var spent [2][]time.Duration
 	b.ResetTimer()
@@ -108,7 +101,7 @@ func benchLowered(b *testing.B, spec models.Spec, batch int) {
 		for k := range steppers {
 			k = (k + i) % 2 // alternate which goes first
 			start := time.Now()
-			steppers[k].step()
+			steppers[k].step(b)
 			spent[k] = append(spent[k], time.Since(start))
 		}
 	}
