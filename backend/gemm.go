@@ -59,6 +59,16 @@ func Describe() string {
 	return "BLAS: " + blasDescription()
 }
 
+// Short names the float32 product path in a few words for a run's first
+// line, e.g. "products gemm avx512 8×32/12×32/14×32, BLAS openblas" or
+// "products BLAS openblas" (Describe has the details).
+func Short() string {
+	if OwnGemm() {
+		return "products gemm " + gemm.Kernel() + ", BLAS " + Name()
+	}
+	return "products BLAS " + Name()
+}
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, noun)

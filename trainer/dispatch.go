@@ -70,6 +70,10 @@ var groupAlgorithms = map[string]bool{"fermi": true, "steffle": true, "dpsgdf": 
 // BackendName is the BLAS in use ("openblas" or "gonum").
 func BackendName() string { return backend.Name() }
 
+// ProductPath names the float32 matrix-product path in a few words (own
+// GEMM kernels and the BLAS), for a run's first line.
+func ProductPath() string { return backend.Short() }
+
 // Train runs the job with the algorithm and element type its config names.
 // With Cfg.Baseline it then trains the identical non-private model (plain
 // SGD, same seed, data, model and hyper-parameters) and adds the per-group

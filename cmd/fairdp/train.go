@@ -130,7 +130,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Algo == federated.Name {
 		algo += " with " + describeFederation(cfg.Federation)
 	}
-	backend := "backend " + trainer.BackendName()
+	backend := trainer.ProductPath()
 	if cfg.Device != "cpu" {
 		backend = "device " + cfg.Device + " (CPU " + backend + " for evaluation)"
 	}
