@@ -137,7 +137,9 @@ type DPFERMI[T nn.Float] struct {
 	probs    []T
 	pass     trainer.Pass[T] // the loss and ∂/∂logits buffers, fairness term added
 	weights  []T
-	coef     []float64
+	coef     []float64 // addFairness's tables (fairTable)
+	dz       []float64
+	wTerm    []float64
 	row      []float64
 
 	publicSizes bool // --public-group-sizes: the exact group frequencies were used
@@ -435,9 +437,6 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 	var logits []T
 	if n > 0 {
 		logits = a.pass.Forward(m, b)
-		a.probs = grow(a.probs, n*l)
-		models.Probabilities(logits, out, n, a.probs)
-		a.recordPsi(b)
 	}
 	if !a.Private {
 		if n > 0 {
@@ -445,7 +444,8 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 			for i := range a.weights {
 				a.weights[i] = T(1) / T(n)
 			}
-			a.pass.LossGrad(m, b, logits, a.weights)
+			a.lossProbs(m, b, logits, a.weights)
+			a.recordPsi(b)
 			if a.Lambda > 0 {
 				a.addFairness(b, out, Full, a.Lambda/float64(n), a.Lambda/float64(n), a.pass.DLogits, false)
 			}
@@ -478,7 +478,10 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 		if norms, err = a.Clipped(m, b, logits, out); err != nil {
 			return err
 		}
+	} else if a.exact && n > 0 {
+		a.probabilities(logits, out, n) // for recordPsi only
 	}
+	a.recordPsi(b)
 	for _, g := range norms {
 		if g > a.Clip {
 			a.clipped++
@@ -536,7 +539,8 @@ func (a *DPFERMI[T]) wDirection(addW func(*rand.Rand, []float64, float64) error)
 
 // Clipped is the privacy-critical part of a private step: it leaves in the
 // model's gradients and in W's gradient the per-sample clipped sums
-// Σ_i c_i g_i before noise, and returns the per-sample norms. For --scope
+// Σ_i c_i g_i before noise, and returns the per-sample norms (and leaves
+// the batch's class probabilities in a.probs). For --scope
 // all g_i = (∇_θ[ℓ_i + λψ_i], ∇_Wψ_i); for --scope sensitive g_i is the
 // s-dependent part of (∇_θψ_i, ∇_Wψ_i) (of (λ∇_θψ_i, ∇_Wψ_i) with
 // --calibration paper). θ and κ·W are clipped jointly, so
@@ -551,10 +555,11 @@ func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T,
 		return nil, nil
 	}
 	if a.Scope == accounting.ScopeAll {
-		a.pass.LossGrad(m, b, logits, nil)
+		a.lossProbs(m, b, logits, nil)
 		a.addFairness(b, out, Full, a.Lambda, 1, a.pass.DLogits, true)
 	} else {
 		a.pass.Zero(m, b) // only the fairness term is back-propagated
+		a.probabilities(logits, out, n)
 		thetaScale := a.Lambda
 		if a.lambdaAfterClip() {
 			thetaScale = 1
@@ -569,6 +574,35 @@ func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T,
 	return a.clipper.Clip(n, dpops.Flat(a.Clip), m, a.w)
 }
 
+// lossProber is a model that computes its loss and its class probabilities
+// in one pass (models.Model).
+type lossProber[T nn.Float] interface {
+	LossProbs(logits []T, labels []int, weight, loss, dlogits, probs []T)
+}
+
+// lossProbs is the pass's LossGrad (weight nil: 1 each) and the class
+// probabilities of logits into a.probs, in one pass when the model can (a
+// one-logit models.Model computes each sample's exponential once for
+// both), else LossGrad then probabilities. The batch must not be empty.
+func (a *DPFERMI[T]) lossProbs(m trainer.Model[T], b trainer.Batch[T], logits, weight []T) {
+	lp, ok := m.(lossProber[T])
+	if !ok {
+		a.pass.LossGrad(m, b, logits, weight)
+		a.probabilities(logits, m.OutDim(), b.N())
+		return
+	}
+	a.probs = grow(a.probs, b.N()*a.Reg.Classes)
+	a.pass.Zero(m, b) // sizes the loss buffers, which LossProbs fills
+	lp.LossProbs(logits, b.Labels, weight, a.pass.Loss, a.pass.DLogits, a.probs)
+}
+
+// probabilities writes the class probabilities of n samples' logits into
+// a.probs.
+func (a *DPFERMI[T]) probabilities(logits []T, out, n int) {
+	a.probs = grow(a.probs, n*a.Reg.Classes)
+	models.Probabilities(logits, out, n, a.probs)
+}
+
 // lambdaAfterClip reports whether θ's clipped release leaves λ out (and
 // λ scales it afterwards): --scope sensitive with the accountant's
 // calibration. With --scope all θ's release is ∇ℓ_i + λ∇_θψ_i; with
@@ -581,27 +615,84 @@ func (a *DPFERMI[T]) lambdaAfterClip() bool {
 // addFairness adds thetaScale·∂ψ_i(part)/∂logits of every sample of the
 // batch into dl and wScale·∂ψ_i(part)/∂W either into the per-sample rows
 // of the W block (perSample, for clipping) or straight into its gradient.
+//
+// It is Coefficients, LogitGrad and GradW per sample (the test
+// TestAddFairnessMatchesPerSample checks it against exactly that, bit for
+// bit), with what depends only on the sample's matrix t and group s taken
+// out of the loop: W is fixed within a step, so the coefficients are a
+// table of Mats·k rows (fairTable). Only products Go would evaluate first
+// anyway are precomputed ((scale·2)·W_rj of GradW's NonSensitive term,
+// scale·(c_1 − c_0) of LogitGrad's one-logit case), so every value is the
+// one the per-sample calls compute.
 func (a *DPFERMI[T]) addFairness(b trainer.Batch[T], out int, part Part, thetaScale, wScale float64, dl []T, perSample bool) {
 	reg := a.Reg
-	l, size := reg.Classes, reg.Groups*reg.Classes
-	a.coef = grow(a.coef, l)
-	a.row = grow(a.row, l)
+	k, l := reg.Groups, reg.Classes
+	size := k * l
+	a.fairTable(part, thetaScale, wScale)
+	twice := wScale * 2 // GradW's Sensitive term is (wScale·2)·F_j·invSqrt
 	for i := range b.N() {
-		s, y := b.Groups[i], b.Labels[i]
+		s, t := b.Groups[i], reg.MatOf(b.Labels[i])
+		ts := t*k + s
 		probs := a.probs[i*l : (i+1)*l]
-		for j, p := range probs {
-			a.row[j] = float64(p)
-		}
 		if thetaScale != 0 {
-			reg.Coefficients(s, y, part, a.coef)
-			LogitGrad(probs, a.coef, out, thetaScale, dl[i*out:(i+1)*out])
+			if out == 1 {
+				dl[i] += T(a.dz[ts] * float64(probs[0]) * float64(probs[1]))
+			} else {
+				LogitGrad(probs, a.coef[ts*l:(ts+1)*l], out, thetaScale, dl[i*out:(i+1)*out])
+			}
 		}
-		t := reg.MatOf(y)
-		dst := a.w.Grad[t*size : (t+1)*size]
+		var dst []float64
 		if perSample {
 			dst = a.w.row(i, t)
+		} else {
+			dst = a.w.Grad[t*size : (t+1)*size]
 		}
-		reg.GradW(a.row, s, y, part, wScale, dst)
+		if part != Sensitive {
+			wt := a.wTerm[t*size : (t+1)*size]
+			if l == 2 {
+				p0, p1 := float64(probs[0]), float64(probs[1])
+				for g := range k {
+					dst[2*g] -= wt[2*g] * p0
+					dst[2*g+1] -= wt[2*g+1] * p1
+				}
+			} else {
+				for g := range k {
+					for j, p := range probs {
+						dst[g*l+j] -= wt[g*l+j] * float64(p)
+					}
+				}
+			}
+		}
+		if part != NonSensitive {
+			inv := reg.invSqrt[ts]
+			row := dst[s*l : (s+1)*l]
+			for j, p := range probs {
+				row[j] += twice * float64(p) * inv
+			}
+		}
+	}
+}
+
+// fairTable fills addFairness's per-step tables: a.coef, Mats·k rows of
+// the l coefficients of part (row t·k+s for matrix t and group s); a.dz,
+// thetaScale·(c_1 − c_0) per row, LogitGrad's factor for a one-logit model;
+// and a.wTerm, (wScale·2)·W in W's layout, GradW's NonSensitive factor.
+func (a *DPFERMI[T]) fairTable(part Part, thetaScale, wScale float64) {
+	reg := a.Reg
+	k, l, mats := reg.Groups, reg.Classes, reg.Mats()
+	a.coef = grow(a.coef, mats*k*l)
+	a.dz = grow(a.dz, mats*k)
+	for t := range mats {
+		for s := range k {
+			ts := t*k + s
+			c := a.coef[ts*l : (ts+1)*l]
+			reg.matCoefficients(t, s, part, c)
+			a.dz[ts] = thetaScale * (c[1] - c[0])
+		}
+	}
+	a.wTerm = grow(a.wTerm, len(reg.W))
+	for i, w := range reg.W {
+		a.wTerm[i] = wScale * 2 * w
 	}
 }
 
