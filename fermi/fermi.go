@@ -629,46 +629,97 @@ func (a *DPFERMI[T]) addFairness(b trainer.Batch[T], out int, part Part, thetaSc
 	k, l := reg.Groups, reg.Classes
 	size := k * l
 	a.fairTable(part, thetaScale, wScale)
+	// Everything the loop reads, in locals: the compiler cannot keep a's
+	// fields in registers across the stores.
+	n := b.N()
+	groups, labels, probs := b.Groups[:n], b.Labels[:n], a.probs[:n*l]
+	coef, dz, wTerm, invSqrt := a.coef, a.dz, a.wTerm, reg.invSqrt
+	per, mat, grad := a.w.per, a.w.mat, a.w.Grad
+	eo := reg.EqualizedOdds
+	nonSensitive, sensitive := part != Sensitive, part != NonSensitive
 	twice := wScale * 2 // GradW's Sensitive term is (wScale·2)·F_j·invSqrt
-	for i := range b.N() {
-		s, t := b.Groups[i], reg.MatOf(b.Labels[i])
+	if out == 1 && perSample {
+		oneLogitRows(groups, labels, probs, k, eo, dz, wTerm, invSqrt, thetaScale != 0, nonSensitive, sensitive, twice, dl, per, mat)
+		return
+	}
+	for i, s := range groups {
+		t := 0 // MatOf(y)
+		if eo {
+			t = labels[i]
+		}
 		ts := t*k + s
-		probs := a.probs[i*l : (i+1)*l]
+		pr := probs[i*l : (i+1)*l]
 		if thetaScale != 0 {
 			if out == 1 {
-				dl[i] += T(a.dz[ts] * float64(probs[0]) * float64(probs[1]))
+				dl[i] += T(dz[ts] * float64(pr[0]) * float64(pr[1]))
 			} else {
-				LogitGrad(probs, a.coef[ts*l:(ts+1)*l], out, thetaScale, dl[i*out:(i+1)*out])
+				LogitGrad(pr, coef[ts*l:(ts+1)*l], out, thetaScale, dl[i*out:(i+1)*out])
 			}
 		}
 		var dst []float64
 		if perSample {
-			dst = a.w.row(i, t)
+			mat[i] = t
+			dst = per[i*size : (i+1)*size]
 		} else {
-			dst = a.w.Grad[t*size : (t+1)*size]
+			dst = grad[t*size : (t+1)*size]
 		}
-		if part != Sensitive {
-			wt := a.wTerm[t*size : (t+1)*size]
+		if nonSensitive {
+			wt := wTerm[t*size : (t+1)*size]
 			if l == 2 {
-				p0, p1 := float64(probs[0]), float64(probs[1])
+				p0, p1 := float64(pr[0]), float64(pr[1])
 				for g := range k {
 					dst[2*g] -= wt[2*g] * p0
 					dst[2*g+1] -= wt[2*g+1] * p1
 				}
 			} else {
 				for g := range k {
-					for j, p := range probs {
+					for j, p := range pr {
 						dst[g*l+j] -= wt[g*l+j] * float64(p)
 					}
 				}
 			}
 		}
-		if part != NonSensitive {
-			inv := reg.invSqrt[ts]
+		if sensitive {
+			inv := invSqrt[ts]
 			row := dst[s*l : (s+1)*l]
-			for j, p := range probs {
+			for j, p := range pr {
 				row[j] += twice * float64(p) * inv
 			}
+		}
+	}
+}
+
+// oneLogitRows is addFairness's loop for a one-logit model (l = 2, so F =
+// (1 − p, p)) writing per-sample W rows (the clipped pass): the same
+// operations on the same values as the general loop, with nothing but the
+// arithmetic left in it.
+func oneLogitRows[T nn.Float](groups, labels []int, probs []T, k int, eo bool, dz, wTerm, invSqrt []float64,
+	theta, nonSensitive, sensitive bool, twice float64, dl []T, per []float64, mat []int) {
+	size := 2 * k
+	probs, dl, mat = probs[:2*len(groups)], dl[:len(groups)], mat[:len(groups)]
+	for i, s := range groups {
+		t := 0
+		if eo {
+			t = labels[i]
+		}
+		ts := t*k + s
+		p0, p1 := float64(probs[2*i]), float64(probs[2*i+1])
+		if theta {
+			dl[i] += T(dz[ts] * p0 * p1)
+		}
+		mat[i] = t
+		row := per[i*size : (i+1)*size]
+		if nonSensitive {
+			wt := wTerm[t*size : (t+1)*size]
+			for g := 0; g+1 < len(row) && g+1 < len(wt); g += 2 {
+				row[g] -= wt[g] * p0
+				row[g+1] -= wt[g+1] * p1
+			}
+		}
+		if sensitive {
+			inv := invSqrt[ts]
+			row[2*s] += twice * p0 * inv
+			row[2*s+1] += twice * p1 * inv
 		}
 	}
 }
