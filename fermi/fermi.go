@@ -697,6 +697,25 @@ func oneLogitRows[T nn.Float](groups, labels []int, probs []T, k int, eo bool, d
 	theta, nonSensitive, sensitive bool, twice float64, dl []T, per []float64, mat []int) {
 	size := 2 * k
 	probs, dl, mat = probs[:2*len(groups)], dl[:len(groups)], mat[:len(groups)]
+	if k == 2 && !eo && theta && nonSensitive && sensitive {
+		w0, w1, w2, w3 := wTerm[0], wTerm[1], wTerm[2], wTerm[3]
+		per = per[:4*len(groups)]
+		for i, s := range groups {
+			p0, p1 := float64(probs[2*i]), float64(probs[2*i+1])
+			dl[i] += T(dz[s] * p0 * p1)
+			r0, r1, r2, r3 := 0.0, 0.0, 0.0, 0.0
+			r0 -= w0 * p0
+			r1 -= w1 * p1
+			r2 -= w2 * p0
+			r3 -= w3 * p1
+			row := per[4*i : 4*i+4]
+			row[0], row[1], row[2], row[3] = r0, r1, r2, r3
+			inv := invSqrt[s]
+			row[2*s] += twice * p0 * inv
+			row[2*s+1] += twice * p1 * inv
+		}
+		return
+	}
 	for i, s := range groups {
 		t := 0
 		if eo {
