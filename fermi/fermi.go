@@ -444,7 +444,7 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 			for i := range a.weights {
 				a.weights[i] = T(1) / T(n)
 			}
-			a.lossProbs(m, b, logits, a.weights)
+			a.lossProbs(m, b, logits, out, a.weights)
 			a.recordPsi(b)
 			if a.Lambda > 0 {
 				a.addFairness(b, out, Full, a.Lambda/float64(n), a.Lambda/float64(n), a.pass.DLogits, false)
@@ -555,7 +555,7 @@ func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T,
 		return nil, nil
 	}
 	if a.Scope == accounting.ScopeAll {
-		a.lossProbs(m, b, logits, nil)
+		a.lossProbs(m, b, logits, out, nil)
 		a.addFairness(b, out, Full, a.Lambda, 1, a.pass.DLogits, true)
 	} else {
 		a.pass.Zero(m, b) // only the fairness term is back-propagated
@@ -581,19 +581,19 @@ type lossProber[T nn.Float] interface {
 }
 
 // lossProbs is the pass's LossGrad (weight nil: 1 each) and the class
-// probabilities of logits into a.probs, in one pass when the model can (a
-// one-logit models.Model computes each sample's exponential once for
-// both), else LossGrad then probabilities. The batch must not be empty.
-func (a *DPFERMI[T]) lossProbs(m trainer.Model[T], b trainer.Batch[T], logits, weight []T) {
-	lp, ok := m.(lossProber[T])
-	if !ok {
-		a.pass.LossGrad(m, b, logits, weight)
-		a.probabilities(logits, m.OutDim(), b.N())
+// probabilities of logits into a.probs: in one pass for a one-logit model
+// that can (models.Model computes each sample's exponential once for
+// both), else LossGrad then probabilities as two passes cost the same.
+// out is m.OutDim(); the batch must not be empty.
+func (a *DPFERMI[T]) lossProbs(m trainer.Model[T], b trainer.Batch[T], logits []T, out int, weight []T) {
+	if lp, ok := m.(lossProber[T]); ok && out == 1 {
+		a.probs = grow(a.probs, b.N()*a.Reg.Classes)
+		a.pass.Zero(m, b) // sizes the loss buffers, which LossProbs fills
+		lp.LossProbs(logits, b.Labels, weight, a.pass.Loss, a.pass.DLogits, a.probs)
 		return
 	}
-	a.probs = grow(a.probs, b.N()*a.Reg.Classes)
-	a.pass.Zero(m, b) // sizes the loss buffers, which LossProbs fills
-	lp.LossProbs(logits, b.Labels, weight, a.pass.Loss, a.pass.DLogits, a.probs)
+	a.pass.LossGrad(m, b, logits, weight)
+	a.probabilities(logits, out, b.N())
 }
 
 // probabilities writes the class probabilities of n samples' logits into

@@ -289,12 +289,13 @@ func (m *Model[T]) Probabilities(logits []T, batch int, probs []T) {
 // for both (nn.SigmoidBCEProbs), so a caller that needs the loss and the
 // probabilities of the same logits (DP-FERMI) does not pay for it twice.
 func (m *Model[T]) LossProbs(logits []T, labels []int, weight, loss, dlogits, probs []T) {
-	if m.OutDim() == 1 {
+	out := m.OutDim()
+	if out == 1 {
 		nn.SigmoidBCEProbs(logits, labels, weight, loss, dlogits, probs[:2*len(labels)])
 		return
 	}
 	m.Loss(logits, labels, weight, loss, dlogits)
-	m.Probabilities(logits, len(labels), probs)
+	Probabilities(logits, out, len(labels), probs)
 }
 
 // Predict writes the most probable class of each sample into dst: z > 0 for a
