@@ -698,6 +698,9 @@ func oneLogitRows[T nn.Float](groups, labels []int, probs []T, k int, eo bool, d
 	size := 2 * k
 	probs, dl, mat = probs[:2*len(groups)], dl[:len(groups)], mat[:len(groups)]
 	if k == 2 && !eo && theta && nonSensitive && sensitive {
+		// The default shape (two groups, demographic parity, --scope all):
+		// one 2×2 matrix held in registers, every sample's matrix is 0
+		// (mat as start left it) and its row is written whole.
 		w0, w1, w2, w3 := wTerm[0], wTerm[1], wTerm[2], wTerm[3]
 		per = per[:4*len(groups)]
 		for i, s := range groups {
