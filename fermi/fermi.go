@@ -482,11 +482,13 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 		a.probabilities(logits, out, n) // for recordPsi only
 	}
 	a.recordPsi(b)
+	clipped, clip := 0, a.Clip // counted in locals: a branch-free loop (whether a norm exceeds C is a coin flip)
 	for _, g := range norms {
-		if g > a.Clip {
-			a.clipped++
+		if g > clip {
+			clipped++
 		}
 	}
+	a.clipped += clipped
 	inv := 1 / float64(a.Batch)
 	noise, addW := dpops.NoiseAndScale[T], dpops.AddGaussian[float64]
 	if a.HardenedNoise {
