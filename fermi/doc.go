@@ -34,7 +34,14 @@
 //     sampling, noise calibrated by the RDP accountant (default) or by the
 //     paper's Theorem 3.3 (--calibration paper), and group frequencies
 //     released with their own Gaussian noise and charged to the same
-//     accountant unless --public-group-sizes.
+//     accountant unless --public-group-sizes. For speed (issue 18) a step
+//     reads the batch's fairness terms from tables made once per step (W
+//     is fixed within it: coefficients per matrix and group), runs a loop
+//     specialised for a one-logit model (and for two groups under
+//     demographic parity), and takes a one-logit models.Model's loss and
+//     class probabilities from one pass (LossProbs, one exponential per
+//     sample); fairness_test.go pins each against the per-sample
+//     definitions (Coefficients, LogitGrad, GradW) bit for bit.
 //   - DeviceStep and FinishDeviceStep (device.go) split a step for a model
 //     that lives on a CUDA device (the trainer's Device "cuda",
 //     cuda.DeviceFermi): DeviceStep says which terms the device clips and

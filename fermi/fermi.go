@@ -137,7 +137,9 @@ type DPFERMI[T nn.Float] struct {
 	probs    []T
 	pass     trainer.Pass[T] // the loss and ∂/∂logits buffers, fairness term added
 	weights  []T
-	coef     []float64
+	coef     []float64 // addFairness's tables (fairTable)
+	dz       []float64
+	wTerm    []float64
 	row      []float64
 
 	publicSizes bool // --public-group-sizes: the exact group frequencies were used
@@ -435,9 +437,6 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 	var logits []T
 	if n > 0 {
 		logits = a.pass.Forward(m, b)
-		a.probs = grow(a.probs, n*l)
-		models.Probabilities(logits, out, n, a.probs)
-		a.recordPsi(b)
 	}
 	if !a.Private {
 		if n > 0 {
@@ -445,7 +444,8 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 			for i := range a.weights {
 				a.weights[i] = T(1) / T(n)
 			}
-			a.pass.LossGrad(m, b, logits, a.weights)
+			a.lossProbs(m, b, logits, out, a.weights)
+			a.recordPsi(b)
 			if a.Lambda > 0 {
 				a.addFairness(b, out, Full, a.Lambda/float64(n), a.Lambda/float64(n), a.pass.DLogits, false)
 			}
@@ -478,12 +478,17 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 		if norms, err = a.Clipped(m, b, logits, out); err != nil {
 			return err
 		}
+	} else if a.exact && n > 0 {
+		a.probabilities(logits, out, n) // for recordPsi only
 	}
+	a.recordPsi(b)
+	clipped, clip := 0, a.Clip // counted in locals: a branch-free loop (whether a norm exceeds C is a coin flip)
 	for _, g := range norms {
-		if g > a.Clip {
-			a.clipped++
+		if g > clip {
+			clipped++
 		}
 	}
+	a.clipped += clipped
 	inv := 1 / float64(a.Batch)
 	noise, addW := dpops.NoiseAndScale[T], dpops.AddGaussian[float64]
 	if a.HardenedNoise {
@@ -536,7 +541,8 @@ func (a *DPFERMI[T]) wDirection(addW func(*rand.Rand, []float64, float64) error)
 
 // Clipped is the privacy-critical part of a private step: it leaves in the
 // model's gradients and in W's gradient the per-sample clipped sums
-// Σ_i c_i g_i before noise, and returns the per-sample norms. For --scope
+// Σ_i c_i g_i before noise, and returns the per-sample norms (and leaves
+// the batch's class probabilities in a.probs). For --scope
 // all g_i = (∇_θ[ℓ_i + λψ_i], ∇_Wψ_i); for --scope sensitive g_i is the
 // s-dependent part of (∇_θψ_i, ∇_Wψ_i) (of (λ∇_θψ_i, ∇_Wψ_i) with
 // --calibration paper). θ and κ·W are clipped jointly, so
@@ -551,10 +557,11 @@ func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T,
 		return nil, nil
 	}
 	if a.Scope == accounting.ScopeAll {
-		a.pass.LossGrad(m, b, logits, nil)
+		a.lossProbs(m, b, logits, out, nil)
 		a.addFairness(b, out, Full, a.Lambda, 1, a.pass.DLogits, true)
 	} else {
 		a.pass.Zero(m, b) // only the fairness term is back-propagated
+		a.probabilities(logits, out, n)
 		thetaScale := a.Lambda
 		if a.lambdaAfterClip() {
 			thetaScale = 1
@@ -569,6 +576,35 @@ func (a *DPFERMI[T]) Clipped(m trainer.Model[T], b trainer.Batch[T], logits []T,
 	return a.clipper.Clip(n, dpops.Flat(a.Clip), m, a.w)
 }
 
+// lossProber is a model that computes its loss and its class probabilities
+// in one pass (models.Model).
+type lossProber[T nn.Float] interface {
+	LossProbs(logits []T, labels []int, weight, loss, dlogits, probs []T)
+}
+
+// lossProbs is the pass's LossGrad (weight nil: 1 each) and the class
+// probabilities of logits into a.probs: in one pass for a one-logit model
+// that can (models.Model computes each sample's exponential once for
+// both), else LossGrad then probabilities as two passes cost the same.
+// out is m.OutDim(); the batch must not be empty.
+func (a *DPFERMI[T]) lossProbs(m trainer.Model[T], b trainer.Batch[T], logits []T, out int, weight []T) {
+	if lp, ok := m.(lossProber[T]); ok && out == 1 {
+		a.probs = grow(a.probs, b.N()*a.Reg.Classes)
+		a.pass.Zero(m, b) // sizes the loss buffers, which LossProbs fills
+		lp.LossProbs(logits, b.Labels, weight, a.pass.Loss, a.pass.DLogits, a.probs)
+		return
+	}
+	a.pass.LossGrad(m, b, logits, weight)
+	a.probabilities(logits, out, b.N())
+}
+
+// probabilities writes the class probabilities of n samples' logits into
+// a.probs.
+func (a *DPFERMI[T]) probabilities(logits []T, out, n int) {
+	a.probs = grow(a.probs, n*a.Reg.Classes)
+	models.Probabilities(logits, out, n, a.probs)
+}
+
 // lambdaAfterClip reports whether θ's clipped release leaves λ out (and
 // λ scales it afterwards): --scope sensitive with the accountant's
 // calibration. With --scope all θ's release is ∇ℓ_i + λ∇_θψ_i; with
@@ -581,27 +617,157 @@ func (a *DPFERMI[T]) lambdaAfterClip() bool {
 // addFairness adds thetaScale·∂ψ_i(part)/∂logits of every sample of the
 // batch into dl and wScale·∂ψ_i(part)/∂W either into the per-sample rows
 // of the W block (perSample, for clipping) or straight into its gradient.
+//
+// It is Coefficients, LogitGrad and GradW per sample (the test
+// TestAddFairnessMatchesPerSample checks it against exactly that, bit for
+// bit), with what depends only on the sample's matrix t and group s taken
+// out of the loop: W is fixed within a step, so the coefficients are a
+// table of Mats·k rows (fairTable). Only products Go would evaluate first
+// anyway are precomputed ((scale·2)·W_rj of GradW's NonSensitive term,
+// scale·(c_1 − c_0) of LogitGrad's one-logit case), so every value is the
+// one the per-sample calls compute.
 func (a *DPFERMI[T]) addFairness(b trainer.Batch[T], out int, part Part, thetaScale, wScale float64, dl []T, perSample bool) {
 	reg := a.Reg
-	l, size := reg.Classes, reg.Groups*reg.Classes
-	a.coef = grow(a.coef, l)
-	a.row = grow(a.row, l)
-	for i := range b.N() {
-		s, y := b.Groups[i], b.Labels[i]
-		probs := a.probs[i*l : (i+1)*l]
-		for j, p := range probs {
-			a.row[j] = float64(p)
+	k, l := reg.Groups, reg.Classes
+	size := k * l
+	a.fairTable(part, thetaScale, wScale)
+	// Everything the loop reads, in locals: the compiler cannot keep a's
+	// fields in registers across the stores.
+	n := b.N()
+	groups, labels, probs := b.Groups[:n], b.Labels[:n], a.probs[:n*l]
+	coef, dz, wTerm, invSqrt := a.coef, a.dz, a.wTerm, reg.invSqrt
+	per, mat, grad := a.w.per, a.w.mat, a.w.Grad
+	eo := reg.EqualizedOdds
+	nonSensitive, sensitive := part != Sensitive, part != NonSensitive
+	twice := wScale * 2 // GradW's Sensitive term is (wScale·2)·F_j·invSqrt
+	if out == 1 && perSample {
+		oneLogitRows(groups, labels, probs, k, eo, dz, wTerm, invSqrt, thetaScale != 0, nonSensitive, sensitive, twice, dl, per, mat)
+		return
+	}
+	for i, s := range groups {
+		t := 0 // MatOf(y)
+		if eo {
+			t = labels[i]
 		}
+		ts := t*k + s
+		pr := probs[i*l : (i+1)*l]
 		if thetaScale != 0 {
-			reg.Coefficients(s, y, part, a.coef)
-			LogitGrad(probs, a.coef, out, thetaScale, dl[i*out:(i+1)*out])
+			if out == 1 {
+				dl[i] += T(dz[ts] * float64(pr[0]) * float64(pr[1]))
+			} else {
+				LogitGrad(pr, coef[ts*l:(ts+1)*l], out, thetaScale, dl[i*out:(i+1)*out])
+			}
 		}
-		t := reg.MatOf(y)
-		dst := a.w.Grad[t*size : (t+1)*size]
+		var dst []float64
 		if perSample {
-			dst = a.w.row(i, t)
+			mat[i] = t
+			dst = per[i*size : (i+1)*size]
+		} else {
+			dst = grad[t*size : (t+1)*size]
 		}
-		reg.GradW(a.row, s, y, part, wScale, dst)
+		if nonSensitive {
+			wt := wTerm[t*size : (t+1)*size]
+			if l == 2 {
+				p0, p1 := float64(pr[0]), float64(pr[1])
+				for g := range k {
+					dst[2*g] -= wt[2*g] * p0
+					dst[2*g+1] -= wt[2*g+1] * p1
+				}
+			} else {
+				for g := range k {
+					for j, p := range pr {
+						dst[g*l+j] -= wt[g*l+j] * float64(p)
+					}
+				}
+			}
+		}
+		if sensitive {
+			inv := invSqrt[ts]
+			row := dst[s*l : (s+1)*l]
+			for j, p := range pr {
+				row[j] += twice * float64(p) * inv
+			}
+		}
+	}
+}
+
+// oneLogitRows is addFairness's loop for a one-logit model (l = 2, so F =
+// (1 − p, p)) writing per-sample W rows (the clipped pass): the same
+// operations on the same values as the general loop, with nothing but the
+// arithmetic left in it.
+func oneLogitRows[T nn.Float](groups, labels []int, probs []T, k int, eo bool, dz, wTerm, invSqrt []float64,
+	theta, nonSensitive, sensitive bool, twice float64, dl []T, per []float64, mat []int) {
+	size := 2 * k
+	probs, dl, mat = probs[:2*len(groups)], dl[:len(groups)], mat[:len(groups)]
+	if k == 2 && !eo && theta && nonSensitive && sensitive {
+		// The default shape (two groups, demographic parity, --scope all):
+		// one 2×2 matrix held in registers, every sample's matrix is 0
+		// (mat as start left it) and its row is written whole.
+		w0, w1, w2, w3 := wTerm[0], wTerm[1], wTerm[2], wTerm[3]
+		per = per[:4*len(groups)]
+		for i, s := range groups {
+			p0, p1 := float64(probs[2*i]), float64(probs[2*i+1])
+			dl[i] += T(dz[s] * p0 * p1)
+			r0, r1, r2, r3 := 0.0, 0.0, 0.0, 0.0
+			r0 -= w0 * p0
+			r1 -= w1 * p1
+			r2 -= w2 * p0
+			r3 -= w3 * p1
+			row := per[4*i : 4*i+4]
+			row[0], row[1], row[2], row[3] = r0, r1, r2, r3
+			inv := invSqrt[s]
+			row[2*s] += twice * p0 * inv
+			row[2*s+1] += twice * p1 * inv
+		}
+		return
+	}
+	for i, s := range groups {
+		t := 0
+		if eo {
+			t = labels[i]
+		}
+		ts := t*k + s
+		p0, p1 := float64(probs[2*i]), float64(probs[2*i+1])
+		if theta {
+			dl[i] += T(dz[ts] * p0 * p1)
+		}
+		mat[i] = t
+		row := per[i*size : (i+1)*size]
+		if nonSensitive {
+			wt := wTerm[t*size : (t+1)*size]
+			for g := 0; g+1 < len(row) && g+1 < len(wt); g += 2 {
+				row[g] -= wt[g] * p0
+				row[g+1] -= wt[g+1] * p1
+			}
+		}
+		if sensitive {
+			inv := invSqrt[ts]
+			row[2*s] += twice * p0 * inv
+			row[2*s+1] += twice * p1 * inv
+		}
+	}
+}
+
+// fairTable fills addFairness's per-step tables: a.coef, Mats·k rows of
+// the l coefficients of part (row t·k+s for matrix t and group s); a.dz,
+// thetaScale·(c_1 − c_0) per row, LogitGrad's factor for a one-logit model;
+// and a.wTerm, (wScale·2)·W in W's layout, GradW's NonSensitive factor.
+func (a *DPFERMI[T]) fairTable(part Part, thetaScale, wScale float64) {
+	reg := a.Reg
+	k, l, mats := reg.Groups, reg.Classes, reg.Mats()
+	a.coef = grow(a.coef, mats*k*l)
+	a.dz = grow(a.dz, mats*k)
+	for t := range mats {
+		for s := range k {
+			ts := t*k + s
+			c := a.coef[ts*l : (ts+1)*l]
+			reg.matCoefficients(t, s, part, c)
+			a.dz[ts] = thetaScale * (c[1] - c[0])
+		}
+	}
+	a.wTerm = grow(a.wTerm, len(reg.W))
+	for i, w := range reg.W {
+		a.wTerm[i] = wScale * 2 * w
 	}
 }
 

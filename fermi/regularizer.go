@@ -130,8 +130,13 @@ func (r *Regularizer) MinFreq() float64 {
 //
 // (Full is their sum). ψ_i is linear in F, so ψ_i = Σ_j c_j F_j - 1.
 func (r *Regularizer) Coefficients(s, y int, part Part, dst []float64) {
+	r.matCoefficients(r.MatOf(y), s, part, dst)
+}
+
+// matCoefficients is Coefficients for the samples of group s that use the
+// W matrix t.
+func (r *Regularizer) matCoefficients(t, s int, part Part, dst []float64) {
 	k, l := r.Groups, r.Classes
-	t := r.MatOf(y)
 	w := r.W[t*k*l : (t+1)*k*l]
 	clear(dst[:l])
 	if part != Sensitive {

@@ -38,9 +38,22 @@ func (b *wBlock[T]) row(i, t int) []float64 {
 // SqNorms implements dpops.Tapped: adds ‖κ g_i‖² to out[i].
 func (b *wBlock[T]) SqNorms(out []T) {
 	w2 := b.weight * b.weight
+	size, per := b.size, b.per[:len(out)*b.size]
+	if size == 4 { // a 2×2 matrix: the loop below, unrolled
+		for i := range out {
+			r := per[4*i : 4*i+4]
+			s := 0.0
+			s += r[0] * r[0]
+			s += r[1] * r[1]
+			s += r[2] * r[2]
+			s += r[3] * r[3]
+			out[i] += T(w2 * s)
+		}
+		return
+	}
 	for i := range out {
 		s := 0.0
-		for _, v := range b.per[i*b.size : (i+1)*b.size] {
+		for _, v := range per[i*size : (i+1)*size] {
 			s += v * v
 		}
 		out[i] += T(w2 * s)
@@ -51,13 +64,30 @@ func (b *wBlock[T]) SqNorms(out []T) {
 // (scale nil: all ones). The clipped release is κ times this sum; keeping
 // it unweighted divides κ out again.
 func (b *wBlock[T]) ParamGrads(scale []T) {
+	size, per, grad := b.size, b.per[:len(b.mat)*b.size], b.Grad
+	if size == 4 && len(grad) == 4 { // one 2×2 matrix: the loop below with its four sums in registers
+		g0, g1, g2, g3 := grad[0], grad[1], grad[2], grad[3]
+		for i := range b.mat {
+			c := 1.0
+			if scale != nil {
+				c = float64(scale[i])
+			}
+			r := per[4*i : 4*i+4]
+			g0 += c * r[0]
+			g1 += c * r[1]
+			g2 += c * r[2]
+			g3 += c * r[3]
+		}
+		grad[0], grad[1], grad[2], grad[3] = g0, g1, g2, g3
+		return
+	}
 	for i, t := range b.mat {
 		c := 1.0
 		if scale != nil {
 			c = float64(scale[i])
 		}
-		dst := b.Grad[t*b.size : (t+1)*b.size]
-		for j, v := range b.per[i*b.size : (i+1)*b.size] {
+		dst := grad[t*size : (t+1)*size]
+		for j, v := range per[i*size : (i+1)*size] {
 			dst[j] += c * v
 		}
 	}

@@ -284,6 +284,20 @@ func (m *Model[T]) Probabilities(logits []T, batch int, probs []T) {
 	Probabilities(logits, m.OutDim(), batch, probs)
 }
 
+// LossProbs is Loss followed by Probabilities, with the same values: for a
+// one-logit model in one pass that computes each sample's exponential once
+// for both (nn.SigmoidBCEProbs), so a caller that needs the loss and the
+// probabilities of the same logits (DP-FERMI) does not pay for it twice.
+func (m *Model[T]) LossProbs(logits []T, labels []int, weight, loss, dlogits, probs []T) {
+	out := m.OutDim()
+	if out == 1 {
+		nn.SigmoidBCEProbs(logits, labels, weight, loss, dlogits, probs[:2*len(labels)])
+		return
+	}
+	m.Loss(logits, labels, weight, loss, dlogits)
+	Probabilities(logits, out, len(labels), probs)
+}
+
 // Predict writes the most probable class of each sample into dst: z > 0 for a
 // one-logit model, the arg-max (first on ties) otherwise.
 func (m *Model[T]) Predict(logits []T, batch int, dst []int) {

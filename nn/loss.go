@@ -45,25 +45,7 @@ func SoftmaxCrossEntropy[T Float](logits []T, labels []int, classes int, weight 
 // dlogits[i] = weight_i·(σ(z_i) − y_i). Labels must be 0 or 1; weight,
 // loss and dlogits follow SoftmaxCrossEntropy's conventions.
 func SigmoidBCE[T Float](logits []T, labels []int, weight []T, loss []T, dlogits []T) {
-	n := len(labels)
-	checkLossArgs("SigmoidBCE", logits, n, weight, loss, dlogits, n)
-	for i, y := range labels {
-		if y != 0 && y != 1 {
-			panic(fmt.Sprintf("nn.SigmoidBCE: sample %d has label %d, want 0 or 1", i, y))
-		}
-		z := float64(logits[i])
-		e := math.Exp(-math.Abs(z)) // shared by softplus and σ: one exp per sample
-		if loss != nil {
-			loss[i] = T(softplusExp(z, e) - float64(y)*z)
-		}
-		if dlogits != nil {
-			w := 1.0
-			if weight != nil {
-				w = float64(weight[i])
-			}
-			dlogits[i] = T(w * (sigmoidExp(z, e) - float64(y)))
-		}
-	}
+	sigmoidBCE("SigmoidBCE", logits, labels, weight, loss, dlogits, nil)
 }
 
 // Softmax writes the class probabilities softmax(z_i) of each row of

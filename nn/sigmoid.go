@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -63,3 +64,49 @@ func (s *SigmoidLayer[T]) SqNorms(out []T) {}
 
 // Spec implements Describer.
 func (s *SigmoidLayer[T]) Spec() LayerSpec { return LayerSpec{Kind: KindSigmoid} }
+
+// SigmoidBCEProbs is SigmoidBCE followed by Sigmoid, in one pass: the loss,
+// its gradient and the class probabilities (1 − σ(z), σ(z)) into probs
+// (batch×2), every value the one the two calls write. A caller that needs
+// all three (DP-FERMI's step: its fairness term reads the probabilities)
+// computes e^{−|z|} and σ(z) once per sample instead of twice: the
+// exponential is most of the cost of the probabilities.
+func SigmoidBCEProbs[T Float](logits []T, labels []int, weight, loss, dlogits, probs []T) {
+	if len(probs) != 2*len(labels) {
+		panic(fmt.Sprintf("nn.SigmoidBCEProbs: %d logits need %d probabilities, got %d", len(labels), 2*len(labels), len(probs)))
+	}
+	sigmoidBCE("SigmoidBCEProbs", logits, labels, weight, loss, dlogits, probs)
+}
+
+// sigmoidBCE is SigmoidBCE (fn names the caller in panics) and, unless probs
+// is nil, Sigmoid into probs, from one e^{−|z|} per sample shared by
+// softplus, σ(z) and σ(−z).
+func sigmoidBCE[T Float](fn string, logits []T, labels []int, weight, loss, dlogits, probs []T) {
+	n := len(labels)
+	checkLossArgs(fn, logits, n, weight, loss, dlogits, n)
+	for i, y := range labels {
+		if y != 0 && y != 1 {
+			panic(fmt.Sprintf("nn.%s: sample %d has label %d, want 0 or 1", fn, i, y))
+		}
+		z := float64(logits[i])
+		e := math.Exp(-math.Abs(z)) // shared by softplus and σ: one exp per sample
+		if loss != nil {
+			loss[i] = T(softplusExp(z, e) - float64(y)*z)
+		}
+		if dlogits == nil && probs == nil {
+			continue
+		}
+		p := sigmoidExp(z, e) // σ(z), the gradient's and the probabilities'
+		if dlogits != nil {
+			w := 1.0
+			if weight != nil {
+				w = float64(weight[i])
+			}
+			dlogits[i] = T(w * (p - float64(y)))
+		}
+		if probs != nil {
+			probs[2*i] = T(sigmoidExp(-z, e))
+			probs[2*i+1] = T(p)
+		}
+	}
+}
