@@ -136,8 +136,18 @@ func (l *Linear[T]) ParamGrads(scale []T) {
 		}
 		b = l.scaledB
 	}
-	for i := 0; l.bias != nil && i < l.batch; i++ {
-		addTo(l.bias.Grad, b[i*l.out:(i+1)*l.out])
+	if l.bias != nil && l.out == 1 {
+		// One logit (logistic regression): the same additions in the same
+		// order as the loop below, without a call per sample.
+		g := l.bias.Grad[0]
+		for _, v := range b[:l.batch] {
+			g += v
+		}
+		l.bias.Grad[0] = g
+	} else {
+		for i := 0; l.bias != nil && i < l.batch; i++ {
+			addTo(l.bias.Grad, b[i*l.out:(i+1)*l.out])
+		}
 	}
 	l.gradB = b
 	l.op = linWeightGrad
