@@ -659,6 +659,16 @@ func (c *Conv2d[T]) validCols(kj int) (lo, hi int) {
 // positions); row r = (ci·kh + ki)·kw + kj matches W's layout and the last
 // row is all ones for the bias.
 func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
+	if c.win.StrideW == 1 {
+		c.im2colStride1(i0, i1, oh0, oh1, u)
+		return
+	}
+	c.im2colStrided(i0, i1, oh0, oh1, u)
+}
+
+// im2colStrided is im2col for any stride, one value at a time (the
+// reference the stride-1 path is tested against).
+func (c *Conv2d[T]) im2colStrided(i0, i1, oh0, oh1 int, u []T) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	seg := (oh1 - oh0) * c.outW
 	plane := c.inH * c.inW
@@ -688,10 +698,6 @@ func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
 							d[j] = 0
 						}
 						in := src[ih*inW : (ih+1)*inW]
-						if stride == 1 {
-							copyShort(d[lo:hi], in[lo+off:hi+off])
-							continue
-						}
 						for ow := lo; ow < hi; ow++ {
 							d[ow] = in[ow*stride+off]
 						}
@@ -709,6 +715,16 @@ func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
 // col2im adds the unfolded gradient du (ckk × n, the layout of im2col
 // without the ones row) back into dx: the adjoint of im2col.
 func (c *Conv2d[T]) col2im(i0, i1, oh0, oh1 int, du []T) {
+	if c.win.StrideW == 1 {
+		c.col2imStride1(i0, i1, oh0, oh1, du)
+		return
+	}
+	c.col2imStrided(i0, i1, oh0, oh1, du)
+}
+
+// col2imStrided is col2im for any stride, one value at a time (the
+// reference the stride-1 path is tested against).
+func (c *Conv2d[T]) col2imStrided(i0, i1, oh0, oh1 int, du []T) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	seg := (oh1 - oh0) * c.outW
 	plane := c.inH * c.inW
@@ -734,10 +750,6 @@ func (c *Conv2d[T]) col2im(i0, i1, oh0, oh1 int, du []T) {
 						}
 						g := src[(oh-oh0)*outW : (oh-oh0+1)*outW]
 						out := dst[ih*inW : (ih+1)*inW]
-						if stride == 1 {
-							addTo(out[lo+off:hi+off], g[lo:hi])
-							continue
-						}
 						for ow := lo; ow < hi; ow++ {
 							out[ow*stride+off] += g[ow]
 						}
@@ -748,15 +760,96 @@ func (c *Conv2d[T]) col2im(i0, i1, oh0, oh1 int, du []T) {
 	}
 }
 
-// copyShort is copy for the short rows of im2col (often 8–32 values), where
-// a plain loop beats the call overhead of memmove.
-func copyShort[T Float](dst, src []T) {
-	if len(dst) > 64 {
-		copy(dst, src)
-		return
+// insideRows returns the output rows [a, b) within [oh0, oh1) whose input
+// row oh·strideH − padH + ki lies inside the image (the others read zero
+// padding).
+func (c *Conv2d[T]) insideRows(ki, oh0, oh1 int) (a, b int) {
+	s, p := c.win.StrideH, c.win.PadH
+	a, b = oh0, oh1
+	if d := p - ki; d > 0 {
+		a = max(a, (d+s-1)/s)
 	}
-	src = src[:len(dst)]
-	for i, v := range src {
-		dst[i] = v
+	if last := c.inH - 1 + p - ki; last >= 0 {
+		b = min(b, last/s+1)
+	} else {
+		b = a
+	}
+	a = min(a, oh1)
+	return a, max(a, b)
+}
+
+// im2colStride1 is im2col for column stride 1: the unfolded row of tap
+// (ci, ki, kj) over one image is input rows a·s−p+ki, (a+1)·s−p+ki, …
+// (s the row stride, p the row padding) shifted by kj and padded with
+// zeros, and one copyRowsPad call moves them for every image of the tile.
+func (c *Conv2d[T]) im2colStride1(i0, i1, oh0, oh1 int, u []T) {
+	n := c.tileCols(i0, i1, oh0, oh1)
+	seg := (oh1 - oh0) * c.outW
+	plane := c.inH * c.inW
+	outW, inW := c.outW, c.inW
+	kh, kw, padH, strideH := c.win.KH, c.win.KW, c.win.PadH, c.win.StrideH
+	for ci := 0; ci < c.inC; ci++ {
+		for ki := 0; ki < kh; ki++ {
+			a, b := c.insideRows(ki, oh0, oh1)
+			for kj := 0; kj < kw; kj++ {
+				r := (ci*kh+ki)*kw + kj
+				urow := u[r*n : (r+1)*n]
+				lo, hi := c.validCols(kj)
+				if a == b || lo == hi {
+					clear(urow)
+					continue
+				}
+				if a > oh0 || b < oh1 { // rows reading padding above or below
+					for i := range i1 - i0 {
+						dst := urow[i*seg : (i+1)*seg]
+						clear(dst[:(a-oh0)*outW])
+						clear(dst[(b-oh0)*outW:])
+					}
+				}
+				src := c.x[(i0*c.inC+ci)*plane+(a*strideH-padH+ki)*inW+lo+kj-c.win.PadW:]
+				copyRowsPad(urow[(a-oh0)*outW:], src, rowMove{
+					blocks: i1 - i0, rows: b - a, w: outW, lead: lo, body: hi - lo,
+					lds: strideH * inW, ldd2: seg, lds2: c.inC * plane,
+				})
+			}
+		}
+	}
+	ones := u[c.ckk*n : (c.ckk+1)*n]
+	for j := range ones {
+		ones[j] = 1
+	}
+}
+
+// col2imStride1 is col2im for column stride 1: the adjoint of
+// im2colStride1, each tap's rows added back for every image in one addRows
+// call. Every input-gradient value gets its taps' contributions in the
+// same order as in the general loop (ki, then kj), so the sums are the
+// same bits.
+func (c *Conv2d[T]) col2imStride1(i0, i1, oh0, oh1 int, du []T) {
+	n := c.tileCols(i0, i1, oh0, oh1)
+	seg := (oh1 - oh0) * c.outW
+	plane := c.inH * c.inW
+	outW, inW := c.outW, c.inW
+	kh, kw, padH, strideH := c.win.KH, c.win.KW, c.win.PadH, c.win.StrideH
+	for ci := 0; ci < c.inC; ci++ {
+		for ki := 0; ki < kh; ki++ {
+			a, b := c.insideRows(ki, oh0, oh1)
+			if a == b {
+				continue
+			}
+			for kj := 0; kj < kw; kj++ {
+				r := (ci*kh+ki)*kw + kj
+				lo, hi := c.validCols(kj)
+				if lo == hi {
+					continue
+				}
+				src := du[r*n+(a-oh0)*outW+lo : (r+1)*n]
+				dst := c.dx[(i0*c.inC+ci)*plane+(a*strideH-padH+ki)*inW+lo+kj-c.win.PadW:]
+				addRows(dst, src, rowMove{
+					blocks: i1 - i0, rows: b - a, body: hi - lo,
+					ldd: strideH * inW, lds: outW, ldd2: c.inC * plane, lds2: seg,
+				})
+			}
+		}
 	}
 }

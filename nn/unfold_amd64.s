@@ -1,0 +1,155 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func copyRowsPadAVX(dst, src unsafe.Pointer, blocks, rows, lead, body, trail, lds, ldd2, lds2 int)
+// For each of blocks blocks (dst advancing ldd2 bytes and src lds2 bytes
+// per block) and each of its rows rows: lead zero bytes, then body bytes
+// copied from src, then trail zero bytes, written contiguously at dst; src
+// advances lds bytes per row. All byte counts are multiples of 4; body ≥ 4. Bodies of 32 bytes
+// or more move in 32-byte chunks, the last one overlapping the previous
+// (same values written twice) instead of a tail loop; shorter bodies move as
+// two overlapping 16-, 8- or one 4-byte piece. AVX.
+TEXT ·copyRowsPadAVX(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), R12
+	MOVQ src+8(FP), R13
+	MOVQ blocks+16(FP), R14
+	MOVQ lead+32(FP), R8
+	MOVQ body+40(FP), R9
+	MOVQ trail+48(FP), R10
+	MOVQ lds+56(FP), R11
+	TESTQ R14, R14
+	JEQ done
+block:
+	MOVQ R12, DI
+	MOVQ R13, SI
+	MOVQ rows+24(FP), DX
+	TESTQ DX, DX
+	JEQ nextblock
+row:
+	MOVQ R8, CX
+	TESTQ CX, CX
+	JEQ body
+leadloop:
+	MOVL $0, (DI)
+	ADDQ $4, DI
+	SUBQ $4, CX
+	JNE leadloop
+body:
+	CMPQ R9, $32
+	JB short
+	XORQ BX, BX
+	MOVQ R9, CX
+	SUBQ $32, CX // last full-chunk start
+chunk:
+	VMOVUPS (SI)(BX*1), Y0
+	VMOVUPS Y0, (DI)(BX*1)
+	ADDQ $32, BX
+	CMPQ BX, CX
+	JBE chunk
+	CMPQ BX, R9
+	JEQ trail
+	VMOVUPS -32(SI)(R9*1), Y0
+	VMOVUPS Y0, -32(DI)(R9*1)
+	JMP trail
+short:
+	CMPQ R9, $16
+	JB short8
+	VMOVUPS (SI), X0
+	VMOVUPS -16(SI)(R9*1), X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, -16(DI)(R9*1)
+	JMP trail
+short8:
+	CMPQ R9, $8
+	JB short4
+	MOVQ (SI), AX
+	MOVQ -8(SI)(R9*1), BX
+	MOVQ AX, (DI)
+	MOVQ BX, -8(DI)(R9*1)
+	JMP trail
+short4:
+	MOVL (SI), AX
+	MOVL AX, (DI)
+trail:
+	ADDQ R9, DI
+	MOVQ R10, CX
+	TESTQ CX, CX
+	JEQ next
+trailloop:
+	MOVL $0, (DI)
+	ADDQ $4, DI
+	SUBQ $4, CX
+	JNE trailloop
+next:
+	ADDQ R11, SI
+	DECQ DX
+	JNE row
+nextblock:
+	ADDQ ldd2+64(FP), R12
+	ADDQ lds2+72(FP), R13
+	DECQ R14
+	JNE block
+done:
+	VZEROUPPER
+	RET
+
+// func addRows32AVX(dst, src *float32, blocks, rows, w, ldd, lds, ldd2, lds2 int)
+// dst[b·ldd2 + r·ldd + j] += src[b·lds2 + r·lds + j] for b < blocks,
+// r < rows, j < w (strides in elements): each element gets exactly one float32 add, as in the Go loop,
+// eight at a time and then one at a time. AVX.
+TEXT ·addRows32AVX(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), R12
+	MOVQ src+8(FP), R13
+	MOVQ blocks+16(FP), R14
+	MOVQ w+32(FP), R9
+	MOVQ ldd+40(FP), R10
+	MOVQ lds+48(FP), R11
+	MOVQ ldd2+56(FP), AX
+	MOVQ lds2+64(FP), CX
+	SHLQ $2, R10
+	SHLQ $2, R11
+	SHLQ $2, AX
+	SHLQ $2, CX
+	MOVQ R9, R8
+	ANDQ $-8, R8 // elements in whole groups of eight
+	TESTQ R14, R14
+	JEQ adone
+ablock:
+	MOVQ R12, DI
+	MOVQ R13, SI
+	MOVQ rows+24(FP), DX
+	TESTQ DX, DX
+	JEQ anextblock
+arow:
+	XORQ BX, BX
+	CMPQ BX, R8
+	JEQ atail
+aloop:
+	VMOVUPS (DI)(BX*4), Y0
+	VADDPS (SI)(BX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(BX*4)
+	ADDQ $8, BX
+	CMPQ BX, R8
+	JNE aloop
+atail:
+	CMPQ BX, R9
+	JEQ anext
+	VMOVSS (DI)(BX*4), X0
+	VADDSS (SI)(BX*4), X0, X0
+	VMOVSS X0, (DI)(BX*4)
+	INCQ BX
+	JMP atail
+anext:
+	ADDQ R10, DI
+	ADDQ R11, SI
+	DECQ DX
+	JNE arow
+anextblock:
+	ADDQ AX, R12
+	ADDQ CX, R13
+	DECQ R14
+	JNE ablock
+adone:
+	VZEROUPPER
+	RET
