@@ -35,12 +35,17 @@ func (m NormMethod) String() string {
 	return fmt.Sprintf("NormMethod(%d)", int(m))
 }
 
-// DefaultCacheBytes is the default limit on each of a Conv2d's two caches:
-// the unfolded input kept from Forward (so ParamGrads and SqNorms need not
-// unfold it again) and the per-sample weight gradients kept from SqNorms
-// (so ParamGrads is a weighted sum of them). At this size both caches hold
-// for the MNIST CNN at batch 256; the VGG-like layers keep their per-sample
-// gradients but re-unfold their (much larger) inputs.
+// DefaultCacheBytes is the default limit on a Conv2d's cache of per-sample
+// weight gradients kept from SqNorms (so ParamGrads is a weighted sum of
+// them). At this size it holds for the MNIST CNN at batch 256 and the
+// VGG-like layers at batch 64.
+//
+// The unfolded input is not cached: ParamGrads and SqNorms unfold the
+// input again, transposed (im2row), which their products read in place.
+// Keeping Forward's U instead cost a transpose of it in every later product
+// (the kernels want the positions, the products' inner dimension, as rows)
+// and a cache larger than L3 (48 MB for the MNIST CNN at batch 256); it
+// measured 7–9 % slower once im2col was fast (bench/RESULTS.md).
 const DefaultCacheBytes = 64 << 20
 
 // tileBytes is the size an im2col tile aims at: small enough to stay in the
@@ -106,7 +111,10 @@ func (w ConvWindow) String() string {
 // (inC·kh·kw + 1) rows, the last row all ones, so the bias rides along as an
 // extra weight column: the forward pass is [W | b]·U, the weight and bias
 // gradients come out of one product B·Uᵀ, and per-sample norms include the
-// bias without extra work. Work is split over images (or groups of small
+// bias without extra work. Forward unfolds U (im2col: one row per kernel
+// tap, positions contiguous, the layout its product reads in place);
+// ParamGrads and the explicit SqNorms unfold Uᵀ directly (im2row: one row
+// per position), the layout B·Uᵀ reads in place, instead of transposing U. Work is split over images (or groups of small
 // images) across the package's workers, each with its own tile buffers.
 type Conv2d[T Float] struct {
 	inC, inH, inW    int
@@ -125,9 +133,6 @@ type Conv2d[T Float] struct {
 	perSample        []T // per-sample [∂W | ∂b], batch × outC × (ckk+1)
 	perSampleValid   bool
 	caching          bool // SqNorms is filling perSample
-	unfolded         []T  // U of every tile of the last Forward, tile-major
-	unfoldedValid    bool // unfolded holds this batch (Forward had train)
-	useUnfolded      bool // the running op reads/writes unfolded
 	ones, flat       []T
 	scale, norms     []T
 	op               convOp
@@ -190,9 +195,9 @@ func (c *Conv2d[T]) Init(rng *rand.Rand) {
 // SetNormMethod forces a per-sample norm method (NormAuto by default).
 func (c *Conv2d[T]) SetNormMethod(m NormMethod) { c.method = m }
 
-// SetCacheLimit sets how many bytes each cache may use: the unfolded
-// input kept from Forward, and the per-sample gradients kept from SqNorms
-// for ParamGrads (DefaultCacheBytes by default; 0 disables both).
+// SetCacheLimit sets how many bytes the per-sample gradients kept from
+// SqNorms for ParamGrads may use (DefaultCacheBytes by default; 0 disables
+// the cache).
 func (c *Conv2d[T]) SetCacheLimit(bytes int) { c.cacheBytes = bytes }
 
 // NormMethodFor reports the method SqNorms uses for a batch of this size:
@@ -221,11 +226,6 @@ func (c *Conv2d[T]) cacheable(batch int) bool {
 	return batch*c.outC*(c.ckk+1)*elemSize[T]() <= c.cacheBytes
 }
 
-// unfoldable reports whether the unfolded input of a batch fits the cache.
-func (c *Conv2d[T]) unfoldable(batch int) bool {
-	return batch*c.hw*(c.ckk+1)*elemSize[T]() <= c.cacheBytes
-}
-
 // Name implements Layer.
 func (c *Conv2d[T]) Name() string {
 	return fmt.Sprintf("Conv2d(%d→%d, %v, in %dx%d)", c.inC, c.outC, c.win, c.inH, c.inW)
@@ -243,10 +243,9 @@ func (c *Conv2d[T]) OutShape(in []int) []int {
 // Params implements Layer: weight {outC, inC, kh, kw} then bias {outC}.
 func (c *Conv2d[T]) Params() []*Param[T] { return []*Param[T]{c.weight, c.bias} }
 
-// Forward implements Layer. x is kept as the tap A (its unfolded form is
-// cached when train is set and it fits the cache limit, else x is unfolded
-// again when needed) and must not change until ParamGrads/SqNorms of this
-// step are done.
+// Forward implements Layer. x is kept as the tap A (unfolded again by
+// ParamGrads and SqNorms) and must not change until ParamGrads/SqNorms of
+// this step are done.
 func (c *Conv2d[T]) Forward(x []T, batch int, train bool) []T {
 	mustLen(c, "input", x, batch*c.inC*c.inH*c.inW)
 	c.batch, c.x, c.dy, c.perSampleValid = batch, x, nil, false
@@ -256,16 +255,12 @@ func (c *Conv2d[T]) Forward(x []T, batch int, train bool) []T {
 		c.wb[o*(c.ckk+1)+c.ckk] = c.bias.Value[o]
 	}
 	c.plan()
-	c.unfoldedValid = train && c.unfoldable(batch)
-	if c.unfoldedValid {
-		c.unfolded = grow(c.unfolded, batch*c.hw*(c.ckk+1))
-	}
 	c.dispatch(convForward, false)
 	return c.y
 }
 
 // plan chooses the tiles for the batch of the current Forward; every later
-// op of the step uses the same tiles, so they can share the unfolded cache.
+// op of the step uses the same tiles.
 // Images with at least a tile's worth of output positions are one unit
 // each, cut into tiles of whole output rows; smaller images are grouped into
 // units of about a tile, one tile per unit.
@@ -335,7 +330,8 @@ func (c *Conv2d[T]) backwardAsConv(dy []T) []T {
 
 // ParamGrads implements Layer. After an explicit SqNorms whose per-sample
 // gradients were cached it is Σ_i scale_i·g_i over the cache; otherwise it
-// re-unfolds the input and accumulates Σ_i scale_i·Bᵢ·Uᵢᵀ tile by tile.
+// unfolds Uᵀ again (im2row) and accumulates Σ_i scale_i·Bᵢ·Uᵢᵀ tile by
+// tile.
 func (c *Conv2d[T]) ParamGrads(scale []T) {
 	c.mustHaveTap("ParamGrads")
 	if scale != nil {
@@ -414,7 +410,6 @@ func (c *Conv2d[T]) dispatch(op convOp, zeroAcc bool) int {
 	if op == convSqNorms && c.gram {
 		c.rows = c.outH // the Gram form needs whole images
 	}
-	c.useUnfolded = c.unfoldedValid && c.rows == c.tileRows && op != convBackward
 	c.reserve(parts)
 	if zeroAcc {
 		for w := 0; w < parts; w++ {
@@ -440,7 +435,7 @@ func (c *Conv2d[T]) reserve(parts int) {
 	kk := c.ckk + 1
 	for w := 0; w < parts; w++ {
 		s := &c.scratch[w]
-		if c.op != convBackward && !c.useUnfolded {
+		if c.op != convBackward { // U, or Uᵀ for ParamGrads and the explicit SqNorms
 			s.u = grow(s.u, kk*cols)
 		}
 		switch c.op {
@@ -501,21 +496,19 @@ func (c *Conv2d[T]) run(w, lo, hi int) {
 // tileCols is the number of unfolded columns of a tile.
 func (c *Conv2d[T]) tileCols(i0, i1, oh0, oh1 int) int { return (i1 - i0) * (oh1 - oh0) * c.outW }
 
-// tileU returns the unfolded input of a tile: its slot in the cache when
-// the op uses the cache (Forward fills it, later ops read it), else the
-// worker's buffer, freshly unfolded.
+// tileU returns the unfolded input U of a tile (im2col) in the worker's
+// buffer.
 func (c *Conv2d[T]) tileU(s *convScratch[T], i0, i1, oh0, oh1 int) []T {
-	size := (c.ckk + 1) * c.tileCols(i0, i1, oh0, oh1)
-	if c.useUnfolded {
-		start := (i0*c.hw + oh0*c.outW) * (c.ckk + 1)
-		u := c.unfolded[start : start+size]
-		if c.op == convForward {
-			c.im2col(i0, i1, oh0, oh1, u)
-		}
-		return u
-	}
-	s.u = grow(s.u, size)
+	s.u = grow(s.u, (c.ckk+1)*c.tileCols(i0, i1, oh0, oh1))
 	c.im2col(i0, i1, oh0, oh1, s.u)
+	return s.u
+}
+
+// tileUt returns the transposed unfolded input Uᵀ of a tile (im2row) in
+// the worker's buffer: n rows of ckk+1.
+func (c *Conv2d[T]) tileUt(s *convScratch[T], i0, i1, oh0, oh1 int) []T {
+	s.u = grow(s.u, (c.ckk+1)*c.tileCols(i0, i1, oh0, oh1))
+	c.im2row(i0, i1, oh0, oh1, s.u)
 	return s.u
 }
 
@@ -584,18 +577,18 @@ func (c *Conv2d[T]) paramGradsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		}
 	}
 	n := c.tileCols(i0, i1, oh0, oh1)
-	u := c.tileU(s, i0, i1, oh0, oh1)
+	ut := c.tileUt(s, i0, i1, oh0, oh1)
 	dyt, ld := c.tileDy(s, i0, i1, oh0, oh1, true)
 	kk := c.ckk + 1
-	Gemm(false, true, c.outC, kk, n, alpha, dyt, ld, u, n, 1, s.acc, kk)
+	Gemm(false, false, c.outC, kk, n, alpha, dyt, ld, ut, kk, 1, s.acc, kk)
 }
 
 func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 	n := c.tileCols(i0, i1, oh0, oh1)
-	u := c.tileU(s, i0, i1, oh0, oh1)
 	kk := c.ckk + 1
 	p := c.outC * kk
 	if c.gram {
+		u := c.tileU(s, i0, i1, oh0, oh1)
 		// Whole images only (dispatch guarantees it): per image, the upper
 		// triangles of UᵢᵀUᵢ and BᵢᵀBᵢ, then their Frobenius product.
 		s.gu = grow(s.gu, c.hw*c.hw)
@@ -613,6 +606,8 @@ func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		}
 		return
 	}
+	ut := c.tileUt(s, i0, i1, oh0, oh1)
+	seg := (oh1 - oh0) * c.outW
 	for i := i0; i < i1; i++ {
 		var g []T
 		if c.caching {
@@ -625,9 +620,9 @@ func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		if oh0 == 0 {
 			beta = 0
 		}
-		// B for image i restricted to the tile, against its columns of U.
+		// B for image i restricted to the tile, against its rows of Uᵀ.
 		bi := c.dy[i*c.outC*c.hw+oh0*c.outW:]
-		Gemm(false, true, c.outC, kk, (oh1-oh0)*c.outW, 1, bi, c.hw, u[(i-i0)*c.hw:], n, beta, g, kk)
+		Gemm(false, false, c.outC, kk, seg, 1, bi, c.hw, ut[(i-i0)*seg*kk:], kk, beta, g, kk)
 		if oh1 == c.outH {
 			c.norms[i] += T(sqSum(g))
 		}
@@ -776,6 +771,71 @@ func (c *Conv2d[T]) insideRows(ki, oh0, oh1 int) (a, b int) {
 	}
 	a = min(a, oh1)
 	return a, max(a, b)
+}
+
+// im2row unfolds output rows [oh0, oh1) of images [i0, i1) into ut, the
+// transpose of im2col's U: an n × (ckk+1) matrix with one row per output
+// position (in the order of U's columns), column r = (ci·kh + ki)·kw + kj,
+// the last column all ones. A position whose window lies inside the input
+// is inC·kh kernel rows of kw contiguous input values; copyPieces moves
+// them for a run of such positions at once. Positions whose window reaches
+// into the padding take im2rowEdge.
+func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T) {
+	kk := c.ckk + 1
+	plane := c.inH * c.inW
+	w := c.win
+	// Output columns whose kernel row lies inside the input row.
+	owLo := min(c.outW, (w.PadW+w.StrideW-1)/w.StrideW)
+	owHi := owLo
+	if last := c.inW + w.PadW - w.KW; last >= 0 {
+		owHi = max(owLo, min(c.outW, last/w.StrideW+1))
+	}
+	p := 0
+	for i := i0; i < i1; i++ {
+		for oh := oh0; oh < oh1; oh++ {
+			ih0 := oh*w.StrideH - w.PadH
+			lo, hi := owLo, owHi
+			if ih0 < 0 || ih0+w.KH > c.inH {
+				lo, hi = 0, 0
+			}
+			if hi > lo {
+				copyPieces(ut[(p+lo)*kk:], c.x[i*c.inC*plane+ih0*c.inW+lo*w.StrideW-w.PadW:], pieceMove{
+					positions: hi - lo, groups: c.inC, pieces: w.KH, piece: w.KW,
+					ldd: kk, lds: w.StrideW, lds1: plane, lds2: c.inW,
+				})
+			}
+			for ow := 0; ow < c.outW; ow++ {
+				d := ut[(p+ow)*kk : (p+ow+1)*kk]
+				d[c.ckk] = 1
+				if ow < lo || ow >= hi {
+					c.im2rowEdge(i, oh, ow, d[:c.ckk])
+				}
+			}
+			p += c.outW
+		}
+	}
+}
+
+// im2rowEdge writes the unfolded values of one output position value by
+// value, zeros where the window reads padding.
+func (c *Conv2d[T]) im2rowEdge(i, oh, ow int, d []T) {
+	w := c.win
+	plane := c.inH * c.inW
+	for ci := 0; ci < c.inC; ci++ {
+		x := c.x[(i*c.inC+ci)*plane : (i*c.inC+ci+1)*plane]
+		for ki := 0; ki < w.KH; ki++ {
+			ih := oh*w.StrideH - w.PadH + ki
+			row := d[(ci*w.KH+ki)*w.KW : (ci*w.KH+ki+1)*w.KW]
+			for kj := range row {
+				iw := ow*w.StrideW - w.PadW + kj
+				if ih < 0 || ih >= c.inH || iw < 0 || iw >= c.inW {
+					row[kj] = 0
+					continue
+				}
+				row[kj] = x[ih*c.inW+iw]
+			}
+		}
+	}
 }
 
 // im2colStride1 is im2col for column stride 1: the unfolded row of tap

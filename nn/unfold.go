@@ -75,3 +75,40 @@ func addRows[T Float](dst, src []T, m rowMove) {
 		}
 	}
 }
+
+// pieceMove is the geometry of one copyPieces call, in elements: for each
+// of positions positions (ldd apart in the destination, lds in the
+// source), groups×pieces pieces of piece values, the source pieces lds2
+// apart within a group and the groups lds1 apart, written one after
+// another. For im2row a position is an output position, a group an input
+// channel, a piece one kernel row of values (lds2 = the input width, lds1
+// = the input plane).
+type pieceMove struct {
+	positions, groups, pieces, piece int
+	ldd, lds, lds1, lds2             int
+}
+
+// copyPieces copies m's pieces from src into dst.
+func copyPieces[T Float](dst, src []T, m pieceMove) {
+	if m.positions == 0 {
+		return
+	}
+	row := m.groups * m.pieces * m.piece
+	if m.groups < 1 || m.pieces < 1 || m.piece < 1 || m.ldd < row ||
+		len(dst) < (m.positions-1)*m.ldd+row ||
+		len(src) < (m.positions-1)*m.lds+(m.groups-1)*m.lds1+(m.pieces-1)*m.lds2+m.piece {
+		panic(fmt.Sprintf("nn: copyPieces %+v from %d values into %d", m, len(src), len(dst)))
+	}
+	if copyPiecesAsm(dst, src, m) {
+		return
+	}
+	for p := range m.positions {
+		d := dst[p*m.ldd : p*m.ldd+row]
+		for g := range m.groups {
+			for q := range m.pieces {
+				s := src[p*m.lds+g*m.lds1+q*m.lds2:]
+				copy(d[(g*m.pieces+q)*m.piece:(g*m.pieces+q+1)*m.piece], s[:m.piece])
+			}
+		}
+	}
+}

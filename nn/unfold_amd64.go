@@ -23,6 +23,14 @@ func copyRowsPadAVX(dst, src unsafe.Pointer, blocks, rows, lead, body, trail, ld
 //go:noescape
 func addRows32AVX(dst, src *float32, blocks, rows, w, ldd, lds, ldd2, lds2 int)
 
+// im2rowAVX is unfold_amd64.s: for positions positions (ldd and lds bytes
+// apart), groups×pieces pieces of piece bytes, the source pieces lds2 bytes
+// apart within a group and the groups lds1 apart, written one after
+// another at dst (piece a multiple of 4, ≥ 4; groups, pieces ≥ 1).
+//
+//go:noescape
+func im2rowAVX(dst, src unsafe.Pointer, positions, groups, pieces, piece, ldd, lds, lds1, lds2 int)
+
 var haveUnfoldAVX = cpu.X86.HasAVX
 
 // copyRowsPadAsm does copyRowsPad's work in assembly when the CPU has AVX
@@ -44,5 +52,17 @@ func addRowsAsm[T Float](dst, src []T, m rowMove) bool {
 		return false
 	}
 	addRows32AVX(&as32(dst)[0], &as32(src)[0], m.blocks, m.rows, m.body, m.ldd, m.lds, m.ldd2, m.lds2)
+	return true
+}
+
+// copyPiecesAsm does copyPieces's work in assembly when the CPU has AVX
+// and reports whether it did; the arguments are checked by the caller.
+func copyPiecesAsm[T Float](dst, src []T, m pieceMove) bool {
+	if !haveUnfoldAVX {
+		return false
+	}
+	sz := elemSize[T]()
+	im2rowAVX(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), m.positions, m.groups, m.pieces,
+		m.piece*sz, m.ldd*sz, m.lds*sz, m.lds1*sz, m.lds2*sz)
 	return true
 }

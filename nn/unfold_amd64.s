@@ -153,3 +153,77 @@ anextblock:
 adone:
 	VZEROUPPER
 	RET
+
+// func im2rowAVX(dst, src unsafe.Pointer, positions, groups, pieces, piece, ldd, lds, lds1, lds2 int)
+// For each of positions positions (dst advancing ldd bytes and src lds bytes
+// per position): for each of groups groups (src lds1 bytes apart) and each
+// of its pieces pieces (src lds2 bytes apart), copy piece bytes to dst, the
+// pieces one after another. It is one output position's row of the
+// transposed unfolded input (channels × kernel rows × one kernel row of
+// values) for a run of interior positions. piece is a multiple of 4, ≥ 4;
+// each piece moves as overlapping 32-, 16-, 8- or one 4-byte move (the
+// overlap writes the same values twice). AVX.
+TEXT ·im2rowAVX(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), R12
+	MOVQ src+8(FP), R13
+	MOVQ positions+16(FP), R14
+	MOVQ piece+40(FP), R9
+	MOVQ lds2+72(FP), R11
+	TESTQ R14, R14
+	JEQ rdone
+rpos:
+	MOVQ R12, DI
+	MOVQ R13, R10
+	MOVQ groups+24(FP), DX
+rgroup:
+	MOVQ R10, SI
+	MOVQ pieces+32(FP), R8
+rpiece:
+	CMPQ R9, $32
+	JB rshort
+	XORQ BX, BX
+	MOVQ R9, CX
+	SUBQ $32, CX
+rchunk:
+	VMOVUPS (SI)(BX*1), Y0
+	VMOVUPS Y0, (DI)(BX*1)
+	ADDQ $32, BX
+	CMPQ BX, CX
+	JBE rchunk
+	VMOVUPS -32(SI)(R9*1), Y0
+	VMOVUPS Y0, -32(DI)(R9*1)
+	JMP rnext
+rshort:
+	CMPQ R9, $16
+	JB rshort8
+	VMOVUPS (SI), X0
+	VMOVUPS -16(SI)(R9*1), X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, -16(DI)(R9*1)
+	JMP rnext
+rshort8:
+	CMPQ R9, $8
+	JB rshort4
+	MOVQ (SI), AX
+	MOVQ -8(SI)(R9*1), BX
+	MOVQ AX, (DI)
+	MOVQ BX, -8(DI)(R9*1)
+	JMP rnext
+rshort4:
+	MOVL (SI), AX
+	MOVL AX, (DI)
+rnext:
+	ADDQ R9, DI
+	ADDQ R11, SI
+	DECQ R8
+	JNE rpiece
+	ADDQ lds1+64(FP), R10
+	DECQ DX
+	JNE rgroup
+	ADDQ ldd+48(FP), R12
+	ADDQ lds+56(FP), R13
+	DECQ R14
+	JNE rpos
+rdone:
+	VZEROUPPER
+	RET

@@ -156,3 +156,116 @@ func checkRowMoves[T Float](t *testing.T, m rowMove) {
 		t.Errorf("%T addRows %+v: value %d = %v, want %v", T(0), a, i, got[i], want[i])
 	}
 }
+
+// TestIm2rowIsTransposedIm2col checks im2row (copyPieces, assembly on
+// amd64, for windows inside the input; value by value at the padding)
+// against the transpose of the value-at-a-time im2col, bit for bit, on the
+// geometries of TestUnfoldStride1MatchesStrided plus column strides above
+// 1 and padding on one axis only, for every tile shape, in float32 and
+// float64. The buffer starts full of NaNs, so a value im2row forgets shows.
+func TestIm2rowIsTransposedIm2col(t *testing.T) {
+	geoms := []struct {
+		inC, inH, inW int
+		win           ConvWindow
+	}{
+		{1, 28, 28, SquareWindow(5, 1, 0)},
+		{20, 12, 12, SquareWindow(5, 1, 0)},
+		{3, 9, 13, SquareWindow(3, 1, 1)},
+		{2, 9, 8, SquareWindow(3, 2, 1)},
+		{2, 7, 9, ConvWindow{KH: 3, KW: 5, StrideH: 2, StrideW: 1, PadH: 1, PadW: 2}},
+		{2, 8, 5, ConvWindow{KH: 5, KW: 2, StrideH: 3, StrideW: 1, PadH: 0, PadW: 1}},
+		{2, 8, 11, ConvWindow{KH: 2, KW: 3, StrideH: 1, StrideW: 3, PadH: 1, PadW: 0}},
+		{1, 3, 3, SquareWindow(3, 1, 3)},
+		{2, 5, 41, ConvWindow{KH: 2, KW: 9, StrideH: 1, StrideW: 2, PadH: 2, PadW: 4}},
+		{3, 4, 1, ConvWindow{KH: 2, KW: 1, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0}},
+		{2, 6, 40, ConvWindow{KH: 1, KW: 11, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0}}, // 44-byte pieces
+	}
+	for _, g := range geoms {
+		for _, batch := range []int{1, 3} {
+			checkIm2row[float32](t, g.inC, g.inH, g.inW, g.win, batch)
+			checkIm2row[float64](t, g.inC, g.inH, g.inW, g.win, batch)
+		}
+	}
+}
+
+func checkIm2row[T Float](t *testing.T, inC, inH, inW int, win ConvWindow, batch int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(inC*inW), uint64(inH*batch)))
+	c := NewConv2dWindow[T](inC, inH, inW, 2, win)
+	c.batch = batch
+	c.x = make([]T, batch*inC*inH*inW)
+	for i := range c.x {
+		c.x[i] = T(rng.NormFloat64())
+	}
+	type tile struct{ i0, i1, oh0, oh1 int }
+	tiles := []tile{{0, batch, 0, c.outH}, {batch - 1, batch, 0, c.outH}}
+	if c.outH > 2 {
+		tiles = append(tiles, tile{0, 1, 1, c.outH - 1}, tile{batch - 1, batch, c.outH - 2, c.outH})
+	}
+	kk := c.ckk + 1
+	for _, tl := range tiles {
+		n := c.tileCols(tl.i0, tl.i1, tl.oh0, tl.oh1)
+		u := make([]T, kk*n)
+		c.im2colStrided(tl.i0, tl.i1, tl.oh0, tl.oh1, u)
+		want := make([]T, len(u))
+		for r := range kk {
+			for p := range n {
+				want[p*kk+r] = u[r*n+p]
+			}
+		}
+		got := make([]T, len(want))
+		for i := range got {
+			got[i] = T(math.NaN())
+		}
+		c.im2row(tl.i0, tl.i1, tl.oh0, tl.oh1, got)
+		if i := firstDiff(got, want); i >= 0 {
+			t.Errorf("%T %s batch %d images [%d,%d) rows [%d,%d): im2row position %d column %d = %v, want %v",
+				T(0), c.Name(), batch, tl.i0, tl.i1, tl.oh0, tl.oh1, i/kk, i%kk, got[i], want[i])
+		}
+	}
+}
+
+// TestCopyPiecesMatchesLoop checks copyPieces (assembly on amd64) against
+// a plain loop for piece lengths 1…40 (every branch of the assembly's
+// piece move) and several positions, groups and pieces, in float32 and
+// float64; destination values between rows must stay untouched.
+func TestCopyPiecesMatchesLoop(t *testing.T) {
+	for piece := 1; piece <= 40; piece++ {
+		m := pieceMove{positions: 3, groups: 2, pieces: 3, piece: piece}
+		m.lds2 = piece + 2
+		m.lds1 = 3*m.lds2 + 1
+		m.lds = 2
+		m.ldd = m.groups*m.pieces*piece + 3
+		checkCopyPieces[float32](t, m)
+		checkCopyPieces[float64](t, m)
+	}
+}
+
+func checkCopyPieces[T Float](t *testing.T, m pieceMove) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(m.piece), 7))
+	src := make([]T, (m.positions-1)*m.lds+(m.groups-1)*m.lds1+(m.pieces-1)*m.lds2+m.piece+2)
+	for i := range src {
+		src[i] = T(rng.NormFloat64())
+	}
+	dst := make([]T, m.positions*m.ldd)
+	for i := range dst {
+		dst[i] = T(rng.NormFloat64())
+	}
+	want := slices.Clone(dst)
+	for p := range m.positions {
+		k := p * m.ldd
+		for g := range m.groups {
+			for q := range m.pieces {
+				for j := range m.piece {
+					want[k] = src[p*m.lds+g*m.lds1+q*m.lds2+j]
+					k++
+				}
+			}
+		}
+	}
+	copyPieces(dst, src, m)
+	if i := firstDiff(dst, want); i >= 0 {
+		t.Errorf("%T copyPieces %+v: value %d = %v, want %v", T(0), m, i, dst[i], want[i])
+	}
+}
