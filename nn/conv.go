@@ -777,7 +777,7 @@ func (c *Conv2d[T]) insideRows(ki, oh0, oh1 int) (a, b int) {
 // transpose of im2col's U: an n × (ckk+1) matrix with one row per output
 // position (in the order of U's columns), column r = (ci·kh + ki)·kw + kj,
 // the last column all ones. A position whose window lies inside the input
-// is inC·kh kernel rows of kw contiguous input values; copyPieces moves
+// is inC·kh kernel rows of kw contiguous input values; movePieces moves
 // them for a run of such positions at once. Positions whose window reaches
 // into the padding take im2rowEdge.
 func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T) {
@@ -799,9 +799,9 @@ func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T) {
 				lo, hi = 0, 0
 			}
 			if hi > lo {
-				copyPieces(ut[(p+lo)*kk:], c.x[i*c.inC*plane+ih0*c.inW+lo*w.StrideW-w.PadW:], pieceMove{
-					positions: hi - lo, groups: c.inC, pieces: w.KH, piece: w.KW,
-					ldd: kk, lds: w.StrideW, lds1: plane, lds2: c.inW,
+				movePieces(ut[(p+lo)*kk:], c.x[i*c.inC*plane+ih0*c.inW+lo*w.StrideW-w.PadW:], pieceMove{
+					outer: hi - lo, groups: c.inC, pieces: w.KH, body: w.KW,
+					ldo: kk, lso: w.StrideW, lsg: plane, lsp: c.inW,
 				})
 			}
 			for ow := 0; ow < c.outW; ow++ {
@@ -838,42 +838,57 @@ func (c *Conv2d[T]) im2rowEdge(i, oh, ow int, d []T) {
 	}
 }
 
-// im2colStride1 is im2col for column stride 1: the unfolded row of tap
-// (ci, ki, kj) over one image is input rows a·s−p+ki, (a+1)·s−p+ki, …
-// (s the row stride, p the row padding) shifted by kj and padded with
-// zeros, and one copyRowsPad call moves them for every image of the tile.
-func (c *Conv2d[T]) im2colStride1(i0, i1, oh0, oh1 int, u []T) {
-	n := c.tileCols(i0, i1, oh0, oh1)
-	seg := (oh1 - oh0) * c.outW
+// forTaps calls f for every kernel tap (ci, ki, kj), in order, with its
+// row r of U, the output rows [a, b) of the tile [oh0, oh1) and the output
+// columns [lo, hi) whose input lies inside the image for that tap (a == b
+// or lo == hi: it reads only padding), and, when it reads something, the
+// index in x of the value it reads for image 0's first such position (add
+// i·inC·inH·inW for image i). Column stride 1 only.
+func (c *Conv2d[T]) forTaps(oh0, oh1 int, f func(r, a, b, lo, hi, xoff int)) {
+	w := c.win
 	plane := c.inH * c.inW
-	outW, inW := c.outW, c.inW
-	kh, kw, padH, strideH := c.win.KH, c.win.KW, c.win.PadH, c.win.StrideH
 	for ci := 0; ci < c.inC; ci++ {
-		for ki := 0; ki < kh; ki++ {
+		for ki := 0; ki < w.KH; ki++ {
 			a, b := c.insideRows(ki, oh0, oh1)
-			for kj := 0; kj < kw; kj++ {
-				r := (ci*kh+ki)*kw + kj
-				urow := u[r*n : (r+1)*n]
+			for kj := 0; kj < w.KW; kj++ {
 				lo, hi := c.validCols(kj)
-				if a == b || lo == hi {
-					clear(urow)
-					continue
+				xoff := 0
+				if a < b && lo < hi {
+					xoff = ci*plane + (a*w.StrideH-w.PadH+ki)*c.inW + lo + kj - w.PadW
 				}
-				if a > oh0 || b < oh1 { // rows reading padding above or below
-					for i := range i1 - i0 {
-						dst := urow[i*seg : (i+1)*seg]
-						clear(dst[:(a-oh0)*outW])
-						clear(dst[(b-oh0)*outW:])
-					}
-				}
-				src := c.x[(i0*c.inC+ci)*plane+(a*strideH-padH+ki)*inW+lo+kj-c.win.PadW:]
-				copyRowsPad(urow[(a-oh0)*outW:], src, rowMove{
-					blocks: i1 - i0, rows: b - a, w: outW, lead: lo, body: hi - lo,
-					lds: strideH * inW, ldd2: seg, lds2: c.inC * plane,
-				})
+				f((ci*w.KH+ki)*w.KW+kj, a, b, lo, hi, xoff)
 			}
 		}
 	}
+}
+
+// im2colStride1 is im2col for column stride 1: the unfolded row of tap
+// (ci, ki, kj) over one image is input rows a·s−p+ki, (a+1)·s−p+ki, …
+// (s the row stride, p the row padding) shifted by kj and padded with
+// zeros, and one movePieces call moves them for every image of the tile.
+func (c *Conv2d[T]) im2colStride1(i0, i1, oh0, oh1 int, u []T) {
+	n := c.tileCols(i0, i1, oh0, oh1)
+	seg := (oh1 - oh0) * c.outW
+	outW, image := c.outW, c.inC*c.inH*c.inW
+	c.forTaps(oh0, oh1, func(r, a, b, lo, hi, xoff int) {
+		urow := u[r*n : (r+1)*n]
+		if a == b || lo == hi {
+			clear(urow)
+			return
+		}
+		if a > oh0 || b < oh1 { // rows reading padding above or below
+			for i := range i1 - i0 {
+				dst := urow[i*seg : (i+1)*seg]
+				clear(dst[:(a-oh0)*outW])
+				clear(dst[(b-oh0)*outW:])
+			}
+		}
+		movePieces(urow[(a-oh0)*outW:], c.x[i0*image+xoff:], pieceMove{
+			outer: i1 - i0, groups: 1, pieces: b - a,
+			lead: lo, body: hi - lo, trail: outW - hi,
+			ldo: seg, lso: image, lsp: c.win.StrideH * c.inW,
+		})
+	})
 	ones := u[c.ckk*n : (c.ckk+1)*n]
 	for j := range ones {
 		ones[j] = 1
@@ -888,28 +903,14 @@ func (c *Conv2d[T]) im2colStride1(i0, i1, oh0, oh1 int, u []T) {
 func (c *Conv2d[T]) col2imStride1(i0, i1, oh0, oh1 int, du []T) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	seg := (oh1 - oh0) * c.outW
-	plane := c.inH * c.inW
-	outW, inW := c.outW, c.inW
-	kh, kw, padH, strideH := c.win.KH, c.win.KW, c.win.PadH, c.win.StrideH
-	for ci := 0; ci < c.inC; ci++ {
-		for ki := 0; ki < kh; ki++ {
-			a, b := c.insideRows(ki, oh0, oh1)
-			if a == b {
-				continue
-			}
-			for kj := 0; kj < kw; kj++ {
-				r := (ci*kh+ki)*kw + kj
-				lo, hi := c.validCols(kj)
-				if lo == hi {
-					continue
-				}
-				src := du[r*n+(a-oh0)*outW+lo : (r+1)*n]
-				dst := c.dx[(i0*c.inC+ci)*plane+(a*strideH-padH+ki)*inW+lo+kj-c.win.PadW:]
-				addRows(dst, src, rowMove{
-					blocks: i1 - i0, rows: b - a, body: hi - lo,
-					ldd: strideH * inW, lds: outW, ldd2: c.inC * plane, lds2: seg,
-				})
-			}
+	image := c.inC * c.inH * c.inW
+	c.forTaps(oh0, oh1, func(r, a, b, lo, hi, xoff int) {
+		if a == b || lo == hi {
+			return
 		}
-	}
+		addRows(c.dx[i0*image+xoff:], du[r*n+(a-oh0)*c.outW+lo:(r+1)*n], rowAdd{
+			blocks: i1 - i0, rows: b - a, w: hi - lo,
+			ldd: c.win.StrideH * c.inW, lds: c.outW, ldd2: image, lds2: seg,
+		})
+	})
 }

@@ -2,32 +2,32 @@
 
 #include "textflag.h"
 
-// func copyRowsPadAVX(dst, src unsafe.Pointer, blocks, rows, lead, body, trail, lds, ldd2, lds2 int)
-// For each of blocks blocks (dst advancing ldd2 bytes and src lds2 bytes
-// per block) and each of its rows rows: lead zero bytes, then body bytes
-// copied from src, then trail zero bytes, written contiguously at dst; src
-// advances lds bytes per row. All byte counts are multiples of 4; body ≥ 4. Bodies of 32 bytes
-// or more move in 32-byte chunks, the last one overlapping the previous
-// (same values written twice) instead of a tail loop; shorter bodies move as
-// two overlapping 16-, 8- or one 4-byte piece. AVX.
-TEXT ·copyRowsPadAVX(SB), NOSPLIT, $0-80
+// func movePiecesAVX(dst, src unsafe.Pointer, outer, groups, pieces, lead, body, trail, ldo, lso, lsg, lsp int)
+// For each of outer outer steps (dst advancing ldo bytes and src lso), each
+// of groups groups (src lsg bytes apart) and each of its pieces pieces (src
+// lsp bytes apart): lead zero bytes, body bytes copied from src, trail zero
+// bytes, written one after another at dst. All byte counts are multiples of
+// 4; body ≥ 4; outer, groups, pieces ≥ 1. Bodies of 32 bytes or more move in
+// 32-byte chunks, the last one overlapping the previous (the same values
+// written twice) instead of a tail loop; shorter bodies move as two
+// overlapping 16- or 8-byte pieces or one 4-byte piece. AVX.
+TEXT ·movePiecesAVX(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), R12
 	MOVQ src+8(FP), R13
-	MOVQ blocks+16(FP), R14
-	MOVQ lead+32(FP), R8
-	MOVQ body+40(FP), R9
-	MOVQ trail+48(FP), R10
-	MOVQ lds+56(FP), R11
+	MOVQ outer+16(FP), R14
+	MOVQ body+48(FP), R9
+	MOVQ lsp+88(FP), R11
 	TESTQ R14, R14
 	JEQ done
-block:
+outer:
 	MOVQ R12, DI
-	MOVQ R13, SI
-	MOVQ rows+24(FP), DX
-	TESTQ DX, DX
-	JEQ nextblock
-row:
-	MOVQ R8, CX
+	MOVQ R13, R8
+	MOVQ groups+24(FP), R10
+group:
+	MOVQ R8, SI
+	MOVQ pieces+32(FP), DX
+piece:
+	MOVQ lead+40(FP), CX
 	TESTQ CX, CX
 	JEQ body
 leadloop:
@@ -73,7 +73,7 @@ short4:
 	MOVL AX, (DI)
 trail:
 	ADDQ R9, DI
-	MOVQ R10, CX
+	MOVQ trail+56(FP), CX
 	TESTQ CX, CX
 	JEQ next
 trailloop:
@@ -84,12 +84,14 @@ trailloop:
 next:
 	ADDQ R11, SI
 	DECQ DX
-	JNE row
-nextblock:
-	ADDQ ldd2+64(FP), R12
-	ADDQ lds2+72(FP), R13
+	JNE piece
+	ADDQ lsg+80(FP), R8
+	DECQ R10
+	JNE group
+	ADDQ ldo+64(FP), R12
+	ADDQ lso+72(FP), R13
 	DECQ R14
-	JNE block
+	JNE outer
 done:
 	VZEROUPPER
 	RET
@@ -151,79 +153,5 @@ anextblock:
 	DECQ R14
 	JNE ablock
 adone:
-	VZEROUPPER
-	RET
-
-// func im2rowAVX(dst, src unsafe.Pointer, positions, groups, pieces, piece, ldd, lds, lds1, lds2 int)
-// For each of positions positions (dst advancing ldd bytes and src lds bytes
-// per position): for each of groups groups (src lds1 bytes apart) and each
-// of its pieces pieces (src lds2 bytes apart), copy piece bytes to dst, the
-// pieces one after another. It is one output position's row of the
-// transposed unfolded input (channels × kernel rows × one kernel row of
-// values) for a run of interior positions. piece is a multiple of 4, ≥ 4;
-// each piece moves as overlapping 32-, 16-, 8- or one 4-byte move (the
-// overlap writes the same values twice). AVX.
-TEXT ·im2rowAVX(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), R12
-	MOVQ src+8(FP), R13
-	MOVQ positions+16(FP), R14
-	MOVQ piece+40(FP), R9
-	MOVQ lds2+72(FP), R11
-	TESTQ R14, R14
-	JEQ rdone
-rpos:
-	MOVQ R12, DI
-	MOVQ R13, R10
-	MOVQ groups+24(FP), DX
-rgroup:
-	MOVQ R10, SI
-	MOVQ pieces+32(FP), R8
-rpiece:
-	CMPQ R9, $32
-	JB rshort
-	XORQ BX, BX
-	MOVQ R9, CX
-	SUBQ $32, CX
-rchunk:
-	VMOVUPS (SI)(BX*1), Y0
-	VMOVUPS Y0, (DI)(BX*1)
-	ADDQ $32, BX
-	CMPQ BX, CX
-	JBE rchunk
-	VMOVUPS -32(SI)(R9*1), Y0
-	VMOVUPS Y0, -32(DI)(R9*1)
-	JMP rnext
-rshort:
-	CMPQ R9, $16
-	JB rshort8
-	VMOVUPS (SI), X0
-	VMOVUPS -16(SI)(R9*1), X1
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, -16(DI)(R9*1)
-	JMP rnext
-rshort8:
-	CMPQ R9, $8
-	JB rshort4
-	MOVQ (SI), AX
-	MOVQ -8(SI)(R9*1), BX
-	MOVQ AX, (DI)
-	MOVQ BX, -8(DI)(R9*1)
-	JMP rnext
-rshort4:
-	MOVL (SI), AX
-	MOVL AX, (DI)
-rnext:
-	ADDQ R9, DI
-	ADDQ R11, SI
-	DECQ R8
-	JNE rpiece
-	ADDQ lds1+64(FP), R10
-	DECQ DX
-	JNE rgroup
-	ADDQ ldd+48(FP), R12
-	ADDQ lds+56(FP), R13
-	DECQ R14
-	JNE rpos
-rdone:
 	VZEROUPPER
 	RET

@@ -2,11 +2,8 @@
 
 package nn
 
-// copyRowsPadAsm has no assembly here: copyRowsPad runs its Go loop.
-func copyRowsPadAsm[T Float](dst, src []T, m rowMove) bool { return false }
+// movePiecesAsm has no assembly here: movePieces runs its Go loop.
+func movePiecesAsm[T Float](dst, src []T, m pieceMove) bool { return false }
 
 // addRowsAsm has no assembly here: addRows runs its Go loop.
-func addRowsAsm[T Float](dst, src []T, m rowMove) bool { return false }
-
-// copyPiecesAsm has no assembly here: copyPieces runs its Go loop.
-func copyPiecesAsm[T Float](dst, src []T, m pieceMove) bool { return false }
+func addRowsAsm[T Float](dst, src []T, m rowAdd) bool { return false }
