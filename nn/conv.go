@@ -354,20 +354,21 @@ func (c *Conv2d[T]) ParamGrads(scale []T) {
 		c.op = convCachedSum
 		grain := max(64, (p+Workers()-1)/Workers())
 		parallelFor(c, p, grain, partsFor(p*c.batch/4))
-		c.addFlat(c.flat)
+		c.addFlat(c.flat, c.ckk+1)
 	} else {
 		parts := c.dispatch(convParamGrads, true)
 		for w := 0; w < parts; w++ {
-			c.addFlat(c.scratch[w].acc)
+			c.addFlat(c.scratch[w].acc, c.utStride())
 		}
 	}
 	c.scale = nil
 }
 
-// addFlat adds an outC × (ckk+1) [∂W | ∂b] block into the Param gradients.
-func (c *Conv2d[T]) addFlat(g []T) {
+// addFlat adds an outC × (ckk+1) [∂W | ∂b] block, rows ld apart, into the
+// Param gradients.
+func (c *Conv2d[T]) addFlat(g []T, ld int) {
 	for o := 0; o < c.outC; o++ {
-		row := g[o*(c.ckk+1) : (o+1)*(c.ckk+1)]
+		row := g[o*ld : o*ld+c.ckk+1]
 		addTo(c.weight.Grad[o*c.ckk:(o+1)*c.ckk], row[:c.ckk])
 		c.bias.Grad[o] += row[c.ckk]
 	}
@@ -432,11 +433,11 @@ func (c *Conv2d[T]) reserve(parts int) {
 		cols = c.rows * c.outW
 	}
 	multi := c.unitNb > 1
-	kk := c.ckk + 1
+	ldu := c.utStride() // ≥ ckk+1: U's rows, or Uᵀ's columns
 	for w := 0; w < parts; w++ {
 		s := &c.scratch[w]
 		if c.op != convBackward { // U, or Uᵀ for ParamGrads and the explicit SqNorms
-			s.u = grow(s.u, kk*cols)
+			s.u = grow(s.u, ldu*cols)
 		}
 		switch c.op {
 		case convForward:
@@ -449,7 +450,7 @@ func (c *Conv2d[T]) reserve(parts int) {
 				s.dyt = grow(s.dyt, c.outC*cols)
 			}
 		case convParamGrads:
-			s.acc = grow(s.acc, c.outC*kk)
+			s.acc = grow(s.acc, c.outC*ldu)
 			if multi {
 				s.dyt = grow(s.dyt, c.outC*cols)
 			}
@@ -457,8 +458,8 @@ func (c *Conv2d[T]) reserve(parts int) {
 			if c.gram {
 				s.gu = grow(s.gu, c.hw*c.hw)
 				s.gd = grow(s.gd, c.hw*c.hw)
-			} else if !c.caching {
-				s.g = grow(s.g, c.outC*kk)
+			} else {
+				s.g = grow(s.g, c.outC*ldu)
 			}
 		}
 	}
@@ -505,12 +506,23 @@ func (c *Conv2d[T]) tileU(s *convScratch[T], i0, i1, oh0, oh1 int) []T {
 }
 
 // tileUt returns the transposed unfolded input Uᵀ of a tile (im2row) in
-// the worker's buffer: n rows of ckk+1.
+// the worker's buffer: n rows of utStride values, ckk+1 and then zeros.
 func (c *Conv2d[T]) tileUt(s *convScratch[T], i0, i1, oh0, oh1 int) []T {
-	s.u = grow(s.u, (c.ckk+1)*c.tileCols(i0, i1, oh0, oh1))
-	c.im2row(i0, i1, oh0, oh1, s.u)
+	s.u = grow(s.u, c.utStride()*c.tileCols(i0, i1, oh0, oh1))
+	c.im2row(i0, i1, oh0, oh1, s.u, c.utStride())
 	return s.u
 }
+
+// utStride is the row length of Uᵀ and of the [∂W | ∂b] products read
+// from it: ckk+1 rounded up to 32 values (the AVX-512 kernels' tile
+// width), the columns beyond ckk+1 zero. The weight-gradient products then
+// run over whole tiles that the kernels read in place: with ckk+1 columns
+// the last, partial, tile of every block of Uᵀ was copied into a padded
+// panel first, and for the MNIST CNN's conv1 (26 columns) that was all of
+// it. The zero columns cost no multiply-adds the kernels did not already
+// do on the padding of a partial tile, and their results (zero) are
+// dropped: the other columns are the same bits as without them.
+func (c *Conv2d[T]) utStride() int { return (c.ckk + 1 + 31) &^ 31 }
 
 func (c *Conv2d[T]) forwardTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 	n := c.tileCols(i0, i1, oh0, oh1)
@@ -577,10 +589,9 @@ func (c *Conv2d[T]) paramGradsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		}
 	}
 	n := c.tileCols(i0, i1, oh0, oh1)
-	ut := c.tileUt(s, i0, i1, oh0, oh1)
+	ut, ldu := c.tileUt(s, i0, i1, oh0, oh1), c.utStride()
 	dyt, ld := c.tileDy(s, i0, i1, oh0, oh1, true)
-	kk := c.ckk + 1
-	Gemm(false, false, c.outC, kk, n, alpha, dyt, ld, ut, kk, 1, s.acc, kk)
+	Gemm(false, false, c.outC, ldu, n, alpha, dyt, ld, ut, ldu, 1, s.acc, ldu)
 }
 
 func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
@@ -606,26 +617,31 @@ func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		}
 		return
 	}
-	ut := c.tileUt(s, i0, i1, oh0, oh1)
+	ut, ldu := c.tileUt(s, i0, i1, oh0, oh1), c.utStride()
 	seg := (oh1 - oh0) * c.outW
 	for i := i0; i < i1; i++ {
-		var g []T
-		if c.caching {
-			g = c.perSample[i*p : (i+1)*p]
-		} else {
-			s.g = grow(s.g, p)
-			g = s.g
-		}
 		beta := T(1)
 		if oh0 == 0 {
 			beta = 0
 		}
-		// B for image i restricted to the tile, against its rows of Uᵀ.
+		// B for image i restricted to the tile, against its rows of Uᵀ,
+		// summed over the image's row tiles in s.g (rows ldu apart).
 		bi := c.dy[i*c.outC*c.hw+oh0*c.outW:]
-		Gemm(false, false, c.outC, kk, seg, 1, bi, c.hw, ut[(i-i0)*seg*kk:], kk, beta, g, kk)
-		if oh1 == c.outH {
-			c.norms[i] += T(sqSum(g))
+		Gemm(false, false, c.outC, ldu, seg, 1, bi, c.hw, ut[(i-i0)*seg*ldu:], ldu, beta, s.g, ldu)
+		if oh1 < c.outH {
+			continue
 		}
+		// Packed to rows of ckk+1, in the cache or in place (rows move
+		// left, so copy's overlap is safe): the norm sums the same values
+		// in the same order as before the padding.
+		g := s.g[:p]
+		if c.caching {
+			g = c.perSample[i*p : (i+1)*p]
+		}
+		for o := 0; o < c.outC; o++ {
+			copy(g[o*kk:(o+1)*kk], s.g[o*ldu:o*ldu+kk])
+		}
+		c.norms[i] += T(sqSum(g))
 	}
 }
 
@@ -774,14 +790,14 @@ func (c *Conv2d[T]) insideRows(ki, oh0, oh1 int) (a, b int) {
 }
 
 // im2row unfolds output rows [oh0, oh1) of images [i0, i1) into ut, the
-// transpose of im2col's U: an n × (ckk+1) matrix with one row per output
-// position (in the order of U's columns), column r = (ci·kh + ki)·kw + kj,
-// the last column all ones. A position whose window lies inside the input
+// transpose of im2col's U: an n × (ckk+1) matrix, rows ld apart, with one
+// row per output position (in the order of U's columns), column r =
+// (ci·kh + ki)·kw + kj, the column ckk all ones and the columns after it,
+// to ld, zero. A position whose window lies inside the input
 // is inC·kh kernel rows of kw contiguous input values; movePieces moves
 // them for a run of such positions at once. Positions whose window reaches
 // into the padding take im2rowEdge.
-func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T) {
-	kk := c.ckk + 1
+func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T, ld int) {
 	plane := c.inH * c.inW
 	w := c.win
 	// Output columns whose kernel row lies inside the input row.
@@ -799,14 +815,15 @@ func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T) {
 				lo, hi = 0, 0
 			}
 			if hi > lo {
-				movePieces(ut[(p+lo)*kk:], c.x[i*c.inC*plane+ih0*c.inW+lo*w.StrideW-w.PadW:], pieceMove{
+				movePieces(ut[(p+lo)*ld:], c.x[i*c.inC*plane+ih0*c.inW+lo*w.StrideW-w.PadW:], pieceMove{
 					outer: hi - lo, groups: c.inC, pieces: w.KH, body: w.KW,
-					ldo: kk, lso: w.StrideW, lsg: plane, lsp: c.inW,
+					ldo: ld, lso: w.StrideW, lsg: plane, lsp: c.inW,
 				})
 			}
 			for ow := 0; ow < c.outW; ow++ {
-				d := ut[(p+ow)*kk : (p+ow+1)*kk]
+				d := ut[(p+ow)*ld : (p+ow+1)*ld]
 				d[c.ckk] = 1
+				clear(d[c.ckk+1:])
 				if ow < lo || ow >= hi {
 					c.im2rowEdge(i, oh, ow, d[:c.ckk])
 				}

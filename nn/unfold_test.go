@@ -115,8 +115,9 @@ func checkUnfoldStride1[T Float](t *testing.T, inC, inH, inW int, win ConvWindow
 }
 
 // TestIm2rowIsTransposedIm2col checks im2row (movePieces, assembly on
-// amd64, for windows inside the input; value by value at the padding)
-// against the transpose of the value-at-a-time im2col, bit for bit, on
+// amd64, for windows inside the input; value by value at the padding),
+// rows padded with zeros to Conv2d's stride, against the transpose of the
+// value-at-a-time im2col, bit for bit, on
 // unfoldGeoms (column strides above 1 included), batch 1 and 3 and every
 // tile shape, in float32 and float64.
 func TestIm2rowIsTransposedIm2col(t *testing.T) {
@@ -136,17 +137,18 @@ func checkIm2row[T Float](t *testing.T, inC, inH, inW int, win ConvWindow, batch
 		n := c.tileCols(tl.i0, tl.i1, tl.oh0, tl.oh1)
 		u := make([]T, kk*n)
 		c.im2colStrided(tl.i0, tl.i1, tl.oh0, tl.oh1, u)
-		want := make([]T, len(u))
+		ld := c.utStride()
+		want := make([]T, n*ld) // zeros beyond column ckk
 		for r := range kk {
 			for p := range n {
-				want[p*kk+r] = u[r*n+p]
+				want[p*ld+r] = u[r*n+p]
 			}
 		}
 		got := nans[T](len(want))
-		c.im2row(tl.i0, tl.i1, tl.oh0, tl.oh1, got)
+		c.im2row(tl.i0, tl.i1, tl.oh0, tl.oh1, got, ld)
 		if i := firstDiff(got, want); i >= 0 {
 			t.Errorf("%T %s batch %d %v: im2row position %d column %d = %v, want %v",
-				T(0), c.Name(), batch, tl, i/kk, i%kk, got[i], want[i])
+				T(0), c.Name(), batch, tl, i/ld, i%ld, got[i], want[i])
 		}
 	}
 }
