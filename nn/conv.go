@@ -524,6 +524,14 @@ func (c *Conv2d[T]) tileUt(s *convScratch[T], i0, i1, oh0, oh1 int) []T {
 // dropped: the other columns are the same bits as without them.
 func (c *Conv2d[T]) utStride() int { return (c.ckk + 1 + 31) &^ 31 }
 
+// uncountPadding takes the zero columns of a weight-gradient product over
+// k positions back out of GemmFlops, so that the FLOPs benchmarks report
+// (GFLOP per step, % of the SGEMM peak) stay the layer's work, as they were
+// before the padding.
+func (c *Conv2d[T]) uncountPadding(k int) {
+	gemmFlops.Add(-2 * int64(c.outC) * int64(c.utStride()-c.ckk-1) * int64(k))
+}
+
 func (c *Conv2d[T]) forwardTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	u := c.tileU(s, i0, i1, oh0, oh1)
@@ -592,6 +600,7 @@ func (c *Conv2d[T]) paramGradsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 	ut, ldu := c.tileUt(s, i0, i1, oh0, oh1), c.utStride()
 	dyt, ld := c.tileDy(s, i0, i1, oh0, oh1, true)
 	Gemm(false, false, c.outC, ldu, n, alpha, dyt, ld, ut, ldu, 1, s.acc, ldu)
+	c.uncountPadding(n)
 }
 
 func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
@@ -628,6 +637,7 @@ func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		// summed over the image's row tiles in s.g (rows ldu apart).
 		bi := c.dy[i*c.outC*c.hw+oh0*c.outW:]
 		Gemm(false, false, c.outC, ldu, seg, 1, bi, c.hw, ut[(i-i0)*seg*ldu:], ldu, beta, s.g, ldu)
+		c.uncountPadding(seg)
 		if oh1 < c.outH {
 			continue
 		}

@@ -254,3 +254,42 @@ func checkAddRows[T Float](t *testing.T, m rowAdd) {
 		t.Errorf("%T addRows %+v: value %d = %v, want %v", T(0), m, i, dst[i], want[i])
 	}
 }
+
+// TestWeightGradFlopsUnpadded checks that the FLOPs counted for ParamGrads
+// and the explicit SqNorms are the layer's work, 2·outC·(ckk+1) per output
+// position, not the zero-padded product's (utStride columns).
+func TestWeightGradFlopsUnpadded(t *testing.T) {
+	const batch = 3
+	c := NewConv2dWindow[float32](3, 5, 6, 4, SquareWindow(3, 1, 1))
+	c.SetNormMethod(NormExplicit)
+	c.SetCacheLimit(0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	c.Init(rng)
+	x := make([]float32, batch*3*5*6)
+	dy := make([]float32, batch*4*c.hw)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for i := range dy {
+		dy[i] = float32(rng.NormFloat64())
+	}
+	c.Forward(x, batch, true)
+	c.Backward(dy, false)
+	if c.utStride() == c.ckk+1 {
+		t.Fatalf("utStride %d: no padding to test", c.utStride())
+	}
+	want := int64(2 * c.outC * (c.ckk + 1) * c.hw * batch)
+	for _, op := range []struct {
+		name string
+		run  func()
+	}{
+		{"ParamGrads", func() { c.ParamGrads(nil) }},
+		{"SqNorms", func() { c.SqNorms(make([]float32, batch)) }},
+	} {
+		before := GemmFlops()
+		op.run()
+		if got := GemmFlops() - before; got != want {
+			t.Errorf("%s counted %d FLOPs, want %d", op.name, got, want)
+		}
+	}
+}
