@@ -11,13 +11,21 @@
 // 32-byte chunks, the last one overlapping the previous (the same values
 // written twice) instead of a tail loop; shorter bodies move as two
 // overlapping 16- or 8-byte pieces or one 4-byte piece. AVX.
-TEXT ·movePiecesAVX(SB), NOSPLIT, $0-96
+//
+// lead and trail live in R15 and R14 (no global data is touched, so R15 is
+// free) and the outer count on the stack: the per-piece tests of the
+// padding are then register tests, which the pad-free unfolds (every
+// im2row, im2col of unpadded convolutions) pay almost nothing for.
+TEXT ·movePiecesAVX(SB), NOSPLIT, $8-96
 	MOVQ dst+0(FP), R12
 	MOVQ src+8(FP), R13
-	MOVQ outer+16(FP), R14
+	MOVQ outer+16(FP), AX
+	MOVQ AX, left-8(SP)
+	MOVQ lead+40(FP), R15
 	MOVQ body+48(FP), R9
+	MOVQ trail+56(FP), R14
 	MOVQ lsp+88(FP), R11
-	TESTQ R14, R14
+	TESTQ AX, AX
 	JEQ done
 outer:
 	MOVQ R12, DI
@@ -27,7 +35,7 @@ group:
 	MOVQ R8, SI
 	MOVQ pieces+32(FP), DX
 piece:
-	MOVQ lead+40(FP), CX
+	MOVQ R15, CX
 	TESTQ CX, CX
 	JEQ body
 leadloop:
@@ -73,7 +81,7 @@ short4:
 	MOVL AX, (DI)
 trail:
 	ADDQ R9, DI
-	MOVQ trail+56(FP), CX
+	MOVQ R14, CX
 	TESTQ CX, CX
 	JEQ next
 trailloop:
@@ -90,7 +98,7 @@ next:
 	JNE group
 	ADDQ ldo+64(FP), R12
 	ADDQ lso+72(FP), R13
-	DECQ R14
+	DECQ left-8(SP)
 	JNE outer
 done:
 	VZEROUPPER
