@@ -19,7 +19,8 @@ import (
 // gradient, weight gradient) and the MNIST CNN's convolutions and first
 // linear layer, and the MNIST CNN's per-sample weight gradients (DP-SGD's
 // norms: one image's output gradient against its unfolded input);
-// square512 is the classic peak shape.
+// square512 is the classic peak shape. The weight-gradient products read
+// B = Uᵀ as nn unfolds it for them (im2row), not transposed.
 var shapes = []struct {
 	name           string
 	transA, transB bool
@@ -28,13 +29,13 @@ var shapes = []struct {
 	{"vgg-conv1-fwd", false, false, 32, 9344, 28},
 	{"vgg-conv2-fwd", false, false, 32, 896, 289},
 	{"vgg-conv2-dx", true, false, 288, 896, 32},
-	{"vgg-conv2-dw", false, true, 32, 289, 896},
+	{"vgg-conv2-dw", false, false, 32, 289, 896},
 	{"vgg-conv6-fwd", false, false, 128, 224, 1153},
 	{"mnist-conv1-fwd", false, false, 20, 10368, 26},
 	{"mnist-conv2-fwd", false, false, 50, 576, 501},
 	{"mnist-fc1-fwd", false, false, 128, 500, 800},
-	{"mnist-conv1-persample", false, true, 20, 26, 576},
-	{"mnist-conv2-persample", false, true, 50, 501, 64},
+	{"mnist-conv1-persample", false, false, 20, 26, 576},
+	{"mnist-conv2-persample", false, false, 50, 501, 64},
 	{"square512", false, false, 512, 512, 512},
 }
 

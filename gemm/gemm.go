@@ -294,7 +294,9 @@ func putWorkspace(ws *workspace) {
 // When op(A) fits one block of rows and B is not transposed, B is read in
 // place rather than packed: each of its panels then meets A once, so
 // copying it would cost a memory pass for no reuse (the conv forward and
-// linear products, whose A is a few dozen rows of weights).
+// linear products, whose A is a few dozen rows of weights, and the conv
+// weight gradients, whose A is a few dozen channels of output gradient
+// against the transposed unfolded input nn lays out for them).
 func serial(kr *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, overwrite bool) {
 	mr, nr := kr.mr, kr.nr
 	mc := max(mr, blockM/mr*mr)

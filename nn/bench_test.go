@@ -233,8 +233,8 @@ func reportRates(b *testing.B, batch int, cpuStart time.Duration) {
 	b.ReportMetric((cpuTime()-cpuStart).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 }
 
-// BenchmarkConvCache compares keeping the unfolded input and per-sample
-// gradients (the default) with recomputing them (cache limit 0).
+// BenchmarkConvCache compares keeping the per-sample gradients (the
+// default) with recomputing them (cache limit 0).
 func BenchmarkConvCache(b *testing.B) {
 	for _, cache := range []int{0, nn.DefaultCacheBytes} {
 		for _, c := range []struct {

@@ -35,12 +35,17 @@ func (m NormMethod) String() string {
 	return fmt.Sprintf("NormMethod(%d)", int(m))
 }
 
-// DefaultCacheBytes is the default limit on each of a Conv2d's two caches:
-// the unfolded input kept from Forward (so ParamGrads and SqNorms need not
-// unfold it again) and the per-sample weight gradients kept from SqNorms
-// (so ParamGrads is a weighted sum of them). At this size both caches hold
-// for the MNIST CNN at batch 256; the VGG-like layers keep their per-sample
-// gradients but re-unfold their (much larger) inputs.
+// DefaultCacheBytes is the default limit on a Conv2d's cache of per-sample
+// weight gradients kept from SqNorms (so ParamGrads is a weighted sum of
+// them). At this size it holds for the MNIST CNN at batch 256 and the
+// VGG-like layers at batch 64.
+//
+// The unfolded input is not cached: ParamGrads and SqNorms unfold the
+// input again, transposed (im2row), which their products read in place.
+// Keeping Forward's U instead cost a transpose of it in every later product
+// (the kernels want the positions, the products' inner dimension, as rows)
+// and a cache larger than L3 (48 MB for the MNIST CNN at batch 256); it
+// measured 7–9 % slower once im2col was fast (bench/RESULTS.md).
 const DefaultCacheBytes = 64 << 20
 
 // tileBytes is the size an im2col tile aims at: small enough to stay in the
@@ -106,7 +111,10 @@ func (w ConvWindow) String() string {
 // (inC·kh·kw + 1) rows, the last row all ones, so the bias rides along as an
 // extra weight column: the forward pass is [W | b]·U, the weight and bias
 // gradients come out of one product B·Uᵀ, and per-sample norms include the
-// bias without extra work. Work is split over images (or groups of small
+// bias without extra work. Forward unfolds U (im2col: one row per kernel
+// tap, positions contiguous, the layout its product reads in place);
+// ParamGrads and the explicit SqNorms unfold Uᵀ directly (im2row: one row
+// per position), the layout B·Uᵀ reads in place, instead of transposing U. Work is split over images (or groups of small
 // images) across the package's workers, each with its own tile buffers.
 type Conv2d[T Float] struct {
 	inC, inH, inW    int
@@ -125,9 +133,6 @@ type Conv2d[T Float] struct {
 	perSample        []T // per-sample [∂W | ∂b], batch × outC × (ckk+1)
 	perSampleValid   bool
 	caching          bool // SqNorms is filling perSample
-	unfolded         []T  // U of every tile of the last Forward, tile-major
-	unfoldedValid    bool // unfolded holds this batch (Forward had train)
-	useUnfolded      bool // the running op reads/writes unfolded
 	ones, flat       []T
 	scale, norms     []T
 	op               convOp
@@ -190,9 +195,9 @@ func (c *Conv2d[T]) Init(rng *rand.Rand) {
 // SetNormMethod forces a per-sample norm method (NormAuto by default).
 func (c *Conv2d[T]) SetNormMethod(m NormMethod) { c.method = m }
 
-// SetCacheLimit sets how many bytes each cache may use: the unfolded
-// input kept from Forward, and the per-sample gradients kept from SqNorms
-// for ParamGrads (DefaultCacheBytes by default; 0 disables both).
+// SetCacheLimit sets how many bytes the per-sample gradients kept from
+// SqNorms for ParamGrads may use (DefaultCacheBytes by default; 0 disables
+// the cache).
 func (c *Conv2d[T]) SetCacheLimit(bytes int) { c.cacheBytes = bytes }
 
 // NormMethodFor reports the method SqNorms uses for a batch of this size:
@@ -221,11 +226,6 @@ func (c *Conv2d[T]) cacheable(batch int) bool {
 	return batch*c.outC*(c.ckk+1)*elemSize[T]() <= c.cacheBytes
 }
 
-// unfoldable reports whether the unfolded input of a batch fits the cache.
-func (c *Conv2d[T]) unfoldable(batch int) bool {
-	return batch*c.hw*(c.ckk+1)*elemSize[T]() <= c.cacheBytes
-}
-
 // Name implements Layer.
 func (c *Conv2d[T]) Name() string {
 	return fmt.Sprintf("Conv2d(%d→%d, %v, in %dx%d)", c.inC, c.outC, c.win, c.inH, c.inW)
@@ -243,10 +243,9 @@ func (c *Conv2d[T]) OutShape(in []int) []int {
 // Params implements Layer: weight {outC, inC, kh, kw} then bias {outC}.
 func (c *Conv2d[T]) Params() []*Param[T] { return []*Param[T]{c.weight, c.bias} }
 
-// Forward implements Layer. x is kept as the tap A (its unfolded form is
-// cached when train is set and it fits the cache limit, else x is unfolded
-// again when needed) and must not change until ParamGrads/SqNorms of this
-// step are done.
+// Forward implements Layer. x is kept as the tap A (unfolded again by
+// ParamGrads and SqNorms) and must not change until ParamGrads/SqNorms of
+// this step are done.
 func (c *Conv2d[T]) Forward(x []T, batch int, train bool) []T {
 	mustLen(c, "input", x, batch*c.inC*c.inH*c.inW)
 	c.batch, c.x, c.dy, c.perSampleValid = batch, x, nil, false
@@ -256,16 +255,12 @@ func (c *Conv2d[T]) Forward(x []T, batch int, train bool) []T {
 		c.wb[o*(c.ckk+1)+c.ckk] = c.bias.Value[o]
 	}
 	c.plan()
-	c.unfoldedValid = train && c.unfoldable(batch)
-	if c.unfoldedValid {
-		c.unfolded = grow(c.unfolded, batch*c.hw*(c.ckk+1))
-	}
 	c.dispatch(convForward, false)
 	return c.y
 }
 
 // plan chooses the tiles for the batch of the current Forward; every later
-// op of the step uses the same tiles, so they can share the unfolded cache.
+// op of the step uses the same tiles.
 // Images with at least a tile's worth of output positions are one unit
 // each, cut into tiles of whole output rows; smaller images are grouped into
 // units of about a tile, one tile per unit.
@@ -335,7 +330,8 @@ func (c *Conv2d[T]) backwardAsConv(dy []T) []T {
 
 // ParamGrads implements Layer. After an explicit SqNorms whose per-sample
 // gradients were cached it is Σ_i scale_i·g_i over the cache; otherwise it
-// re-unfolds the input and accumulates Σ_i scale_i·Bᵢ·Uᵢᵀ tile by tile.
+// unfolds Uᵀ again (im2row) and accumulates Σ_i scale_i·Bᵢ·Uᵢᵀ tile by
+// tile.
 func (c *Conv2d[T]) ParamGrads(scale []T) {
 	c.mustHaveTap("ParamGrads")
 	if scale != nil {
@@ -358,20 +354,21 @@ func (c *Conv2d[T]) ParamGrads(scale []T) {
 		c.op = convCachedSum
 		grain := max(64, (p+Workers()-1)/Workers())
 		parallelFor(c, p, grain, partsFor(p*c.batch/4))
-		c.addFlat(c.flat)
+		c.addFlat(c.flat, c.ckk+1)
 	} else {
 		parts := c.dispatch(convParamGrads, true)
 		for w := 0; w < parts; w++ {
-			c.addFlat(c.scratch[w].acc)
+			c.addFlat(c.scratch[w].acc, c.utStride())
 		}
 	}
 	c.scale = nil
 }
 
-// addFlat adds an outC × (ckk+1) [∂W | ∂b] block into the Param gradients.
-func (c *Conv2d[T]) addFlat(g []T) {
+// addFlat adds an outC × (ckk+1) [∂W | ∂b] block, rows ld apart, into the
+// Param gradients.
+func (c *Conv2d[T]) addFlat(g []T, ld int) {
 	for o := 0; o < c.outC; o++ {
-		row := g[o*(c.ckk+1) : (o+1)*(c.ckk+1)]
+		row := g[o*ld : o*ld+c.ckk+1]
 		addTo(c.weight.Grad[o*c.ckk:(o+1)*c.ckk], row[:c.ckk])
 		c.bias.Grad[o] += row[c.ckk]
 	}
@@ -414,7 +411,6 @@ func (c *Conv2d[T]) dispatch(op convOp, zeroAcc bool) int {
 	if op == convSqNorms && c.gram {
 		c.rows = c.outH // the Gram form needs whole images
 	}
-	c.useUnfolded = c.unfoldedValid && c.rows == c.tileRows && op != convBackward
 	c.reserve(parts)
 	if zeroAcc {
 		for w := 0; w < parts; w++ {
@@ -437,11 +433,11 @@ func (c *Conv2d[T]) reserve(parts int) {
 		cols = c.rows * c.outW
 	}
 	multi := c.unitNb > 1
-	kk := c.ckk + 1
+	ldu := c.utStride() // ≥ ckk+1: U's rows, or Uᵀ's columns
 	for w := 0; w < parts; w++ {
 		s := &c.scratch[w]
-		if c.op != convBackward && !c.useUnfolded {
-			s.u = grow(s.u, kk*cols)
+		if c.op != convBackward { // U, or Uᵀ for ParamGrads and the explicit SqNorms
+			s.u = grow(s.u, ldu*cols)
 		}
 		switch c.op {
 		case convForward:
@@ -454,7 +450,7 @@ func (c *Conv2d[T]) reserve(parts int) {
 				s.dyt = grow(s.dyt, c.outC*cols)
 			}
 		case convParamGrads:
-			s.acc = grow(s.acc, c.outC*kk)
+			s.acc = grow(s.acc, c.outC*ldu)
 			if multi {
 				s.dyt = grow(s.dyt, c.outC*cols)
 			}
@@ -462,8 +458,8 @@ func (c *Conv2d[T]) reserve(parts int) {
 			if c.gram {
 				s.gu = grow(s.gu, c.hw*c.hw)
 				s.gd = grow(s.gd, c.hw*c.hw)
-			} else if !c.caching {
-				s.g = grow(s.g, c.outC*kk)
+			} else {
+				s.g = grow(s.g, c.outC*ldu)
 			}
 		}
 	}
@@ -501,22 +497,39 @@ func (c *Conv2d[T]) run(w, lo, hi int) {
 // tileCols is the number of unfolded columns of a tile.
 func (c *Conv2d[T]) tileCols(i0, i1, oh0, oh1 int) int { return (i1 - i0) * (oh1 - oh0) * c.outW }
 
-// tileU returns the unfolded input of a tile: its slot in the cache when
-// the op uses the cache (Forward fills it, later ops read it), else the
-// worker's buffer, freshly unfolded.
+// tileU returns the unfolded input U of a tile (im2col) in the worker's
+// buffer.
 func (c *Conv2d[T]) tileU(s *convScratch[T], i0, i1, oh0, oh1 int) []T {
-	size := (c.ckk + 1) * c.tileCols(i0, i1, oh0, oh1)
-	if c.useUnfolded {
-		start := (i0*c.hw + oh0*c.outW) * (c.ckk + 1)
-		u := c.unfolded[start : start+size]
-		if c.op == convForward {
-			c.im2col(i0, i1, oh0, oh1, u)
-		}
-		return u
-	}
-	s.u = grow(s.u, size)
+	s.u = grow(s.u, (c.ckk+1)*c.tileCols(i0, i1, oh0, oh1))
 	c.im2col(i0, i1, oh0, oh1, s.u)
 	return s.u
+}
+
+// tileUt returns the transposed unfolded input Uᵀ of a tile (im2row) in
+// the worker's buffer: n rows of utStride values, ckk+1 and then zeros.
+func (c *Conv2d[T]) tileUt(s *convScratch[T], i0, i1, oh0, oh1 int) []T {
+	s.u = grow(s.u, c.utStride()*c.tileCols(i0, i1, oh0, oh1))
+	c.im2row(i0, i1, oh0, oh1, s.u, c.utStride())
+	return s.u
+}
+
+// utStride is the row length of Uᵀ and of the [∂W | ∂b] products read
+// from it: ckk+1 rounded up to 32 values (the AVX-512 kernels' tile
+// width), the columns beyond ckk+1 zero. The weight-gradient products then
+// run over whole tiles that the kernels read in place: with ckk+1 columns
+// the last, partial, tile of every block of Uᵀ was copied into a padded
+// panel first, and for the MNIST CNN's conv1 (26 columns) that was all of
+// it. The zero columns cost no multiply-adds the kernels did not already
+// do on the padding of a partial tile, and their results (zero) are
+// dropped: the other columns are the same bits as without them.
+func (c *Conv2d[T]) utStride() int { return (c.ckk + 1 + 31) &^ 31 }
+
+// uncountPadding takes the zero columns of a weight-gradient product over
+// k positions back out of GemmFlops, so that the FLOPs benchmarks report
+// (GFLOP per step, % of the SGEMM peak) stay the layer's work, as they were
+// before the padding.
+func (c *Conv2d[T]) uncountPadding(k int) {
+	gemmFlops.Add(-2 * int64(c.outC) * int64(c.utStride()-c.ckk-1) * int64(k))
 }
 
 func (c *Conv2d[T]) forwardTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
@@ -584,18 +597,18 @@ func (c *Conv2d[T]) paramGradsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		}
 	}
 	n := c.tileCols(i0, i1, oh0, oh1)
-	u := c.tileU(s, i0, i1, oh0, oh1)
+	ut, ldu := c.tileUt(s, i0, i1, oh0, oh1), c.utStride()
 	dyt, ld := c.tileDy(s, i0, i1, oh0, oh1, true)
-	kk := c.ckk + 1
-	Gemm(false, true, c.outC, kk, n, alpha, dyt, ld, u, n, 1, s.acc, kk)
+	Gemm(false, false, c.outC, ldu, n, alpha, dyt, ld, ut, ldu, 1, s.acc, ldu)
+	c.uncountPadding(n)
 }
 
 func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 	n := c.tileCols(i0, i1, oh0, oh1)
-	u := c.tileU(s, i0, i1, oh0, oh1)
 	kk := c.ckk + 1
 	p := c.outC * kk
 	if c.gram {
+		u := c.tileU(s, i0, i1, oh0, oh1)
 		// Whole images only (dispatch guarantees it): per image, the upper
 		// triangles of UᵢᵀUᵢ and BᵢᵀBᵢ, then their Frobenius product.
 		s.gu = grow(s.gu, c.hw*c.hw)
@@ -613,24 +626,32 @@ func (c *Conv2d[T]) sqNormsTile(s *convScratch[T], i0, i1, oh0, oh1 int) {
 		}
 		return
 	}
+	ut, ldu := c.tileUt(s, i0, i1, oh0, oh1), c.utStride()
+	seg := (oh1 - oh0) * c.outW
 	for i := i0; i < i1; i++ {
-		var g []T
-		if c.caching {
-			g = c.perSample[i*p : (i+1)*p]
-		} else {
-			s.g = grow(s.g, p)
-			g = s.g
-		}
 		beta := T(1)
 		if oh0 == 0 {
 			beta = 0
 		}
-		// B for image i restricted to the tile, against its columns of U.
+		// B for image i restricted to the tile, against its rows of Uᵀ,
+		// summed over the image's row tiles in s.g (rows ldu apart).
 		bi := c.dy[i*c.outC*c.hw+oh0*c.outW:]
-		Gemm(false, true, c.outC, kk, (oh1-oh0)*c.outW, 1, bi, c.hw, u[(i-i0)*c.hw:], n, beta, g, kk)
-		if oh1 == c.outH {
-			c.norms[i] += T(sqSum(g))
+		Gemm(false, false, c.outC, ldu, seg, 1, bi, c.hw, ut[(i-i0)*seg*ldu:], ldu, beta, s.g, ldu)
+		c.uncountPadding(seg)
+		if oh1 < c.outH {
+			continue
 		}
+		// Packed to rows of ckk+1, in the cache or in place (rows move
+		// left, so copy's overlap is safe): the norm sums the same values
+		// in the same order as before the padding.
+		g := s.g[:p]
+		if c.caching {
+			g = c.perSample[i*p : (i+1)*p]
+		}
+		for o := 0; o < c.outC; o++ {
+			copy(g[o*kk:(o+1)*kk], s.g[o*ldu:o*ldu+kk])
+		}
+		c.norms[i] += T(sqSum(g))
 	}
 }
 
@@ -659,6 +680,16 @@ func (c *Conv2d[T]) validCols(kj int) (lo, hi int) {
 // positions); row r = (ci·kh + ki)·kw + kj matches W's layout and the last
 // row is all ones for the bias.
 func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
+	if c.win.StrideW == 1 {
+		c.im2colStride1(i0, i1, oh0, oh1, u)
+		return
+	}
+	c.im2colStrided(i0, i1, oh0, oh1, u)
+}
+
+// im2colStrided is im2col for any stride, one value at a time (the
+// reference the stride-1 path is tested against).
+func (c *Conv2d[T]) im2colStrided(i0, i1, oh0, oh1 int, u []T) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	seg := (oh1 - oh0) * c.outW
 	plane := c.inH * c.inW
@@ -688,10 +719,6 @@ func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
 							d[j] = 0
 						}
 						in := src[ih*inW : (ih+1)*inW]
-						if stride == 1 {
-							copyShort(d[lo:hi], in[lo+off:hi+off])
-							continue
-						}
 						for ow := lo; ow < hi; ow++ {
 							d[ow] = in[ow*stride+off]
 						}
@@ -709,6 +736,16 @@ func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
 // col2im adds the unfolded gradient du (ckk × n, the layout of im2col
 // without the ones row) back into dx: the adjoint of im2col.
 func (c *Conv2d[T]) col2im(i0, i1, oh0, oh1 int, du []T) {
+	if c.win.StrideW == 1 {
+		c.col2imStride1(i0, i1, oh0, oh1, du)
+		return
+	}
+	c.col2imStrided(i0, i1, oh0, oh1, du)
+}
+
+// col2imStrided is col2im for any stride, one value at a time (the
+// reference the stride-1 path is tested against).
+func (c *Conv2d[T]) col2imStrided(i0, i1, oh0, oh1 int, du []T) {
 	n := c.tileCols(i0, i1, oh0, oh1)
 	seg := (oh1 - oh0) * c.outW
 	plane := c.inH * c.inW
@@ -734,10 +771,6 @@ func (c *Conv2d[T]) col2im(i0, i1, oh0, oh1 int, du []T) {
 						}
 						g := src[(oh-oh0)*outW : (oh-oh0+1)*outW]
 						out := dst[ih*inW : (ih+1)*inW]
-						if stride == 1 {
-							addTo(out[lo+off:hi+off], g[lo:hi])
-							continue
-						}
 						for ow := lo; ow < hi; ow++ {
 							out[ow*stride+off] += g[ow]
 						}
@@ -748,15 +781,163 @@ func (c *Conv2d[T]) col2im(i0, i1, oh0, oh1 int, du []T) {
 	}
 }
 
-// copyShort is copy for the short rows of im2col (often 8–32 values), where
-// a plain loop beats the call overhead of memmove.
-func copyShort[T Float](dst, src []T) {
-	if len(dst) > 64 {
-		copy(dst, src)
-		return
+// insideRows returns the output rows [a, b) within [oh0, oh1) whose input
+// row oh·strideH − padH + ki lies inside the image (the others read zero
+// padding).
+func (c *Conv2d[T]) insideRows(ki, oh0, oh1 int) (a, b int) {
+	s, p := c.win.StrideH, c.win.PadH
+	a, b = oh0, oh1
+	if d := p - ki; d > 0 {
+		a = max(a, (d+s-1)/s)
 	}
-	src = src[:len(dst)]
-	for i, v := range src {
-		dst[i] = v
+	if last := c.inH - 1 + p - ki; last >= 0 {
+		b = min(b, last/s+1)
+	} else {
+		b = a
 	}
+	a = min(a, oh1)
+	return a, max(a, b)
+}
+
+// im2row unfolds output rows [oh0, oh1) of images [i0, i1) into ut, the
+// transpose of im2col's U: an n × (ckk+1) matrix, rows ld apart, with one
+// row per output position (in the order of U's columns), column r =
+// (ci·kh + ki)·kw + kj, the column ckk all ones and the columns after it,
+// to ld, zero. A position whose window lies inside the input
+// is inC·kh kernel rows of kw contiguous input values; movePieces moves
+// them for a run of such positions at once. Positions whose window reaches
+// into the padding take im2rowEdge.
+func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T, ld int) {
+	plane := c.inH * c.inW
+	w := c.win
+	// Output columns whose kernel row lies inside the input row.
+	owLo := min(c.outW, (w.PadW+w.StrideW-1)/w.StrideW)
+	owHi := owLo
+	if last := c.inW + w.PadW - w.KW; last >= 0 {
+		owHi = max(owLo, min(c.outW, last/w.StrideW+1))
+	}
+	p := 0
+	for i := i0; i < i1; i++ {
+		for oh := oh0; oh < oh1; oh++ {
+			ih0 := oh*w.StrideH - w.PadH
+			lo, hi := owLo, owHi
+			if ih0 < 0 || ih0+w.KH > c.inH {
+				lo, hi = 0, 0
+			}
+			if hi > lo {
+				movePieces(ut[(p+lo)*ld:], c.x[i*c.inC*plane+ih0*c.inW+lo*w.StrideW-w.PadW:], pieceMove{
+					outer: hi - lo, groups: c.inC, pieces: w.KH, body: w.KW,
+					ldo: ld, lso: w.StrideW, lsg: plane, lsp: c.inW,
+				})
+			}
+			for ow := 0; ow < c.outW; ow++ {
+				d := ut[(p+ow)*ld : (p+ow+1)*ld]
+				d[c.ckk] = 1
+				clear(d[c.ckk+1:])
+				if ow < lo || ow >= hi {
+					c.im2rowEdge(i, oh, ow, d[:c.ckk])
+				}
+			}
+			p += c.outW
+		}
+	}
+}
+
+// im2rowEdge writes the unfolded values of one output position value by
+// value, zeros where the window reads padding.
+func (c *Conv2d[T]) im2rowEdge(i, oh, ow int, d []T) {
+	w := c.win
+	plane := c.inH * c.inW
+	for ci := 0; ci < c.inC; ci++ {
+		x := c.x[(i*c.inC+ci)*plane : (i*c.inC+ci+1)*plane]
+		for ki := 0; ki < w.KH; ki++ {
+			ih := oh*w.StrideH - w.PadH + ki
+			row := d[(ci*w.KH+ki)*w.KW : (ci*w.KH+ki+1)*w.KW]
+			for kj := range row {
+				iw := ow*w.StrideW - w.PadW + kj
+				if ih < 0 || ih >= c.inH || iw < 0 || iw >= c.inW {
+					row[kj] = 0
+					continue
+				}
+				row[kj] = x[ih*c.inW+iw]
+			}
+		}
+	}
+}
+
+// forTaps calls f for every kernel tap (ci, ki, kj), in order, with its
+// row r of U, the output rows [a, b) of the tile [oh0, oh1) and the output
+// columns [lo, hi) whose input lies inside the image for that tap (a == b
+// or lo == hi: it reads only padding), and, when it reads something, the
+// index in x of the value it reads for image 0's first such position (add
+// i·inC·inH·inW for image i). Column stride 1 only.
+func (c *Conv2d[T]) forTaps(oh0, oh1 int, f func(r, a, b, lo, hi, xoff int)) {
+	w := c.win
+	plane := c.inH * c.inW
+	for ci := 0; ci < c.inC; ci++ {
+		for ki := 0; ki < w.KH; ki++ {
+			a, b := c.insideRows(ki, oh0, oh1)
+			for kj := 0; kj < w.KW; kj++ {
+				lo, hi := c.validCols(kj)
+				xoff := 0
+				if a < b && lo < hi {
+					xoff = ci*plane + (a*w.StrideH-w.PadH+ki)*c.inW + lo + kj - w.PadW
+				}
+				f((ci*w.KH+ki)*w.KW+kj, a, b, lo, hi, xoff)
+			}
+		}
+	}
+}
+
+// im2colStride1 is im2col for column stride 1: the unfolded row of tap
+// (ci, ki, kj) over one image is input rows a·s−p+ki, (a+1)·s−p+ki, …
+// (s the row stride, p the row padding) shifted by kj and padded with
+// zeros, and one movePieces call moves them for every image of the tile.
+func (c *Conv2d[T]) im2colStride1(i0, i1, oh0, oh1 int, u []T) {
+	n := c.tileCols(i0, i1, oh0, oh1)
+	seg := (oh1 - oh0) * c.outW
+	outW, image := c.outW, c.inC*c.inH*c.inW
+	c.forTaps(oh0, oh1, func(r, a, b, lo, hi, xoff int) {
+		urow := u[r*n : (r+1)*n]
+		if a == b || lo == hi {
+			clear(urow)
+			return
+		}
+		if a > oh0 || b < oh1 { // rows reading padding above or below
+			for i := range i1 - i0 {
+				dst := urow[i*seg : (i+1)*seg]
+				clear(dst[:(a-oh0)*outW])
+				clear(dst[(b-oh0)*outW:])
+			}
+		}
+		movePieces(urow[(a-oh0)*outW:], c.x[i0*image+xoff:], pieceMove{
+			outer: i1 - i0, groups: 1, pieces: b - a,
+			lead: lo, body: hi - lo, trail: outW - hi,
+			ldo: seg, lso: image, lsp: c.win.StrideH * c.inW,
+		})
+	})
+	ones := u[c.ckk*n : (c.ckk+1)*n]
+	for j := range ones {
+		ones[j] = 1
+	}
+}
+
+// col2imStride1 is col2im for column stride 1: the adjoint of
+// im2colStride1, each tap's rows added back for every image in one addRows
+// call. Every input-gradient value gets its taps' contributions in the
+// same order as in the general loop (ki, then kj), so the sums are the
+// same bits.
+func (c *Conv2d[T]) col2imStride1(i0, i1, oh0, oh1 int, du []T) {
+	n := c.tileCols(i0, i1, oh0, oh1)
+	seg := (oh1 - oh0) * c.outW
+	image := c.inC * c.inH * c.inW
+	c.forTaps(oh0, oh1, func(r, a, b, lo, hi, xoff int) {
+		if a == b || lo == hi {
+			return
+		}
+		addRows(c.dx[i0*image+xoff:], du[r*n+(a-oh0)*c.outW+lo:(r+1)*n], rowAdd{
+			blocks: i1 - i0, rows: b - a, w: hi - lo,
+			ldd: c.win.StrideH * c.inW, lds: c.outW, ldd2: image, lds2: seg,
+		})
+	})
 }

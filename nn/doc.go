@@ -13,6 +13,21 @@
 // gradients (ghost norms); Conv2d keeps them only while they fit a bounded
 // cache (64 MiB per layer by default), where they make the clipped sum cheap.
 //
+// Conv2d runs on im2col + GEMM, and the moves around the products are
+// shaped so the products read their operands in place: Forward unfolds U
+// (one row per kernel tap, positions contiguous) for [W | b]·U, while
+// ParamGrads and the explicit SqNorms unfold Uᵀ directly (im2row, one row
+// per output position) for B·Uᵀ, rather than transposing U in the GEMM's
+// packing; the unfolded input is not cached (re-unfolding into L2 beat
+// reading a 48 MB cache back and transposing it), and Uᵀ's rows are
+// padded with zeros to whole kernel tiles. The row moves of
+// stride-1 im2col/col2im and im2row, and the 2×2 max-pool, are AVX
+// assembly (unfold_amd64.s, maxpool_amd64.s) with Go loops for other
+// CPUs and the purego tag; they give the same bits as those loops (they
+// copy, and add in the same order). On the MNIST CNN, whose products are
+// small, these moves were about half of the step's CPU time; the figures
+// are in bench/RESULTS.md.
+//
 // Each layer owns its output and input-gradient buffers, so a step holds
 // one of each per layer. A sequential model may hand a buffer on instead
 // (inplace.go): layers that never read their outputs again (Disowning) let

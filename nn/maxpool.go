@@ -125,14 +125,17 @@ func (m *MaxPool2d[T]) run(_, lo, hi int) {
 // pool2 is the 2×2 case (every CNN here), without inner loops: max first,
 // then the arg-max by equality, which compiles to conditional moves instead
 // of the unpredictable branches of a running comparison (3–4× faster).
+// float32 planes go four outputs at a time through pool2Asm (AVX2; the
+// same bits), and this loop does the columns it leaves.
 func (m *MaxPool2d[T]) pool2(x, y []T, arg []int32) {
 	w := m.w
+	ow0 := pool2Asm(x, y, arg, m.outH, w, m.outW)
 	for oh := 0; oh < m.outH; oh++ {
 		r0 := x[2*oh*w : 2*oh*w+w]
 		r1 := x[(2*oh+1)*w : (2*oh+1)*w+w]
 		yo := y[oh*m.outW : (oh+1)*m.outW]
 		ao := arg[oh*m.outW : (oh+1)*m.outW]
-		for ow := range yo {
+		for ow := ow0; ow < len(yo); ow++ {
 			a, b, c, d := r0[2*ow], r0[2*ow+1], r1[2*ow], r1[2*ow+1]
 			mx := max(max(a, b), max(c, d))
 			k := 0
