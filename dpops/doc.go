@@ -20,6 +20,12 @@
 //     trainer (noise on the clipped sums, then division by the expected
 //     batch), and its hardened twin for sums that leave the process.
 //
+//   - prefetch.go: Normals draws a large model's standard normals from the
+//     noise stream on a goroutine of its own while the step computes its
+//     gradients (the noise does not depend on the data), and
+//     NoiseAndScaleDrawn adds them with NoiseAndScale's arithmetic: the same
+//     bits, without a serial ~3 ms of drawing at the end of an MNIST CNN step.
+//
 //   - sampler.go: Poisson subsampling (what the RDP accountant assumes) and
 //     shuffled fixed-size batches (paper fidelity, flagged as not covered by
 //     RDP accounting).

@@ -1,6 +1,7 @@
 package dpops
 
 import (
+	"math"
 	"testing"
 
 	"fairdp/nn"
@@ -30,5 +31,57 @@ func TestNoiseAndScale(t *testing.T) {
 	}
 	if err := NoiseAndScale(r, []*nn.Param[float64]{p}, -1, 1); err == nil {
 		t.Error("negative std accepted")
+	}
+}
+
+// TestNoiseAndScaleDrawnMatches checks that noise drawn ahead by Normals and
+// added by NoiseAndScaleDrawn is bit for bit NoiseAndScale's from the same
+// stream (float32 and float64 gradients, several parameters), that the
+// stream ends in the same place, and that a wrong count is refused.
+func TestNoiseAndScaleDrawnMatches(t *testing.T) {
+	check := func(t *testing.T, sizes []int) {
+		mk := func() []*nn.Param[float32] {
+			var ps []*nn.Param[float32]
+			for k, n := range sizes {
+				p := &nn.Param[float32]{Grad: make([]float32, n)}
+				for i := range p.Grad {
+					p.Grad[i] = float32(i*7%11) - 5 + float32(k)/3
+				}
+				ps = append(ps, p)
+			}
+			return ps
+		}
+		want, got := mk(), mk()
+		seed := uint64(9)
+		r1, _ := NewRand(&seed)
+		r2, _ := NewRand(&seed)
+		if err := NoiseAndScale(r1, want, 0.7, 1.0/3); err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		var d Normals
+		d.Start(r2, total)
+		if err := NoiseAndScaleDrawn(d.Wait(), got, 0.7, 1.0/3); err != nil {
+			t.Fatal(err)
+		}
+		for k := range want {
+			for i := range want[k].Grad {
+				if math.Float32bits(want[k].Grad[i]) != math.Float32bits(got[k].Grad[i]) {
+					t.Fatalf("param %d value %d: drawn ahead %v, NoiseAndScale %v", k, i, got[k].Grad[i], want[k].Grad[i])
+				}
+			}
+		}
+		if a, b := r1.Uint64(), r2.Uint64(); a != b {
+			t.Fatalf("the streams end in different places: next %#x and %#x", a, b)
+		}
+		if err := NoiseAndScaleDrawn(d.Wait()[:max(0, total-1)], mk(), 0.7, 1); total > 0 && err == nil {
+			t.Fatal("one value short was accepted")
+		}
+	}
+	for _, sizes := range [][]int{{5}, {3, 1, 17}, {1000, 1}, {}} {
+		check(t, sizes)
 	}
 }

@@ -29,9 +29,15 @@ import (
 //
 //	FAIRDP_BENCH_TABLE=1 go test -run '^TestBenchTable$' -v -timeout 0 ./models
 //
-// Each row reports the median of its timed steps (at least 3, and at least
-// 2 s of them unless FAIRDP_BENCH_STEPS sets the count); FAIRDP_GEMM=own|blas
-// picks the float32 GEMM path.
+// The times (samples/s, GFLOP/s, % of peak and both ratios) come from one
+// process per model that alternates the three kinds of step, each on its
+// own copy of the model, rotating which goes first, for at least 3 rounds
+// and 2 s (FAIRDP_BENCH_STEPS sets the rounds instead), and takes each
+// kind's median: timed in separate processes one after the other, the
+// logistic rows' ratios moved by ±30 % between runs on a virtual machine
+// whose speed drifts over seconds. Each row's CPU seconds and peak RSS come
+// from a process of its own (three VGG models in one process would triple
+// the RSS). FAIRDP_GEMM=own|blas picks the float32 GEMM path.
 func TestBenchTable(t *testing.T) {
 	if name := os.Getenv("FAIRDP_BENCH_CASE"); name != "" {
 		benchCase(t, name)
@@ -48,23 +54,26 @@ func TestBenchTable(t *testing.T) {
 	fmt.Println("| model (batch) | step | samples/s | GFLOP/step | GFLOP/s | % of peak | DP/plain | DP-FERMI/DP-SGD | CPU-s/step | peak RSS |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, m := range benchModels {
-		secs := map[string]float64{}
+		secs, err := runInterleaved(m.name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, kind := range stepKinds {
 			r, err := runCase(m.name + "/" + kind)
 			if err != nil {
 				t.Fatal(err)
 			}
-			secs[kind] = r.Seconds
+			sec := secs[kind]
 			ratio, fermi := "—", "—"
 			if kind != stepPlain {
-				ratio = fmt.Sprintf("%.2f×", r.Seconds/secs[stepPlain])
+				ratio = fmt.Sprintf("%.2f×", sec/secs[stepPlain])
 			}
 			if kind == stepDPFERMI {
-				fermi = fmt.Sprintf("%.2f×", r.Seconds/secs[stepDPSGD])
+				fermi = fmt.Sprintf("%.2f×", sec/secs[stepDPSGD])
 			}
-			gflops := r.Flops / r.Seconds / 1e9
+			gflops := r.Flops / sec / 1e9
 			fmt.Printf("| %s (%d) | %s | %s | %.3g | %.1f | %.0f %% | %s | %s | %.3g | %d MB |\n",
-				m.name, m.batch, kind, rate(float64(m.batch)/r.Seconds), r.Flops/1e9, gflops, 100*gflops/peak, ratio, fermi, r.CPUSeconds, r.MaxRSSKB/1024)
+				m.name, m.batch, kind, rate(float64(m.batch)/sec), r.Flops/1e9, gflops, 100*gflops/peak, ratio, fermi, r.CPUSeconds, r.MaxRSSKB/1024)
 		}
 	}
 	load, _ = os.ReadFile("/proc/loadavg")
@@ -94,25 +103,39 @@ type caseResult struct {
 const caseMarker = "BENCHCASE "
 
 func runCase(name string) (caseResult, error) {
+	var r caseResult
+	return r, runChild(name, &r)
+}
+
+// runInterleaved returns the median step time of each kind of step of the
+// model, measured in one process that alternates them (benchInterleaved).
+func runInterleaved(model string) (map[string]float64, error) {
+	var secs map[string]float64
+	return secs, runChild(model, &secs)
+}
+
+// runChild runs this test binary again with FAIRDP_BENCH_CASE=name and
+// decodes the JSON it prints after caseMarker into result.
+func runChild(name string, result any) error {
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestBenchTable$", "-test.v")
 	cmd.Env = append(os.Environ(), "FAIRDP_BENCH_CASE="+name)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return caseResult{}, fmt.Errorf("%s: %v\n%s", name, err, out)
+		return fmt.Errorf("%s: %v\n%s", name, err, out)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), caseMarker); ok {
-			var r caseResult
-			return r, json.Unmarshal([]byte(rest), &r)
+			return json.Unmarshal([]byte(rest), result)
 		}
 	}
-	return caseResult{}, fmt.Errorf("%s: no result in\n%s", name, out)
+	return fmt.Errorf("%s: no result in\n%s", name, out)
 }
 
-// benchCase runs one row in this process: a warm-up step, then the timed
-// steps, as benchStep does.
+// benchCase runs one row ("model/kind") in this process, a warm-up step
+// and then timed steps as benchStep does, or ("model") the interleaved
+// timing of all its kinds (benchInterleaved).
 func benchCase(t *testing.T, name string) {
-	model, kind, _ := strings.Cut(name, "/")
+	model, kind, one := strings.Cut(name, "/")
 	i := slices.IndexFunc(benchModels, func(m struct {
 		name  string
 		spec  Spec
@@ -120,14 +143,16 @@ func benchCase(t *testing.T, name string) {
 	}) bool {
 		return m.name == model
 	})
+	if !one && i >= 0 {
+		benchInterleaved(t, i)
+		return
+	}
 	if i < 0 || !slices.Contains(stepKinds, kind) {
 		t.Fatalf("unknown case %q", name)
 	}
-	// At least three timed steps and at least two seconds of them, so the
-	// median of a 60 µs logistic step is over thousands of steps and not
-	// three (those rows varied by ±50 % between runs); FAIRDP_BENCH_STEPS
-	// fixes the count instead.
-	steps, minTime := 3, 2*time.Second
+	// This process's own step times only give the row's CPU seconds (its
+	// peak RSS is why it runs alone); the table's times are interleaved.
+	steps, minTime := 3, time.Second
 	if v, err := strconv.Atoi(os.Getenv("FAIRDP_BENCH_STEPS")); err == nil && v > 0 {
 		steps, minTime = v, 0
 	}
@@ -149,6 +174,42 @@ func benchCase(t *testing.T, name string) {
 	cpu = (cpuSeconds() - cpu) / float64(steps)
 	slices.Sort(times)
 	out, _ := json.Marshal(caseResult{Seconds: times[steps/2], CPUSeconds: cpu, Flops: float64(flops), MaxRSSKB: maxRSSKB()})
+	fmt.Println(caseMarker + string(out))
+}
+
+// benchInterleaved times every kind of step of benchModels[i] in this
+// process: one stepper (model copy) per kind, a warm-up step each, then
+// rounds of one step of each kind, the first of a round rotating, for at
+// least 3 rounds and 2 s (FAIRDP_BENCH_STEPS rounds if set). It prints each
+// kind's median step time. Alternating puts the machine's drifts on every
+// kind alike, so the ratios between kinds are steadier than the times.
+func benchInterleaved(t *testing.T, i int) {
+	rounds, minTime := 3, 2*time.Second
+	if v, err := strconv.Atoi(os.Getenv("FAIRDP_BENCH_STEPS")); err == nil && v > 0 {
+		rounds, minTime = v, 0
+	}
+	backend.SetThreads(1)
+	runs := make([]func(), len(stepKinds))
+	for k, kind := range stepKinds {
+		runs[k] = newStepper(t, benchModels[i].spec, benchModels[i].batch).stepFunc(t, kind)
+		runs[k]()
+	}
+	times := make([][]float64, len(stepKinds))
+	begin := time.Now()
+	for r := 0; r < rounds || time.Since(begin) < minTime; r++ {
+		for j := range runs {
+			k := (j + r) % len(runs)
+			start := time.Now()
+			runs[k]()
+			times[k] = append(times[k], time.Since(start).Seconds())
+		}
+	}
+	medians := map[string]float64{}
+	for k, kind := range stepKinds {
+		slices.Sort(times[k])
+		medians[kind] = times[k][len(times[k])/2]
+	}
+	out, _ := json.Marshal(medians)
 	fmt.Println(caseMarker + string(out))
 }
 

@@ -3,13 +3,16 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"fairdp/dpops"
 	"fairdp/models"
+	"fairdp/nn"
 )
 
 // TestDPSGDEmptyBatch: an empty Poisson batch is legal; it still releases
@@ -87,4 +90,63 @@ func smallDPSGD(t *testing.T, mutate func(*Config)) (*Job, *DPSGD[float64]) {
 		t.Fatal(err)
 	}
 	return job, a
+}
+
+// TestDPSGDNoiseDrawnAheadBitIdentical: a model large enough for its noise
+// to be drawn while the gradients are computed (prefetchNoise) trains bit
+// for bit as when the noise is drawn after them, over several steps (so the
+// noise stream must also end each step in the same place), and the stream
+// is left where drawing after would leave it.
+func TestDPSGDNoiseDrawnAheadBitIdentical(t *testing.T) {
+	spec := models.Spec{Arch: "mlp", InShape: []int{100}, Hidden: []int{400}, Classes: 2}
+	const n = 64
+	rng := rand.New(rand.NewPCG(3, 4))
+	x := make([]float32, n*100)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	labels, idx := make([]int, n), make([]int, n)
+	for i := range labels {
+		labels[i], idx[i] = rng.IntN(2), i
+	}
+	train := func(ahead bool) (*models.Model[float32], uint64) {
+		old := prefetchMinParams
+		if !ahead {
+			prefetchMinParams = int(^uint(0) >> 1)
+		}
+		defer func() { prefetchMinParams = old }()
+		seed := uint64(5)
+		_, src := dpops.NewRand(&seed)
+		a, err := NewDPSGDFrom[float32](DPSGDOptions{Records: 4 * n, Batch: n, Epochs: 1, Clip: 1, Sigma: 1.3, Epsilon: math.Inf(1), Seed: &seed}, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := models.New[float32](spec, rand.New(rand.NewPCG(6, 7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.prefetchNoise(m); got != ahead {
+			t.Fatalf("prefetchNoise = %v for %d parameters, want %v", got, NumParams(m), ahead)
+		}
+		opt := nn.NewSGD[float32](0.1)
+		for range 3 {
+			if _, err := a.Step(m, Batch[float32]{Idx: idx, X: x, Labels: labels}); err != nil {
+				t.Fatal(err)
+			}
+			opt.Step(m.Params())
+		}
+		return m, a.noise.Uint64()
+	}
+	want, wantNext := train(false)
+	got, gotNext := train(true)
+	for k, p := range want.Params() {
+		for i, v := range p.Value {
+			if w := got.Params()[k].Value[i]; math.Float32bits(w) != math.Float32bits(v) {
+				t.Fatalf("param %d value %d: %v with the noise drawn ahead, %v drawn after", k, i, w, v)
+			}
+		}
+	}
+	if gotNext != wantNext {
+		t.Fatalf("noise stream ends at %#x drawn ahead, %#x drawn after", gotNext, wantNext)
+	}
 }

@@ -1,0 +1,81 @@
+package dpops
+
+import (
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+
+	"fairdp/nn"
+)
+
+// Normals draws a step's standard normal values ahead of time, on a
+// goroutine of its own, so that the noise of a large model is drawn while
+// the step's forward and backward passes run instead of after them: the
+// 431K draws of the MNIST CNN take about 3 ms on one core, serial at the
+// end of a step whose other work keeps both cores busy only part of the
+// time. The values are r.NormFloat64() in order, exactly the draws
+// AddGaussian would make from r, so NoiseAndScaleDrawn gives the same bits
+// as NoiseAndScale with r. The noise does not depend on the data, so
+// drawing it early changes nothing about what is released.
+//
+// Between Start and Wait, r belongs to the drawing goroutine: the caller
+// must not use it.
+type Normals struct {
+	z    []float64
+	done chan struct{}
+}
+
+// Start begins drawing n values from r.
+func (d *Normals) Start(r *mrand.Rand, n int) {
+	if cap(d.z) < n {
+		d.z = make([]float64, n)
+	}
+	d.z = d.z[:n]
+	d.done = make(chan struct{})
+	go func() {
+		defer close(d.done)
+		for i := range d.z {
+			d.z[i] = r.NormFloat64()
+		}
+	}()
+}
+
+// Wait returns the values once they are all drawn (nil if Start was never
+// called). It may be called more than once.
+func (d *Normals) Wait() []float64 {
+	if d.done == nil {
+		return nil
+	}
+	<-d.done
+	return d.z
+}
+
+// NoiseAndScaleDrawn is NoiseAndScale with the standard normal values
+// already drawn (z, one per gradient value of params in order, e.g. from
+// Normals): every gradient value g becomes T(g + std·z) and is then scaled,
+// the same arithmetic as AddGaussian and NoiseAndScale.
+func NoiseAndScaleDrawn[T nn.Float](z []float64, params []*nn.Param[T], std, scale float64) error {
+	if !(std >= 0) || math.IsInf(std, 0) {
+		return fmt.Errorf("dpops.NoiseAndScaleDrawn: std = %v, want a finite number ≥ 0", std)
+	}
+	k := 0
+	for _, p := range params {
+		if k+len(p.Grad) > len(z) {
+			return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for more gradient values", len(z))
+		}
+		if std != 0 {
+			for i, v := range p.Grad {
+				p.Grad[i] = T(float64(v) + std*z[k+i])
+			}
+		}
+		k += len(p.Grad)
+		s := T(scale)
+		for i := range p.Grad {
+			p.Grad[i] *= s
+		}
+	}
+	if k != len(z) {
+		return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for %d gradient values", len(z), k)
+	}
+	return nil
+}
