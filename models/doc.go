@@ -23,6 +23,13 @@
 // Probabilities and Predict read the logits of any such model (one sigmoid
 // logit, or a softmax) the way fairdp's losses do.
 //
+// The benchmarks (bench_test.go, and the table `make bench` prints,
+// benchtable_test.go) time the steps users run: the Step of trainer's SGD
+// and DPSGD and of package fermi's DP-FERMI, built in the external test
+// package (steps_test.go) because those packages import this one. The table
+// times the three kinds of step of a model alternately in one process, so
+// its ratios are measured in one run.
+//
 // Package graph (not this one, so the binary does not link Gorgonia)
 // rebuilds any model as a Gorgonia expression graph with the same weights:
 // the slow, independent path that proves the nn engine's logits and
