@@ -56,8 +56,9 @@ endif
 
 # Benchmark table (a few minutes): logistic, MNIST CNN and VGG-like, plain, DP-SGD and DP-FERMI steps:
 # samples/s, GFLOP/s, % of the SGEMM peak measured in the same run, DP/plain, DP-FERMI/DP-SGD, peak RSS
-# (models/benchtable_test.go). FAIRDP_GEMM=own|blas picks the float32 GEMM path,
-# FAIRDP_BENCH_STEPS the timed steps per row. The go-test benchmarks stay available:
+# (models/benchtable_test.go; the three steps of a model are timed alternately in one process, against
+# the largest of several peak readings). FAIRDP_GEMM=own|blas picks the float32 GEMM path,
+# FAIRDP_BENCH_STEPS fixes the timed rounds (default: at least 3 and 2 s). The go-test benchmarks stay available:
 # go test -run '^$$' -bench . -benchtime 3x ./models ./bench (the old make bench: plus tailoring's).
 bench: blas-hint
 	FAIRDP_BENCH_TABLE=1 $(GO) test $(TAGS) -count=1 -timeout 0 -run '^TestBenchTable$$' -v ./models
