@@ -114,8 +114,9 @@ func (w ConvWindow) String() string {
 // bias without extra work. Forward unfolds U (im2col: one row per kernel
 // tap, positions contiguous, the layout its product reads in place);
 // ParamGrads and the explicit SqNorms unfold Uᵀ directly (im2row: one row
-// per position), the layout B·Uᵀ reads in place, instead of transposing U. Work is split over images (or groups of small
-// images) across the package's workers, each with its own tile buffers.
+// per position), the layout B·Uᵀ reads in place, instead of transposing U.
+// Work is split over images (or groups of small images) across the
+// package's workers, each with its own tile buffers.
 type Conv2d[T Float] struct {
 	inC, inH, inW    int
 	outC             int
