@@ -52,30 +52,30 @@ func (d *Normals) Wait() []float64 {
 
 // NoiseAndScaleDrawn is NoiseAndScale with the standard normal values
 // already drawn (z, one per gradient value of params in order, e.g. from
-// Normals): every gradient value g becomes T(g + std·z) and is then scaled,
-// the same arithmetic as AddGaussian and NoiseAndScale.
+// Normals): every gradient value g becomes T(g + std·z), AddGaussian's
+// arithmetic, and is then scaled by noiseAndScale as NoiseAndScale does.
 func NoiseAndScaleDrawn[T nn.Float](z []float64, params []*nn.Param[T], std, scale float64) error {
 	if !(std >= 0) || math.IsInf(std, 0) {
 		return fmt.Errorf("dpops.NoiseAndScaleDrawn: std = %v, want a finite number ≥ 0", std)
 	}
-	k := 0
-	for _, p := range params {
-		if k+len(p.Grad) > len(z) {
+	rest := z
+	add := func(_ *mrand.Rand, dst []T, std float64) error {
+		if len(dst) > len(rest) {
 			return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for more gradient values", len(z))
 		}
 		if std != 0 {
-			for i, v := range p.Grad {
-				p.Grad[i] = T(float64(v) + std*z[k+i])
+			for i, v := range dst {
+				dst[i] = T(float64(v) + std*rest[i])
 			}
 		}
-		k += len(p.Grad)
-		s := T(scale)
-		for i := range p.Grad {
-			p.Grad[i] *= s
-		}
+		rest = rest[len(dst):]
+		return nil
 	}
-	if k != len(z) {
-		return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for %d gradient values", len(z), k)
+	if err := noiseAndScale(add, nil, params, std, scale); err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for %d gradient values", len(z), len(z)-len(rest))
 	}
 	return nil
 }

@@ -108,11 +108,11 @@ var benchModels = []struct {
 	{"vgg", benchVGG, 64},
 }
 
-// caseResult is what a row's process reports: the median step time, the
-// mean CPU time of a step (all threads; steadier than wall-clock on a shared
-// machine), the product work of one step and the process's peak RSS.
+// caseResult is what a row's process reports: the mean CPU time of a step
+// (all threads; steadier than wall-clock on a shared machine), the product
+// work of one step and the process's peak RSS. Its step times are the
+// interleaved process's (benchInterleaved).
 type caseResult struct {
-	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpu_seconds"`
 	Flops      float64 `json:"flops"`
 	MaxRSSKB   int64   `json:"max_rss_kb"`
@@ -168,8 +168,8 @@ func benchCase(t *testing.T, name string) {
 	if i < 0 || !slices.Contains(stepKinds, kind) {
 		t.Fatalf("unknown case %q", name)
 	}
-	// This process's own step times only give the row's CPU seconds (its
-	// peak RSS is why it runs alone); the table's times are interleaved.
+	// This process gives only the row's CPU seconds (its peak RSS is why it
+	// runs alone); the table's times are interleaved.
 	steps, minTime := 3, time.Second
 	if v, err := strconv.Atoi(os.Getenv("FAIRDP_BENCH_STEPS")); err == nil && v > 0 {
 		steps, minTime = v, 0
@@ -180,18 +180,15 @@ func benchCase(t *testing.T, name string) {
 	f0 := nn.GemmFlops()
 	run() // sizes every layer's buffers
 	flops := nn.GemmFlops() - f0
-	var times []float64
 	cpu := cpuSeconds()
 	begin := time.Now()
-	for len(times) < steps || time.Since(begin) < minTime {
-		start := time.Now()
+	done := 0
+	for done < steps || time.Since(begin) < minTime {
 		run()
-		times = append(times, time.Since(start).Seconds())
+		done++
 	}
-	steps = len(times)
-	cpu = (cpuSeconds() - cpu) / float64(steps)
-	slices.Sort(times)
-	out, _ := json.Marshal(caseResult{Seconds: times[steps/2], CPUSeconds: cpu, Flops: float64(flops), MaxRSSKB: maxRSSKB()})
+	cpu = (cpuSeconds() - cpu) / float64(done)
+	out, _ := json.Marshal(caseResult{CPUSeconds: cpu, Flops: float64(flops), MaxRSSKB: maxRSSKB()})
 	fmt.Println(caseMarker + string(out))
 }
 

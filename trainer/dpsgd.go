@@ -43,6 +43,7 @@ type DPSGD[T nn.Float] struct {
 	// normals draws a large model's noise while the step computes its
 	// gradients (prefetchNoise).
 	normals dpops.Normals
+	params  int // the model's parameter count, set by prefetchNoise
 	clipper dpops.Clipper[T]
 	pass    Pass[T]
 	scale   []T
@@ -229,7 +230,7 @@ func (a *DPSGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 func (a *DPSGD[T]) hostStep(m Model[T], b Batch[T]) (float64, error) {
 	prefetch := a.prefetchNoise(m)
 	if prefetch {
-		a.normals.Start(a.noise, NumParams(m))
+		a.normals.Start(a.noise, a.params)
 		defer a.normals.Wait() // a.noise is the drawing goroutine's until then
 	}
 	m.ZeroGrads()
@@ -273,8 +274,13 @@ var prefetchMinParams = 1 << 15 // a variable so that a test can switch drawing 
 // from the step's counts, and a replaced release draws its own noise. The
 // draws are the same values in the same order as NoiseAndScale's, so the
 // results are bit for bit those of drawing after the gradients.
+// It leaves the model's parameter count, the number of draws, in a.params.
 func (a *DPSGD[T]) prefetchNoise(m Model[T]) bool {
-	return a.Policy == nil && a.release == nil && a.Sigma*a.Clip > 0 && NumParams(m) >= prefetchMinParams
+	if a.Policy != nil || a.release != nil || !(a.Sigma*a.Clip > 0) {
+		return false
+	}
+	a.params = NumParams(m)
+	return a.params >= prefetchMinParams
 }
 
 // scales fills a.scale with the policy's factors, or DP-SGD's
