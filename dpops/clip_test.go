@@ -221,3 +221,110 @@ func TestClipFactor(t *testing.T) {
 		}
 	}
 }
+
+// opaque hides a block's layers from the clipper, so that Clip runs it
+// unfused: every layer's norms, then every layer's ParamGrads.
+type opaque[T nn.Float] struct{ dpops.Tapped[T] }
+
+// TestClipFusedMatchesUnfused runs Clip on the CNNs (whose largest
+// convolution is fused: its clipped sum is added as its norms come) and on
+// the same models hidden behind opaque, with a second block after the
+// model as DP-FERMI's W is: the norms, and so the factors, must be bit for
+// bit the unfused ones, every other layer's gradient too, and the fused
+// layer's clipped sum equal up to float32 rounding of another summation
+// order. A sample whose loss is not finite must give the unfused error.
+func TestClipFusedMatchesUnfused(t *testing.T) {
+	for _, spec := range zoo[3:] {
+		t.Run(spec.Arch, func(t *testing.T) {
+			const n = 9 // groups of four norms and a remainder
+			var twins [2]*models.Model[float32]
+			for k := range twins {
+				m, err := models.New[float32](spec, rand.New(rand.NewPCG(5, 6)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				twins[k] = m
+			}
+			fusedLayer := -1
+			for j, l := range twins[0].Layers {
+				if s, ok := l.(nn.ClipSummer[float32]); ok && s.ClipSumGain(n) > 0 {
+					fusedLayer = j
+				}
+			}
+			if fusedLayer < 0 {
+				t.Fatalf("no layer of %s gains from fusing at batch %d", spec.Arch, n)
+			}
+			rng := rand.New(rand.NewPCG(7, 8))
+			x := make([]float32, n*twins[0].InSize())
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			labels := make([]int, n)
+			for i := range labels {
+				labels[i] = rng.IntN(spec.Classes)
+			}
+			extra, _ := models.New[float32](models.Spec{Arch: "logistic", InShape: []int{3}, Classes: 2}, rng)
+			xe := make([]float32, n*3)
+			for i := range xe {
+				xe[i] = float32(rng.NormFloat64())
+			}
+			run := func(m *models.Model[float32], hide bool, poison bool) ([]float64, error) {
+				for _, mm := range []*models.Model[float32]{m, extra} {
+					in, lb := x, labels
+					if mm == extra {
+						in, lb = xe, make([]int, n)
+					}
+					logits := mm.Forward(in, n, true)
+					dl := make([]float32, n*mm.OutDim())
+					mm.Loss(logits, lb, nil, make([]float32, n), dl)
+					if poison && mm == m {
+						dl[4*mm.OutDim()] = float32(math.NaN())
+					}
+					mm.Backward(dl)
+					mm.ZeroGrads()
+				}
+				var c dpops.Clipper[float32]
+				var blk dpops.Tapped[float32] = m
+				if hide {
+					blk = opaque[float32]{m}
+				}
+				norms, err := c.Clip(n, dpops.Flat(0.05), blk, extra)
+				return append([]float64(nil), norms...), err
+			}
+			fused, err := run(twins[0], false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unfused, err := run(twins[1], true, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range fused {
+				if math.Float64bits(fused[i]) != math.Float64bits(unfused[i]) {
+					t.Errorf("sample %d: fused norm %v, unfused %v", i, fused[i], unfused[i])
+				}
+			}
+			for j := range twins[0].Layers {
+				for p, par := range twins[0].Layers[j].Params() {
+					got, want := par.Grad, twins[1].Layers[j].Params()[p].Grad
+					var d, s float64
+					for q := range got {
+						d = max(d, math.Abs(float64(got[q]-want[q])))
+						s = max(s, math.Abs(float64(want[q])))
+						if j != fusedLayer && math.Float32bits(got[q]) != math.Float32bits(want[q]) {
+							t.Fatalf("layer %d (%s) param %d [%d]: %v fused, %v unfused: only the fused layer may differ", j, twins[0].Layers[j].Name(), p, q, got[q], want[q])
+						}
+					}
+					if d > 1e-5*s {
+						t.Errorf("layer %d (%s) param %d: fused clipped sum differs by %.3g of %.3g", j, twins[0].Layers[j].Name(), p, d, s)
+					}
+				}
+			}
+			_, errFused := run(twins[0], false, true)
+			_, errUnfused := run(twins[1], true, true)
+			if errFused == nil || errUnfused == nil || errFused.Error() != errUnfused.Error() {
+				t.Errorf("a NaN loss: fused error %v, unfused %v", errFused, errUnfused)
+			}
+		})
+	}
+}

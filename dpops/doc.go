@@ -32,6 +32,9 @@
 //
 //   - clip.go: the per-sample clipping engine over nn taps: joint per-sample
 //     norms of one or more parameter blocks, clip factors for a flat bound or
-//     a bound per sample, and the clipped sum Σ c_i g_i, without ever
-//     materialising a per-sample gradient.
+//     a bound per sample, and the clipped sum Σ c_i g_i, without one
+//     backward pass per sample. A model's layers are clipped one by one
+//     (Layered), so the layer that gains most (nn.ClipSummer) can be last
+//     and add its clipped gradients as its norms come, with the factors and
+//     every other gradient bit for bit those of the unfused order.
 package dpops

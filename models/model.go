@@ -243,6 +243,11 @@ func (m *Model[T]) SqNorms(out []T) {
 	}
 }
 
+// TappedLayers implements dpops.Layered: SqNorms and ParamGrads are the
+// layers' in this order, so a clipper may run them layer by layer and fuse
+// one layer's norms with its clipped sum (nn.ClipSummer).
+func (m *Model[T]) TappedLayers() []nn.Layer[T] { return m.Layers }
+
 // Params lists every parameter block in layer order.
 func (m *Model[T]) Params() []*nn.Param[T] {
 	var ps []*nn.Param[T]

@@ -173,9 +173,15 @@ func benchLayer(b *testing.B, l nn.Layer[float32], inShape []int, batch int, nee
 			l.ParamGrads(scale)
 		case "sqnorms":
 			l.SqNorms(norms)
+		case "dp-fused":
+			l.(nn.ClipSummer[float32]).ClipSum(norms, halfScaler{})
 		}
 	}
-	for _, mode := range []string{"step", "dp"} {
+	modes := []string{"step", "dp"}
+	if s, ok := l.(nn.ClipSummer[float32]); ok && s.ClipSumGain(batch) > 0 {
+		modes = append(modes, "dp-fused")
+	}
+	for _, mode := range modes {
 		b.Run(mode, func(b *testing.B) {
 			run(mode)
 			b.ReportAllocs()
@@ -188,6 +194,11 @@ func benchLayer(b *testing.B, l nn.Layer[float32], inShape []int, batch int, nee
 		})
 	}
 }
+
+// halfScaler clips every sample by half, as the "dp" mode's scale does.
+type halfScaler struct{}
+
+func (halfScaler) SampleScale(int) float32 { return 0.5 }
 
 func BenchmarkLinear102x1(b *testing.B) {
 	benchLayer(b, nn.NewLinear[float32](102, 1), []int{102}, 1024, false)

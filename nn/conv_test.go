@@ -172,7 +172,7 @@ func TestConvMatchesDirectLoop(t *testing.T) {
 		{2, 9, 8, 4, nn.SquareWindow(3, 2, 1)},
 	}
 	rng := rand.New(rand.NewPCG(15, 16))
-	const batch, clip = 4, 1.5
+	const batch, clip = 6, 1.5 // 6: a group of four norms and a remainder
 	for _, gm := range geoms {
 		for _, tile := range []int{0, 7} {
 			*nn.TileTarget = tile
@@ -221,8 +221,118 @@ func TestConvMatchesDirectLoop(t *testing.T) {
 							t.Errorf("%s: %s differs from the direct loop: rel err %.3g", name, chk.what, e)
 						}
 					}
+					// ClipSum (whatever the method): the same norms added to
+					// what the other blocks left in sq, and the clipped sum
+					// with the factors of the totals.
+					sq := make([]float64, batch)
+					for i := range sq {
+						sq[i] = float64(i) / 4
+					}
+					sc := &recordingScaler[float64]{sq: sq, clip: clip, calls: make([]int, batch)}
+					nn.ZeroGrads(c.Params())
+					c.ClipSum(sq, sc)
+					wantFused := make([]float64, len(w)+len(b))
+					for i, gi := range g {
+						var own float64
+						for _, v := range gi {
+							own += v * v
+						}
+						total := own + float64(i)/4
+						if d := math.Abs(sq[i] - total); d > 1e-12*total {
+							t.Errorf("%s: ClipSum's sq[%d] = %.15g, want %.15g", name, i, sq[i], total)
+						}
+						if sc.calls[i] != 1 {
+							t.Errorf("%s: ClipSum asked sample %d's factor %d times", name, i, sc.calls[i])
+						}
+						f := min(1, clip/math.Sqrt(total))
+						for j, v := range gi {
+							wantFused[j] += f * v
+						}
+					}
+					got = append(slices.Clone(c.Params()[0].Grad), c.Params()[1].Grad...)
+					if e := maxRelErr(got, wantFused); e > 1e-12 {
+						t.Errorf("%s: ClipSum's clipped sum differs from the direct loop: rel err %.3g", name, e)
+					}
 				}
 			}
+		}
+	}
+}
+
+// recordingScaler is an nn.SampleScaler that clips the totals in sq at
+// clip and counts its calls per sample (each sample's from one goroutine).
+type recordingScaler[T nn.Float] struct {
+	sq    []T
+	clip  float64
+	calls []int
+}
+
+func (r *recordingScaler[T]) SampleScale(i int) T {
+	r.calls[i]++
+	return T(min(1, r.clip/math.Sqrt(float64(r.sq[i]))))
+}
+
+// TestConvClipSumMatchesSqNorms checks in float32, on image groups, row
+// tiles and one unit per worker, that ClipSum's norms are bit for bit
+// SqNorms' (the clipper's fused path promises the unfused factors) and its
+// clipped sum is ParamGrads' with the same factors up to float32 rounding
+// of a different summation order.
+func TestConvClipSumMatchesSqNorms(t *testing.T) {
+	defer func(old int) { *nn.TileTarget = old }(*nn.TileTarget)
+	defer func(old int) { *nn.HelperNs = old }(*nn.HelperNs)
+	*nn.HelperNs = 0 // every job on every worker
+	rng := rand.New(rand.NewPCG(17, 18))
+	const batch, clip = 11, 0.8
+	for _, tile := range []int{0, 7, 150} {
+		*nn.TileTarget = tile
+		c := nn.NewConv2d[float32](3, 10, 9, 5, 3, 1, 1)
+		c.Init(rng)
+		name := fmt.Sprintf("%s/tile%d", c.Name(), tile)
+		x := make([]float32, batch*3*10*9)
+		dy := make([]float32, batch*5*10*9)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		for i := range dy {
+			dy[i] = float32(rng.NormFloat64())
+		}
+		c.Forward(x, batch, true)
+		c.Backward(dy, true)
+		want := make([]float32, batch)
+		for i := range want {
+			want[i] = float32(i) / 3
+		}
+		c.SqNorms(want)
+		scale := make([]float32, batch)
+		for i, v := range want {
+			scale[i] = float32(min(1, clip/math.Sqrt(float64(v))))
+		}
+		nn.ZeroGrads(c.Params())
+		c.ParamGrads(scale)
+		wantGrad := append(slices.Clone(c.Params()[0].Grad), c.Params()[1].Grad...)
+
+		sq := make([]float32, batch)
+		for i := range sq {
+			sq[i] = float32(i) / 3
+		}
+		sc := &recordingScaler[float32]{sq: sq, clip: clip, calls: make([]int, batch)}
+		nn.ZeroGrads(c.Params())
+		c.ClipSum(sq, sc)
+		for i := range sq {
+			if math.Float32bits(sq[i]) != math.Float32bits(want[i]) {
+				t.Errorf("%s: sample %d: ClipSum's norm² %v, SqNorms' %v", name, i, sq[i], want[i])
+			}
+			if sc.calls[i] != 1 {
+				t.Errorf("%s: ClipSum asked sample %d's factor %d times", name, i, sc.calls[i])
+			}
+		}
+		got := append(slices.Clone(c.Params()[0].Grad), c.Params()[1].Grad...)
+		g64, w64 := make([]float64, len(got)), make([]float64, len(got))
+		for j := range got {
+			g64[j], w64[j] = float64(got[j]), float64(wantGrad[j])
+		}
+		if e := maxRelErr(g64, w64); e > 1e-5 {
+			t.Errorf("%s: ClipSum's clipped sum differs from ParamGrads': rel err %.3g", name, e)
 		}
 	}
 }

@@ -12,6 +12,11 @@
 // without one backward pass per sample. Linear layers never form per-sample
 // gradients (ghost norms); Conv2d keeps them only while they fit a bounded
 // cache (64 MiB per layer by default), where they make the clipped sum cheap.
+// One layer per clipped step need not keep them at all: a ClipSummer
+// (clipsum.go; Conv2d is one) whose norms are computed after every other
+// block's adds each sample's clipped gradient while it is still in the
+// core's cache, which took the MNIST CNN's 26 MB round trip out of its DP
+// step.
 //
 // Conv2d runs on im2col + GEMM, and the moves around the products are
 // shaped so the products read their operands in place: Forward unfolds U

@@ -15,11 +15,12 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func sqSumLanes32AVX(v []float32, out *[4]float64)
 
-var haveSqSumAVX = cpu.X86.HasAVX
+// haveVecAVX: the vector kernels below need AVX (no FMA, no AVX2).
+var haveVecAVX = cpu.X86.HasAVX
 
 // sqSumLanes32 fills out as sqSumLanes32AVX does and reports whether it did.
 func sqSumLanes32(v []float32, out *[4]float64) bool {
-	if !haveSqSumAVX {
+	if !haveVecAVX {
 		return false
 	}
 	sqSumLanes32AVX(v, out)
@@ -43,7 +44,7 @@ func sqSumRows32x4AVX(v *float32, stride, n, quads int, out *float64)
 // the assembly cannot) and returns how many rows it did: 0 without AVX.
 func sqSumRows32(v []float32, stride, n int, out []float64) int {
 	quads := len(out) / 4
-	if !haveSqSumAVX || n < 1 || stride < 0 {
+	if !haveVecAVX || n < 1 || stride < 0 {
 		return 0
 	}
 	for quads > 0 && (4*quads-1)*stride+n > len(v) {
@@ -54,4 +55,22 @@ func sqSumRows32(v []float32, stride, n int, out []float64) int {
 	}
 	sqSumRows32x4AVX(&v[0], stride, n, quads, &out[0])
 	return 4 * quads
+}
+
+// axpy32AVX is vec_amd64.s: y[j] += f·x[j] for j < 32·blocks, the product
+// rounded before the add (VMULPS then VADDPS, no FMA), as axpy's Go loop.
+//
+//go:noescape
+func axpy32AVX(f float32, x, y *float32, blocks int)
+
+// axpy32 does y += f·x on the whole blocks of 32 values the assembly takes
+// and returns how many values it did (0 without AVX); len(y) ≥ len(x).
+func axpy32(f float32, x, y []float32) int {
+	blocks := len(x) / 32
+	if !haveVecAVX || blocks == 0 {
+		return 0
+	}
+	_ = y[len(x)-1]
+	axpy32AVX(f, &x[0], &y[0], blocks)
+	return 32 * blocks
 }

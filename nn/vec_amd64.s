@@ -129,3 +129,31 @@ reduce:
 rowsdone:
 	VZEROUPPER
 	RET
+
+// func axpy32AVX(f float32, x, y *float32, blocks int)
+// y[j] += f·x[j] for j < 32·blocks: VMULPS then VADDPS (no FMA), so each
+// value is the Go loop's y + float32(f·x).
+TEXT ·axpy32AVX(SB), NOSPLIT, $0-32
+	VBROADCASTSS f+0(FP), Y0
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ blocks+24(FP), CX
+axpyloop:
+	VMULPS (SI), Y0, Y1
+	VMULPS 32(SI), Y0, Y2
+	VMULPS 64(SI), Y0, Y3
+	VMULPS 96(SI), Y0, Y4
+	VADDPS (DI), Y1, Y1
+	VADDPS 32(DI), Y2, Y2
+	VADDPS 64(DI), Y3, Y3
+	VADDPS 96(DI), Y4, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNE axpyloop
+	VZEROUPPER
+	RET

@@ -234,22 +234,10 @@ func (a *DPSGD[T]) hostStep(m Model[T], b Batch[T]) (float64, error) {
 		defer a.normals.Wait() // a.noise is the drawing goroutine's until then
 	}
 	m.ZeroGrads()
-	n := b.N()
 	lossSum := a.pass.Run(m, b, nil)
-	var norms []float64
-	if n > 0 {
-		var err error
-		if norms, err = a.clipper.Norms(n, m); err != nil {
-			return 0, err
-		}
-	}
-	a.scale = grow(a.scale, n)
-	sens, err := a.scales(norms, b.Groups)
+	sens, err := a.clip(m, b)
 	if err != nil {
 		return 0, err
-	}
-	if n > 0 {
-		m.ParamGrads(a.scale)
 	}
 	if prefetch {
 		return lossSum, dpops.NoiseAndScaleDrawn(a.normals.Wait(), m.Params(), a.Sigma*sens, 1/float64(a.Batch))
@@ -283,15 +271,42 @@ func (a *DPSGD[T]) prefetchNoise(m Model[T]) bool {
 	return a.params >= prefetchMinParams
 }
 
-// scales fills a.scale with the policy's factors, or DP-SGD's
-// min(1, C/‖g_i‖), and returns the sensitivity.
-func (a *DPSGD[T]) scales(norms []float64, groups []int) (float64, error) {
+// clip adds the step's clipped gradient sum to m's parameters and returns
+// its sensitivity. DP-SGD's flat clip goes through dpops.Clipper.Clip,
+// which fuses a layer's clipped sum with its norms where that saves work;
+// a policy needs every norm of the batch (its counts) before any factor, so
+// its factors come from scales.
+func (a *DPSGD[T]) clip(m Model[T], b Batch[T]) (float64, error) {
+	n := b.N()
 	if a.Policy == nil {
-		for i, g := range norms {
-			a.scale[i] = T(dpops.ClipFactor(g, a.Clip))
+		if n > 0 {
+			if _, err := a.clipper.Clip(n, dpops.Flat(a.Clip), m); err != nil {
+				return 0, err
+			}
 		}
 		return a.Clip, nil
 	}
+	var norms []float64
+	if n > 0 {
+		var err error
+		if norms, err = a.clipper.Norms(n, m); err != nil {
+			return 0, err
+		}
+	}
+	a.scale = grow(a.scale, n)
+	sens, err := a.scales(norms, b.Groups)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		m.ParamGrads(a.scale)
+	}
+	return sens, nil
+}
+
+// scales fills a.scale with the policy's factors and returns the
+// sensitivity.
+func (a *DPSGD[T]) scales(norms []float64, groups []int) (float64, error) {
 	k, threshold := a.Policy.Groups(), a.Policy.Threshold()
 	a.above, a.atMost = grow(a.above, k), grow(a.atMost, k)
 	clear(a.above)
