@@ -224,13 +224,7 @@ func TestConvMatchesDirectLoop(t *testing.T) {
 					// ClipSum (whatever the method): the same norms added to
 					// what the other blocks left in sq, and the clipped sum
 					// with the factors of the totals.
-					sq := make([]float64, batch)
-					for i := range sq {
-						sq[i] = float64(i) / 4
-					}
-					sc := &recordingScaler[float64]{sq: sq, clip: clip, calls: make([]int, batch)}
-					nn.ZeroGrads(c.Params())
-					c.ClipSum(sq, sc)
+					sq, calls := clipSum(c, batch, 4, clip)
 					wantFused := make([]float64, len(w)+len(b))
 					for i, gi := range g {
 						var own float64
@@ -241,8 +235,8 @@ func TestConvMatchesDirectLoop(t *testing.T) {
 						if d := math.Abs(sq[i] - total); d > 1e-12*total {
 							t.Errorf("%s: ClipSum's sq[%d] = %.15g, want %.15g", name, i, sq[i], total)
 						}
-						if sc.calls[i] != 1 {
-							t.Errorf("%s: ClipSum asked sample %d's factor %d times", name, i, sc.calls[i])
+						if calls[i] != 1 {
+							t.Errorf("%s: ClipSum asked sample %d's factor %d times", name, i, calls[i])
 						}
 						f := min(1, clip/math.Sqrt(total))
 						for j, v := range gi {
@@ -272,6 +266,20 @@ func (r *recordingScaler[T]) SampleScale(i int) T {
 	return T(min(1, r.clip/math.Sqrt(float64(r.sq[i]))))
 }
 
+// clipSum clears c's gradients and runs ClipSum as the last block of a
+// clipper whose other blocks left i/div in sample i's sq, clipping the
+// totals at clip; it returns the totals and each sample's factor calls.
+func clipSum[T nn.Float](c *nn.Conv2d[T], batch int, div, clip float64) ([]T, []int) {
+	sq := make([]T, batch)
+	for i := range sq {
+		sq[i] = T(float64(i) / div)
+	}
+	sc := &recordingScaler[T]{sq: sq, clip: clip, calls: make([]int, batch)}
+	nn.ZeroGrads(c.Params())
+	c.ClipSum(sq, sc)
+	return sq, sc.calls
+}
+
 // TestConvClipSumMatchesSqNorms checks in float32, on image groups, row
 // tiles and one unit per worker, that ClipSum's norms are bit for bit
 // SqNorms' (the clipper's fused path promises the unfused factors) and its
@@ -288,19 +296,11 @@ func TestConvClipSumMatchesSqNorms(t *testing.T) {
 		c := nn.NewConv2d[float32](3, 10, 9, 5, 3, 1, 1)
 		c.Init(rng)
 		name := fmt.Sprintf("%s/tile%d", c.Name(), tile)
-		x := make([]float32, batch*3*10*9)
-		dy := make([]float32, batch*5*10*9)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		for i := range dy {
-			dy[i] = float32(rng.NormFloat64())
-		}
-		c.Forward(x, batch, true)
-		c.Backward(dy, true)
+		c.Forward(to32(randVec(rng, batch*3*10*9, 1)), batch, true)
+		c.Backward(to32(randVec(rng, batch*5*10*9, 1)), true)
 		want := make([]float32, batch)
 		for i := range want {
-			want[i] = float32(i) / 3
+			want[i] = float32(float64(i) / 3) // as clipSum sets sq
 		}
 		c.SqNorms(want)
 		scale := make([]float32, batch)
@@ -311,19 +311,13 @@ func TestConvClipSumMatchesSqNorms(t *testing.T) {
 		c.ParamGrads(scale)
 		wantGrad := append(slices.Clone(c.Params()[0].Grad), c.Params()[1].Grad...)
 
-		sq := make([]float32, batch)
-		for i := range sq {
-			sq[i] = float32(i) / 3
-		}
-		sc := &recordingScaler[float32]{sq: sq, clip: clip, calls: make([]int, batch)}
-		nn.ZeroGrads(c.Params())
-		c.ClipSum(sq, sc)
+		sq, calls := clipSum(c, batch, 3, clip)
 		for i := range sq {
 			if math.Float32bits(sq[i]) != math.Float32bits(want[i]) {
 				t.Errorf("%s: sample %d: ClipSum's norm² %v, SqNorms' %v", name, i, sq[i], want[i])
 			}
-			if sc.calls[i] != 1 {
-				t.Errorf("%s: ClipSum asked sample %d's factor %d times", name, i, sc.calls[i])
+			if calls[i] != 1 {
+				t.Errorf("%s: ClipSum asked sample %d's factor %d times", name, i, calls[i])
 			}
 		}
 		got := append(slices.Clone(c.Params()[0].Grad), c.Params()[1].Grad...)
