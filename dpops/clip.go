@@ -84,7 +84,10 @@ func (c *Clipper[T]) Norms(n int, blocks ...Tapped[T]) ([]float64, error) {
 		blk.SqNorms(c.sq)
 	}
 	c.norms = resize(c.norms, n)
-	for i, s := range c.sq {
+	if sqrtNorms(c.sq, c.norms) { // four at a time (factors.go)
+		return c.norms, nil
+	}
+	for i, s := range c.sq { // a value is not finite: find the first
 		v := float64(s)
 		if !(v >= 0 && v <= math.MaxFloat64) { // NaN, ±Inf or negative
 			return nil, fmt.Errorf("dpops: sample %d has gradient norm² %v; the loss is not finite", i, v)

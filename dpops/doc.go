@@ -34,4 +34,8 @@
 //     norms of one or more parameter blocks, clip factors for a flat bound or
 //     a bound per sample, and the clipped sum Σ c_i g_i, without ever
 //     materialising a per-sample gradient.
+//
+//   - factors.go: the batch's norms (√ of the squared norms, for clip.go)
+//     and DP-SGD's clip factors min(1, C/‖g_i‖), four at a time in AVX
+//     assembly (factors_amd64.s) with the scalar loops' bits.
 package dpops

@@ -287,9 +287,7 @@ func (a *DPSGD[T]) prefetchNoise(m Model[T]) bool {
 // min(1, C/‖g_i‖), and returns the sensitivity.
 func (a *DPSGD[T]) scales(norms []float64, groups []int) (float64, error) {
 	if a.Policy == nil {
-		for i, g := range norms {
-			a.scale[i] = T(dpops.ClipFactor(g, a.Clip))
-		}
+		dpops.ClipFactors(norms, a.Clip, a.scale)
 		return a.Clip, nil
 	}
 	k, threshold := a.Policy.Groups(), a.Policy.Threshold()
