@@ -88,3 +88,38 @@ func testClipFactors[T interface{ ~float32 | ~float64 }](t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNormsAndFactors times logistic regression's batch of 1024: the
+// norms and clip factors as Clipper.Norms and DP-SGD take them (kernels),
+// and the scalar loops they replaced (loop).
+func BenchmarkNormsAndFactors(b *testing.B) {
+	const n = 1024
+	sq, norms, scale := make([]float32, n), make([]float64, n), make([]float32, n)
+	for i := range sq {
+		sq[i] = float32(i%97) + 0.5
+	}
+	b.Run("norms/kernels", func(b *testing.B) {
+		for range b.N {
+			sqrtNorms(sq, norms)
+		}
+	})
+	b.Run("norms/loop", func(b *testing.B) {
+		for range b.N {
+			for i, s := range sq {
+				norms[i] = math.Sqrt(float64(s))
+			}
+		}
+	})
+	b.Run("factors/kernels", func(b *testing.B) {
+		for range b.N {
+			ClipFactors(norms, 1, scale)
+		}
+	})
+	b.Run("factors/loop", func(b *testing.B) {
+		for range b.N {
+			for i, g := range norms {
+				scale[i] = float32(ClipFactor(g, 1))
+			}
+		}
+	})
+}
