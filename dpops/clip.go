@@ -106,12 +106,16 @@ func (c *Clipper[T]) Clip(n int, bound Bound, blocks ...Tapped[T]) ([]float64, e
 	if err != nil {
 		return nil, err
 	}
-	for i, g := range norms {
-		b := bound.At(i)
-		if !(b > 0) {
-			return nil, fmt.Errorf("dpops: clip bound of sample %d is %v; it must be > 0", i, b)
+	if f, ok := bound.(Flat); ok && f > 0 {
+		ClipFactors(norms, float64(f), c.scale) // four at a time (factors.go)
+	} else {
+		for i, g := range norms {
+			b := bound.At(i)
+			if !(b > 0) {
+				return nil, fmt.Errorf("dpops: clip bound of sample %d is %v; it must be > 0", i, b)
+			}
+			c.scale[i] = T(ClipFactor(g, b))
 		}
-		c.scale[i] = T(ClipFactor(g, b))
 	}
 	for j, p := range parts {
 		if j != fused {
@@ -183,7 +187,10 @@ func (c *Clipper[T]) Norms(n int, blocks ...Tapped[T]) ([]float64, error) {
 // sample whose loss was not finite.
 func (c *Clipper[T]) checkNorms() ([]float64, error) {
 	c.norms = resize(c.norms, len(c.sq))
-	for i, s := range c.sq {
+	if sqrtNorms(c.sq, c.norms) { // four at a time (factors.go)
+		return c.norms, nil
+	}
+	for i, s := range c.sq { // a value is not finite: find the first
 		v := float64(s)
 		if !finiteSquare(v) {
 			return nil, fmt.Errorf("dpops: sample %d has gradient norm² %v; the loss is not finite", i, v)

@@ -37,4 +37,8 @@
 //     (Layered), so the layer that gains most (nn.ClipSummer) can be last
 //     and add its clipped gradients as its norms come, with the factors and
 //     every other gradient bit for bit those of the unfused order.
+//
+//   - factors.go: the batch's norms (√ of the squared norms, for clip.go)
+//     and DP-SGD's clip factors min(1, C/‖g_i‖), four at a time in AVX
+//     assembly (factors_amd64.s) with the scalar loops' bits.
 package dpops

@@ -24,10 +24,11 @@ func sqSum[T Float](v []T) float64 {
 }
 
 // sqSumRows sets out[r] = sqSum(v[r·stride : r·stride+n]) for every r <
-// len(out), bit for bit, four rows at a time in one assembly call where the
-// CPU has it (see sqSumRows32x4AVX): a narrow layer's per-sample norms are
-// a long run of short rows, where one row's add chain alone leaves the adder
-// idle and per-row calls cost as much as the sums.
+// len(out), bit for bit, eight rows (with FMA) or four at a time in one
+// assembly call where the CPU has it (see sqSumRows32x8FMA and
+// sqSumRows32x4AVX): a narrow layer's per-sample norms are a long run of
+// short rows, where one row's add chain alone leaves the adder idle and
+// per-row calls cost as much as the sums.
 func sqSumRows[T Float](v []T, stride, n int, out []float64) {
 	r := 0
 	if elemSize[T]() == 4 {

@@ -39,22 +39,47 @@ func sqSumLanes32(v []float32, out *[4]float64) bool {
 //go:noescape
 func sqSumRows32x4AVX(v *float32, stride, n, quads int, out *float64)
 
+// sqSumRows32x8FMA is vec_amd64.s: sqSumRows32x4AVX for the 8·octs rows
+// of n values at v, v+stride, …, eight rows at a time, bit for bit the
+// same sums. Each square is added with one FMA instead of a multiply and
+// an add: the square of a float32 value is exact in float64, so the FMA's
+// single rounding is the add's. That frees the adder port the conversions
+// share and, with eight add chains instead of four, hides the FMA latency:
+// logistic regression's 1024 × 102 input norms took ~6 µs instead of ~11.
+//
+//go:noescape
+func sqSumRows32x8FMA(v *float32, stride, n, octs int, out *float64)
+
+var haveSqSumFMA = cpu.X86.HasAVX && cpu.X86.HasFMA
+
 // sqSumRows32 sets out[r] = sqSum(v[r·stride : r·stride+n]) for as many
-// whole quads of rows of out as the assembly can take (it checks the bounds
-// the assembly cannot) and returns how many rows it did: 0 without AVX.
+// whole octets and then quads of rows of out as the assembly can take (it
+// checks the bounds the assembly cannot) and returns how many rows it did:
+// 0 without AVX.
 func sqSumRows32(v []float32, stride, n int, out []float64) int {
-	quads := len(out) / 4
 	if !haveVecAVX || n < 1 || stride < 0 {
 		return 0
 	}
-	for quads > 0 && (4*quads-1)*stride+n > len(v) {
+	done := 0
+	if haveSqSumFMA {
+		octs := len(out) / 8
+		for octs > 0 && (8*octs-1)*stride+n > len(v) {
+			octs--
+		}
+		if octs > 0 {
+			sqSumRows32x8FMA(&v[0], stride, n, octs, &out[0])
+			done = 8 * octs
+		}
+	}
+	quads := (len(out) - done) / 4
+	for quads > 0 && (done+4*quads-1)*stride+n > len(v) {
 		quads--
 	}
-	if quads == 0 {
-		return 0
+	if quads > 0 {
+		sqSumRows32x4AVX(&v[done*stride], stride, n, quads, &out[done])
+		done += 4 * quads
 	}
-	sqSumRows32x4AVX(&v[0], stride, n, quads, &out[0])
-	return 4 * quads
+	return done
 }
 
 // axpy32AVX is vec_amd64.s: y[j] += f·x[j] for j < 32·blocks, the product

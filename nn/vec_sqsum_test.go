@@ -11,8 +11,9 @@ func sqSumGo(v []float32) float64 { return sqSumFrom(v, 0, [4]float64{}) }
 
 // TestSqSumBitIdentical checks the float32 sqSum (AVX lanes where the CPU
 // has them) against its Go loop bit for bit, on every length up to 70 and a
-// long one, with values whose squares round (so a different order or an
-// FMA would show), subnormals, huge values whose squares overflow float32
+// long one, with values whose sums round (so a different order would
+// show; a float32 value's square is exact in float64, so an FMA would not),
+// subnormals, huge values whose squares overflow float32
 // but not float64, and NaN and ±Inf.
 func TestSqSumBitIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -40,18 +41,19 @@ func TestSqSumBitIdentical(t *testing.T) {
 	}
 }
 
-// TestSqSumRowsBitIdentical checks sqSumRows (four rows at a time in one
-// assembly call where the CPU has it) against sqSum on each row, bit for
+// TestSqSumRowsBitIdentical checks sqSumRows (eight or four rows at a time in
+// one assembly call where the CPU has it) against sqSum on each row, bit for
 // bit: row lengths up to 70 (every tail length, and rows shorter than one
 // group), strides equal to and longer than the row, row counts that are and
-// are not whole quads, buffers that end right after the last row, and
-// special values. A swapped lane, tail or row order shows as a wrong bit.
+// are not whole octets and quads (eight rows at a time with FMA, then four),
+// buffers that end right after the last row, and special values. A swapped
+// lane, tail or row order shows as a wrong bit.
 func TestSqSumRowsBitIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	special := []float32{0, 1e-45, 3e38, -3e38, float32(math.Inf(-1)), float32(math.NaN())}
 	for n := range 71 {
 		for _, pad := range []int{0, 1, 5} {
-			for _, rows := range []int{0, 1, 3, 4, 5, 8, 11, 64} {
+			for _, rows := range []int{0, 1, 3, 4, 5, 8, 11, 12, 15, 16, 17, 21, 64} {
 				stride := n + pad
 				v := make([]float32, max(0, (rows-1)*stride+n))
 				for i := range v {
