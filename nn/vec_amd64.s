@@ -2,6 +2,62 @@
 
 #include "textflag.h"
 
+// The end of four rows of sqSumRows32x4AVX and sqSumRows32x8FMA, whose
+// lane j holds the sum of the squares 4q+j: UPPERS4 moves lanes 2 and 3 to
+// X8–X11 (a VEX scalar op clears them in place), TAIL4 (FMA) adds the
+// squares of the next tail value of each row (at base, base+BX, base+2·BX,
+// base+R9) to lane 0, and REDUCE4 stores (s0+s1)+(s2+s3) of each row at
+// off, off+8, off+16, off+24 (DI).
+#define UPPERS4(y0, y1, y2, y3) \
+	VEXTRACTF128 $1, y0, X8; \
+	VEXTRACTF128 $1, y1, X9; \
+	VEXTRACTF128 $1, y2, X10; \
+	VEXTRACTF128 $1, y3, X11
+
+#define TAIL4(base, x0, x1, x2, x3) \
+	VCVTSS2SD (base), X12, X12; \
+	VCVTSS2SD (base)(BX*1), X13, X13; \
+	VCVTSS2SD (base)(BX*2), X14, X14; \
+	VCVTSS2SD (base)(R9*1), X15, X15; \
+	VFMADD231SD X12, X12, x0; \
+	VFMADD231SD X13, X13, x1; \
+	VFMADD231SD X14, X14, x2; \
+	VFMADD231SD X15, X15, x3
+
+#define REDUCE4(x0, x1, x2, x3, off) \
+	VHADDPD x0, x0, x0; \
+	VHADDPD X8, X8, X8; \
+	VADDSD X8, x0, x0; \
+	VHADDPD x1, x1, x1; \
+	VHADDPD X9, X9, X9; \
+	VADDSD X9, x1, x1; \
+	VHADDPD x2, x2, x2; \
+	VHADDPD X10, X10, X10; \
+	VADDSD X10, x2, x2; \
+	VHADDPD x3, x3, x3; \
+	VHADDPD X11, X11, X11; \
+	VADDSD X11, x3, x3; \
+	VMOVSD x0, off(DI); \
+	VMOVSD x1, off+8(DI); \
+	VMOVSD x2, off+16(DI); \
+	VMOVSD x3, off+24(DI)
+
+// ROWS4END ends four rows whose accumulators are y0…y3 (x0…x3) and whose
+// DX tail values start at base, base+BX, base+2·BX and base+R9: their
+// sums are stored at off…off+24 (DI). loop and done are its labels.
+#define ROWS4END(base, y0, y1, y2, y3, x0, x1, x2, x3, off, loop, done) \
+	UPPERS4(y0, y1, y2, y3); \
+	MOVQ DX, CX; \
+	TESTQ CX, CX; \
+	JEQ done; \
+loop: \
+	TAIL4(base, x0, x1, x2, x3); \
+	ADDQ $4, base; \
+	DECQ CX; \
+	JNE loop; \
+done: \
+	REDUCE4(x0, x1, x2, x3, off)
+
 // func sqSumLanes32AVX(v []float32, out *[4]float64)
 // out[j] = Σ_q float64(v[4q+j])² for q < len(v)/4, in order of q, each
 // square rounded before the add (no FMA): sqSum's four partial sums.
@@ -79,10 +135,7 @@ groups:
 	DECQ CX
 	JNE groups
 tailstart:
-	VEXTRACTF128 $1, Y0, X10
-	VEXTRACTF128 $1, Y1, X11
-	VEXTRACTF128 $1, Y2, X12
-	VEXTRACTF128 $1, Y3, X13
+	UPPERS4(Y0, Y1, Y2, Y3)
 	MOVQ DX, CX
 	TESTQ CX, CX
 	JEQ reduce
@@ -106,22 +159,7 @@ tail:
 	DECQ CX
 	JNE tail
 reduce:
-	VHADDPD X0, X0, X0
-	VHADDPD X10, X10, X10
-	VADDSD X10, X0, X0
-	VHADDPD X1, X1, X1
-	VHADDPD X11, X11, X11
-	VADDSD X11, X1, X1
-	VHADDPD X2, X2, X2
-	VHADDPD X12, X12, X12
-	VADDSD X12, X2, X2
-	VHADDPD X3, X3, X3
-	VHADDPD X13, X13, X13
-	VADDSD X13, X3, X3
-	VMOVSD X0, (DI)
-	VMOVSD X1, 8(DI)
-	VMOVSD X2, 16(DI)
-	VMOVSD X3, 24(DI)
+	REDUCE4(X0, X1, X2, X3, 0)
 	ADDQ $32, DI
 	ADDQ R14, SI
 	DECQ R12
@@ -129,61 +167,6 @@ reduce:
 rowsdone:
 	VZEROUPPER
 	RET
-
-// The end of four rows of sqSumRows32x8FMA, whose lane j holds the sum of
-// the squares 4q+j: UPPERS4 moves lanes 2 and 3 to X8–X11 (a VEX scalar op
-// clears them in place), TAIL4 adds the squares of the next tail value of
-// each row (at base, base+BX, base+2·BX, base+R9) to lane 0, and REDUCE4
-// stores (s0+s1)+(s2+s3) of each row at off, off+8, off+16, off+24 (DI).
-#define UPPERS4(y0, y1, y2, y3) \
-	VEXTRACTF128 $1, y0, X8; \
-	VEXTRACTF128 $1, y1, X9; \
-	VEXTRACTF128 $1, y2, X10; \
-	VEXTRACTF128 $1, y3, X11
-
-#define TAIL4(base, x0, x1, x2, x3) \
-	VCVTSS2SD (base), X12, X12; \
-	VCVTSS2SD (base)(BX*1), X13, X13; \
-	VCVTSS2SD (base)(BX*2), X14, X14; \
-	VCVTSS2SD (base)(R9*1), X15, X15; \
-	VFMADD231SD X12, X12, x0; \
-	VFMADD231SD X13, X13, x1; \
-	VFMADD231SD X14, X14, x2; \
-	VFMADD231SD X15, X15, x3
-
-#define REDUCE4(x0, x1, x2, x3, off) \
-	VHADDPD x0, x0, x0; \
-	VHADDPD X8, X8, X8; \
-	VADDSD X8, x0, x0; \
-	VHADDPD x1, x1, x1; \
-	VHADDPD X9, X9, X9; \
-	VADDSD X9, x1, x1; \
-	VHADDPD x2, x2, x2; \
-	VHADDPD X10, X10, X10; \
-	VADDSD X10, x2, x2; \
-	VHADDPD x3, x3, x3; \
-	VHADDPD X11, X11, X11; \
-	VADDSD X11, x3, x3; \
-	VMOVSD x0, off(DI); \
-	VMOVSD x1, off+8(DI); \
-	VMOVSD x2, off+16(DI); \
-	VMOVSD x3, off+24(DI)
-
-// ROWS4END ends four rows whose accumulators are y0…y3 (x0…x3) and whose
-// DX tail values start at base, base+BX, base+2·BX and base+R9: their
-// sums are stored at off…off+24 (DI). loop and done are its labels.
-#define ROWS4END(base, y0, y1, y2, y3, x0, x1, x2, x3, off, loop, done) \
-	UPPERS4(y0, y1, y2, y3); \
-	MOVQ DX, CX; \
-	TESTQ CX, CX; \
-	JEQ done; \
-loop: \
-	TAIL4(base, x0, x1, x2, x3); \
-	ADDQ $4, base; \
-	DECQ CX; \
-	JNE loop; \
-done: \
-	REDUCE4(x0, x1, x2, x3, off)
 
 // func sqSumRows32x8FMA(v *float32, stride, n, octs int, out *float64)
 // sqSumRows32x4AVX for eight rows at once, r < 8·octs, bit for bit the
