@@ -5,7 +5,8 @@ package nn
 // explicit computes them twice or keeps them: SqNorms writes them to a cache
 // and ParamGrads reads them back (or recomputes the product). For the MNIST
 // CNN's second convolution that cache is 26 MB per step at batch 256,
-// written once and read once, and reading it back was 12 % of the DP step.
+// written once and read once: of the 3.8 CPU-ms its DP pass added to its
+// plain one, fusing took away 2.1 (BenchmarkConvCache, dp and dp-fused).
 // A layer whose norms are the last to be computed knows every sample's
 // whole norm, and so its clip factor, the moment its own part is done: it
 // can add the scaled gradient while that gradient is still in the cache of
