@@ -55,7 +55,8 @@ ifeq ($(BLAS),openblas)
 endif
 
 # Benchmark table (a few minutes): logistic, MNIST CNN and VGG-like, plain, DP-SGD and DP-FERMI steps:
-# samples/s, GFLOP/s, % of the SGEMM peak measured in the same run, DP/plain, DP-FERMI/DP-SGD, peak RSS
+# samples/s, GFLOP/s, % of the SGEMM peak measured in the same run, DP/plain, DP-FERMI/DP-SGD (medians of
+# the per-round ratios; the ratios of the median times are printed under the table), peak RSS
 # (models/benchtable_test.go; the three steps of a model are timed alternately in one process, against
 # the largest of several peak readings). FAIRDP_GEMM=own|blas picks the float32 GEMM path,
 # FAIRDP_BENCH_STEPS fixes the timed rounds (default: at least 3 and 2 s). The go-test benchmarks stay available:

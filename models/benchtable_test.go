@@ -33,7 +33,9 @@ import (
 // process per model that alternates the three kinds of step, each on its
 // own copy of the model, rotating which goes first, for at least 3 rounds
 // and 2 s (FAIRDP_BENCH_STEPS sets the rounds instead), and takes each
-// kind's median: timed in separate processes one after the other, the
+// kind's median and, for the ratios, the median of the rounds' ratios
+// (the steps of one round ran within milliseconds of each other, so the
+// drift divides out): timed in separate processes one after the other, the
 // logistic rows' ratios moved by ±30 % between runs on a virtual machine
 // whose speed drifts over seconds. Each row's CPU seconds and peak RSS come
 // from a process of its own (three VGG models in one process would triple
@@ -55,7 +57,7 @@ func TestBenchTable(t *testing.T) {
 	fmt.Printf("fairdp benchmark table: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Printf("float32 GEMM path: %s\n", backend.Describe())
 	fmt.Printf("load average before: %s\n", strings.TrimSpace(string(load)))
-	var rows []string
+	var rows, ofMedians []string
 	var gflops []float64
 	for k, m := range benchModels {
 		if k > 0 {
@@ -65,6 +67,8 @@ func TestBenchTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ofMedians = append(ofMedians, fmt.Sprintf("%s %.2f× / %.2f× / %.2f×", m.name,
+			secs[stepDPSGD]/secs[stepPlain], secs[stepDPFERMI]/secs[stepPlain], secs[stepDPFERMI]/secs[stepDPSGD]))
 		for _, kind := range stepKinds {
 			r, err := runCase(m.name + "/" + kind)
 			if err != nil {
@@ -73,10 +77,10 @@ func TestBenchTable(t *testing.T) {
 			sec := secs[kind]
 			ratio, fermi := "—", "—"
 			if kind != stepPlain {
-				ratio = fmt.Sprintf("%.2f×", sec/secs[stepPlain])
+				ratio = fmt.Sprintf("%.2f×", secs[kind+"/"+stepPlain])
 			}
 			if kind == stepDPFERMI {
-				fermi = fmt.Sprintf("%.2f×", sec/secs[stepDPSGD])
+				fermi = fmt.Sprintf("%.2f×", secs[stepDPFERMI+"/"+stepDPSGD])
 			}
 			g := r.Flops / sec / 1e9
 			gflops = append(gflops, g)
@@ -94,6 +98,8 @@ func TestBenchTable(t *testing.T) {
 	for i, row := range rows {
 		fmt.Printf(row+"\n", fmt.Sprintf("%.0f %%", 100*gflops[i]/peak))
 	}
+	fmt.Printf("The ratios are medians of the rounds' ratios; the ratios of the median times (the samples/s columns), DP-SGD/plain / DP-FERMI/plain / DP-FERMI/DP-SGD: %s\n",
+		strings.Join(ofMedians, "; "))
 	load, _ = os.ReadFile("/proc/loadavg")
 	fmt.Printf("load average after: %s\n", strings.TrimSpace(string(load)))
 }
@@ -126,7 +132,8 @@ func runCase(name string) (caseResult, error) {
 }
 
 // runInterleaved returns the median step time of each kind of step of the
-// model, measured in one process that alternates them (benchInterleaved).
+// model and the medians of the rounds' ratios, measured in one process that
+// alternates them (benchInterleaved).
 func runInterleaved(model string) (map[string]float64, error) {
 	var secs map[string]float64
 	return secs, runChild(model, &secs)
@@ -196,8 +203,10 @@ func benchCase(t *testing.T, name string) {
 // process: one stepper (model copy) per kind, a warm-up step each, then
 // rounds of one step of each kind, the first of a round rotating, for at
 // least 3 rounds and 2 s (FAIRDP_BENCH_STEPS rounds if set). It prints each
-// kind's median step time. Alternating puts the machine's drifts on every
-// kind alike, so the ratios between kinds are steadier than the times.
+// kind's median step time, and the median over rounds of the ratios
+// "dp-sgd/plain", "dp-fermi/plain" and "dp-fermi/dp-sgd". Alternating puts
+// the machine's drifts on every kind alike, so the ratios between kinds are
+// steadier than the times.
 func benchInterleaved(t *testing.T, i int) {
 	rounds, minTime := 3, 2*time.Second
 	if v, err := strconv.Atoi(os.Getenv("FAIRDP_BENCH_STEPS")); err == nil && v > 0 {
@@ -220,12 +229,29 @@ func benchInterleaved(t *testing.T, i int) {
 		}
 	}
 	medians := map[string]float64{}
+	// The ratios are medians of each round's ratio: the steps of a round
+	// ran within milliseconds of each other, so the machine's drift over
+	// the seconds of the run divides out of each one.
+	for _, r := range [][2]string{{stepDPSGD, stepPlain}, {stepDPFERMI, stepPlain}, {stepDPFERMI, stepDPSGD}} {
+		num, den := slices.Index(stepKinds, r[0]), slices.Index(stepKinds, r[1])
+		ratios := make([]float64, len(times[num]))
+		for i := range ratios {
+			ratios[i] = times[num][i] / times[den][i]
+		}
+		medians[r[0]+"/"+r[1]] = median(ratios)
+	}
 	for k, kind := range stepKinds {
-		slices.Sort(times[k])
-		medians[kind] = times[k][len(times[k])/2]
+		medians[kind] = median(times[k])
 	}
 	out, _ := json.Marshal(medians)
 	fmt.Println(caseMarker + string(out))
+}
+
+// median returns the middle value of v (the upper one of an even count),
+// sorting v.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // sgemmPeak is the best of five 1024³ float32 products on the path nn.Gemm
