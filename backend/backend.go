@@ -13,3 +13,8 @@ type BLAS interface {
 
 // Name reports which BLAS is in use: "openblas" or "gonum".
 func Name() string { return name }
+
+// PureGo reports whether the BLAS in use is gonum's pure-Go one (the
+// portable build), which the float32 products avoid wherever package
+// gemm's kernels can run (nn.Gemm).
+func PureGo() bool { return name == "gonum" }

@@ -21,7 +21,7 @@ import (
 func TestGemmShapes(t *testing.T) {
 	defer backend.UseOwnGemm(backend.OwnGemm())
 	rng := rand.New(rand.NewPCG(9, 10))
-	shapes := [][3]int{{37, 1, 102}, {1, 29, 33}, {41, 102, 1}, {1, 1, 17}, {1, 7, 1}, {9, 1, 1}, {32, 96, 45}, {5, 40, 3}}
+	shapes := [][3]int{{37, 1, 102}, {1, 29, 33}, {41, 102, 1}, {1, 1, 17}, {1, 7, 1}, {9, 1, 1}, {32, 96, 45}, {5, 40, 3}, {30, 10, 50}}
 	for _, own := range []bool{true, false} {
 		backend.UseOwnGemm(own)
 		for _, s := range shapes {
