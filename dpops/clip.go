@@ -107,7 +107,7 @@ func (c *Clipper[T]) Clip(n int, bound Bound, blocks ...Tapped[T]) ([]float64, e
 		return nil, err
 	}
 	if f, ok := bound.(Flat); ok && f > 0 {
-		ClipFactors(norms, float64(f), c.scale) // four at a time (factors.go)
+		clipFactors(norms, float64(f), c.scale) // four at a time (factors.go)
 	} else {
 		for i, g := range norms {
 			b := bound.At(i)

@@ -35,7 +35,7 @@ func sqrtNorms[T nn.Float](sq []T, norms []float64) bool {
 	}
 	for ; i < len(sq); i++ {
 		v := float64(sq[i])
-		if !(v >= 0 && v <= math.MaxFloat64) { // NaN, ±Inf or negative
+		if !finiteSquare(v) {
 			return false
 		}
 		norms[i] = math.Sqrt(v)
@@ -43,10 +43,10 @@ func sqrtNorms[T nn.Float](sq []T, norms []float64) bool {
 	return true
 }
 
-// ClipFactors sets scale[i] = T(ClipFactor(norms[i], bound)) for every i:
+// clipFactors sets scale[i] = T(ClipFactor(norms[i], bound)) for every i:
 // DP-SGD's min(1, C/‖g_i‖) for a whole batch, bit for bit the loop's
 // values.
-func ClipFactors[T nn.Float](norms []float64, bound float64, scale []T) {
+func clipFactors[T nn.Float](norms []float64, bound float64, scale []T) {
 	scale = scale[:len(norms)]
 	i := 0
 	var z T

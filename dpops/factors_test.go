@@ -55,7 +55,7 @@ func testSqrtNorms[T interface{ ~float32 | ~float64 }](t *testing.T) {
 	}
 }
 
-// TestClipFactorsBitIdentical checks ClipFactors (four at a time in
+// TestClipFactorsBitIdentical checks clipFactors (four at a time in
 // assembly where the CPU has it) against ClipFactor one norm at a time,
 // bit for bit, in float32 and float64: every length up to 13 and 1024,
 // norms below, at and just above the bound, zero, +Inf (factor 0) and NaN
@@ -78,7 +78,7 @@ func testClipFactors[T interface{ ~float32 | ~float64 }](t *testing.T) {
 				}
 			}
 			scale := make([]T, n)
-			ClipFactors(norms, bound, scale)
+			clipFactors(norms, bound, scale)
 			for i, g := range norms {
 				want := T(ClipFactor(g, bound))
 				if got := scale[i]; !(got == want || got != got && want != want) || math.Signbit(float64(got)) != math.Signbit(float64(want)) {
@@ -112,7 +112,7 @@ func BenchmarkNormsAndFactors(b *testing.B) {
 	})
 	b.Run("factors/kernels", func(b *testing.B) {
 		for range b.N {
-			ClipFactors(norms, 1, scale)
+			clipFactors(norms, 1, scale)
 		}
 	})
 	b.Run("factors/loop", func(b *testing.B) {

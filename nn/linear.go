@@ -198,7 +198,8 @@ func (l *Linear[T]) run(_, lo, hi int) {
 		Gemm(true, false, n, l.out, l.batch, 1, l.x[lo:], l.in, l.gradB, l.out, 1, l.weight.Grad[lo*l.out:], l.out)
 	case linSqNorms:
 		// Up to 64 samples' ‖a_i‖² and ‖b_i‖² at a time (sqSumRows runs
-		// four rows at once): each sample's norm is the same sum either way.
+		// eight or four rows at once): each sample's norm is the same sum
+		// either way.
 		var na, nb [64]float64
 		for i := lo; i < hi; i += len(na) {
 			m := min(len(na), hi-i)
