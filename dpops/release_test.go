@@ -2,6 +2,7 @@ package dpops
 
 import (
 	"math"
+	mrand "math/rand/v2"
 	"testing"
 
 	"fairdp/nn"
@@ -37,7 +38,8 @@ func TestNoiseAndScale(t *testing.T) {
 // TestNoiseAndScaleDrawnMatches checks that noise drawn ahead by Normals and
 // added by NoiseAndScaleDrawn is bit for bit NoiseAndScale's from the same
 // stream (float32 and float64 gradients, several parameters), that the
-// stream ends in the same place, and that a wrong count is refused.
+// stream ends in the same place, and that a wrong count is refused; with
+// the bulk ChaCha8 stream where the CPU has it and without.
 func TestNoiseAndScaleDrawnMatches(t *testing.T) {
 	check := func(t *testing.T, sizes []int) {
 		mk := func() []*nn.Param[float32] {
@@ -52,9 +54,8 @@ func TestNoiseAndScaleDrawnMatches(t *testing.T) {
 			return ps
 		}
 		want, got := mk(), mk()
-		seed := uint64(9)
-		r1, _ := NewRand(&seed)
-		r2, _ := NewRand(&seed)
+		src1, src2 := mrand.NewChaCha8([32]byte{9}), mrand.NewChaCha8([32]byte{9})
+		r1, r2 := mrand.New(src1), src2
 		if err := NoiseAndScale(r1, want, 0.7, 1.0/3); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,12 @@ func TestNoiseAndScaleDrawnMatches(t *testing.T) {
 			t.Fatal("one value short was accepted")
 		}
 	}
-	for _, sizes := range [][]int{{5}, {3, 1, 17}, {1000, 1}, {}} {
-		check(t, sizes)
+	for _, fast := range []bool{false, fastChaCha} {
+		save := fastChaCha
+		fastChaCha = fast // false: one NormFloat64 at a time
+		for _, sizes := range [][]int{{5}, {3, 1, 17}, {1000, 1}, {}, {123}, {124}, {30000, 7, 1}} {
+			check(t, sizes)
+		}
+		fastChaCha = save
 	}
 }

@@ -131,6 +131,8 @@ type DPFERMI[T nn.Float] struct {
 	records  int       // training records the guarantee covers
 	noise    *rand.Rand
 	noiseSrc *rand.ChaCha8 // noise's generator (a seeded checkpoint saves it)
+	normals  dpops.Normals // θ's noise drawn during the step (drawAhead)
+	ahead    bool          // during Step: this step's θ noise is in normals
 	acc      *accounting.RDP
 	clipper  dpops.Clipper[T]
 	w        *wBlock[T]
@@ -427,6 +429,13 @@ func (a *DPFERMI[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // V_t (std WNoise) added after that. With --scope all the θ part is the
 // whole ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
 func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, error) {
+	if a.ahead = a.drawAhead(m); a.ahead {
+		a.normals.Start(a.noiseSrc, trainer.NumParams(m))
+		defer func() {
+			a.normals.Wait() // a.noiseSrc (and a.noise on it) is the drawing goroutine's until then
+			a.ahead = false
+		}()
+	}
 	m.ZeroGrads()
 	clear(a.w.Grad)
 	n := b.N()
@@ -463,6 +472,24 @@ func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, erro
 	return sum(a.pass.Loss[:n]), a.ascend()
 }
 
+// drawAheadMinParams is the model size from which a private step draws θ's
+// noise on a goroutine of its own while the gradients are computed
+// (dpops.Normals), as DP-SGD does: the MNIST CNN's 431K draws took 3 ms at
+// the end of a 35 ms step. A variable so that a test can switch it off.
+var drawAheadMinParams = 1 << 15
+
+// drawAhead reports whether this step's θ noise is drawn ahead: a private
+// step with the default sampler and a noise std > 0 (AddGaussian draws
+// nothing for std 0) on a large model. The draws are the ones
+// NoiseAndScale would make, in the same order and before W's, so the
+// results are bit for bit those of drawing after the gradients.
+func (a *DPFERMI[T]) drawAhead(m trainer.Model[T]) bool {
+	if !a.Private || a.HardenedNoise || a.thetaNoise != nil || !(a.StdTheta > 0) || math.IsInf(a.StdTheta, 1) {
+		return false
+	}
+	return trainer.NumParams(m) >= drawAheadMinParams
+}
+
 // privateStep computes the clipped sums (Clipped), adds θ's noise and
 // divides by the expected batch size (times λ where λ was left out of the
 // clip), forms W's direction (λ/B)·sum + V_t, and, for --scope sensitive,
@@ -496,6 +523,11 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 	}
 	if a.thetaNoise != nil {
 		noise = a.thetaNoise
+	}
+	if a.ahead {
+		noise = func(_ *rand.Rand, params []*nn.Param[T], std, scale float64) error {
+			return dpops.NoiseAndScaleDrawn(a.normals.Wait(), params, std, scale)
+		}
 	}
 	if err := noise(a.noise, m.Params(), a.StdTheta, a.thetaScale()); err != nil {
 		return err

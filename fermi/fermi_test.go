@@ -14,6 +14,7 @@ import (
 	"fairdp/dpops/accounting"
 	"fairdp/loaders"
 	"fairdp/models"
+	"fairdp/nn"
 	"fairdp/trainer"
 )
 
@@ -652,5 +653,68 @@ func TestDefaultRunIsFair(t *testing.T) {
 	}
 	if viol > 0.03 {
 		t.Errorf("mean test DP violation %.4f over 3 runs, want ≤ .03", viol)
+	}
+}
+
+// TestThetaNoiseDrawnAheadBitIdentical: a model large enough for θ's noise
+// to be drawn while the gradients are computed (drawAhead) trains bit for
+// bit as when it is drawn after them, W included, over several steps, and
+// the noise stream ends where drawing after leaves it.
+func TestThetaNoiseDrawnAheadBitIdentical(t *testing.T) {
+	train := func(ahead bool) (*models.Model[float32], []float64, uint64) {
+		old := drawAheadMinParams
+		if !ahead {
+			drawAheadMinParams = int(^uint(0) >> 1)
+		}
+		defer func() { drawAheadMinParams = old }()
+		seed := uint64(21)
+		job := syntheticJob(t, func(c *trainer.Config) {
+			c.Seed, c.Fair.Scope, c.Fair.PublicGroupSizes = &seed, "all", true
+			c.Privacy.Epsilon, c.Privacy.Sigma = math.Inf(1), 1.1
+			c.Model, c.Hidden = "mlp", []int{8192}
+		})
+		a, err := New[float32](job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := models.New[float32](trainer.ModelSpec(job.Cfg, job.Train), rand.New(rand.NewPCG(9, 9)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.drawAhead(m); got != ahead {
+			t.Fatalf("drawAhead = %v for %d parameters, want %v", got, trainer.NumParams(m), ahead)
+		}
+		idx := []int{3, 10, 11, 57, 100, 101, 102, 240, 300, 301}
+		b := trainer.Batch[float32]{Idx: idx, X: make([]float32, len(idx)*job.Train.Dim)}
+		job.Train.FillFloat32(idx, b.X)
+		for _, j := range idx {
+			b.Labels = append(b.Labels, job.Train.Labels[j])
+			b.Groups = append(b.Groups, job.Train.Groups[j])
+		}
+		opt := nn.NewSGD[float32](0.1)
+		for range 3 {
+			if _, err := a.Step(m, b); err != nil {
+				t.Fatal(err)
+			}
+			opt.Step(m.Params())
+		}
+		return m, slices.Clone(a.Reg.W), a.noise.Uint64()
+	}
+	want, wantW, wantNext := train(false)
+	got, gotW, gotNext := train(true)
+	for k, p := range want.Params() {
+		for i, v := range p.Value {
+			if w := got.Params()[k].Value[i]; math.Float32bits(w) != math.Float32bits(v) {
+				t.Fatalf("param %d value %d: %v with θ's noise drawn ahead, %v drawn after", k, i, w, v)
+			}
+		}
+	}
+	for i := range wantW {
+		if math.Float64bits(gotW[i]) != math.Float64bits(wantW[i]) {
+			t.Fatalf("W[%d]: %v drawn ahead, %v drawn after", i, gotW[i], wantW[i])
+		}
+	}
+	if gotNext != wantNext {
+		t.Fatalf("noise stream ends at %#x drawn ahead, %#x drawn after", gotNext, wantNext)
 	}
 }

@@ -230,8 +230,8 @@ func (a *DPSGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 func (a *DPSGD[T]) hostStep(m Model[T], b Batch[T]) (float64, error) {
 	prefetch := a.prefetchNoise(m)
 	if prefetch {
-		a.normals.Start(a.noise, a.params)
-		defer a.normals.Wait() // a.noise is the drawing goroutine's until then
+		a.normals.Start(a.noiseSrc, a.params)
+		defer a.normals.Wait() // a.noiseSrc (and a.noise on it) is the drawing goroutine's until then
 	}
 	m.ZeroGrads()
 	lossSum := a.pass.Run(m, b, nil)
