@@ -39,3 +39,20 @@ func clipFactors32(norms []float64, bound float64, scale []float32) bool {
 	clipFactors32AVX(&norms[0], len(norms), bound, &scale[0])
 	return true
 }
+
+// addDrawn32AVX is drawn_amd64.s: addDrawn for float32, eight values at a
+// time (n a multiple of 8).
+//
+//go:noescape
+func addDrawn32AVX(dst *float32, z *float64, n int, std float64, scale float32)
+
+// addDrawn32 runs addDrawn32AVX on the whole groups of eight where the CPU
+// has AVX and returns how many values it did.
+func addDrawn32(dst []float32, z []float64, std float64, scale float32) int {
+	n := len(dst) &^ 7
+	if !haveFactorsAVX || n == 0 || len(z) < len(dst) {
+		return 0
+	}
+	addDrawn32AVX(&dst[0], &z[0], n, std, scale)
+	return n
+}

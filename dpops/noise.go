@@ -80,7 +80,11 @@ func AddGaussian[T Float](r *mrand.Rand, dst []T, std float64) error {
 		return nil
 	}
 	for i, v := range dst {
-		dst[i] = T(float64(v) + std*r.NormFloat64())
+		// The explicit float64 keeps std·z rounded on its own: without it
+		// a compiler may fuse the multiply and the add (Go does for
+		// GOAMD64=v3), and the noise drawn ahead (addDrawn, whose
+		// assembly never fuses) would no longer give the same bits.
+		dst[i] = T(float64(v) + float64(std*r.NormFloat64()))
 	}
 	return nil
 }

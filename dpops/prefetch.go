@@ -74,29 +74,44 @@ func (d *Normals) Wait() []float64 {
 // NoiseAndScaleDrawn is NoiseAndScale with the standard normal values
 // already drawn (z, one per gradient value of params in order, e.g. from
 // Normals): every gradient value g becomes T(g + std·z), AddGaussian's
-// arithmetic, and is then scaled by noiseAndScale as NoiseAndScale does.
+// arithmetic, and is then scaled by T(scale) as NoiseAndScale does, in one
+// pass (addDrawn). A count that does not match changes nothing.
 func NoiseAndScaleDrawn[T nn.Float](z []float64, params []*nn.Param[T], std, scale float64) error {
 	if !(std >= 0) || math.IsInf(std, 0) {
 		return fmt.Errorf("dpops.NoiseAndScaleDrawn: std = %v, want a finite number ≥ 0", std)
 	}
-	rest := z
-	add := func(_ *mrand.Rand, dst []T, std float64) error {
-		if len(dst) > len(rest) {
-			return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for more gradient values", len(z))
-		}
-		if std != 0 {
-			for i, v := range dst {
-				dst[i] = T(float64(v) + std*rest[i])
-			}
-		}
-		rest = rest[len(dst):]
-		return nil
+	total := 0
+	for _, p := range params {
+		total += len(p.Grad)
 	}
-	if err := noiseAndScale(add, nil, params, std, scale); err != nil {
-		return err
+	if total != len(z) {
+		return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for %d gradient values", len(z), total)
 	}
-	if len(rest) != 0 {
-		return fmt.Errorf("dpops.NoiseAndScaleDrawn: %d values drawn for %d gradient values", len(z), len(z)-len(rest))
+	for _, p := range params {
+		addDrawn(p.Grad, z[:len(p.Grad)], std, T(scale))
+		z = z[len(p.Grad):]
 	}
 	return nil
+}
+
+// addDrawn sets dst[i] = T(dst[i] + std·z[i]) · scale: AddGaussian's sum
+// (std = 0 adds nothing, as there) and noiseAndScale's product, each
+// rounded as there, in one pass over dst (float32 in assembly where the
+// CPU has AVX: the MNIST CNN's 431K values took 0.5 ms in two Go loops,
+// serial at the end of the step).
+func addDrawn[T nn.Float](dst []T, z []float64, std float64, scale T) {
+	if std == 0 {
+		for i := range dst {
+			dst[i] *= scale
+		}
+		return
+	}
+	done := 0
+	if d, ok := any(dst).([]float32); ok {
+		done = addDrawn32(d, z, std, float32(scale))
+	}
+	z = z[:len(dst)]
+	for i := done; i < len(dst); i++ {
+		dst[i] = T(float64(dst[i])+float64(std*z[i])) * scale
+	}
 }
