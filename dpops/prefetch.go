@@ -16,10 +16,10 @@ import (
 // time. The values are (*rand.Rand).NormFloat64() from the generator in
 // order, exactly the draws AddGaussian would make from rand.New(src), so
 // NoiseAndScaleDrawn gives the same bits as NoiseAndScale with that Rand,
-// and src is left at the same position. Where the CPU has AVX-512 they are
-// drawn through a chachaStream (chacha.go), 16 ChaCha8 blocks at a time:
-// 1.4 ms instead of 3.2 for the MNIST CNN on the reference EPYC
-// (BenchmarkNormals). The noise does not depend on the data, so drawing it
+// and src is left at the same position. Where the CPU has AVX-512 or AVX2
+// they are drawn through a chachaStream (chacha.go), 16 ChaCha8 blocks at a
+// time: 1.4–1.6 ms instead of 3.2–3.8 for the MNIST CNN on the reference
+// EPYC (BenchmarkNormals). The noise does not depend on the data, so drawing it
 // early changes nothing about what is released.
 //
 // Between Start and Wait, src belongs to the drawing goroutine: the caller
