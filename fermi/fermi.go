@@ -429,8 +429,9 @@ func (a *DPFERMI[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
 // V_t (std WNoise) added after that. With --scope all the θ part is the
 // whole ∇ℓ_i + λ∇_θψ_i, clipped jointly with ∇_Wψ_i.
 func (a *DPFERMI[T]) Step(m trainer.Model[T], b trainer.Batch[T]) (float64, error) {
-	if a.ahead = a.drawAhead(m); a.ahead {
-		a.normals.Start(a.noiseSrc, trainer.NumParams(m))
+	var draws int
+	if draws, a.ahead = a.drawAhead(m); a.ahead {
+		a.normals.Start(a.noiseSrc, draws)
 		defer func() {
 			a.normals.Wait() // a.noiseSrc (and a.noise on it) is the drawing goroutine's until then
 			a.ahead = false
@@ -482,12 +483,14 @@ var drawAheadMinParams = 1 << 15
 // step with the default sampler and a noise std > 0 (AddGaussian draws
 // nothing for std 0) on a large model. The draws are the ones
 // NoiseAndScale would make, in the same order and before W's, so the
-// results are bit for bit those of drawing after the gradients.
-func (a *DPFERMI[T]) drawAhead(m trainer.Model[T]) bool {
+// results are bit for bit those of drawing after the gradients. It also
+// returns the number of draws, the model's parameter count.
+func (a *DPFERMI[T]) drawAhead(m trainer.Model[T]) (int, bool) {
 	if !a.Private || a.HardenedNoise || a.thetaNoise != nil || !(a.StdTheta > 0) || math.IsInf(a.StdTheta, 1) {
-		return false
+		return 0, false
 	}
-	return trainer.NumParams(m) >= drawAheadMinParams
+	n := trainer.NumParams(m)
+	return n, n >= drawAheadMinParams
 }
 
 // privateStep computes the clipped sums (Clipped), adds θ's noise and

@@ -681,7 +681,7 @@ func TestThetaNoiseDrawnAheadBitIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := a.drawAhead(m); got != ahead {
+		if _, got := a.drawAhead(m); got != ahead {
 			t.Fatalf("drawAhead = %v for %d parameters, want %v", got, trainer.NumParams(m), ahead)
 		}
 		idx := []int{3, 10, 11, 57, 100, 101, 102, 240, 300, 301}
