@@ -90,11 +90,9 @@ func (s *chachaStream) float64() float64 {
 	return float64(s.next()<<11>>11) / (1 << 53)
 }
 
-// norm is (*rand.Rand).NormFloat64 on the stream (Go's math/rand/v2
-// normal.go, with its tables in ziggurat_tables.go).
-func (s *chachaStream) norm() float64 { return s.normFrom(s.next()) }
-
-// normFrom is norm with its first value u already drawn.
+// normFrom is (*rand.Rand).NormFloat64 on the stream (Go's math/rand/v2
+// normal.go, with its tables in ziggurat_tables.go), its first value u
+// already drawn.
 func (s *chachaStream) normFrom(u uint64) float64 {
 	const rn = 3.442619855899
 	for {
@@ -124,14 +122,14 @@ func (s *chachaStream) normFrom(u uint64) float64 {
 	}
 }
 
+// absInt32 is |i| as Go's normal.go computes it (MinInt32 gives 1<<31),
+// without a branch on i's sign, which is random.
 func absInt32(i int32) uint32 {
-	if i < 0 {
-		return uint32(-i)
-	}
-	return uint32(i)
+	m := i >> 31
+	return uint32((i ^ m) - m)
 }
 
-// normals sets z[k] to successive norm() draws. The draws accepted at
+// normals sets z[k] to successive NormFloat64 draws. The draws accepted at
 // once (about 97 %) are taken straight from the seed's buffer; the
 // rest go through normFrom.
 func (s *chachaStream) normals(z []float64) {
@@ -162,8 +160,7 @@ func acceptedNormals(vals []uint64, z []float64) int {
 	for i, u := range vals {
 		j := int32(u)
 		t := u >> 32 & 0x7F
-		m := j >> 31 // |j| without a branch on j's sign, which is random
-		if uint32((j^m)-m) >= kn[t] {
+		if absInt32(j) >= kn[t] {
 			return i
 		}
 		z[i] = float64(j) * float64(wn[t])
