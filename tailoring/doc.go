@@ -35,8 +35,8 @@
 //     resumable, fsynced trainer.SweepLog RhoLogName there, its
 //     settings checked by trainer.CheckSweepSettings (sweep.json), so a
 //     killed run started again with the same flags skips the finished ρ
-//     and gives the same results (every trial draws from the stream
-//     Source.Derive("trial i"), whatever ρ ran before), and one with other
+//     and gives the same results (every trial draws from its own stream,
+//     named by its method, ρ and index, whatever ran before), and one with other
 //     settings is refused.
 //
 // Choices this implementation makes where REFERENCE §7 leaves room, each

@@ -67,8 +67,8 @@ func ExampleRun() {
 	}
 	fmt.Printf("ρ = %.1f: ε = %.2f at δ = %.2g\n", *rep.Privacy.Rho, *rep.Privacy.Epsilon, rep.Privacy.Delta)
 	// Output:
-	// g1 n=2000 budget share 0.03
-	// g2 n= 100 budget share 0.92
-	// g3 n= 500 budget share 0.05
+	// g1 n=2000 budget share 0.05
+	// g2 n= 100 budget share 0.85
+	// g3 n= 500 budget share 0.10
 	// ρ = 2.0: ε = 12.42 at δ = 1.5e-07
 }

@@ -84,8 +84,8 @@ type Summary struct {
 
 // RunTrials fits the data trials times in parallel (workers goroutines,
 // 0 meaning GOMAXPROCS), each trial with its own random stream
-// src.Derive("trial i"), so a seeded run gives the same Summary whatever
-// the number of workers. Each fit is scored on train and test.
+// src.Derive(trialLabel(o, i)), so a seeded run gives the same Summary
+// whatever the number of workers. Each fit is scored on train and test.
 func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials, workers int, delta float64) (*Summary, error) {
 	if train == nil || test == nil {
 		return nil, errors.New("tailoring.RunTrials: nil data")
@@ -125,7 +125,7 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 					return
 				}
 				out := &outcomes[i]
-				res, err := v.Fit(src, fmt.Sprintf("trial %d", i), train, o)
+				res, err := v.Fit(src, trialLabel(o, i), train, o)
 				if errors.Is(err, linear.ErrNotPositiveDefinite) {
 					out.failed = true
 					continue
@@ -186,6 +186,18 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 	sum.Train = groupStats(train, trainVals, shares)
 	sum.Test = groupStats(test, testVals, shares)
 	return sum, nil
+}
+
+// trialLabel names the random stream of trial i of a fit with o's Method
+// and Rho. Why the method and ρ are in it: the Gaussian noise of a release
+// is its stream's standard normals times a std ∝ 1/√ρ, so two fits drawing
+// from one stream at ρ and 4ρ release y₁ = s + σz and y₄ = s + σz/2, and
+// 2y₄ − y₁ is the exact statistic s. Every fit one run releases (each ρ of a
+// sweep, DPSE and DPNoSE, each trial) therefore draws from its own stream;
+// the label still depends on nothing but the fit, so a seeded run is
+// reproducible whatever ran before it.
+func trialLabel(o Options, i int) string {
+	return fmt.Sprintf("%s rho %s trial %d", o.Method, rhoKey(o.Rho), i)
 }
 
 // seedOf is the receipt's view of the run's seed.

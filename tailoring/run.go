@@ -533,7 +533,8 @@ func decodeRow(cell string) ([]*Summary, error) {
 
 // runRho runs the trials of every method of ex at one ρ (the primary
 // method first). Each trial draws from its own stream of ex.Source named
-// by the trial alone, so a ρ's results do not depend on which ρ ran before.
+// by its method, ρ and index (trialLabel), so no two released fits share
+// noise and a ρ's results do not depend on which ρ ran before.
 func runRho(ctx context.Context, ex *ReportExtra, cfg *trainer.Config, rho float64) ([]*Summary, error) {
 	var row []*Summary
 	for _, m := range ex.Methods {
