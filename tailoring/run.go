@@ -43,22 +43,26 @@ func Defaults(cfg trainer.Config) trainer.Config {
 // and each group's budget share), and with several ρ both methods' test
 // metric per group at each.
 type ReportExtra struct {
-	Task            string       `json:"task"`
-	Rho             float64      `json:"rho"`
-	Trials          int          `json:"trials"`
-	FailedTrials    int          `json:"failed_trials"`
-	Stage1Fallbacks int          `json:"stage1_fallbacks"`
-	Test            TrialsSplit  `json:"test"`
-	Train           *TrialsSplit `json:"train,omitempty"` // exact: only with Config.ReportTrainStats
-	Sweep           []SweepEntry `json:"sweep,omitempty"`
-	Notes           []string     `json:"notes,omitempty"`
-	Summaries       [][]*Summary `json:"-"` // per ρ, per method run (the primary first)
-	Variant         Variant      `json:"-"`
-	Options         Options      `json:"-"`
-	Data            [2]*Data     `json:"-"` // train, test
-	Source          dpops.Source `json:"-"`
-	Methods         []Method     `json:"-"`
-	GroupNames      []string     `json:"-"`
+	Task            string      `json:"task"`
+	Rho             float64     `json:"rho"`
+	Trials          int         `json:"trials"`
+	FailedTrials    int         `json:"failed_trials"`
+	Stage1Fallbacks int         `json:"stage1_fallbacks"`
+	Test            TrialsSplit `json:"test"`
+	// FitPrivacy is the receipt of one fit of the first ρ's primary
+	// method (its mechanisms and the budget split); report.json's privacy
+	// composes all the fits released.
+	FitPrivacy *accounting.Receipt `json:"fit_privacy,omitempty"`
+	Train      *TrialsSplit        `json:"train,omitempty"` // exact: only with Config.ReportTrainStats
+	Sweep      []SweepEntry        `json:"sweep,omitempty"`
+	Notes      []string            `json:"notes,omitempty"`
+	Summaries  [][]*Summary        `json:"-"` // per ρ, per method run (the primary first)
+	Variant    Variant             `json:"-"`
+	Options    Options             `json:"-"`
+	Data       [2]*Data            `json:"-"` // train, test
+	Source     dpops.Source        `json:"-"`
+	Methods    []Method            `json:"-"`
+	GroupNames []string            `json:"-"`
 }
 
 // TrialsSplit is one split's Monte Carlo summary: n, the overall mean
@@ -348,7 +352,9 @@ func Run(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
 // set, each finished ρ is appended to out's resumable log (RhoLogName,
 // settings in sweep.json), so a run killed part-way and started again with
 // the same settings skips the ρ values already done and gives the same
-// results, and one with other settings is refused.
+// results, and one with other settings is refused. The receipt
+// (ReleaseReceipt) charges every fit the report summarises: all trials of
+// every method at every ρ; extra.tailoring.fit_privacy is one fit's.
 func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	start := time.Now()
 	ex, cfg := Extra(rep), &rep.Config
@@ -416,8 +422,8 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 				tr := trialsSplit(first.Train, first.Metric)
 				ex.Train, rep.TrainNotPrivate = &tr, true
 			}
-			rep.Privacy = first.Receipt
-			declareNotCovered(&rep.Privacy, *cfg, len(ex.Data[0].Y))
+			fit := first.Receipt
+			ex.FitPrivacy = &fit
 			overall := first.Test[len(first.Test)-1]
 			rep.Test = metrics.Split{N: overall.N}
 			if first.Metric == "mspe" {
@@ -431,6 +437,19 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 			ex.Sweep = append(ex.Sweep, sweepEntry(rho, results[DPSE], results[DPNoSE]))
 		}
 	}
+	// The receipt charges every fit the report summarises, not one.
+	var all []*Summary
+	for _, row := range ex.Summaries {
+		all = append(all, row...)
+	}
+	if rep.Privacy, err = ReleaseReceipt(all, cfg.Privacy.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)}); err != nil {
+		return err
+	}
+	if cfg.Dataset == "synthetic" {
+		rep.Privacy.AddNote("the data are synthetic, drawn from the run's own stream: a simulation of the method, " +
+			"stating what releasing these fits of private data would cost")
+	}
+	declareNotCovered(&rep.Privacy, *cfg, len(ex.Data[0].Y))
 	// The budget is ρ; the (ε, δ) it converts to is recorded with it.
 	cfg.Privacy.Epsilon = math.Inf(1)
 	if rep.Privacy.Epsilon != nil {
@@ -488,9 +507,9 @@ func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bo
 			}
 			row, err := decodeRow(rec[1])
 			if err == nil && (len(row) != methods || slices.ContainsFunc(row, func(s *Summary) bool {
-				return s == nil || len(s.Test) == 0 || (withTrain && len(s.Train) == 0)
+				return s == nil || len(s.Test) == 0 || (withTrain && len(s.Train) == 0) || !(s.FitRho > 0)
 			})) {
-				err = fmt.Errorf("%d summaries (want %d) or one without its statistics", len(row), methods)
+				err = fmt.Errorf("%d summaries (want %d) or one without its statistics or fit budget (a log of an older fairdp: use a new output directory)", len(row), methods)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: ρ = %s: %w", RhoLogName, rec[0], err)

@@ -507,8 +507,9 @@ func TestRunTrialsReproducible(t *testing.T) {
 	if len(one.Test) != 4 || one.Test[3].Group != "overall" || one.Test[1].N != 60 || one.Metric != "mspe" {
 		t.Errorf("summary rows %+v", one.Test)
 	}
-	if one.Receipt.Seed == nil || *one.Receipt.Seed != 5 || !strings.Contains(one.Receipt.Note, "6 independent fits") {
-		t.Errorf("receipt %+v", one.Receipt)
+	if one.Receipt.Seed == nil || *one.Receipt.Seed != 5 || !strings.Contains(one.Receipt.Note, "costs 6 times this ρ") ||
+		one.FitRho != 2 {
+		t.Errorf("receipt %+v, fit budget %v", one.Receipt, one.FitRho)
 	}
 	for _, g := range one.Test {
 		if !(g.Min <= g.Mean && g.Mean <= g.Max && g.Std >= 0) {

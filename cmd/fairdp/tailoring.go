@@ -34,7 +34,7 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	fs.StringVar(&cfg.Algo, "algo", cfg.Algo, "tailoring (DPSE: budget split by DP standard errors) or dpnose (the uniform-split baseline)")
 	fs.StringVar(&t.Task, "task", t.Task, "regression (squared loss, MSPE) or classification (logistic loss, error rate)")
 	fs.Var(floatsFlag{p: &t.Rho, unique: true}, "rho", "total zCDP budget ρ; a list (2,4.5,8) sweeps ρ and compares both methods")
-	fs.IntVar(&t.Trials, "trials", t.Trials, "Monte Carlo trials: independent private fits of the same data")
+	fs.IntVar(&t.Trials, "trials", t.Trials, "Monte Carlo trials: independent private fits of the same data; the report summarises all of them, so the receipt charges trials × ρ")
 	fs.IntVar(&t.Workers, "workers", t.Workers, "parallel trials (0: GOMAXPROCS)")
 	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, "synthetic (the paper's grouped mixture) or a CSV file (needs --schema)")
 	fs.StringVar(&cfg.Schema, "schema", cfg.Schema, "schema JSON for a CSV --dataset: a numeric \"target\" (regression) or a binary label, and a sensitive column")
@@ -95,7 +95,12 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 		printTailoringRatios(stdout, ex.Sweep)
 	}
 	if !cfg.Quiet {
-		fmt.Fprintln(stdout, "privacy (one fit):", rep.Privacy.String())
+		fits := t.Trials * len(ex.Methods) * len(t.Rho)
+		fmt.Fprintf(stdout, "privacy of all %d fits released (trials × methods × ρ values = %d × %d × %d), composed to ρ = %.4g: %s\n",
+			fits, t.Trials, len(ex.Methods), len(t.Rho), *rep.Privacy.Rho, rep.Privacy.String())
+		if ex.FitPrivacy != nil && fits > 1 {
+			fmt.Fprintf(stdout, "  each fit alone (ρ = %.4g): %s\n", *ex.FitPrivacy.Rho, ex.FitPrivacy.String())
+		}
 		if cfg.Out != "" {
 			fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(cfg.Out, "report.json"))
 		}

@@ -90,7 +90,9 @@ func TestTailoringReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"dpse, ρ = 2, 4 trials", "g2", "budget share", "privacy (one fit): (ε =", "report.json"} {
+	for _, want := range []string{"dpse, ρ = 2, 4 trials", "g2", "budget share",
+		"privacy of all 4 fits released (trials × methods × ρ values = 4 × 1 × 1), composed to ρ = 8: (ε =",
+		"each fit alone (ρ = 2): (ε =", "report.json"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -114,8 +116,9 @@ func TestTailoringReport(t *testing.T) {
 			}
 		}
 	}
-	if rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-2) > 1e-12 || rep.Privacy.Epsilon == nil || !rep.Privacy.Seeded ||
-		!strings.Contains(rep.Privacy.Note, "4 independent fits") {
+	// The report summarises 4 fits at ρ = 2: the receipt charges all of them.
+	if rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-4*2) > 1e-12 || rep.Privacy.Epsilon == nil || !rep.Privacy.Seeded ||
+		!strings.Contains(rep.Privacy.Note, "4 fits released together") {
 		t.Errorf("privacy %+v", rep.Privacy)
 	}
 	if _, ok := raw["options"].(map[string]any)["y_bound"]; !ok {
@@ -143,7 +146,7 @@ func TestTailoringDPNoSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, _ := readTailoringReport(t, dir)
-	if rep.Algorithm != "dpnose" || rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-1.5) > 1e-12 {
+	if rep.Algorithm != "dpnose" || rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-2*1.5) > 1e-12 {
 		t.Errorf("dpnose report %+v", rep)
 	}
 	for _, m := range rep.Privacy.Mechanisms {
@@ -179,6 +182,11 @@ func TestTailoringSweep(t *testing.T) {
 	rep, _ := readTailoringReport(t, dir)
 	if len(rep.Sweep) != 2 || rep.Sweep[1].Rho != 4 || len(rep.Sweep[0].Ratio) != 4 {
 		t.Fatalf("sweep %+v", rep.Sweep)
+	}
+	// Both methods' 3 trials at each ρ are released: 3·2·(0.5 + 4).
+	if want := 3 * 2 * (0.5 + 4); rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-want) > 1e-12*want ||
+		!strings.Contains(rep.Privacy.Note, "12 fits released together") {
+		t.Errorf("sweep receipt %+v, want ρ = %v for 12 fits", rep.Privacy, want)
 	}
 	for _, f := range []string{"sweep.csv", "ratio.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
@@ -217,6 +225,11 @@ func TestTailoringCSV(t *testing.T) {
 	rep, _ := readTailoringReport(t, out)
 	if rep.Dataset != "regions.csv" || len(rep.Test.Groups) != 2 || rep.Test.N != 75 {
 		t.Fatalf("CSV report %+v", rep)
+	}
+	// Private data, 2 trials at ρ = 4 summarised: the receipt charges 8 and
+	// does not call the run a simulation.
+	if rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-2*4) > 1e-12 || strings.Contains(rep.Privacy.Note, "synthetic") {
+		t.Errorf("CSV receipt %+v, want ρ = 8", rep.Privacy)
 	}
 	names := []string{rep.Test.Groups[0]["group"].(string), rep.Test.Groups[1]["group"].(string)}
 	if strings.Join(names, ",") != "north,south" {

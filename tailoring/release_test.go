@@ -1,0 +1,112 @@
+package tailoring
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"fairdp/dpops/accounting"
+	"fairdp/trainer"
+)
+
+// TestRunChargesEveryReleasedFit (issue 27, item 4): report.json's means,
+// spreads, extremes and shares are computed from every trial of every
+// method at every ρ, so its receipt composes all those fits (zCDP adds ρ);
+// one fit's receipt is extra.tailoring.fit_privacy. The expected totals
+// are derived from the settings: trials × Σ_ρ (DPSE's ρ + DPNoSE's ρ, or
+// its μ = (1 − τ share)ρ with NoseBudget "mu").
+func TestRunChargesEveryReleasedFit(t *testing.T) {
+	for _, tc := range []struct {
+		algo, nose string
+		rhos       []float64
+		trials     int
+	}{
+		{"tailoring", "rho", []float64{2}, 1},
+		{"tailoring", "rho", []float64{2}, 3},
+		{"dpnose", "rho", []float64{1.5}, 2},
+		{"dpnose", "mu", []float64{1.5}, 2},
+		{"tailoring", "rho", []float64{0.5, 4}, 2},
+		{"dpnose", "mu", []float64{1, 3}, 3},
+	} {
+		name := fmt.Sprintf("%s/%s/rho=%v/trials=%d", tc.algo, tc.nose, tc.rhos, tc.trials)
+		t.Run(name, func(t *testing.T) {
+			seed := uint64(4)
+			cfg := Defaults(trainer.Defaults())
+			cfg.Algo, cfg.Seed = tc.algo, &seed
+			cfg.Tailoring.Groups, cfg.Tailoring.Slopes = []float64{300, 40, 80}, []float64{0, -4, 4}
+			cfg.Tailoring.Rho, cfg.Tailoring.Trials, cfg.Tailoring.Steps = tc.rhos, tc.trials, 5
+			cfg.Tailoring.NoseBudget = tc.nose
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			share := cfg.Tailoring.TauShare
+			noseRho := func(rho float64) float64 {
+				if tc.nose == "mu" {
+					return (1 - share) * rho
+				}
+				return rho
+			}
+			want, fits := 0.0, 0
+			for _, rho := range tc.rhos {
+				switch {
+				case len(tc.rhos) > 1: // a sweep releases both methods
+					want += float64(tc.trials) * (rho + noseRho(rho))
+					fits += 2 * tc.trials
+				case tc.algo == "dpnose":
+					want += float64(tc.trials) * noseRho(rho)
+					fits += tc.trials
+				default:
+					want += float64(tc.trials) * rho
+					fits += tc.trials
+				}
+			}
+			p := rep.Privacy
+			if p.Rho == nil || math.Abs(*p.Rho-want) > 1e-12*want {
+				got := math.NaN()
+				if p.Rho != nil {
+					got = *p.Rho
+				}
+				t.Fatalf("receipt ρ = %v, want %v (every released fit)", got, want)
+			}
+			wantEps, _ := accounting.ZCDPToEpsilon(want, p.Delta)
+			if p.Epsilon == nil || math.Abs(*p.Epsilon-wantEps) > 1e-9*wantEps {
+				t.Errorf("receipt ε = %v, want %v", p.Epsilon, wantEps)
+			}
+			if !strings.Contains(p.Note, fmt.Sprintf("%d fits released together", fits)) || !strings.Contains(p.Note, "synthetic") {
+				t.Errorf("receipt note %q does not state the %d fits or the simulation", p.Note, fits)
+			}
+			steps := 0
+			for _, m := range p.Mechanisms {
+				steps += m.Steps
+			}
+			if steps != fits {
+				t.Errorf("receipt lists %d fits, want %d: %+v", steps, fits, p.Mechanisms)
+			}
+			ex := Extra(rep)
+			first := tc.rhos[0]
+			if tc.algo == "dpnose" {
+				first = noseRho(first)
+			}
+			if ex.FitPrivacy == nil || ex.FitPrivacy.Rho == nil || math.Abs(*ex.FitPrivacy.Rho-first) > 1e-12*first {
+				t.Errorf("fit_privacy %+v, want one fit's ρ = %v", ex.FitPrivacy, first)
+			}
+			if rep.Config.Privacy.Epsilon != *p.Epsilon {
+				t.Errorf("config records ε = %v, the receipt %v", rep.Config.Privacy.Epsilon, *p.Epsilon)
+			}
+		})
+	}
+}
+
+// TestReleaseReceiptRefuses: a summary without trials or a fit budget
+// (e.g. from an older log) cannot be charged, so it is an error, not a
+// receipt that is too small.
+func TestReleaseReceiptRefuses(t *testing.T) {
+	for _, sums := range [][]*Summary{nil, {nil}, {{Trials: 2}}, {{Trials: 0, FitRho: 1}}} {
+		if _, err := ReleaseReceipt(sums, 1e-5, accounting.RunInfo{}); err == nil {
+			t.Errorf("ReleaseReceipt(%v) gave no error", sums)
+		}
+	}
+}
