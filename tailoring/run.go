@@ -424,14 +424,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 			}
 			fit := first.Receipt
 			ex.FitPrivacy = &fit
-			overall := first.Test[len(first.Test)-1]
-			rep.Test = metrics.Split{N: overall.N}
-			if first.Metric == "mspe" {
-				m := overall.Mean
-				rep.Test.MSPE = &m
-			} else {
-				rep.Test.Error, rep.Test.Accuracy = overall.Mean, 1-overall.Mean
-			}
+			rep.Test = testSplit(first)
 		}
 		if len(ex.Methods) == 2 {
 			ex.Sweep = append(ex.Sweep, sweepEntry(rho, results[DPSE], results[DPNoSE]))
@@ -569,6 +562,31 @@ func runRho(ctx context.Context, ex *ReportExtra, cfg *trainer.Config, rho float
 		row = append(row, sum)
 	}
 	return row, nil
+}
+
+// testSplit is report.json's test split of a summary: its mean over the
+// trials. A regression's carries each group's and the overall MSPE, and no
+// classification number (metrics.Split writes none for it); a
+// classification's the error and accuracy (its groups, the TPR, FPR and
+// selection rates are not computed here, so they are left out rather
+// than reported as 0).
+func testSplit(s *Summary) metrics.Split {
+	overall := s.Test[len(s.Test)-1]
+	sp := metrics.Split{N: overall.N}
+	if s.Metric != "mspe" {
+		sp.Error, sp.Accuracy = overall.Mean, 1-overall.Mean
+		return sp
+	}
+	row := func(g GroupStats) metrics.GroupMetrics {
+		m := g.Mean
+		return metrics.GroupMetrics{Group: g.Group, N: g.N, MSPE: &m}
+	}
+	for _, g := range s.Test[:len(s.Test)-1] {
+		sp.Groups = append(sp.Groups, row(g))
+	}
+	o := row(overall)
+	sp.Overall, sp.MSPE = &o, o.MSPE
+	return sp
 }
 
 func trialsSplit(stats []GroupStats, metric string) TrialsSplit {

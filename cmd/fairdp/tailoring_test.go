@@ -429,3 +429,51 @@ func testTailoringSweepResumes(t *testing.T, trainStats bool) {
 		}
 	}
 }
+
+// TestTailoringRegressionSplit (issue 27, item 12): a regression report's
+// test split states no classification number (a consumer read "error": 0,
+// "accuracy": 0 as a perfect classifier) and carries each group's MSPE,
+// the mean over the trials that extra.tailoring.test reports; the schema
+// accepts it and refuses a regression split with classification numbers.
+func TestTailoringRegressionSplit(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := runTailoringArgs(t, append([]string{"--algo", "tailoring", "--rho", "2", "--trials", "3", "--seed", "5",
+		"--out", dir, "--quiet"}, smallSynthetic...)...); err != nil {
+		t.Fatal(err)
+	}
+	rep := validateReport(t, dir, "tailoring")
+	test := rep["test"].(map[string]any)
+	for _, key := range []string{"error", "accuracy", "dp_violation", "eo_violation"} {
+		if _, ok := test[key]; ok {
+			t.Errorf("regression test split states %s: %v", key, test)
+		}
+	}
+	extra := rep["extra"].(map[string]any)["tailoring"].(map[string]any)["test"].(map[string]any)
+	want := extra["groups"].([]any)
+	groups, _ := test["groups"].([]any)
+	if len(groups) != len(want) || len(groups) != 3 {
+		t.Fatalf("test.groups %v, want one row per group of %v", test["groups"], want)
+	}
+	for k, g := range groups {
+		g, w := g.(map[string]any), want[k].(map[string]any)
+		if g["group"] != w["group"] || g["n"] != w["n"] || g["mspe"] != w["mspe"] || len(g) != 3 {
+			t.Errorf("test.groups[%d] = %v, want group, n and mspe of %v", k, g, w)
+		}
+	}
+	if test["mspe"] != extra["mspe"] || test["overall"].(map[string]any)["mspe"] != extra["mspe"] {
+		t.Errorf("test mspe %v, overall %v; extra's mean %v", test["mspe"], test["overall"], extra["mspe"])
+	}
+	for name, mutate := range map[string]func(sp map[string]any){
+		"error 0":          func(sp map[string]any) { sp["error"] = 0.0 },
+		"group accuracy 0": func(sp map[string]any) { sp["groups"].([]any)[0].(map[string]any)["accuracy"] = 0.0 },
+		"neither":          func(sp map[string]any) { delete(sp, "mspe") },
+	} {
+		raw, _ := json.Marshal(rep)
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		mutate(m["test"].(map[string]any))
+		if err := reportSchema.Validate(m); err == nil {
+			t.Errorf("%s: the schema accepts it", name)
+		}
+	}
+}
