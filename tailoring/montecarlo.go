@@ -66,10 +66,7 @@ type Summary struct {
 	Method  Method
 	Variant Variant
 	Rho     float64
-	// FitRho is the zCDP budget one fit may spend: τ + μ, i.e. Rho, or μ
-	// for DPNoSE with Options.BaselineStageTwoOnly. It is what a fit is
-	// charged in ReleaseReceipt: a fit whose stage 1 fell back spends
-	// less, but whether it fell back depends on the data.
+	// FitRho is Options.FitBudget, what ReleaseReceipt charges each fit.
 	FitRho float64
 	// Metric is "mspe" (squared loss) or "error" (logistic: the
 	// misclassification rate of the sign of the log-odds).
@@ -161,7 +158,7 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 	}
 	wg.Wait()
 	o, _ = o.withDefaults()
-	sum := &Summary{Method: o.Method, Variant: v, Rho: o.Rho, FitRho: o.Tau() + o.Mu(), Metric: "mspe", Trials: trials}
+	sum := &Summary{Method: o.Method, Variant: v, Rho: o.Rho, FitRho: o.FitBudget(), Metric: "mspe", Trials: trials}
 	if o.Loss == linear.Logistic {
 		sum.Metric = "error"
 	}

@@ -2,8 +2,11 @@ package tailoring
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,5 +111,62 @@ func TestReleaseReceiptRefuses(t *testing.T) {
 		if _, err := ReleaseReceipt(sums, 1e-5, accounting.RunInfo{}); err == nil {
 			t.Errorf("ReleaseReceipt(%v) gave no error", sums)
 		}
+	}
+}
+
+// TestComparisonPersistsReceiptFirst: a ρ comparison with an output
+// directory writes each finished ρ's summaries to its log before
+// report.json exists, so the receipt of every fit it will release is on
+// disk before the first fit runs (a run cancelled at once leaves the
+// receipt and no results), and it is the receipt report.json states.
+func TestComparisonPersistsReceiptFirst(t *testing.T) {
+	seed := uint64(6)
+	cfg := Defaults(trainer.Defaults())
+	cfg.Algo, cfg.Seed = "tailoring", &seed
+	cfg.Tailoring.Groups, cfg.Tailoring.Slopes = []float64{300, 40, 80}, []float64{0, -4, 4}
+	cfg.Tailoring.Rho, cfg.Tailoring.Trials, cfg.Tailoring.Steps = []float64{1, 3}, 2, 5
+	out := t.TempDir()
+	readReceipt := func() accounting.Receipt {
+		t.Helper()
+		raw, err := os.ReadFile(filepath.Join(out, PlannedReceiptName))
+		if err != nil {
+			t.Fatalf("no receipt on disk: %v", err)
+		}
+		var rec accounting.Receipt
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+
+	rep, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Finish(ctx, rep, out); err == nil {
+		t.Fatal("a cancelled comparison finished")
+	}
+	rec := readReceipt()
+	want := 2.0 * (1 + 1 + 3 + 3) // trials × Σ_ρ (DPSE + DPNoSE)
+	if rec.Rho == nil || math.Abs(*rec.Rho-want) > 1e-12*want {
+		t.Errorf("receipt on disk ρ = %v, want %v", rec.Rho, want)
+	}
+	if logged, _ := os.ReadFile(filepath.Join(out, RhoLogName)); strings.Count(string(logged), "\n") > 1 {
+		t.Errorf("a cancelled run logged results:\n%s", logged)
+	}
+
+	rep, err = Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Finish(context.Background(), rep, out); err != nil {
+		t.Fatal(err)
+	}
+	onDisk, _ := json.Marshal(readReceipt())
+	stated, _ := json.Marshal(rep.Privacy)
+	if string(stated) != string(onDisk) {
+		t.Errorf("report.json's receipt\n%s\ndiffers from the one written first\n%s", stated, onDisk)
 	}
 }

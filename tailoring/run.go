@@ -373,6 +373,15 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 		if rows, err = loggedRows(log, rhos, len(ex.Methods), cfg.ReportTrainStats); err != nil {
 			return err
 		}
+		// The log releases each ρ's summaries before report.json exists:
+		// the charge for every fit planned goes to disk first.
+		planned, err := runReceipt(plannedSummaries(ex, *cfg), ex, *cfg)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.WriteJSON(filepath.Join(out, PlannedReceiptName), planned); err != nil {
+			return err
+		}
 	}
 	var runs []trainer.SweepRun
 	index := map[string]int{}
@@ -435,14 +444,9 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	for _, row := range ex.Summaries {
 		all = append(all, row...)
 	}
-	if rep.Privacy, err = ReleaseReceipt(all, cfg.Privacy.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)}); err != nil {
+	if rep.Privacy, err = runReceipt(all, ex, *cfg); err != nil {
 		return err
 	}
-	if cfg.Dataset == "synthetic" {
-		rep.Privacy.AddNote("the data are synthetic, drawn from the run's own stream: a simulation of the method, " +
-			"stating what releasing these fits of private data would cost")
-	}
-	declareNotCovered(&rep.Privacy, *cfg, len(ex.Data[0].Y))
 	// The budget is ρ; the (ε, δ) it converts to is recorded with it.
 	cfg.Privacy.Epsilon = math.Inf(1)
 	if rep.Privacy.Epsilon != nil {
@@ -463,6 +467,41 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	}
 	return nil
 }
+
+// runReceipt is the receipt of a run that releases the summaries sums
+// (ReleaseReceipt), with what it leaves uncovered.
+func runReceipt(sums []*Summary, ex *ReportExtra, cfg trainer.Config) (accounting.Receipt, error) {
+	rec, err := ReleaseReceipt(sums, cfg.Privacy.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)})
+	if err != nil {
+		return rec, err
+	}
+	if cfg.Dataset == "synthetic" {
+		rec.AddNote("the data are synthetic, drawn from the run's own stream: a simulation of the method, " +
+			"stating what releasing these fits of private data would cost")
+	}
+	declareNotCovered(&rec, cfg, len(ex.Data[0].Y))
+	return rec, nil
+}
+
+// plannedSummaries stands for the summaries a run will release, before
+// they exist: every method at every ρ of cfg, each with cfg's trials.
+func plannedSummaries(ex *ReportExtra, cfg trainer.Config) []*Summary {
+	var sums []*Summary
+	for _, rho := range cfg.Tailoring.Rho {
+		for _, m := range ex.Methods {
+			o := ex.Options
+			o.Rho, o.Method = rho, m
+			sums = append(sums, &Summary{Method: m, Variant: ex.Variant, Rho: rho, FitRho: o.FitBudget(), Trials: cfg.Tailoring.Trials})
+		}
+	}
+	return sums
+}
+
+// PlannedReceiptName is a ρ comparison's receipt in its output directory,
+// written (atomically) before its first fit runs, and again on a resume:
+// RhoLogName releases each finished ρ's summaries before report.json
+// exists, so the charge for every fit of the comparison is on disk first.
+const PlannedReceiptName = "planned_receipt.json"
 
 // RhoLogName is the resumable log of a ρ comparison in its output
 // directory: one row per finished ρ (its key, then its summaries, exactly).

@@ -42,7 +42,7 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	fs.Var(floatsFlag{p: &t.Groups}, "groups", "synthetic: group sizes (training; the test set has the same)")
 	fs.Var(floatsFlag{p: &t.Slopes}, "slopes", "synthetic: slope β_k of each group (one feature x ~ N(0,1))")
 	fs.Var(floatsFlag{p: &t.Noise}, "noise", "synthetic: noise sd σ_e, one for all groups or one per group")
-	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json (and sweep.csv, ratio.png for a sweep; a killed sweep rerun with the same flags resumes from its rho_runs.csv)")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json (and for a sweep sweep.csv, ratio.png and planned_receipt.json, the charge for every fit, written before the first runs; a killed sweep rerun with the same flags resumes from its rho_runs.csv)")
 	fs.Var(seedFlag{&cfg.Seed}, "seed", "seed for a bit-reproducible run (default: crypto-seeded, not reproducible)")
 	fs.Float64Var(&cfg.Privacy.Delta, "delta", cfg.Privacy.Delta, "δ of the reported (ε, δ) (0: 1/n², n = training records); δ ≥ 1/n is refused unless --allow-large-delta")
 	fs.BoolVar(&cfg.Privacy.AllowLargeDelta, "allow-large-delta", cfg.Privacy.AllowLargeDelta, "accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
