@@ -169,4 +169,20 @@ func TestComparisonPersistsReceiptFirst(t *testing.T) {
 	if string(stated) != string(onDisk) {
 		t.Errorf("report.json's receipt\n%s\ndiffers from the one written first\n%s", stated, onDisk)
 	}
+
+	// Rerun into the same directory with ρ = 3, 5: ρ = 1's summaries stay
+	// in its log, released, so both receipts still charge them.
+	cfg.Tailoring.Rho = []float64{3, 5}
+	if rep, err = Prepare(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := Finish(context.Background(), rep, out); err != nil {
+		t.Fatal(err)
+	}
+	want = 2.0 * (3 + 3 + 5 + 5 + 1 + 1)
+	for name, rec := range map[string]accounting.Receipt{"report.json": rep.Privacy, PlannedReceiptName: readReceipt()} {
+		if rec.Rho == nil || math.Abs(*rec.Rho-want) > 1e-12*want || !strings.Contains(rec.Note, "fits at ρ = 1, whose summaries") {
+			t.Errorf("%s after a rerun with other ρ: %+v, want ρ = %v with ρ = 1's logged fits", name, rec, want)
+		}
+	}
 }

@@ -10,12 +10,14 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"fairdp/atomicfile"
@@ -361,6 +363,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	rhos := cfg.Tailoring.Rho
 	rows := make([][]*Summary, len(rhos))
 	var log *trainer.SweepLog
+	var earlier []*Summary // logged by a run with other ρ values: released too
 	if out != "" && len(ex.Methods) == 2 {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", out, err)}}
@@ -370,12 +373,12 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 			return err
 		}
 		defer log.Close()
-		if rows, err = loggedRows(log, rhos, len(ex.Methods), cfg.ReportTrainStats); err != nil {
+		if rows, earlier, err = loggedRows(log, rhos, len(ex.Methods), cfg.ReportTrainStats); err != nil {
 			return err
 		}
 		// The log releases each ρ's summaries before report.json exists:
 		// the charge for every fit planned goes to disk first.
-		planned, err := runReceipt(plannedSummaries(ex, *cfg), ex, *cfg)
+		planned, err := runReceipt(plannedSummaries(ex, *cfg), earlier, ex, *cfg)
 		if err != nil {
 			return err
 		}
@@ -444,7 +447,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	for _, row := range ex.Summaries {
 		all = append(all, row...)
 	}
-	if rep.Privacy, err = runReceipt(all, ex, *cfg); err != nil {
+	if rep.Privacy, err = runReceipt(all, earlier, ex, *cfg); err != nil {
 		return err
 	}
 	// The budget is ρ; the (ε, δ) it converts to is recorded with it.
@@ -469,11 +472,23 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 }
 
 // runReceipt is the receipt of a run that releases the summaries sums
-// (ReleaseReceipt), with what it leaves uncovered.
-func runReceipt(sums []*Summary, ex *ReportExtra, cfg trainer.Config) (accounting.Receipt, error) {
-	rec, err := ReleaseReceipt(sums, cfg.Privacy.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)})
+// and leaves earlier ones (the log rows of other ρ values, from an earlier
+// run into the same directory) in its output (ReleaseReceipt of them all),
+// with what it leaves uncovered.
+func runReceipt(sums, earlier []*Summary, ex *ReportExtra, cfg trainer.Config) (accounting.Receipt, error) {
+	rec, err := ReleaseReceipt(append(slices.Clip(sums), earlier...), cfg.Privacy.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)})
 	if err != nil {
 		return rec, err
+	}
+	if len(earlier) > 0 {
+		var rhos []string
+		for _, s := range earlier {
+			if !slices.Contains(rhos, rhoKey(s.Rho)) {
+				rhos = append(rhos, rhoKey(s.Rho))
+			}
+		}
+		rec.AddNote(fmt.Sprintf("the total includes the fits at ρ = %s, whose summaries an earlier run logged in %s "+
+			"of this output directory", strings.Join(rhos, ", "), RhoLogName))
 	}
 	if cfg.Dataset == "synthetic" {
 		rec.AddNote("the data are synthetic, drawn from the run's own stream: a simulation of the method, " +
@@ -529,27 +544,31 @@ func openRhoLog(out string, cfg trainer.Config) (*trainer.SweepLog, error) {
 
 // loggedRows returns the summaries of the methods methods that the log
 // holds for each of rhos (nil where that ρ has not run yet), with their
-// training-split statistics when withTrain.
-func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bool) ([][]*Summary, error) {
-	rows := make([][]*Summary, len(rhos))
+// training-split statistics when withTrain, and those it holds for other ρ
+// values (an earlier run's, released into the same directory).
+func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bool) (rows [][]*Summary, others []*Summary, err error) {
+	rows = make([][]*Summary, len(rhos))
 	for _, rec := range log.Rows() {
-		for i, rho := range rhos {
-			if rec[0] != rhoKey(rho) {
-				continue
-			}
-			row, err := decodeRow(rec[1])
-			if err == nil && (len(row) != methods || slices.ContainsFunc(row, func(s *Summary) bool {
-				return s == nil || len(s.Test) == 0 || (withTrain && len(s.Train) == 0) || !(s.FitRho > 0)
-			})) {
-				err = fmt.Errorf("%d summaries (want %d) or one without its statistics or fit budget (a log of an older fairdp: use a new output directory)", len(row), methods)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: ρ = %s: %w", RhoLogName, rec[0], err)
-			}
+		i := slices.IndexFunc(rhos, func(rho float64) bool { return rec[0] == rhoKey(rho) })
+		row, err := decodeRow(rec[1])
+		if err == nil && slices.ContainsFunc(row, func(s *Summary) bool {
+			return s == nil || !(s.FitRho > 0) || s.Trials < 1 || (i >= 0 && (len(s.Test) == 0 || (withTrain && len(s.Train) == 0)))
+		}) {
+			err = errors.New("a summary without its statistics, trials or fit budget (a log of an older fairdp: use a new output directory)")
+		}
+		if err == nil && i >= 0 && len(row) != methods {
+			err = fmt.Errorf("%d summaries, want %d", len(row), methods)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: ρ = %s: %w", RhoLogName, rec[0], err)
+		}
+		if i < 0 {
+			others = append(others, row...)
+		} else {
 			rows[i] = row
 		}
 	}
-	return rows, nil
+	return rows, others, nil
 }
 
 // rhoKey names a ρ exactly (shortest round-trip form).
