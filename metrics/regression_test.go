@@ -3,6 +3,7 @@ package metrics
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -51,20 +52,29 @@ func TestGroupMSPE(t *testing.T) {
 }
 
 // TestEvaluateRegressionJSON: a perfect group still reports "mspe": 0, an
-// empty group reports no mspe.
+// empty group reports no mspe, and no classification number appears (issue
+// 27, item 12: "error": 0, "accuracy": 0 read as a perfect classifier).
+// Read back, the split is the one written.
 func TestEvaluateRegressionJSON(t *testing.T) {
 	sp := EvaluateRegression([]float64{1, 2, 4}, []float64{1, 2, 2}, []int{0, 0, 2}, []string{"big", "none", "small"})
 	got, err := json.Marshal(sp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"n":3,"error":0,"accuracy":0,"dp_violation":0,"eo_violation":0,"groups":[` +
-		`{"group":"big","n":2,"accuracy":0,"tpr":null,"fpr":null,"selection_rate":0,"mspe":0},` +
-		`{"group":"none","n":0,"accuracy":0,"tpr":null,"fpr":null,"selection_rate":0},` +
-		`{"group":"small","n":1,"accuracy":0,"tpr":null,"fpr":null,"selection_rate":0,"mspe":4}],` +
-		`"overall":{"group":"overall","n":3,"accuracy":0,"tpr":null,"fpr":null,"selection_rate":0,"mspe":1.3333333333333333},` +
+	want := `{"n":3,"groups":[` +
+		`{"group":"big","n":2,"mspe":0},` +
+		`{"group":"none","n":0},` +
+		`{"group":"small","n":1,"mspe":4}],` +
+		`"overall":{"group":"overall","n":3,"mspe":1.3333333333333333},` +
 		`"mspe":1.3333333333333333}`
 	if string(got) != want {
 		t.Errorf("JSON\n got %s\nwant %s", got, want)
+	}
+	var back Split
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, sp) {
+		t.Errorf("read back %+v, want %+v", back, sp)
 	}
 }

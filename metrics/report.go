@@ -11,7 +11,7 @@ import (
 // of fairdp's results contract (report.json). Classification fills N, Error,
 // Accuracy, the two violations, Groups and Overall; regression fills N,
 // Groups, Overall and MSPE (see EvaluateRegression) and leaves the
-// classification numbers 0.
+// classification numbers 0, which its JSON leaves out (MarshalJSON).
 type Split struct {
 	N           int            `json:"n"`
 	Error       float64        `json:"error"`

@@ -24,6 +24,10 @@
 //     each group releases its own sufficient statistics with budget μ s_k².
 //   - DPNoSE (Method) is the baseline without the group-aware split.
 //   - RunTrials is the Monte Carlo evaluation behind the CLI and the bench.
+//     Its Summary is computed from every trial, so publishing it releases
+//     them all: ReleaseReceipt charges each trial its fit's budget and
+//     composes them (and several summaries, e.g. a ρ sweep of both
+//     methods, together), the receipt Run writes into report.json.
 //   - Run (Prepare, then Finish) is the whole pipeline from a
 //     trainer.Config (its Tailoring settings): data (synthetic with
 //     SyntheticBounds, or a CSV with public bounds), the trials at every ρ,
@@ -35,8 +39,8 @@
 //     resumable, fsynced trainer.SweepLog RhoLogName there, its
 //     settings checked by trainer.CheckSweepSettings (sweep.json), so a
 //     killed run started again with the same flags skips the finished ρ
-//     and gives the same results (every trial draws from the stream
-//     Source.Derive("trial i"), whatever ρ ran before), and one with other
+//     and gives the same results (every trial draws from its own stream,
+//     named by its method, ρ and index, whatever ran before), and one with other
 //     settings is refused.
 //
 // Choices this implementation makes where REFERENCE §7 leaves room, each

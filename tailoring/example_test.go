@@ -65,10 +65,14 @@ func ExampleRun() {
 	for _, g := range tailoring.Extra(rep).Test.Groups {
 		fmt.Printf("%s n=%4v budget share %.2f\n", g["group"], g["n"], g["budget_share"])
 	}
-	fmt.Printf("ρ = %.1f: ε = %.2f at δ = %.2g\n", *rep.Privacy.Rho, *rep.Privacy.Epsilon, rep.Privacy.Delta)
+	// The report summarises all 4 fits, so its receipt charges all of them.
+	fmt.Printf("4 fits released: ρ = %.1f, ε = %.2f at δ = %.2g\n", *rep.Privacy.Rho, *rep.Privacy.Epsilon, rep.Privacy.Delta)
+	fit := tailoring.Extra(rep).FitPrivacy
+	fmt.Printf("one fit: ρ = %.1f, ε = %.2f\n", *fit.Rho, *fit.Epsilon)
 	// Output:
-	// g1 n=2000 budget share 0.03
-	// g2 n= 100 budget share 0.92
-	// g3 n= 500 budget share 0.05
-	// ρ = 2.0: ε = 12.42 at δ = 1.5e-07
+	// g1 n=2000 budget share 0.05
+	// g2 n= 100 budget share 0.85
+	// g3 n= 500 budget share 0.10
+	// 4 fits released: ρ = 8.0, ε = 29.26 at δ = 1.5e-07
+	// one fit: ρ = 2.0, ε = 12.42
 }

@@ -58,13 +58,16 @@ type GroupStats struct {
 }
 
 // Summary is a Monte Carlo evaluation of a method: the same data fitted
-// Trials times with independent noise. It describes the method's accuracy
-// distribution; it is not a release (publishing all the fits would cost
-// Trials·ρ).
+// Trials times with independent noise. Every number in it (means, spreads,
+// extremes, budget shares, the failure and fallback counts) is computed
+// from all the fits, so publishing any of it releases all of them: it
+// costs Trials times a fit's budget (ReleaseReceipt), not one fit's.
 type Summary struct {
 	Method  Method
 	Variant Variant
 	Rho     float64
+	// FitRho is Options.FitBudget, what ReleaseReceipt charges each fit.
+	FitRho float64
 	// Metric is "mspe" (squared loss) or "error" (logistic: the
 	// misclassification rate of the sign of the log-odds).
 	Metric string
@@ -77,15 +80,15 @@ type Summary struct {
 	// Train and Test hold every group's metric, then the overall one
 	// (Group = metrics.OverallName).
 	Train, Test []GroupStats
-	// Receipt is the privacy statement of one fit (every fit spends the
-	// same); its note says that the trials are a simulation.
+	// Receipt is the privacy statement of one fit (the first that
+	// succeeded); ReleaseReceipt is that of the whole Summary.
 	Receipt accounting.Receipt
 }
 
 // RunTrials fits the data trials times in parallel (workers goroutines,
 // 0 meaning GOMAXPROCS), each trial with its own random stream
-// src.Derive("trial i"), so a seeded run gives the same Summary whatever
-// the number of workers. Each fit is scored on train and test.
+// src.Derive(trialLabel(o, i)), so a seeded run gives the same Summary
+// whatever the number of workers. Each fit is scored on train and test.
 func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials, workers int, delta float64) (*Summary, error) {
 	if train == nil || test == nil {
 		return nil, errors.New("tailoring.RunTrials: nil data")
@@ -125,7 +128,7 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 					return
 				}
 				out := &outcomes[i]
-				res, err := v.Fit(src, fmt.Sprintf("trial %d", i), train, o)
+				res, err := v.Fit(src, trialLabel(o, i), train, o)
 				if errors.Is(err, linear.ErrNotPositiveDefinite) {
 					out.failed = true
 					continue
@@ -155,7 +158,7 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 	}
 	wg.Wait()
 	o, _ = o.withDefaults()
-	sum := &Summary{Method: o.Method, Variant: v, Rho: o.Rho, Metric: "mspe", Trials: trials}
+	sum := &Summary{Method: o.Method, Variant: v, Rho: o.Rho, FitRho: o.FitBudget(), Metric: "mspe", Trials: trials}
 	if o.Loss == linear.Logistic {
 		sum.Metric = "error"
 	}
@@ -182,10 +185,61 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 	if len(testVals) == 0 {
 		return nil, fmt.Errorf("tailoring: all %d trials failed (the noisy XᵀX was never positive definite: raise ρ or the ridge)", trials)
 	}
-	sum.Receipt.Note = joinNotes(sum.Receipt.Note, fmt.Sprintf("Monte Carlo evaluation: %d independent fits of the same data, each with this guarantee; the per-group numbers describe the method, releasing all fits would cost %d·ρ", trials, trials))
+	if trials > 1 {
+		sum.Receipt.Note = joinNotes(sum.Receipt.Note, fmt.Sprintf("the guarantee of one fit of %d: their summary releases all of them and costs %d times this ρ (ReleaseReceipt)", trials, trials))
+	}
 	sum.Train = groupStats(train, trainVals, shares)
 	sum.Test = groupStats(test, testVals, shares)
 	return sum, nil
+}
+
+// ReleaseReceipt is the privacy statement of publishing the summaries
+// sums together (a ρ sweep of both methods, say), computed on the same
+// records: zCDP composes by adding ρ, so every trial of every summary is
+// charged its fit's budget FitRho, failed trials included (their noisy
+// XᵀX was drawn, and the failure count is published). The note states the
+// total and what it adds up.
+func ReleaseReceipt(sums []*Summary, delta float64, run accounting.RunInfo) (accounting.Receipt, error) {
+	if len(sums) == 0 {
+		return accounting.Receipt{}, errors.New("tailoring.ReleaseReceipt: no summaries")
+	}
+	acct, err := accounting.NewZCDP(math.Inf(1))
+	if err != nil {
+		return accounting.Receipt{}, err
+	}
+	fits := 0
+	for _, s := range sums {
+		if s == nil || s.Trials < 1 || !(s.FitRho > 0) {
+			return accounting.Receipt{}, fmt.Errorf("tailoring.ReleaseReceipt: a summary without trials or a fit budget (%+v)", s)
+		}
+		for range s.Trials {
+			if err := acct.Spend(s.FitRho, fmt.Sprintf("%s fit at ρ = %g (%s variant)", s.Method, s.Rho, s.Variant)); err != nil {
+				return accounting.Receipt{}, err
+			}
+		}
+		fits += s.Trials
+	}
+	rec, err := acct.Receipt(delta, run)
+	if err != nil {
+		return rec, err
+	}
+	rec.AddNote(fmt.Sprintf("%d fits released together (every trial of every method and ρ: the reported means, spreads, "+
+		"extremes and budget shares are computed from all of them), composed: total ρ = %.6g; "+
+		"group sizes n_k are treated as public; within a fit, stage-1 and stage-2 charges add up by sequential composition "+
+		"(the groups are disjoint, so this is conservative)", fits, acct.Rho()))
+	return rec, nil
+}
+
+// trialLabel names the random stream of trial i of a fit with o's Method
+// and Rho. Why the method and ρ are in it: the Gaussian noise of a release
+// is its stream's standard normals times a std ∝ 1/√ρ, so two fits drawing
+// from one stream at ρ and 4ρ release y₁ = s + σz and y₄ = s + σz/2, and
+// 2y₄ − y₁ is the exact statistic s. Every fit one run releases (each ρ of a
+// sweep, DPSE and DPNoSE, each trial) therefore draws from its own stream;
+// the label still depends on nothing but the fit, so a seeded run is
+// reproducible whatever ran before it.
+func trialLabel(o Options, i int) string {
+	return fmt.Sprintf("%s rho %s trial %d", o.Method, rhoKey(o.Rho), i)
 }
 
 // seedOf is the receipt's view of the run's seed.

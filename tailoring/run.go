@@ -10,12 +10,14 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"fairdp/atomicfile"
@@ -43,22 +45,26 @@ func Defaults(cfg trainer.Config) trainer.Config {
 // and each group's budget share), and with several ρ both methods' test
 // metric per group at each.
 type ReportExtra struct {
-	Task            string       `json:"task"`
-	Rho             float64      `json:"rho"`
-	Trials          int          `json:"trials"`
-	FailedTrials    int          `json:"failed_trials"`
-	Stage1Fallbacks int          `json:"stage1_fallbacks"`
-	Test            TrialsSplit  `json:"test"`
-	Train           *TrialsSplit `json:"train,omitempty"` // exact: only with Config.ReportTrainStats
-	Sweep           []SweepEntry `json:"sweep,omitempty"`
-	Notes           []string     `json:"notes,omitempty"`
-	Summaries       [][]*Summary `json:"-"` // per ρ, per method run (the primary first)
-	Variant         Variant      `json:"-"`
-	Options         Options      `json:"-"`
-	Data            [2]*Data     `json:"-"` // train, test
-	Source          dpops.Source `json:"-"`
-	Methods         []Method     `json:"-"`
-	GroupNames      []string     `json:"-"`
+	Task            string      `json:"task"`
+	Rho             float64     `json:"rho"`
+	Trials          int         `json:"trials"`
+	FailedTrials    int         `json:"failed_trials"`
+	Stage1Fallbacks int         `json:"stage1_fallbacks"`
+	Test            TrialsSplit `json:"test"`
+	// FitPrivacy is the receipt of one fit of the first ρ's primary
+	// method (its mechanisms and the budget split); report.json's privacy
+	// composes all the fits released.
+	FitPrivacy *accounting.Receipt `json:"fit_privacy,omitempty"`
+	Train      *TrialsSplit        `json:"train,omitempty"` // exact: only with Config.ReportTrainStats
+	Sweep      []SweepEntry        `json:"sweep,omitempty"`
+	Notes      []string            `json:"notes,omitempty"`
+	Summaries  [][]*Summary        `json:"-"` // per ρ, per method run (the primary first)
+	Variant    Variant             `json:"-"`
+	Options    Options             `json:"-"`
+	Data       [2]*Data            `json:"-"` // train, test
+	Source     dpops.Source        `json:"-"`
+	Methods    []Method            `json:"-"`
+	GroupNames []string            `json:"-"`
 }
 
 // TrialsSplit is one split's Monte Carlo summary: n, the overall mean
@@ -348,13 +354,16 @@ func Run(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
 // set, each finished ρ is appended to out's resumable log (RhoLogName,
 // settings in sweep.json), so a run killed part-way and started again with
 // the same settings skips the ρ values already done and gives the same
-// results, and one with other settings is refused.
+// results, and one with other settings is refused. The receipt
+// (ReleaseReceipt) charges every fit the report summarises: all trials of
+// every method at every ρ; extra.tailoring.fit_privacy is one fit's.
 func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	start := time.Now()
 	ex, cfg := Extra(rep), &rep.Config
 	rhos := cfg.Tailoring.Rho
 	rows := make([][]*Summary, len(rhos))
 	var log *trainer.SweepLog
+	var earlier []*Summary // logged by a run with other ρ values: released too
 	if out != "" && len(ex.Methods) == 2 {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", out, err)}}
@@ -364,7 +373,16 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 			return err
 		}
 		defer log.Close()
-		if rows, err = loggedRows(log, rhos, len(ex.Methods), cfg.ReportTrainStats); err != nil {
+		if rows, earlier, err = loggedRows(log, rhos, len(ex.Methods), cfg.ReportTrainStats); err != nil {
+			return err
+		}
+		// The log releases each ρ's summaries before report.json exists:
+		// the charge for every fit planned goes to disk first.
+		planned, err := runReceipt(plannedSummaries(ex, *cfg), earlier, ex, *cfg)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.WriteJSON(filepath.Join(out, PlannedReceiptName), planned); err != nil {
 			return err
 		}
 	}
@@ -416,20 +434,21 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 				tr := trialsSplit(first.Train, first.Metric)
 				ex.Train, rep.TrainNotPrivate = &tr, true
 			}
-			rep.Privacy = first.Receipt
-			declareNotCovered(&rep.Privacy, *cfg, len(ex.Data[0].Y))
-			overall := first.Test[len(first.Test)-1]
-			rep.Test = metrics.Split{N: overall.N}
-			if first.Metric == "mspe" {
-				m := overall.Mean
-				rep.Test.MSPE = &m
-			} else {
-				rep.Test.Error, rep.Test.Accuracy = overall.Mean, 1-overall.Mean
-			}
+			fit := first.Receipt
+			ex.FitPrivacy = &fit
+			rep.Test = testSplit(first)
 		}
 		if len(ex.Methods) == 2 {
 			ex.Sweep = append(ex.Sweep, sweepEntry(rho, results[DPSE], results[DPNoSE]))
 		}
+	}
+	// The receipt charges every fit the report summarises, not one.
+	var all []*Summary
+	for _, row := range ex.Summaries {
+		all = append(all, row...)
+	}
+	if rep.Privacy, err = runReceipt(all, earlier, ex, *cfg); err != nil {
+		return err
 	}
 	// The budget is ρ; the (ε, δ) it converts to is recorded with it.
 	cfg.Privacy.Epsilon = math.Inf(1)
@@ -451,6 +470,53 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	}
 	return nil
 }
+
+// runReceipt is the receipt of a run that releases the summaries sums
+// and leaves earlier ones (the log rows of other ρ values, from an earlier
+// run into the same directory) in its output (ReleaseReceipt of them all),
+// with what it leaves uncovered.
+func runReceipt(sums, earlier []*Summary, ex *ReportExtra, cfg trainer.Config) (accounting.Receipt, error) {
+	rec, err := ReleaseReceipt(append(slices.Clip(sums), earlier...), cfg.Privacy.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)})
+	if err != nil {
+		return rec, err
+	}
+	if len(earlier) > 0 {
+		var rhos []string
+		for _, s := range earlier {
+			if !slices.Contains(rhos, rhoKey(s.Rho)) {
+				rhos = append(rhos, rhoKey(s.Rho))
+			}
+		}
+		rec.AddNote(fmt.Sprintf("the total includes the fits at ρ = %s, whose summaries an earlier run logged in %s "+
+			"of this output directory", strings.Join(rhos, ", "), RhoLogName))
+	}
+	if cfg.Dataset == "synthetic" {
+		rec.AddNote("the data are synthetic, drawn from the run's own stream: a simulation of the method, " +
+			"stating what releasing these fits of private data would cost")
+	}
+	declareNotCovered(&rec, cfg, len(ex.Data[0].Y))
+	return rec, nil
+}
+
+// plannedSummaries stands for the summaries a run will release, before
+// they exist: every method at every ρ of cfg, each with cfg's trials.
+func plannedSummaries(ex *ReportExtra, cfg trainer.Config) []*Summary {
+	var sums []*Summary
+	for _, rho := range cfg.Tailoring.Rho {
+		for _, m := range ex.Methods {
+			o := ex.Options
+			o.Rho, o.Method = rho, m
+			sums = append(sums, &Summary{Method: m, Variant: ex.Variant, Rho: rho, FitRho: o.FitBudget(), Trials: cfg.Tailoring.Trials})
+		}
+	}
+	return sums
+}
+
+// PlannedReceiptName is a ρ comparison's receipt in its output directory,
+// written (atomically) before its first fit runs, and again on a resume:
+// RhoLogName releases each finished ρ's summaries before report.json
+// exists, so the charge for every fit of the comparison is on disk first.
+const PlannedReceiptName = "planned_receipt.json"
 
 // RhoLogName is the resumable log of a ρ comparison in its output
 // directory: one row per finished ρ (its key, then its summaries, exactly).
@@ -478,27 +544,31 @@ func openRhoLog(out string, cfg trainer.Config) (*trainer.SweepLog, error) {
 
 // loggedRows returns the summaries of the methods methods that the log
 // holds for each of rhos (nil where that ρ has not run yet), with their
-// training-split statistics when withTrain.
-func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bool) ([][]*Summary, error) {
-	rows := make([][]*Summary, len(rhos))
+// training-split statistics when withTrain, and those it holds for other ρ
+// values (an earlier run's, released into the same directory).
+func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bool) (rows [][]*Summary, others []*Summary, err error) {
+	rows = make([][]*Summary, len(rhos))
 	for _, rec := range log.Rows() {
-		for i, rho := range rhos {
-			if rec[0] != rhoKey(rho) {
-				continue
-			}
-			row, err := decodeRow(rec[1])
-			if err == nil && (len(row) != methods || slices.ContainsFunc(row, func(s *Summary) bool {
-				return s == nil || len(s.Test) == 0 || (withTrain && len(s.Train) == 0)
-			})) {
-				err = fmt.Errorf("%d summaries (want %d) or one without its statistics", len(row), methods)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: ρ = %s: %w", RhoLogName, rec[0], err)
-			}
+		i := slices.IndexFunc(rhos, func(rho float64) bool { return rec[0] == rhoKey(rho) })
+		row, err := decodeRow(rec[1])
+		if err == nil && slices.ContainsFunc(row, func(s *Summary) bool {
+			return s == nil || !(s.FitRho > 0) || s.Trials < 1 || (i >= 0 && (len(s.Test) == 0 || (withTrain && len(s.Train) == 0)))
+		}) {
+			err = errors.New("a summary without its statistics, trials or fit budget (a log of an older fairdp: use a new output directory)")
+		}
+		if err == nil && i >= 0 && len(row) != methods {
+			err = fmt.Errorf("%d summaries, want %d", len(row), methods)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: ρ = %s: %w", RhoLogName, rec[0], err)
+		}
+		if i < 0 {
+			others = append(others, row...)
+		} else {
 			rows[i] = row
 		}
 	}
-	return rows, nil
+	return rows, others, nil
 }
 
 // rhoKey names a ρ exactly (shortest round-trip form).
@@ -533,7 +603,8 @@ func decodeRow(cell string) ([]*Summary, error) {
 
 // runRho runs the trials of every method of ex at one ρ (the primary
 // method first). Each trial draws from its own stream of ex.Source named
-// by the trial alone, so a ρ's results do not depend on which ρ ran before.
+// by its method, ρ and index (trialLabel), so no two released fits share
+// noise and a ρ's results do not depend on which ρ ran before.
 func runRho(ctx context.Context, ex *ReportExtra, cfg *trainer.Config, rho float64) ([]*Summary, error) {
 	var row []*Summary
 	for _, m := range ex.Methods {
@@ -549,6 +620,31 @@ func runRho(ctx context.Context, ex *ReportExtra, cfg *trainer.Config, rho float
 		row = append(row, sum)
 	}
 	return row, nil
+}
+
+// testSplit is report.json's test split of a summary: its mean over the
+// trials. A regression's carries each group's and the overall MSPE, and no
+// classification number (metrics.Split writes none for it); a
+// classification's the error and accuracy (its groups, the TPR, FPR and
+// selection rates are not computed here, so they are left out rather
+// than reported as 0).
+func testSplit(s *Summary) metrics.Split {
+	overall := s.Test[len(s.Test)-1]
+	sp := metrics.Split{N: overall.N}
+	if s.Metric != "mspe" {
+		sp.Error, sp.Accuracy = overall.Mean, 1-overall.Mean
+		return sp
+	}
+	row := func(g GroupStats) metrics.GroupMetrics {
+		m := g.Mean
+		return metrics.GroupMetrics{Group: g.Group, N: g.N, MSPE: &m}
+	}
+	for _, g := range s.Test[:len(s.Test)-1] {
+		sp.Groups = append(sp.Groups, row(g))
+	}
+	o := row(overall)
+	sp.Overall, sp.MSPE = &o, o.MSPE
+	return sp
 }
 
 func trialsSplit(stats []GroupStats, metric string) TrialsSplit {

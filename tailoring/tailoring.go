@@ -280,6 +280,12 @@ func (o Options) Mu() float64 {
 	return o.Rho - o.Tau()
 }
 
+// FitBudget is the zCDP budget one fit may spend, τ + μ: ρ, or μ for
+// DPNoSE with BaselineStageTwoOnly. A fit whose stage 1 falls back spends
+// less, but whether it does depends on the data, so a release of fits is
+// charged this.
+func (o Options) FitBudget() float64 { return o.Tau() + o.Mu() }
+
 // Data is a regression (or binary classification) data set split by group,
 // in the form both stages use: X with the intercept column if requested,
 // targets, and the rows of each group. Build it once with NewData and share

@@ -507,8 +507,9 @@ func TestRunTrialsReproducible(t *testing.T) {
 	if len(one.Test) != 4 || one.Test[3].Group != "overall" || one.Test[1].N != 60 || one.Metric != "mspe" {
 		t.Errorf("summary rows %+v", one.Test)
 	}
-	if one.Receipt.Seed == nil || *one.Receipt.Seed != 5 || !strings.Contains(one.Receipt.Note, "6 independent fits") {
-		t.Errorf("receipt %+v", one.Receipt)
+	if one.Receipt.Seed == nil || *one.Receipt.Seed != 5 || !strings.Contains(one.Receipt.Note, "costs 6 times this ρ") ||
+		one.FitRho != 2 {
+		t.Errorf("receipt %+v, fit budget %v", one.Receipt, one.FitRho)
 	}
 	for _, g := range one.Test {
 		if !(g.Min <= g.Mean && g.Mean <= g.Max && g.Std >= 0) {
@@ -790,5 +791,83 @@ func TestWarmStart(t *testing.T) {
 	}
 	if _, err := TrainOLS(rand.New(rand.NewPCG(1, 2)), d, Options{Rho: 1, Bounds: testBounds, WarmStart: true}); err == nil || !strings.Contains(err.Error(), "WarmStart") {
 		t.Errorf("TrainOLS with WarmStart: err = %v, want a refusal naming WarmStart", err)
+	}
+}
+
+// TestTrialStreamsDoNotRecoverStatistics reproduces the audit's attack
+// (issue 27, item 3): stage 1 first releases the noisy XᵀX and XᵀY, whose
+// noise is the stream's standard normals times a std ∝ 1/√ρ, so if trial i
+// at ρ and at 4ρ drew from one stream, 2y₄ − y₁ would be the exact
+// statistic. Each fit's stream must be its own: the combination must miss
+// the exact XᵀX and XᵀY by far more than rounding, while a seeded fit
+// stays reproducible.
+func TestTrialStreamsDoNotRecoverStatistics(t *testing.T) {
+	d := newData(t, threeGroups(t, 3), linear.Squared)
+	seed := uint64(9)
+	_, src := dpops.NewRand(&seed)
+	o := DefaultOptions(1, testBounds)
+	o.Steps = 5
+	exact, err := linear.ClippedStats(d.X, d.Y, o.Bounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// released is the trial's stage-1 noisy statistics at ρ, drawn as
+	// EstimateStandardErrors draws them, checked against the fit RunTrials
+	// runs (its released β̃ solves them).
+	released := func(rho float64) linear.SufficientStats {
+		t.Helper()
+		o := o
+		o.Rho = rho
+		od, _ := o.withDefaults()
+		part := od.Tau() / float64(d.K()+1)
+		acct, _ := accounting.NewZCDP(math.Inf(1))
+		noisy, err := linear.NoisyStats(src.Derive(trialLabel(o, 0)), exact, o.Bounds, part/2, part/2, acct, "stage 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := GD.Fit(src, trialLabel(o, 0), d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		beta, err := noisy.Solve(od.ridge(od.xtxNoiseStd(part/2), d.Features()))
+		if err != nil || fmt.Sprint(beta) != fmt.Sprint(res.StageOne.Beta) {
+			t.Fatalf("the fit's β̃ %v is not the solve of the statistics drawn here %v (%v)", res.StageOne.Beta, beta, err)
+		}
+		return noisy
+	}
+	y1, y4 := released(50), released(200)
+	p := d.Features()
+	var missXtX, missXtY float64
+	for i := range p {
+		for j := range p {
+			missXtX = math.Max(missXtX, math.Abs(2*y4.XtX.At(i, j)-y1.XtX.At(i, j)-exact.XtX.At(i, j)))
+		}
+		missXtY = math.Max(missXtY, math.Abs(2*y4.XtY[i]-y1.XtY[i]-exact.XtY[i]))
+	}
+	// Here XᵀX's noise std at ρ = 50 is XNorm²/√(2·τ/(2(K+1))) = 16/√2.5 ≈ 10:
+	// fresh streams leave an error of that order, a shared one about 1e-13.
+	if missXtX < 1e-3 || missXtY < 1e-3 {
+		t.Errorf("2y₄ − y₁ recovers the exact statistics: |error| XᵀX %.3g, XᵀY %.3g", missXtX, missXtY)
+	}
+	again := released(50)
+	if fmt.Sprint(again.XtY) != fmt.Sprint(y1.XtY) {
+		t.Errorf("a seeded fit is not reproducible: %v, then %v", y1.XtY, again.XtY)
+	}
+
+	// Every fit a sweep releases has its own stream: both methods, every ρ,
+	// every trial.
+	seen := map[string]string{}
+	for _, m := range []Method{DPSE, DPNoSE} {
+		for _, rho := range []float64{0.5, 2, 8} {
+			for i := range 3 {
+				o := o
+				o.Method, o.Rho = m, rho
+				fit := fmt.Sprintf("%s ρ=%g trial %d", m, rho, i)
+				if other, ok := seen[trialLabel(o, i)]; ok {
+					t.Errorf("%s and %s share the stream %q", fit, other, trialLabel(o, i))
+				}
+				seen[trialLabel(o, i)] = fit
+			}
+		}
 	}
 }

@@ -123,7 +123,8 @@ func TestReportContract(t *testing.T) {
 				}
 			case "tailoring", "dpnose":
 				tl := cfg["tailoring"].(map[string]any)
-				rho := tl["rho"].([]any)[0].(float64)
+				// The report summarises every trial: the receipt charges trials·ρ.
+				rho := tl["rho"].([]any)[0].(float64) * tl["trials"].(float64)
 				if math.Abs(rho-receipt["rho"].(float64)) > 1e-9 || priv["epsilon"] != receipt["epsilon"] || priv["delta"] != receipt["delta"] {
 					t.Errorf("config privacy %v, ρ %v; receipt %v", priv, rho, receipt)
 				}

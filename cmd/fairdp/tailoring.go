@@ -34,7 +34,7 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	fs.StringVar(&cfg.Algo, "algo", cfg.Algo, "tailoring (DPSE: budget split by DP standard errors) or dpnose (the uniform-split baseline)")
 	fs.StringVar(&t.Task, "task", t.Task, "regression (squared loss, MSPE) or classification (logistic loss, error rate)")
 	fs.Var(floatsFlag{p: &t.Rho, unique: true}, "rho", "total zCDP budget ρ; a list (2,4.5,8) sweeps ρ and compares both methods")
-	fs.IntVar(&t.Trials, "trials", t.Trials, "Monte Carlo trials: independent private fits of the same data")
+	fs.IntVar(&t.Trials, "trials", t.Trials, "Monte Carlo trials: independent private fits of the same data; the report summarises all of them, so the receipt charges trials × ρ")
 	fs.IntVar(&t.Workers, "workers", t.Workers, "parallel trials (0: GOMAXPROCS)")
 	fs.StringVar(&cfg.Dataset, "dataset", cfg.Dataset, "synthetic (the paper's grouped mixture) or a CSV file (needs --schema)")
 	fs.StringVar(&cfg.Schema, "schema", cfg.Schema, "schema JSON for a CSV --dataset: a numeric \"target\" (regression) or a binary label, and a sensitive column")
@@ -42,7 +42,7 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	fs.Var(floatsFlag{p: &t.Groups}, "groups", "synthetic: group sizes (training; the test set has the same)")
 	fs.Var(floatsFlag{p: &t.Slopes}, "slopes", "synthetic: slope β_k of each group (one feature x ~ N(0,1))")
 	fs.Var(floatsFlag{p: &t.Noise}, "noise", "synthetic: noise sd σ_e, one for all groups or one per group")
-	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json (and sweep.csv, ratio.png for a sweep; a killed sweep rerun with the same flags resumes from its rho_runs.csv)")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json (and for a sweep sweep.csv, ratio.png and planned_receipt.json, the charge for every fit, written before the first runs; a killed sweep rerun with the same flags resumes from its rho_runs.csv)")
 	fs.Var(seedFlag{&cfg.Seed}, "seed", "seed for a bit-reproducible run (default: crypto-seeded, not reproducible)")
 	fs.Float64Var(&cfg.Privacy.Delta, "delta", cfg.Privacy.Delta, "δ of the reported (ε, δ) (0: 1/n², n = training records); δ ≥ 1/n is refused unless --allow-large-delta")
 	fs.BoolVar(&cfg.Privacy.AllowLargeDelta, "allow-large-delta", cfg.Privacy.AllowLargeDelta, "accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
@@ -95,7 +95,12 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 		printTailoringRatios(stdout, ex.Sweep)
 	}
 	if !cfg.Quiet {
-		fmt.Fprintln(stdout, "privacy (one fit):", rep.Privacy.String())
+		fits := t.Trials * len(ex.Methods) * len(t.Rho)
+		fmt.Fprintf(stdout, "privacy of all %d fits released (trials × methods × ρ values = %d × %d × %d), composed to ρ = %.4g: %s\n",
+			fits, t.Trials, len(ex.Methods), len(t.Rho), *rep.Privacy.Rho, rep.Privacy.String())
+		if ex.FitPrivacy != nil && fits > 1 {
+			fmt.Fprintf(stdout, "  each fit alone (ρ = %.4g): %s\n", *ex.FitPrivacy.Rho, ex.FitPrivacy.String())
+		}
 		if cfg.Out != "" {
 			fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(cfg.Out, "report.json"))
 		}

@@ -90,7 +90,9 @@ func TestTailoringReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"dpse, ρ = 2, 4 trials", "g2", "budget share", "privacy (one fit): (ε =", "report.json"} {
+	for _, want := range []string{"dpse, ρ = 2, 4 trials", "g2", "budget share",
+		"privacy of all 4 fits released (trials × methods × ρ values = 4 × 1 × 1), composed to ρ = 8: (ε =",
+		"each fit alone (ρ = 2): (ε =", "report.json"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -114,8 +116,9 @@ func TestTailoringReport(t *testing.T) {
 			}
 		}
 	}
-	if rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-2) > 1e-12 || rep.Privacy.Epsilon == nil || !rep.Privacy.Seeded ||
-		!strings.Contains(rep.Privacy.Note, "4 independent fits") {
+	// The report summarises 4 fits at ρ = 2: the receipt charges all of them.
+	if rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-4*2) > 1e-12 || rep.Privacy.Epsilon == nil || !rep.Privacy.Seeded ||
+		!strings.Contains(rep.Privacy.Note, "4 fits released together") {
 		t.Errorf("privacy %+v", rep.Privacy)
 	}
 	if _, ok := raw["options"].(map[string]any)["y_bound"]; !ok {
@@ -143,7 +146,7 @@ func TestTailoringDPNoSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, _ := readTailoringReport(t, dir)
-	if rep.Algorithm != "dpnose" || rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-1.5) > 1e-12 {
+	if rep.Algorithm != "dpnose" || rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-2*1.5) > 1e-12 {
 		t.Errorf("dpnose report %+v", rep)
 	}
 	for _, m := range rep.Privacy.Mechanisms {
@@ -179,6 +182,11 @@ func TestTailoringSweep(t *testing.T) {
 	rep, _ := readTailoringReport(t, dir)
 	if len(rep.Sweep) != 2 || rep.Sweep[1].Rho != 4 || len(rep.Sweep[0].Ratio) != 4 {
 		t.Fatalf("sweep %+v", rep.Sweep)
+	}
+	// Both methods' 3 trials at each ρ are released: 3·2·(0.5 + 4).
+	if want := 3 * 2 * (0.5 + 4); rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-want) > 1e-12*want ||
+		!strings.Contains(rep.Privacy.Note, "12 fits released together") {
+		t.Errorf("sweep receipt %+v, want ρ = %v for 12 fits", rep.Privacy, want)
 	}
 	for _, f := range []string{"sweep.csv", "ratio.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
@@ -217,6 +225,11 @@ func TestTailoringCSV(t *testing.T) {
 	rep, _ := readTailoringReport(t, out)
 	if rep.Dataset != "regions.csv" || len(rep.Test.Groups) != 2 || rep.Test.N != 75 {
 		t.Fatalf("CSV report %+v", rep)
+	}
+	// Private data, 2 trials at ρ = 4 summarised: the receipt charges 8 and
+	// does not call the run a simulation.
+	if rep.Privacy.Rho == nil || math.Abs(*rep.Privacy.Rho-2*4) > 1e-12 || strings.Contains(rep.Privacy.Note, "synthetic") {
+		t.Errorf("CSV receipt %+v, want ρ = 8", rep.Privacy)
 	}
 	names := []string{rep.Test.Groups[0]["group"].(string), rep.Test.Groups[1]["group"].(string)}
 	if strings.Join(names, ",") != "north,south" {
@@ -413,6 +426,54 @@ func testTailoringSweepResumes(t *testing.T, trainStats bool) {
 		_, _, err := runTailoringArgs(t, args(resumed, changed...)...)
 		if err == nil || !strings.Contains(err.Error(), "other settings") {
 			t.Errorf("rerun with %v: err %v, want a refusal naming other settings", changed, err)
+		}
+	}
+}
+
+// TestTailoringRegressionSplit (issue 27, item 12): a regression report's
+// test split states no classification number (a consumer read "error": 0,
+// "accuracy": 0 as a perfect classifier) and carries each group's MSPE,
+// the mean over the trials that extra.tailoring.test reports; the schema
+// accepts it and refuses a regression split with classification numbers.
+func TestTailoringRegressionSplit(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := runTailoringArgs(t, append([]string{"--algo", "tailoring", "--rho", "2", "--trials", "3", "--seed", "5",
+		"--out", dir, "--quiet"}, smallSynthetic...)...); err != nil {
+		t.Fatal(err)
+	}
+	rep := validateReport(t, dir, "tailoring")
+	test := rep["test"].(map[string]any)
+	for _, key := range []string{"error", "accuracy", "dp_violation", "eo_violation"} {
+		if _, ok := test[key]; ok {
+			t.Errorf("regression test split states %s: %v", key, test)
+		}
+	}
+	extra := rep["extra"].(map[string]any)["tailoring"].(map[string]any)["test"].(map[string]any)
+	want := extra["groups"].([]any)
+	groups, _ := test["groups"].([]any)
+	if len(groups) != len(want) || len(groups) != 3 {
+		t.Fatalf("test.groups %v, want one row per group of %v", test["groups"], want)
+	}
+	for k, g := range groups {
+		g, w := g.(map[string]any), want[k].(map[string]any)
+		if g["group"] != w["group"] || g["n"] != w["n"] || g["mspe"] != w["mspe"] || len(g) != 3 {
+			t.Errorf("test.groups[%d] = %v, want group, n and mspe of %v", k, g, w)
+		}
+	}
+	if test["mspe"] != extra["mspe"] || test["overall"].(map[string]any)["mspe"] != extra["mspe"] {
+		t.Errorf("test mspe %v, overall %v; extra's mean %v", test["mspe"], test["overall"], extra["mspe"])
+	}
+	for name, mutate := range map[string]func(sp map[string]any){
+		"error 0":          func(sp map[string]any) { sp["error"] = 0.0 },
+		"group accuracy 0": func(sp map[string]any) { sp["groups"].([]any)[0].(map[string]any)["accuracy"] = 0.0 },
+		"neither":          func(sp map[string]any) { delete(sp, "mspe") },
+	} {
+		raw, _ := json.Marshal(rep)
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		mutate(m["test"].(map[string]any))
+		if err := reportSchema.Validate(m); err == nil {
+			t.Errorf("%s: the schema accepts it", name)
 		}
 	}
 }
