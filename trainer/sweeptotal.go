@@ -104,10 +104,10 @@ type SweepPrivacy struct {
 	opts   SweepTotalOptions
 	orders []float64
 	keys   []string
-	runs   map[string]sweepRun
+	runs   map[string]composedRun
 }
 
-type sweepRun struct {
+type composedRun struct {
 	rec   accounting.Receipt
 	curve []float64 // RDP at each order; nil: basic composition only
 	why   string    // why curve is nil
@@ -115,7 +115,7 @@ type sweepRun struct {
 
 // NewSweepPrivacy returns an empty composition.
 func NewSweepPrivacy(opts SweepTotalOptions) *SweepPrivacy {
-	return &SweepPrivacy{opts: opts, orders: accounting.OpacusOrders(), runs: map[string]sweepRun{}}
+	return &SweepPrivacy{opts: opts, orders: accounting.OpacusOrders(), runs: map[string]composedRun{}}
 }
 
 // Add counts the published run key with its receipt (replacing an earlier
@@ -124,7 +124,7 @@ func (p *SweepPrivacy) Add(key string, rec accounting.Receipt) {
 	if _, ok := p.runs[key]; !ok {
 		p.keys = append(p.keys, key)
 	}
-	r := sweepRun{rec: rec}
+	r := composedRun{rec: rec}
 	if rec.Private() {
 		if p.opts.BasicOnly != "" {
 			r.why = p.opts.BasicOnly

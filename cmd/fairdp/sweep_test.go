@@ -420,6 +420,9 @@ func readSweepTotal(t *testing.T, dir string) (*trainer.SweepTotal, map[string]a
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		if l == "" {
+			continue
+		}
 		var r struct {
 			Key     string             `json:"key"`
 			Receipt accounting.Receipt `json:"receipt"`
@@ -502,6 +505,23 @@ func TestSweepPrivacyTotal(t *testing.T) {
 		t.Fatalf("extended: %v\n%s", err, out.String())
 	}
 	check(4, out.String())
+
+	// A sweep made before receipts were kept: its rows' ε and δ (rounded
+	// to 6 digits, so raised by 1e-5) add by basic composition, each row
+	// once, never below the exact basic sum.
+	exact, _ := readSweepTotal(t, dir)
+	if err := os.Remove(filepath.Join(dir, "receipts.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runSweep(context.Background(), args("2"), &out, &bytes.Buffer{}); err != nil || progressLines(out.String()) != 0 {
+		t.Fatalf("legacy resume: %v\n%s", err, out.String())
+	}
+	legacy, _ := readSweepTotal(t, dir)
+	if legacy.Runs != 4 || legacy.Method != trainer.SweepTotalBasic || legacy.Epsilon == nil ||
+		*legacy.Epsilon < *exact.BasicEpsilon || *legacy.Epsilon > *exact.BasicEpsilon*(1+2e-5) || legacy.Delta < exact.BasicDelta {
+		t.Errorf("legacy total %s, want the basic sum of 4 runs just above (ε = %v, δ = %v)", legacy, *exact.BasicEpsilon, exact.BasicDelta)
+	}
 }
 
 // TestJagielskiSweepPrivacyTotal: a post-processing sweep's runs are pure
