@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -80,7 +81,9 @@ type Lowered[T nn.Float] struct {
 // bias's reshape and repeats; a dense weight's Transpose. A dense layer
 // without a bias becomes nn's Linear without one (its weight is the only
 // parameter). Anything else — another op, a dilated convolution, a
-// convolution without a bias, a residual join, a weight used by two layers,
+// convolution without a bias, a residual join, a weight used by two layers
+// or as its own bias, two weights on one backing array (WriteBack would
+// write one over the other),
 // an output that does not depend on the input — is an error naming the node
 // and its op, and nothing is built. The layers' shapes are checked against
 // fairdp's before Lower returns.
@@ -166,6 +169,7 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 	m := &models.Model[T]{Arch: arch, InShape: slices.Clone([]int(w.input.Shape()[1:])), Classes: max(outDim, 2)}
 	l := &Lowered[T]{Model: m, Head: head, Logits: logits}
 	owner := map[*G.Node]int{}
+	var claimed []backingRange
 	shape := m.InShape
 	dropouts := 0
 	for i, st := range stages {
@@ -183,13 +187,20 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 		for j, p := range layer.Params() {
 			n := st.params[j]
 			trans := st.transposed != nil && st.transposed[j]
-			if k, shared := owner[n]; shared {
+			if k, shared := owner[n]; shared && k == i {
+				// The layer is not in m.Layers yet: name it from here.
+				return nil, fmt.Errorf("weight %s is both weight and bias of layer %d (%s): fairdp's layers hold each parameter "+
+					"block separately, so a node in two blocks is not supported", n.Name(), i, layer.Name())
+			} else if shared {
 				return nil, fmt.Errorf("weight %s is used by layer %d (%s) and layer %d (%s): fairdp's layers own their parameters "+
 					"(per-sample gradients and clipping are per layer), so a shared weight is not supported", n.Name(), k, m.Layers[k].Name(), i, layer.Name())
 			}
 			owner[n] = i
 			vals, err := nodeValues[T](n)
 			if err != nil {
+				return nil, err
+			}
+			if err := claimBacking[T](&claimed, n, i); err != nil {
 				return nil, err
 			}
 			if len(vals) != len(p.Value) {
@@ -678,6 +689,39 @@ func transpose[T any](dst, src []T, rows, cols int) {
 			dst[c*rows+r] = src[r*cols+c]
 		}
 	}
+}
+
+// backingRange is the memory [lo, hi) of a weight node's values, with the
+// node and the layer that owns it.
+type backingRange struct {
+	lo, hi uintptr
+	node   *G.Node
+	layer  int
+}
+
+// claimBacking records the memory of weight n of layer and refuses it if an
+// earlier weight node's values lie in the same memory. Two nodes built on
+// one tensor (or on overlapping views of one array) are one array to
+// Gorgonia but two parameter blocks to fairdp: training would update them
+// separately and WriteBack would copy the later block over the earlier,
+// silently losing it.
+func claimBacking[T nn.Float](claimed *[]backingRange, n *G.Node, layer int) error {
+	d, ok := n.Value().Data().([]T)
+	if !ok || len(d) == 0 {
+		return nil // nodeValues has checked the type; nothing to overlap
+	}
+	// Only the addresses are compared; no pointer is made from them.
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+	r := backingRange{lo: lo, hi: lo + uintptr(len(d))*unsafe.Sizeof(d[0]), node: n, layer: layer}
+	for _, c := range *claimed {
+		if r.lo < c.hi && c.lo < r.hi {
+			return fmt.Errorf("weights %s (layer %d) and %s (layer %d) share one backing array: fairdp would train them as "+
+				"separate parameters and WriteBack would write one over the other; give each weight its own tensor",
+				c.node.Name(), c.layer, n.Name(), layer)
+		}
+	}
+	*claimed = append(*claimed, r)
+	return nil
 }
 
 // nodeValues copies a learnable node's value as T.

@@ -418,6 +418,41 @@ func TestLowerRefusals(t *testing.T) {
 			}
 			return u, u.cur
 		}, []string{"weight shared is used by layer 0 (Linear(4→4)) and layer 2 (Linear(4→4))", "not supported"}},
+		{"weight that is its own bias", func(t *testing.T) (*userNet, *G.Node) {
+			// With one input and one output a {1, 1} weight has the bias's
+			// size; Lower used to index the layer list before the layer was
+			// in it and panicked.
+			u := newUserNet(t, 13, 3, 1)
+			w := u.param("wb", 1, 1)
+			z := u.must(G.Mul(u.cur, w))
+			u.cur = u.must(G.BroadcastAdd(z, w, nil, []byte{0}))
+			return u, u.cur
+		}, []string{"weight wb is both weight and bias of layer 0 (Linear(1→1))", "not supported"}},
+		{"two weights on one backing tensor", func(t *testing.T) (*userNet, *G.Node) {
+			// WriteBack would copy the second layer's weights over the
+			// first's: the graph could not hold both trained layers.
+			u := newUserNet(t, 14, 3, 4)
+			val := tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(make([]float64, 16)))
+			for i := range 2 {
+				w := G.NewTensor(u.g, u.dt, 2, G.WithShape(4, 4), G.WithName(fmt.Sprint("w", i)), G.WithValue(val))
+				z := u.must(G.Mul(u.cur, w))
+				u.cur = u.must(G.BroadcastAdd(z, u.param(fmt.Sprint("b", i), 4), nil, []byte{0}))
+				u.apply(G.Tanh)
+			}
+			return u, u.cur
+		}, []string{"weights w0 (layer 0) and w1 (layer 2) share one backing array", "give each weight its own tensor"}},
+		{"two weights on overlapping views", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 15, 3, 4)
+			back := make([]float64, 20)
+			for i := range 2 {
+				val := tensor.New(tensor.WithShape(4, 4), tensor.WithBacking(back[4*i:4*i+16]))
+				w := G.NewTensor(u.g, u.dt, 2, G.WithShape(4, 4), G.WithName(fmt.Sprint("v", i)), G.WithValue(val))
+				z := u.must(G.Mul(u.cur, w))
+				u.cur = u.must(G.BroadcastAdd(z, u.param(fmt.Sprint("c", i), 4), nil, []byte{0}))
+				u.apply(G.Tanh)
+			}
+			return u, u.cur
+		}, []string{"weights v0 (layer 0) and v1 (layer 2) share one backing array"}},
 		{"residual", func(t *testing.T) (*userNet, *G.Node) {
 			u := newUserNet(t, 5, 3, 4).dense("h", 4)
 			return u, u.must(G.Add(u.cur, u.x))

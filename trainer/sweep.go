@@ -195,11 +195,8 @@ func OpenSweepLog(path string, header []string, keyColumns int) (*SweepLog, erro
 	case err != nil:
 		return nil, fmt.Errorf("sweep log: %w", err)
 	}
-	if cut := bytes.LastIndexByte(raw, '\n') + 1; cut < len(raw) {
-		raw = raw[:cut] // a torn line from an interrupted append
-		if err := os.Truncate(path, int64(cut)); err != nil {
-			return nil, fmt.Errorf("sweep log %s: removing a torn last line: %w", path, err)
-		}
+	if raw, err = cutTornLine(path, raw); err != nil {
+		return nil, fmt.Errorf("sweep log: %w", err)
 	}
 	recs, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
 	if err != nil {
@@ -303,6 +300,10 @@ type SweepSettings struct {
 	// SweepSeedDerivation; empty in sweeps made before it, whose run i of
 	// every cell has seed BaseSeed+i (kept, so they resume).
 	SeedDerivation string `json:"seed_derivation,omitempty"`
+	// PrivacyTotal is the guarantee of publishing every run in the
+	// results file (see SweepPrivacy), rewritten before each run's row is
+	// appended; CheckSweepSettings does not compare it.
+	PrivacyTotal *SweepTotal `json:"privacy_total,omitempty"`
 }
 
 // CheckSweepSettings writes dir/sweep.json for a new sweep with base (the

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"fairdp/dpops"
+	"fairdp/dpops/accounting"
 	"fairdp/linear"
 	"fairdp/metrics"
 	"fairdp/trainer"
@@ -144,7 +145,8 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 // expected test EO violation, one curve per ε (the paper's Figure 1). The
 // data split (and the base classifier) come from --seed S (default 0); run
 // i of a cell uses noise seed S + i + 1, the run of `fairdp train --seed
-// S+i+1 --split-seed S`.
+// S+i+1 --split-seed S`. Like the SGD sweep it keeps every run's receipt
+// and states the total of publishing them all (sweep.json privacy_total).
 func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := jagielskiDefaults(trainer.Defaults())
 	gammas := []float64{0, 0.01, 0.02, 0.05, 0.1}
@@ -192,6 +194,19 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer log.Close()
+	ledger, err := openSweepLedger(out, log, false, func(row []string) (accounting.Receipt, bool) {
+		// Rows from before receipts were kept: a post-processing run is
+		// pure ε-DP (δ = 0); an oracle run's δ is not in the row, so it
+		// counts as unknown (no finite total).
+		if row[0] != "postproc" {
+			return accounting.Receipt{}, false
+		}
+		return legacyReceipt(row[13], "0")
+	})
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
 	var runs []trainer.SweepRun
 	for _, e := range epsilons {
 		for _, g := range gammas {
@@ -217,6 +232,9 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 		if r.Err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", r.Run.Key, r.Err))
 			return nil
+		}
+		if err := ledger.publish(r.Run.Key, r.Report.Privacy); err != nil {
+			return err
 		}
 		return log.Append(linear.FairSweepRow(r.Run.Cfg, r.Report))
 	}); err != nil {
@@ -247,6 +265,7 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	fmt.Fprintf(stdout, "%d runs (%d failed) in %.1f s; wrote %s and %s\n", len(log.Rows()), failed, time.Since(start).Seconds(),
 		filepath.Join(out, "sweep.csv"), filepath.Join(out, "pareto.png"))
+	printSweepTotal(stdout, ledger.total())
 	return nil
 }
 

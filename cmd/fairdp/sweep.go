@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"fairdp/dpops/accounting"
 	"fairdp/fermi/federated"
 	"fairdp/trainer"
 )
@@ -26,7 +27,12 @@ Trains every (ε, λ) with N seeds, in parallel (--workers, default: all cores,
 one core per run), on data loaded once. DIR/sweep.csv gets one row per finished
 run (appended and synced as each run ends), DIR/pareto.png plots test error
 against the fairness violation (--fairness), one curve per ε (mean over seeds,
-error bars one standard deviation), and a summary table is printed. Run the
+error bars one standard deviation), and a summary table is printed.
+Publishing every run costs more privacy than any one run: each run's receipt
+goes to DIR/receipts.jsonl and DIR/sweep.json's privacy_total states the
+guarantee of all runs with a row (RDP-composed where the runs' mechanisms
+allow, at their largest δ, when that beats basic composition Σε at Σδ; any
+ε = inf run makes it infinite), printed under the summary. Run the
 same command again to resume an interrupted sweep: finished runs are kept.
 The data split comes from --seed (default 0); with --seed S run i of a cell
 gets its own seed, derived from S, the cell and i (sweep.csv's seed column;
@@ -216,6 +222,15 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer log.Close()
+	ledger, err := openSweepLedger(dir, log, ax.federated, func(row []string) (accounting.Receipt, bool) {
+		// Rows of sweeps made before receipts were kept: their ε and δ.
+		k := ax.keyCells()
+		return legacyReceipt(row[k+2], row[k+3])
+	})
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
 
 	var runs []trainer.SweepRun
 	for _, g := range ax.cells() {
@@ -260,6 +275,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil
 		}
 		row := trainer.SweepRow(r.Run, r.Report)
+		if err := ledger.publish(r.Run.Key, r.Report.Privacy); err != nil {
+			return err
+		}
 		if err := log.Append(row); err != nil {
 			return err
 		}
@@ -280,6 +298,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	summary := summarizeSweep(log.Rows(), ax)
 	printSweepSummary(stdout, summary, base.Fair.Fairness, ax.federated)
+	printSweepTotal(stdout, ledger.total())
 	plots, err := plotSweep(dir, base, ax, summary)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"fairdp/dpops/accounting"
 	"fairdp/metrics"
 	"fairdp/trainer"
 )
@@ -95,6 +96,86 @@ func printSweepSummary(w io.Writer, cells []sweepCell, fairness string, federate
 	tw.Flush()
 	fmt.Fprintln(w, "not covered (hyperparameter_choice): the test metrics above are exact; choosing λ or ε by looking at them "+
 		"spends privacy that no run's receipt counts")
+}
+
+// sweepLedger keeps a sweep's privacy: every published run's receipt in
+// DIR/receipts.jsonl and their composition in sweep.json's privacy_total.
+type sweepLedger struct {
+	dir      string
+	receipts *trainer.SweepReceipts
+	privacy  *trainer.SweepPrivacy
+}
+
+// federatedBasicOnly is why a SteFFLe sweep's runs are added by basic
+// composition.
+const federatedBasicOnly = "a SteFFLe run's receipt is its worst silo's, whose RDP curve need not bound " +
+	"every silo's at every order, and silos change between runs"
+
+// openSweepLedger opens DIR/receipts.jsonl, counts every run that already
+// has a row in log (legacy builds a receipt for a row from before receipts
+// were kept) and writes the total to sweep.json, so a resumed sweep states
+// the total of everything it has published, each run once.
+func openSweepLedger(dir string, log *trainer.SweepLog, federated bool, legacy func([]string) (accounting.Receipt, bool)) (*sweepLedger, error) {
+	recs, err := trainer.OpenSweepReceipts(filepath.Join(dir, "receipts.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var opts trainer.SweepTotalOptions
+	if federated {
+		opts.BasicOnly = federatedBasicOnly
+	}
+	l := &sweepLedger{dir: dir, receipts: recs, privacy: trainer.PublishedPrivacy(log, recs, opts, legacy)}
+	if l.privacy.Len() > 0 {
+		if err := trainer.WriteSweepTotal(dir, l.privacy.Total()); err != nil {
+			recs.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// publish counts a finished run: its receipt and the new total reach the
+// disk before the caller appends the run's row (the release).
+func (l *sweepLedger) publish(key string, rec accounting.Receipt) error {
+	if err := l.receipts.Append(key, rec); err != nil {
+		return err
+	}
+	l.privacy.Add(key, rec)
+	return trainer.WriteSweepTotal(l.dir, l.privacy.Total())
+}
+
+func (l *sweepLedger) total() trainer.SweepTotal { return l.privacy.Total() }
+
+func (l *sweepLedger) Close() error { return l.receipts.Close() }
+
+// legacyReceipt is the receipt of a row written before receipts were kept:
+// its spent ε and δ cells, composed by basic composition only (it lists no
+// mechanisms). The cells are rounded to 6 or more significant digits, so
+// both are raised by legacyRoundUp: the receipt is never smaller than the
+// run's. ok is false when the cells do not state a guarantee.
+func legacyReceipt(epsCell, deltaCell string) (accounting.Receipt, bool) {
+	eps, err1 := strconv.ParseFloat(epsCell, 64)
+	delta, err2 := strconv.ParseFloat(deltaCell, 64)
+	if err1 != nil || err2 != nil || math.IsInf(eps, 0) || !(eps >= 0) || !(delta >= 0 && delta < 1) {
+		return accounting.Receipt{}, false
+	}
+	eps, delta = eps*legacyRoundUp, delta*legacyRoundUp
+	return accounting.Receipt{Epsilon: &eps, Delta: delta, Note: "from sweep.csv (published before receipts were kept)"}, true
+}
+
+// legacyRoundUp bounds a value printed with 6 significant digits ('g', 6:
+// relative rounding error at most 5e-6) from above.
+const legacyRoundUp = 1 + 1e-5
+
+// printSweepTotal prints the total under the summary.
+func printSweepTotal(w io.Writer, t trainer.SweepTotal) {
+	fmt.Fprintf(w, "privacy total (publishing every run): %s\n", t.String())
+	if t.BasicEpsilon != nil && t.Method != trainer.SweepTotalBasic {
+		fmt.Fprintf(w, "  basic composition: ε = %.4g, δ = %.3g\n", *t.BasicEpsilon, t.BasicDelta)
+	}
+	if t.Note != "" {
+		fmt.Fprintf(w, "  note: %s\n", t.Note)
+	}
 }
 
 func violationName(fairness string) string {

@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"fairdp/dpops/accounting"
 	"fairdp/trainer"
 )
 
@@ -131,6 +134,13 @@ func TestSweepResume(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "pareto.png")); err != nil || st.Size() < 1000 {
 		t.Errorf("pareto.png: %v", err)
+	}
+	// The grid has ε = inf runs: publishing the sweep is not private.
+	if total, _ := readSweepTotal(t, dir); total == nil || total.Epsilon != nil || total.Runs != 8 {
+		t.Errorf("privacy_total %+v, want 8 runs and no finite ε", total)
+	}
+	if !strings.Contains(out, "privacy total (publishing every run): none over 8 runs") {
+		t.Errorf("output does not state the infinite total:\n%s", out)
 	}
 	// A third run has nothing left to do.
 	var third bytes.Buffer
@@ -389,5 +399,149 @@ func TestSweepLegacySeeds(t *testing.T) {
 	recs, _ := readSweepCSV(t, dir)
 	if len(recs) != 3 || recs[1][2] != "5" && recs[1][2] != "6" || recs[2][2] != "5" && recs[2][2] != "6" || recs[1][2] == recs[2][2] {
 		t.Errorf("legacy sweep rows %v, want seeds 5 and 6", recs)
+	}
+}
+
+// readSweepTotal is sweep.json's privacy_total and the receipts in
+// receipts.jsonl, by run key.
+func readSweepTotal(t *testing.T, dir string) (*trainer.SweepTotal, map[string]accounting.Receipt) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s trainer.SweepSettings
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string]accounting.Receipt{}
+	lines, err := os.ReadFile(filepath.Join(dir, "receipts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		if l == "" {
+			continue
+		}
+		var r struct {
+			Key     string             `json:"key"`
+			Receipt accounting.Receipt `json:"receipt"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs[r.Key] = r.Receipt
+	}
+	return s.PrivacyTotal, recs
+}
+
+// TestSweepPrivacyTotal: a sweep states the guarantee of publishing all
+// its runs. For two private FERMI runs it is the RDP composition of both
+// runs' mechanisms (composed here by hand with the accountant), larger
+// than either run's ε; resuming counts every run once, and extending the
+// grid adds the new runs.
+func TestSweepPrivacyTotal(t *testing.T) {
+	dir := t.TempDir()
+	args := func(seeds string) []string {
+		return []string{"--algo", "fermi", "--limit", "600", "--epochs", "1", "--batch", "64", "--lambda", "0,2",
+			"--epsilon", "1", "--seeds", seeds, "--seed", "1", "--workers", "2", "--out", dir}
+	}
+	check := func(runs int, out string) {
+		t.Helper()
+		total, recs := readSweepTotal(t, dir)
+		rows, _ := readSweepCSV(t, dir)
+		if total == nil || total.Runs != runs || len(rows)-1 != runs || total.Epsilon == nil {
+			t.Fatalf("privacy_total %+v for %d rows, want %d runs with a finite ε", total, len(rows)-1, runs)
+		}
+		var acct accounting.RDP
+		delta := 0.0
+		for _, r := range rows[1:] {
+			rec, ok := recs[strings.Join(r[:3], ",")]
+			if !ok {
+				t.Fatalf("run %v has no receipt", r[:3])
+			}
+			spent, _ := strconv.ParseFloat(r[5], 64)
+			if math.Abs(spent-*rec.Epsilon) > 1e-5*spent {
+				t.Errorf("run %v: sweep.csv ε %v, receipt %v", r[:3], spent, *rec.Epsilon)
+			}
+			if *total.Epsilon <= *rec.Epsilon {
+				t.Errorf("total ε %v is not larger than run %v's %v", *total.Epsilon, r[:3], *rec.Epsilon)
+			}
+			delta = max(delta, rec.Delta)
+			for _, m := range rec.Mechanisms {
+				if err := acct.Step(m, m.Steps); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		want, _ := acct.Epsilon(delta)
+		if total.Method != trainer.SweepTotalRDP || total.Delta != delta || math.Abs(*total.Epsilon-want) > 1e-12*want {
+			t.Errorf("privacy_total %s (%s), want (ε = %v, δ = %v) by rdp", total, total.Method, want, delta)
+		}
+		if *total.Epsilon >= *total.BasicEpsilon {
+			t.Errorf("RDP total %v not below the basic sum %v", *total.Epsilon, *total.BasicEpsilon)
+		}
+		if line := fmt.Sprintf("privacy total (publishing every run): (ε = %.4g, δ = %.3g)-DP over %d runs [rdp composition",
+			want, delta, runs); !strings.Contains(out, line) {
+			t.Errorf("output lacks %q:\n%s", line, out)
+		}
+	}
+	var out bytes.Buffer
+	if err := runSweep(context.Background(), args("1"), &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	check(2, out.String())
+	first, _ := readSweepTotal(t, dir)
+	out.Reset()
+	if err := runSweep(context.Background(), args("1"), &out, &bytes.Buffer{}); err != nil || progressLines(out.String()) != 0 {
+		t.Fatalf("resumed: %v\n%s", err, out.String())
+	}
+	check(2, out.String())
+	if again, _ := readSweepTotal(t, dir); *again.Epsilon != *first.Epsilon {
+		t.Errorf("resuming a finished sweep changed its total from %v to %v", *first.Epsilon, *again.Epsilon)
+	}
+	out.Reset()
+	if err := runSweep(context.Background(), args("2"), &out, &bytes.Buffer{}); err != nil || progressLines(out.String()) != 2 {
+		t.Fatalf("extended: %v\n%s", err, out.String())
+	}
+	check(4, out.String())
+
+	// A sweep made before receipts were kept: its rows' ε and δ (rounded
+	// to 6 digits, so raised by 1e-5) add by basic composition, each row
+	// once, never below the exact basic sum.
+	exact, _ := readSweepTotal(t, dir)
+	if err := os.Remove(filepath.Join(dir, "receipts.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runSweep(context.Background(), args("2"), &out, &bytes.Buffer{}); err != nil || progressLines(out.String()) != 0 {
+		t.Fatalf("legacy resume: %v\n%s", err, out.String())
+	}
+	legacy, _ := readSweepTotal(t, dir)
+	if legacy.Runs != 4 || legacy.Method != trainer.SweepTotalBasic || legacy.Epsilon == nil ||
+		*legacy.Epsilon < *exact.BasicEpsilon || *legacy.Epsilon > *exact.BasicEpsilon*(1+2e-5) || legacy.Delta < exact.BasicDelta {
+		t.Errorf("legacy total %s, want the basic sum of 4 runs just above (ε = %v, δ = %v)", legacy, *exact.BasicEpsilon, exact.BasicDelta)
+	}
+}
+
+// TestJagielskiSweepPrivacyTotal: a post-processing sweep's runs are pure
+// ε-DP (δ = 0), so the total is the sum of their ε.
+func TestJagielskiSweepPrivacyTotal(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,2", "--seeds", "1",
+		"--limit", "3000", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	total, recs := readSweepTotal(t, dir)
+	if total == nil || total.Runs != 4 || len(recs) != 4 {
+		t.Fatalf("privacy_total %+v with %d receipts, want 4 runs", total, len(recs))
+	}
+	if total.Epsilon == nil || *total.Epsilon != 1+1+2+2 || total.Delta != 0 || total.Method != trainer.SweepTotalBasic ||
+		total.Scope != accounting.ScopeSensitive {
+		t.Errorf("privacy_total %s, scope %s; want (ε = 6, δ = 0) by basic composition, sensitive scope", total, total.Scope)
+	}
+	if !strings.Contains(out, "privacy total (publishing every run): (ε = 6, δ = 0)-DP over 4 runs [basic composition]") {
+		t.Errorf("output lacks the total:\n%s", out)
 	}
 }
