@@ -162,13 +162,24 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 			return nil, fmt.Errorf("silo %d: the state was written for other data (%d records, fingerprint %.12s…; these %d records: %.12s…): "+
 				"its spent budget belongs to those records", opts.Index, st.Records, st.Fingerprint, data.N(), fingerprint)
 		}
-		// ε is reported at the first start's δ whatever the flags say now.
-		cfg.Privacy.Delta = st.Delta
 	}
 	private := !(math.IsInf(cfg.Privacy.Epsilon, 1) && cfg.Privacy.Sigma == 0)
 	if st != nil && st.Private != private {
 		return nil, fmt.Errorf("silo %d: the state was written by a silo that was %s; restart it with the same privacy setting",
 			opts.Index, map[bool]string{true: "private", false: "not private"}[st.Private])
+	}
+	spec := trainer.ModelSpec(cfg, data)
+	release := ReleaseSettings{Scope: cfg.Fair.Scope, Fairness: cfg.Fair.Fairness, Clip: cfg.Privacy.Clip, Lambda: cfg.Fair.Lambda,
+		Calibration: cfg.Fair.Calibration, PublicGroupSizes: cfg.Fair.PublicGroupSizes, Sampling: cfg.Privacy.Sampling, Model: spec.String()}
+	if !private {
+		release.Sampling = accounting.SamplingShuffle // non-private DP-FERMI shuffles whatever the flag says
+	}
+	if st != nil {
+		// Refused before anything is built or saved: the state file stays
+		// as it was (δ, which DP-FERMI resolves, is compared below).
+		if errs := releaseDiff(st, SiloState{Release: release, Delta: st.Delta}); len(errs) > 0 {
+			return nil, fmt.Errorf("silo %d: %w", opts.Index, errs)
+		}
 	}
 	job := &trainer.Job{Cfg: cfg, Train: data, Test: data, Source: src}
 	var counts []float64
@@ -179,7 +190,6 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
 	}
-	spec := trainer.ModelSpec(cfg, data)
 	m, err := models.New[T](spec, src.Derive("init"))
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
@@ -187,6 +197,11 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	sampler, err := alg.Sampler(data.N(), src.Derive("sampler"))
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
+	}
+	if st != nil {
+		if errs := releaseDiff(st, SiloState{Release: release, Delta: alg.Delta}); len(errs) > 0 {
+			return nil, fmt.Errorf("silo %d: %w", opts.Index, errs)
+		}
 	}
 	// The silo computes DP-FERMI's ascent direction only (read back with
 	// WGrad); the server owns the step size and the projection, so the
@@ -217,7 +232,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 		s.saved = true
 	} else {
 		s.state = SiloState{Version: SiloStateVersion, Silo: opts.Index, Fingerprint: fingerprint, Records: data.N(),
-			Private: alg.Private, Budget: s.budget, Delta: alg.Delta}
+			Private: alg.Private, Budget: s.budget, Delta: alg.Delta, Release: release}
 		if alg.Private {
 			// The first start's count release, as DP-FERMI charged it.
 			r, err := alg.Receipt()
