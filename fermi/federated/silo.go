@@ -311,7 +311,9 @@ func (s *Silo[T]) Info() (Info, error) {
 
 // FullReceipt is the silo's receipt for everything it has released, across
 // restarts: its ledger (the group-count release, and every round at the
-// noise it was sent with), at its first δ.
+// noise it was sent with), at its first δ, with the exact group sizes
+// under not_covered when they were taken as public, so they reach the
+// federation's receipt (the server never sees the silo's configuration).
 func (s *Silo[T]) FullReceipt() (accounting.Receipt, error) {
 	cur, err := s.alg.Receipt()
 	if err != nil || !s.alg.Private {
@@ -320,6 +322,10 @@ func (s *Silo[T]) FullReceipt() (accounting.Receipt, error) {
 	r, err := s.ledger.Receipt(s.delta, s.runInfo())
 	if err != nil {
 		return accounting.Receipt{}, fmt.Errorf("silo %d: %w", s.index, err)
+	}
+	if s.state.Release.PublicGroupSizes {
+		r.AddNotCovered("group_sizes", "the silo's sensitive-group frequencies p̂_S are its exact record counts per group, "+
+			"taken as public (public group sizes): no noise was added to them, and every message the silo sends is computed with them")
 	}
 	r.Note = cur.Note
 	if s.state.Generation > 0 {
