@@ -413,7 +413,23 @@ func (s *Silo[T]) draw() []int {
 	return s.batch.Idx
 }
 
-// Validate checks a request's shapes, round number and values.
+// budgetSpent says whether one more round would take the silo past its
+// budget, with the ε it has spent (never for a silo that is not private).
+func (s *Silo[T]) budgetSpent() (float64, bool) {
+	if !s.alg.Private {
+		return 0, false
+	}
+	next, err := s.epsilonWithNextRound()
+	return s.SpentEpsilon(), err == nil && s.overBudget(next)
+}
+
+// overBudget says whether a release that brings the silo's ε to eps is
+// refused.
+func (s *Silo[T]) overBudget(eps float64) bool { return s.alg.Private && eps > s.budget*(1+1e-9) }
+
+// Validate checks a request's shapes, round number and values. A request
+// for a round the silo cannot continue with is ErrMalformed, or ErrBudget
+// when its budget is spent (no round would be answered anyway).
 func (s *Silo[T]) Validate(rq Request) error {
 	last := s.state.Last
 	switch {
@@ -424,8 +440,20 @@ func (s *Silo[T]) Validate(rq Request) error {
 	case rq.Round < 1:
 		return fmt.Errorf("%w: silo %d got round %d, want ≥ 1", ErrMalformed, s.index, rq.Round)
 	case rq.Round != s.state.Rounds+1 && !(last != nil && rq.Round == last.Round):
-		return fmt.Errorf("%w: silo %d got round %d but has answered %d rounds (want round %d, or %d again)",
-			ErrMalformed, s.index, rq.Round, s.state.Rounds, s.state.Rounds+1, s.state.Rounds)
+		if eps, spent := s.budgetSpent(); spent {
+			// Whatever round a server asks for, the answer is the same: a
+			// new federation or a lost checkpoint cannot get past it.
+			return fmt.Errorf("%w: silo %d has spent its privacy budget (ε = %.6g of %.6g after %d rounds; one more round would exceed it) "+
+				"and answers no further rounds, for this federation or a new one (asked for round %d)",
+				ErrBudget, s.index, eps, s.budget, s.state.Rounds, rq.Round)
+		}
+		why := fmt.Sprintf("a server asking for round %d is a new federation or lost its checkpoint: resume the server from its checkpoint of round %d",
+			rq.Round, s.state.Rounds)
+		if rq.Round > s.state.Rounds {
+			why = "the server is ahead of this silo: its checkpoint is from another federation, or this silo was started on another state file"
+		}
+		return fmt.Errorf("%w: silo %d got round %d but has answered %d rounds: it continues only at round %d (or repeats round %d); %s",
+			ErrMalformed, s.index, rq.Round, s.state.Rounds, s.state.Rounds+1, s.state.Rounds, why)
 	}
 	for i, v := range rq.Theta {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -466,7 +494,7 @@ func (s *Silo[T]) Round(rq Request) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if s.alg.Private && eps > s.budget*(1+1e-9) {
+	if s.overBudget(eps) {
 		return Message{}, fmt.Errorf("%w: silo %d refuses round %d: it would spend ε = %.6g, above its budget %.6g (%d rounds answered)",
 			ErrBudget, s.index, rq.Round, eps, s.budget, s.state.Rounds)
 	}
