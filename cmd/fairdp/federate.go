@@ -177,6 +177,7 @@ func federate[T nn.Float](ctx context.Context, f federation) error {
 	metrics.WriteTable(f.stdout, "test ("+f.job.Test.Name+")", rep.Test)
 	fmt.Fprintln(f.stdout)
 	rep.Privacy.WriteText(f.stdout)
+	printWarnings(f.stdout, rep.Warnings)
 	if out == "" {
 		return nil
 	}

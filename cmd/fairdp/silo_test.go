@@ -283,6 +283,43 @@ func TestSiloStateDirMissing(t *testing.T) {
 	}
 }
 
+// TestSiloRestartOtherScope is issue 27 item 1 at the command line: a silo
+// first served with --scope sensitive and restarted on the same --state
+// with --scope all (or another --clip) is refused before it listens, with
+// an error naming the flag, and its state file is not modified.
+func TestSiloRestartOtherScope(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s0.json")
+	args := []string{"silo", "serve", "--insecure", "--dataset", "adult", "--limit", "300", "--seed", "1", "--epochs", "1",
+		"--epsilon", "1", "--state", state}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel() // the first start writes its state, listens and stops at once
+	var out bytes.Buffer
+	if err := run(stopped, append(args, "--listen", freeAddr(t), "--scope", "sensitive"), &out, &out); err != nil {
+		t.Fatalf("first start: %v", err)
+	}
+	before, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ flags []string }{
+		{[]string{"--scope", "all"}},
+		{[]string{"--scope", "sensitive", "--clip", "3"}},
+	} {
+		out.Reset()
+		err := run(context.Background(), append(append(args, "--listen", freeAddr(t)), tc.flags...), &out, &out)
+		flag := tc.flags[len(tc.flags)-2]
+		if err == nil || !strings.Contains(err.Error(), flag+" is ") || !strings.Contains(err.Error(), "--state "+state) {
+			t.Errorf("restart with %v: %v, want a refusal naming %s", tc.flags, err, flag)
+		}
+		if strings.Contains(out.String(), "listening") {
+			t.Errorf("restart with %v listened: %s", tc.flags, out.String())
+		}
+		if after, err := os.ReadFile(state); err != nil || !bytes.Equal(before, after) {
+			t.Errorf("restart with %v changed the state file (%v)", tc.flags, err)
+		}
+	}
+}
+
 // TestSteffleAuthorsOptionsReport: a SteFFLe run with the authors'
 // protocol options writes a report that validates against the schema,
 // carries the checkpoint average of the epochs asked for, states δ = 1/n²

@@ -42,11 +42,22 @@
 //     rounds, and request validation.
 //   - SiloState (state.go) is the ledger on disk, the released noisy
 //     group counts and the last answer, written atomically and synced
-//     before an answer leaves the silo. A restarted silo continues it (new
-//     flags add receipt lines, never rewrite history; the budget can only
-//     go down), reuses the counts, and answers a resumed round with the
-//     stored message, so any crash of any party resumes without losing or
-//     double-spending budget. Each silo's δ is 1/ñ² of its own records.
+//     before an answer leaves the silo. A restarted silo continues it (a
+//     new σ, from other epochs or ε, adds receipt lines and never rewrites
+//     history; the budget can only go down), reuses the counts, and
+//     answers a resumed round with the stored message, so any crash of any
+//     party resumes without losing or double-spending budget. The state
+//     also records every setting that changes what a message releases
+//     (ReleaseSettings: scope, clip, λ, σ rule, fairness, public group
+//     sizes, sampling, model; and δ): the ledger's noise multipliers mean
+//     a privacy loss only under those settings, so a restart that changes
+//     one is refused before the file is touched. Each silo's δ is 1/ñ² of
+//     its own records.
+//   - Messages a server operator acts on say what to do: a silo whose
+//     budget is spent says so (ErrBudget) whatever round it is asked for;
+//     a certificate of another federation is ErrTLS naming which side
+//     refused which certificate, not an unreachable silo (confirmedTLS
+//     waits for the silo's verdict on the server's certificate).
 //   - Server runs the rounds against any []Client (in-process silos or
 //     gRPC connections), retries unreachable silos with back-off,
 //     checkpoints after every round so a stopped run can resume, and
@@ -74,6 +85,7 @@
 //     rounds listed.
 //   - Server.Report is `fairdp federate`'s report.json in trainer's one
 //     results contract (test metrics on the evaluation data, the
-//     federation's receipt, extra.steffle); RoundLog is its metrics.jsonl,
+//     federation's receipt with every silo's not_covered items, the
+//     trainer's warnings, extra.steffle); RoundLog is its metrics.jsonl,
 //     appended and synced per round and cut back on resume.
 package federated

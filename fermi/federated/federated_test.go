@@ -380,7 +380,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"NaN", Request{Round: 1, Theta: nan, W: good.W}, "θ[1] = NaN"},
 		{"Inf W", Request{Round: 1, Theta: good.Theta, W: []float64{math.Inf(1), 0, 0, 0}}, "W[0] = +Inf"},
 		{"round 0", Request{Round: 0, Theta: good.Theta, W: good.W}, "round 0"},
-		{"skipped round", Request{Round: 3, Theta: good.Theta, W: good.W}, "want round 1"},
+		{"skipped round", Request{Round: 3, Theta: good.Theta, W: good.W}, "continues only at round 1"},
 	} {
 		_, err := c.Round(context.Background(), tc.rq)
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -156,7 +157,7 @@ type remote struct {
 func Dial(addr string, tlsCfg *tls.Config) (Client, func() error, error) {
 	creds := grpc.WithTransportCredentials(insecureCreds())
 	if tlsCfg != nil {
-		creds = grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg))
+		creds = grpc.WithTransportCredentials(confirmedTLS{credentials.NewTLS(tlsCfg)})
 	}
 	conn, err := grpc.NewClient(addr, creds, grpc.WithDefaultCallOptions(grpc.ForceCodec(gobCodec{}),
 		grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30)))
@@ -188,6 +189,9 @@ func (r *remote) wrap(err error) error {
 	st, _ := status.FromError(err)
 	switch st.Code() {
 	case codes.Unavailable, codes.DeadlineExceeded:
+		if err := tlsFailure(r.addr, st.Message()); err != nil {
+			return err
+		}
 		return Unavailable{Err: errors.New(st.Message())}
 	case codes.ResourceExhausted:
 		return fmt.Errorf("%w%s", ErrBudget, strings.TrimPrefix(st.Message(), ErrBudget.Error()))
@@ -195,6 +199,99 @@ func (r *remote) wrap(err error) error {
 		return fmt.Errorf("%w%s", ErrMalformed, strings.TrimPrefix(st.Message(), ErrMalformed.Error()))
 	}
 	return errors.New(st.Message())
+}
+
+// confirmedTLS is the server's TLS as a gRPC client, made to learn whether
+// the silo accepted the server's certificate. Under TLS 1.3 the client's
+// handshake ends before the silo has checked the client's certificate; a
+// silo that refuses it sends an alert and closes, and a client that writes
+// first (gRPC's preface) usually sees only a broken pipe, which reads as
+// an unreachable silo. A silo that accepts the certificate sends its
+// HTTP/2 settings at once, so ClientHandshake waits for those first bytes
+// (kept and returned by the connection's first Read) or the silo's alert.
+type confirmedTLS struct {
+	credentials.TransportCredentials
+}
+
+func (c confirmedTLS) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
+	}
+	buf := make([]byte, 4096)
+	n, err := 0, conn.SetReadDeadline(deadline)
+	if err == nil {
+		n, err = conn.Read(buf)
+	}
+	if err == nil {
+		err = conn.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("the silo closed the connection after the TLS handshake: %w", err)
+	}
+	return &prefixConn{Conn: conn, pending: buf[:n]}, info, nil
+}
+
+func (c confirmedTLS) Clone() credentials.TransportCredentials {
+	return confirmedTLS{c.TransportCredentials.Clone()}
+}
+
+// prefixConn returns pending before what is still to be read from Conn.
+type prefixConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pending) > 0 {
+		n := copy(b, p.pending)
+		p.pending = p.pending[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+// ErrTLS marks a connection whose mutual-TLS handshake failed: a
+// certificate of another federation, one that does not name the silo's
+// address, an expired one, or a silo without TLS. Retrying cannot help, so
+// the server stops at once and says which certificate failed and why,
+// instead of calling the silo unreachable.
+var ErrTLS = errors.New("TLS handshake failed")
+
+// tlsFailure reads a failed connection's gRPC message (the only place the
+// handshake's error reaches the caller) and returns ErrTLS with which side
+// refused which certificate and what to do, or nil when the failure is not
+// a handshake failure. The server verifies the silo's certificate during
+// its handshake ("authentication handshake failed" with the x509 reason);
+// the silo verifies the server's certificate after the server's side of
+// the handshake is done (TLS 1.3), so that refusal comes back as the
+// silo's alert ("remote error: tls: …", which confirmedTLS waits for).
+func tlsFailure(addr, msg string) error {
+	const fix = "give the silo and the server the files of the same `fairdp silo certs` run (its --hosts naming the address the server dials)"
+	switch {
+	case strings.Contains(msg, "first record does not look like a TLS handshake"):
+		return fmt.Errorf("%w: silo %s does not speak TLS (was it started without certificates?) [%s]", ErrTLS, addr, msg)
+	case strings.Contains(msg, "remote error: tls:"):
+		return fmt.Errorf("%w: silo %s rejected the server's certificate (%s): the server's certificate (server.pem) was not signed by the CA "+
+			"in the silo's certificate directory (ca.pem); %s", ErrTLS, addr, strings.TrimSuffix(msg[strings.Index(msg, "remote error: tls:"):], `"`), fix)
+	case strings.Contains(msg, "x509:") || strings.Contains(msg, "authentication handshake failed"):
+		why := "it did not verify against the CA in the server's certificate directory (ca.pem)"
+		switch {
+		case strings.Contains(msg, "unknown authority"):
+			why = "it was signed by another CA than the one in the server's certificate directory (ca.pem)"
+		case strings.Contains(msg, "certificate is valid for") || strings.Contains(msg, "doesn't contain any IP SANs"):
+			why = fmt.Sprintf("it does not name the address the server dials (%s)", addr)
+		case strings.Contains(msg, "expired or is not yet valid"):
+			why = "it has expired or is not yet valid"
+		}
+		return fmt.Errorf("%w: the server refused silo %s's certificate (silo.pem): %s [%s]; %s", ErrTLS, addr, why, msg, fix)
+	}
+	return nil
 }
 
 // LoadTLS reads the mutual-TLS configuration GenerateCerts wrote in dir

@@ -16,7 +16,9 @@ import (
 // Report is report.json of a federation (`fairdp federate`), in the one
 // results contract: the server's settings, the model's metrics on the
 // evaluation data's held-out split (job), the federation's receipt and
-// every silo's line. silos are the silos' addresses.
+// every silo's line, and the warnings `fairdp train` gives
+// (trainer.Warnings: worse than the majority class, one class for everyone,
+// small groups). silos are the silos' addresses.
 func (s *Server[T]) Report(job *trainer.Job, silos []string, receipt accounting.Receipt, perSilo []SiloPrivacy, seconds float64) (*trainer.Report, error) {
 	test, err := trainer.Evaluate(s.Model, job.Test)
 	if err != nil {
@@ -46,7 +48,7 @@ func (s *Server[T]) Report(job *trainer.Job, silos []string, receipt accounting.
 	}
 	rep := &trainer.Report{TrainRecords: records, Algorithm: Name, Dataset: job.Test.Name, Model: info.Spec.Arch, Params: s.Model.NumParams(),
 		DType: cfg.DType, Backend: trainer.BackendName(), LR: sc.LR, Test: test, Privacy: receipt, Seconds: seconds,
-		Version: trainer.Version, Config: cfg,
+		Version: trainer.Version, Config: cfg, Warnings: trainer.Warnings(test, job.Test.Labels, job.Test.GroupNames),
 		Extra: map[string]any{"steffle": map[string]any{"silos": silos, "rounds": s.Round, "per_silo": perSilo,
 			"w": append([]float64(nil), s.Reg.W...), "lambda": sc.Lambda, "checkpoint": sc.Checkpoint,
 			"weighting": "messages averaged with weights ñ_i / n (record counts)",

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"fairdp/dpops"
@@ -209,11 +210,16 @@ func (s *Server[T]) Step(ctx context.Context) error {
 
 // Privacy asks every silo for its receipt (after its last answered round)
 // and returns the federation's headline receipt, the one of the silo with
-// the largest ε, and every silo's line.
+// the largest ε, and every silo's line. What any silo lists as not covered
+// (e.g. exact group sizes it took as public) is listed in the headline
+// too, with the silos it applies to: the headline is one silo's receipt,
+// and another silo's uncovered release is no less released.
 func (s *Server[T]) Privacy(ctx context.Context) (accounting.Receipt, []SiloPrivacy, error) {
 	var lines []SiloPrivacy
 	var worst accounting.Receipt
 	top := math.Inf(-1)
+	var uncovered []accounting.NotCovered
+	silosOf := map[string][]string{}
 	for i, c := range s.Silos {
 		info, err := s.info(ctx, i, c)
 		if err != nil {
@@ -226,12 +232,23 @@ func (s *Server[T]) Privacy(ctx context.Context) (accounting.Receipt, []SiloPriv
 				top, worst = *r.Epsilon, r
 			}
 		}
+		for _, n := range info.Receipt.NotCovered {
+			if silosOf[n.Item] == nil {
+				uncovered = append(uncovered, n)
+			}
+			silosOf[n.Item] = append(silosOf[n.Item], fmt.Sprintf("%d (%s)", i, c.Name()))
+		}
 		lines = append(lines, line)
 	}
 	if math.IsInf(top, -1) {
 		worst = accounting.NotPrivate()
 	}
-	return FederationReceipt(worst, lines, "horizontal"), lines, nil
+	r := FederationReceipt(worst, lines, "horizontal")
+	r.NotCovered = nil
+	for _, n := range uncovered {
+		r.AddNotCovered(n.Item, fmt.Sprintf("silo %s: %s", strings.Join(silosOf[n.Item], ", silo "), n.Detail))
+	}
+	return r, lines, nil
 }
 
 // exchange broadcasts the current θ and W, collects every silo's message

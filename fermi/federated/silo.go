@@ -162,13 +162,24 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 			return nil, fmt.Errorf("silo %d: the state was written for other data (%d records, fingerprint %.12s…; these %d records: %.12s…): "+
 				"its spent budget belongs to those records", opts.Index, st.Records, st.Fingerprint, data.N(), fingerprint)
 		}
-		// ε is reported at the first start's δ whatever the flags say now.
-		cfg.Privacy.Delta = st.Delta
 	}
 	private := !(math.IsInf(cfg.Privacy.Epsilon, 1) && cfg.Privacy.Sigma == 0)
 	if st != nil && st.Private != private {
 		return nil, fmt.Errorf("silo %d: the state was written by a silo that was %s; restart it with the same privacy setting",
 			opts.Index, map[bool]string{true: "private", false: "not private"}[st.Private])
+	}
+	spec := trainer.ModelSpec(cfg, data)
+	release := ReleaseSettings{Scope: cfg.Fair.Scope, Fairness: cfg.Fair.Fairness, Clip: cfg.Privacy.Clip, Lambda: cfg.Fair.Lambda,
+		Calibration: cfg.Fair.Calibration, PublicGroupSizes: cfg.Fair.PublicGroupSizes, Sampling: cfg.Privacy.Sampling, Model: spec.String()}
+	if !private {
+		release.Sampling = accounting.SamplingShuffle // non-private DP-FERMI shuffles whatever the flag says
+	}
+	if st != nil {
+		// Refused before anything is built or saved: the state file stays
+		// as it was (δ, which DP-FERMI resolves, is compared below).
+		if errs := releaseDiff(st, SiloState{Release: release, Delta: st.Delta}); len(errs) > 0 {
+			return nil, fmt.Errorf("silo %d: %w", opts.Index, errs)
+		}
 	}
 	job := &trainer.Job{Cfg: cfg, Train: data, Test: data, Source: src}
 	var counts []float64
@@ -179,7 +190,6 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
 	}
-	spec := trainer.ModelSpec(cfg, data)
 	m, err := models.New[T](spec, src.Derive("init"))
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
@@ -187,6 +197,11 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	sampler, err := alg.Sampler(data.N(), src.Derive("sampler"))
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
+	}
+	if st != nil {
+		if errs := releaseDiff(st, SiloState{Release: release, Delta: alg.Delta}); len(errs) > 0 {
+			return nil, fmt.Errorf("silo %d: %w", opts.Index, errs)
+		}
 	}
 	// The silo computes DP-FERMI's ascent direction only (read back with
 	// WGrad); the server owns the step size and the projection, so the
@@ -217,7 +232,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 		s.saved = true
 	} else {
 		s.state = SiloState{Version: SiloStateVersion, Silo: opts.Index, Fingerprint: fingerprint, Records: data.N(),
-			Private: alg.Private, Budget: s.budget, Delta: alg.Delta}
+			Private: alg.Private, Budget: s.budget, Delta: alg.Delta, Release: release}
 		if alg.Private {
 			// The first start's count release, as DP-FERMI charged it.
 			r, err := alg.Receipt()
@@ -296,7 +311,9 @@ func (s *Silo[T]) Info() (Info, error) {
 
 // FullReceipt is the silo's receipt for everything it has released, across
 // restarts: its ledger (the group-count release, and every round at the
-// noise it was sent with), at its first δ.
+// noise it was sent with), at its first δ, with the exact group sizes
+// under not_covered when they were taken as public, so they reach the
+// federation's receipt (the server never sees the silo's configuration).
 func (s *Silo[T]) FullReceipt() (accounting.Receipt, error) {
 	cur, err := s.alg.Receipt()
 	if err != nil || !s.alg.Private {
@@ -305,6 +322,10 @@ func (s *Silo[T]) FullReceipt() (accounting.Receipt, error) {
 	r, err := s.ledger.Receipt(s.delta, s.runInfo())
 	if err != nil {
 		return accounting.Receipt{}, fmt.Errorf("silo %d: %w", s.index, err)
+	}
+	if s.state.Release.PublicGroupSizes {
+		r.AddNotCovered("group_sizes", "the silo's sensitive-group frequencies p̂_S are its exact record counts per group, "+
+			"taken as public (public group sizes): no noise was added to them, and every message the silo sends is computed with them")
 	}
 	r.Note = cur.Note
 	if s.state.Generation > 0 {
@@ -392,7 +413,23 @@ func (s *Silo[T]) draw() []int {
 	return s.batch.Idx
 }
 
-// Validate checks a request's shapes, round number and values.
+// budgetSpent says whether one more round would take the silo past its
+// budget, with the ε it has spent (never for a silo that is not private).
+func (s *Silo[T]) budgetSpent() (float64, bool) {
+	if !s.alg.Private {
+		return 0, false
+	}
+	next, err := s.epsilonWithNextRound()
+	return s.SpentEpsilon(), err == nil && s.overBudget(next)
+}
+
+// overBudget says whether a release that brings the silo's ε to eps is
+// refused.
+func (s *Silo[T]) overBudget(eps float64) bool { return s.alg.Private && eps > s.budget*(1+1e-9) }
+
+// Validate checks a request's shapes, round number and values. A request
+// for a round the silo cannot continue with is ErrMalformed, or ErrBudget
+// when its budget is spent (no round would be answered anyway).
 func (s *Silo[T]) Validate(rq Request) error {
 	last := s.state.Last
 	switch {
@@ -403,8 +440,20 @@ func (s *Silo[T]) Validate(rq Request) error {
 	case rq.Round < 1:
 		return fmt.Errorf("%w: silo %d got round %d, want ≥ 1", ErrMalformed, s.index, rq.Round)
 	case rq.Round != s.state.Rounds+1 && !(last != nil && rq.Round == last.Round):
-		return fmt.Errorf("%w: silo %d got round %d but has answered %d rounds (want round %d, or %d again)",
-			ErrMalformed, s.index, rq.Round, s.state.Rounds, s.state.Rounds+1, s.state.Rounds)
+		if eps, spent := s.budgetSpent(); spent {
+			// Whatever round a server asks for, the answer is the same: a
+			// new federation or a lost checkpoint cannot get past it.
+			return fmt.Errorf("%w: silo %d has spent its privacy budget (ε = %.6g of %.6g after %d rounds; one more round would exceed it) "+
+				"and answers no further rounds, for this federation or a new one (asked for round %d)",
+				ErrBudget, s.index, eps, s.budget, s.state.Rounds, rq.Round)
+		}
+		why := fmt.Sprintf("a server asking for round %d is a new federation or lost its checkpoint: resume the server from its checkpoint of round %d",
+			rq.Round, s.state.Rounds)
+		if rq.Round > s.state.Rounds {
+			why = "the server is ahead of this silo: its checkpoint is from another federation, or this silo was started on another state file"
+		}
+		return fmt.Errorf("%w: silo %d got round %d but has answered %d rounds: it continues only at round %d (or repeats round %d); %s",
+			ErrMalformed, s.index, rq.Round, s.state.Rounds, s.state.Rounds+1, s.state.Rounds, why)
 	}
 	for i, v := range rq.Theta {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -445,7 +494,7 @@ func (s *Silo[T]) Round(rq Request) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if s.alg.Private && eps > s.budget*(1+1e-9) {
+	if s.overBudget(eps) {
 		return Message{}, fmt.Errorf("%w: silo %d refuses round %d: it would spend ε = %.6g, above its budget %.6g (%d rounds answered)",
 			ErrBudget, s.index, rq.Round, eps, s.budget, s.state.Rounds)
 	}

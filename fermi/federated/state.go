@@ -14,11 +14,15 @@ import (
 	"fairdp/atomicfile"
 	"fairdp/dpops/accounting"
 	"fairdp/loaders"
+	"fairdp/trainer"
 )
 
 // SiloStateVersion is the format of the state file; a file of another
-// version is refused rather than guessed at.
-const SiloStateVersion = 2
+// version is refused rather than guessed at. Version 3 added Release:
+// a version-2 file does not say under which settings its rounds were
+// released, so it is refused (see check) instead of being continued under
+// whatever the flags say now.
+const SiloStateVersion = 3
 
 // SiloState is what a silo has released, kept on disk so that a restarted
 // silo continues the same accountant instead of starting a new one. It is
@@ -33,19 +37,24 @@ const SiloStateVersion = 2
 //   - Counts are the noisy group counts as released; a restart reuses them
 //     (fermi.NewWithReleasedCounts), so it releases nothing new.
 //   - Budget and Delta are the (ε, δ) the silo was first started with: a
-//     restart may lower the budget but never raise it, and ε is always
-//     reported at the first δ.
+//     restart may lower the budget but never raise it, and a restart with
+//     another δ is refused (ε is always reported at the first δ).
 //   - Last is the last answered round with a digest of its request, so a
 //     server that lost the answer (its own crash, or a network fault) gets
 //     the identical message again, with no new noise and no new charge.
 //   - Fingerprint identifies the silo's data; state written for other data
 //     is refused.
+//   - Release (with Private and Delta) is every setting that changes what
+//     the silo's messages and counts release, or how the ledger reads its
+//     noise multipliers: a restart that changes one is refused (the ledger
+//     was charged under the old one), as a central --resume is.
 type SiloState struct {
 	Version     int                    `json:"version"`
 	Silo        int                    `json:"silo"`
 	Fingerprint string                 `json:"data_fingerprint"`
 	Records     int                    `json:"records"`
 	Private     bool                   `json:"private"`
+	Release     ReleaseSettings        `json:"release_settings"`
 	Budget      float64                `json:"epsilon_budget"`
 	Delta       float64                `json:"delta"`
 	Rounds      int                    `json:"rounds"`
@@ -53,6 +62,68 @@ type SiloState struct {
 	Counts      []float64              `json:"released_group_counts,omitempty"`
 	Mechanisms  []accounting.Mechanism `json:"mechanisms"`
 	Last        *Answer                `json:"last,omitempty"`
+}
+
+// ReleaseSettings are the silo's settings that change what its messages
+// release. The ledger stores each round's noise multiplier, which is only
+// the round's privacy loss under the sensitivity these settings give:
+// Scope decides whether the loss sum is sent un-noised and whether the
+// sensitivity is C or 2C; Clip, Lambda and Calibration (the σ rule) fix the
+// sensitivity and how the noise is split between θ and W; Fairness and
+// PublicGroupSizes decide which group counts exist and whether they were
+// released with noise at all; Sampling decides which accountant formula
+// holds; Model decides what θ and the messages are. The σ itself (from
+// epochs, ε or an explicit σ) may change: the ledger records every σ.
+type ReleaseSettings struct {
+	Scope            string  `json:"scope"`
+	Fairness         string  `json:"fairness"`
+	Clip             float64 `json:"clip"`
+	Lambda           float64 `json:"lambda"`
+	Calibration      string  `json:"calibration"`
+	PublicGroupSizes bool    `json:"public_group_sizes"`
+	Sampling         string  `json:"sampling"`
+	Model            string  `json:"model"`
+}
+
+// releaseDiff names every release setting of now that differs from the
+// state's (Private and Delta included), as configuration fields, so a
+// front end can name its own flags.
+func releaseDiff(saved *SiloState, now SiloState) trainer.FieldErrors {
+	var errs trainer.FieldErrors
+	add := func(field string, old, cur any) {
+		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf("is %v in the silo's state and %v now: "+
+			"a restarted silo keeps every setting that changes what its messages release (its ledger was charged under the old one); "+
+			"restart it with the state's value, or give it a new state file and accept the old file's budget as spent", old, cur)})
+	}
+	a, b := saved.Release, now.Release
+	if a.Scope != b.Scope {
+		add("Fair.Scope", a.Scope, b.Scope)
+	}
+	if a.Fairness != b.Fairness {
+		add("Fair.Fairness", a.Fairness, b.Fairness)
+	}
+	if a.Clip != b.Clip {
+		add("Privacy.Clip", a.Clip, b.Clip)
+	}
+	if a.Lambda != b.Lambda {
+		add("Fair.Lambda", a.Lambda, b.Lambda)
+	}
+	if a.Calibration != b.Calibration {
+		add("Fair.Calibration", a.Calibration, b.Calibration)
+	}
+	if a.PublicGroupSizes != b.PublicGroupSizes {
+		add("Fair.PublicGroupSizes", a.PublicGroupSizes, b.PublicGroupSizes)
+	}
+	if a.Sampling != b.Sampling {
+		add("Privacy.Sampling", a.Sampling, b.Sampling)
+	}
+	if a.Model != b.Model {
+		add("Model", a.Model, b.Model)
+	}
+	if saved.Delta != now.Delta {
+		add("Privacy.Delta", saved.Delta, now.Delta)
+	}
+	return errs
 }
 
 // Answer is an answered round as released: the request's digest and the
@@ -102,6 +173,10 @@ func DecodeSiloState(data []byte) (*SiloState, error) {
 
 func (st *SiloState) check() error {
 	switch {
+	case st.Version == 2:
+		return errors.New("state version 2 was written by an older fairdp that did not record the settings its rounds were released under " +
+			"(scope, clip, λ, σ rule, fairness, public group sizes, sampling, model), so it cannot be continued safely: " +
+			"keep it (it records spent budget) and start the silo with a new state file only if you accept that budget as lost")
 	case st.Version != SiloStateVersion:
 		return fmt.Errorf("state version %d, this fairdp reads version %d", st.Version, SiloStateVersion)
 	case st.Silo < 0 || st.Records < 1 || st.Rounds < 0 || st.Generation < 0:
@@ -112,6 +187,12 @@ func (st *SiloState) check() error {
 		return fmt.Errorf("delta %v, want in (0,1)", st.Delta)
 	case len(st.Fingerprint) != 2*sha256.Size:
 		return errors.New("missing or malformed data fingerprint")
+	case st.Release.Scope != accounting.ScopeAll && st.Release.Scope != accounting.ScopeSensitive ||
+		st.Release.Fairness != "dp" && st.Release.Fairness != "eo" ||
+		st.Release.Sampling != accounting.SamplingPoisson && st.Release.Sampling != accounting.SamplingShuffle ||
+		st.Release.Calibration == "" || st.Release.Model == "" ||
+		!(st.Release.Clip >= 0) || math.IsInf(st.Release.Clip, 1) || !(st.Release.Lambda >= 0) || math.IsInf(st.Release.Lambda, 1):
+		return fmt.Errorf("missing or impossible release settings: %+v", st.Release)
 	}
 	for i, c := range st.Counts {
 		if !(c >= 1) || math.IsInf(c, 1) {

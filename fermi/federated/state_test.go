@@ -296,6 +296,104 @@ func TestStateRefusals(t *testing.T) {
 	}
 }
 
+// TestRestartRefusesOtherReleaseSettings is issue 27 item 1: a silo that
+// answered rounds under one setting and is restarted on the same state
+// with another setting that changes what its messages release (the
+// un-noised loss sum under scope sensitive, the sensitivity, the group
+// counts, the accountant's formula) is refused with an error naming that
+// setting, and its state file is left byte for byte as it was. Before
+// the fix the state recorded none of them, so the restart continued the
+// ledger and its receipt stated the new setting's scope.
+func TestRestartRefusesOtherReleaseSettings(t *testing.T) {
+	data := synthetic(300, 8)
+	base := testConfig(25) // scope sensitive, fairness dp, clip 1, λ 1, accountant, Poisson, logistic
+	for _, tc := range []struct {
+		field string
+		set   func(*trainer.Config)
+	}{
+		{"Fair.Scope", func(c *trainer.Config) { c.Fair.Scope = accounting.ScopeAll }},
+		{"Fair.Fairness", func(c *trainer.Config) { c.Fair.Fairness = "eo" }},
+		{"Privacy.Clip", func(c *trainer.Config) { c.Privacy.Clip = 2 * base.Privacy.Clip }},
+		{"Fair.Lambda", func(c *trainer.Config) { c.Fair.Lambda = 2 * base.Fair.Lambda }},
+		{"Fair.Calibration", func(c *trainer.Config) { c.Fair.Calibration = "paper" }},
+		{"Fair.PublicGroupSizes", func(c *trainer.Config) { c.Fair.PublicGroupSizes = true }},
+		{"Privacy.Sampling", func(c *trainer.Config) { c.Privacy.Sampling = accounting.SamplingShuffle }},
+		{"Model", func(c *trainer.Config) { c.Model, c.Hidden = "mlp", []int{4} }},
+		{"Privacy.Delta", func(c *trainer.Config) { c.Privacy.Delta = accounting.DefaultDelta(data.N()) / 10 }},
+	} {
+		path := filepath.Join(t.TempDir(), "silo.json")
+		first := startFromFile(t, base, data, 0, path)
+		for r := 1; r <= 2; r++ {
+			if _, err := first.Round(request(first, r, 0.01)); err != nil {
+				t.Fatalf("%s: round %d: %v", tc.field, r, err)
+			}
+		}
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := LoadSiloState(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := base
+		tc.set(&cfg)
+		_, run := dpops.NewRand(cfg.Seed)
+		_, err = NewSilo[float64](cfg, data, SiloSource(run, 0, st.Generation+1), SiloOptions{Index: 0, State: st, StatePath: path})
+		var fields trainer.FieldErrors
+		if !errors.As(err, &fields) || len(fields) != 1 || fields[0].Field != tc.field || !strings.Contains(err.Error(), "in the silo's state") {
+			t.Errorf("restart with another %s: %v, want a refusal naming %s alone", tc.field, err, tc.field)
+		}
+		if after, err := os.ReadFile(path); err != nil || !bytes.Equal(before, after) {
+			t.Errorf("%s: the refused restart changed the state file (%v)", tc.field, err)
+		}
+	}
+	// The same settings (another ε and epochs only) continue the ledger.
+	path := filepath.Join(t.TempDir(), "silo.json")
+	first := startFromFile(t, base, data, 0, path)
+	if _, err := first.Round(request(first, 1, 0.01)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := base
+	cfg.Epochs, cfg.Privacy.Epsilon = 3, 1
+	if s := startFromFile(t, cfg, data, 0, path); s.Spent() != 1 || s.State().Release != first.State().Release {
+		t.Errorf("restart with the same release settings: %d rounds, settings %+v vs %+v", s.Spent(), s.State().Release, first.State().Release)
+	}
+}
+
+// TestOldStateVersionRefused: a version-2 state file (no release settings)
+// is refused with a message saying why and what to do, not continued under
+// whatever the flags say now.
+func TestOldStateVersionRefused(t *testing.T) {
+	data := synthetic(300, 9)
+	path := filepath.Join(t.TempDir(), "silo.json")
+	s := startFromFile(t, testConfig(26), data, 0, path)
+	if _, err := s.Round(request(s, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["version"] = 2
+	delete(m, "release_settings")
+	old, _ := json.Marshal(m)
+	_, err = DecodeSiloState(old)
+	if err == nil || !strings.Contains(err.Error(), "version 2") || !strings.Contains(err.Error(), "did not record the settings") {
+		t.Errorf("version-2 state: %v, want a refusal saying it lacks the release settings", err)
+	}
+	// A current file missing its settings is malformed, not silently zero.
+	m["version"] = SiloStateVersion
+	noSettings, _ := json.Marshal(m)
+	if _, err := DecodeSiloState(noSettings); err == nil || !strings.Contains(err.Error(), "release settings") {
+		t.Errorf("state without release settings: %v", err)
+	}
+}
+
 // TestDoubleFaultResume is issue 13 item 5, over gRPC on loopback: at each
 // phase of a round one silo (or the server) crashes; then both silos and
 // the server are restarted from their files and the federation finishes.
