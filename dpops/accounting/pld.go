@@ -71,12 +71,14 @@ func (o PLDOptions) normalised() (PLDOptions, error) {
 // It composes, in any mix: Poisson-subsampled Gaussians (kind
 // subsampled-gaussian, including joint mechanisms with σ_eff), plain
 // Gaussians (kind gaussian, NoiseMultiplier σ) and Laplace releases (kind
-// laplace, Epsilon = sensitivity/scale of ONE release). Under add/remove
+// laplace; Step takes Epsilon = sensitivity/scale of ONE release, while
+// History, like the Pure accountant, reports the total over its steps). Under add/remove
 // adjacency the composition is bounded for the record added and for the
 // record removed separately, and ε is the larger (every release of one run
 // sees the same neighbouring pair, so the two directions do not mix).
 //
-// Not safe for concurrent use.
+// The zero value is ready to use with the default options. Not safe for
+// concurrent use.
 type PLD struct {
 	opts    PLDOptions
 	history []Mechanism
@@ -91,11 +93,22 @@ func NewPLD(opts PLDOptions) (*PLD, error) {
 	return &PLD{opts: o}, nil
 }
 
+// init gives the zero value the default options.
+func (a *PLD) init() {
+	if a.opts.Interval == 0 {
+		a.opts = PLDOptions{Interval: DefaultPLDInterval, Relation: RelationAddRemove}
+	}
+}
+
 // Options returns the accountant's (normalised) options.
-func (a *PLD) Options() PLDOptions { return a.opts }
+func (a *PLD) Options() PLDOptions {
+	a.init()
+	return a.opts
+}
 
 // Step composes steps more applications of m (m.Steps is ignored).
 func (a *PLD) Step(m Mechanism, steps int) error {
+	a.init()
 	if steps < 0 {
 		return fmt.Errorf("accounting: steps must be ≥ 0 (got %d)", steps)
 	}
@@ -120,7 +133,9 @@ func (a *PLD) Step(m Mechanism, steps int) error {
 		return nil
 	}
 	m.Steps = 0
-	i := slices.IndexFunc(a.history, func(h Mechanism) bool { return sameRelease(h, m) })
+	// Laplace releases of different scales are different releases even
+	// under one label (sameRelease, made for totals, ignores Epsilon).
+	i := slices.IndexFunc(a.history, func(h Mechanism) bool { return sameRelease(h, m) && h.Epsilon == m.Epsilon })
 	if i < 0 {
 		a.history = append(a.history, m)
 		i = len(a.history) - 1
@@ -130,8 +145,31 @@ func (a *PLD) Step(m Mechanism, steps int) error {
 }
 
 // History returns every distinct mechanism composed so far with its total
-// number of steps, in the order first seen.
-func (a *PLD) History() []Mechanism { return slices.Clone(a.history) }
+// number of steps, in the order first seen, with the totals a receipt
+// reports filled in: a Laplace release's Epsilon is the sum over its
+// steps (as the Pure accountant reports it) and a Gaussian's Rho is its
+// zCDP cost steps/(2σ²).
+func (a *PLD) History() []Mechanism {
+	out := slices.Clone(a.history)
+	for i, m := range out {
+		switch m.Kind {
+		case KindLaplace:
+			out[i].Epsilon = m.Epsilon * float64(m.Steps)
+		case KindGaussian:
+			out[i].Rho = float64(m.Steps) / (2 * m.NoiseMultiplier * m.NoiseMultiplier)
+		}
+	}
+	return out
+}
+
+// add composes m as History reports it (m.Steps releases; a Laplace
+// release's Epsilon is the total over them).
+func (a *PLD) add(m Mechanism) error {
+	if m.Kind == KindLaplace && m.Steps > 0 {
+		m.Epsilon /= float64(m.Steps)
+	}
+	return a.Step(m, m.Steps)
+}
 
 // pldModels returns the loss models of one release in each direction that
 // must be bounded (one when the pair is symmetric), or nil and ok=false
@@ -255,16 +293,18 @@ func checkPLDDelta(delta float64) error {
 }
 
 // PLDEpsilon is the ε for which the composition of mechs (each run
-// m.Steps times) is (ε, δ)-DP, by the PLD accountant. An error wrapping
-// ErrPLDRange means the PLD accountant cannot bound this composition (use
-// RDP); +Inf with no error means a release without noise.
+// m.Steps times, given as History and receipts report them: a Laplace
+// release's Epsilon is the total over its steps) is (ε, δ)-DP, by the PLD
+// accountant. An error wrapping ErrPLDRange means the PLD accountant cannot
+// bound this composition (use RDP); +Inf with no error means a release
+// without noise.
 func PLDEpsilon(mechs []Mechanism, delta float64, opts PLDOptions) (float64, error) {
 	a, err := NewPLD(opts)
 	if err != nil {
 		return 0, err
 	}
 	for _, m := range mechs {
-		if err := a.Step(m, m.Steps); err != nil {
+		if err := a.add(m); err != nil {
 			return 0, err
 		}
 	}
@@ -287,6 +327,7 @@ func (a *PLD) Epsilon(delta float64) (float64, error) {
 // composedDirections); one value per direction with releases, or [0] when
 // nothing was composed.
 func (a *PLD) directionEpsilon(delta float64, only int) ([]float64, error) {
+	a.init()
 	if err := checkPLDDelta(delta); err != nil {
 		return nil, err
 	}
@@ -317,6 +358,7 @@ func (a *PLD) Delta(eps float64) (float64, error) {
 	if !(eps >= 0) {
 		return math.NaN(), fmt.Errorf("accounting: epsilon must be ≥ 0 (got %v)", eps)
 	}
+	a.init()
 	comps, infinite, err := composedDirections(a.history, a.opts, allDirections)
 	if err != nil {
 		return math.NaN(), err

@@ -15,8 +15,9 @@ type PLDCalibration struct {
 	// on the same Poisson sample (see WithCompanion): the step is charged
 	// as one subsampled Gaussian with σ_eff = JointSigma(σ, ratio·σ, …).
 	Companions []float64
-	// Spent are releases the calibrated steps compose with (each with its
-	// Steps), e.g. DP-FERMI's one-off noisy group counts.
+	// Spent are releases the calibrated steps compose with, each with its
+	// Steps and as receipts report them (a Laplace release's Epsilon is the
+	// total over its steps), e.g. DP-FERMI's one-off noisy group counts.
 	Spent []Mechanism
 }
 
@@ -74,7 +75,7 @@ func CalibrateSigmaPLD(targetEps, delta, q float64, steps int, c PLDCalibration)
 			return 0, err
 		}
 		for _, m := range c.Spent {
-			if err := a.Step(m, m.Steps); err != nil {
+			if err := a.add(m); err != nil {
 				return 0, err
 			}
 		}

@@ -188,7 +188,7 @@ func TestPLDLaplaceClosedForm(t *testing.T) {
 		}
 	}
 	const k, eps0 = 50, 0.2
-	got, err := PLDEpsilon([]Mechanism{{Kind: KindLaplace, Epsilon: eps0, Steps: k}}, 1e-6, PLDOptions{})
+	got, err := PLDEpsilon([]Mechanism{{Kind: KindLaplace, Epsilon: k * eps0, Steps: k}}, 1e-6, PLDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestPLDHeterogeneous(t *testing.T) {
 	joint := JointSubsampledGaussian(0.01, Part{NoiseMultiplier: 8, Protects: "counts"}, Part{NoiseMultiplier: 0.9, Protects: "gradients"})
 	joint.Steps = 2000
 	counts := Mechanism{Kind: KindGaussian, NoiseMultiplier: 20, Steps: 1, Protects: "counts"}
-	post := Mechanism{Kind: KindLaplace, Epsilon: 0.05, Steps: 3, Protects: "post-processing counts"}
+	post := Mechanism{Kind: KindLaplace, Epsilon: 0.15, Steps: 3, Protects: "post-processing counts"} // 3 × ε0 = 0.05
 	all := []Mechanism{joint, counts, post}
 
 	eps := func(ms ...Mechanism) float64 {
@@ -490,9 +490,9 @@ func TestPLDAccountant(t *testing.T) {
 	if err != nil || !(d <= 1e-5*(1+1e-9) && d > 0.99e-5) {
 		t.Errorf("Delta(Epsilon(1e-5)) = %v (err %v), want 1e-5", d, err)
 	}
-	empty, _ := NewPLD(PLDOptions{})
-	if e, err := empty.Epsilon(1e-5); e != 0 || err != nil {
-		t.Errorf("empty accountant: ε %v, err %v; want 0", e, err)
+	var empty PLD // the zero value: default options
+	if e, err := empty.Epsilon(1e-5); e != 0 || err != nil || empty.Options().Interval != DefaultPLDInterval {
+		t.Errorf("empty accountant: ε %v, err %v, options %+v; want 0 with the defaults", e, err, empty.Options())
 	}
 	noNoise, _ := NewPLD(PLDOptions{})
 	_ = noNoise.Step(SubsampledGaussian(0.01, 0, 1, ""), 1)
@@ -518,5 +518,63 @@ func TestPLDAccountant(t *testing.T) {
 	}
 	if _, err := a.Epsilon(1e-13); !errors.Is(err, ErrPLDRange) {
 		t.Errorf("δ = 1e-13 should wrap ErrPLDRange (fall back to RDP), got %v", err)
+	}
+}
+
+// TestPLDHistoryStateReceipt: a Laplace release's Epsilon is one release's
+// ε0 in Step and the total in History (as the Pure accountant reports
+// it), releases of different scales stay apart, a Gaussian's Rho is
+// filled in, State/Restore and PLDEpsilon(History) reproduce ε, and the
+// receipt names the accountant, interval and relation.
+func TestPLDHistoryStateReceipt(t *testing.T) {
+	a, err := NewPLD(PLDOptions{Interval: 1e-3, Relation: RelationReplaceOne})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		m Mechanism
+		n int
+	}{
+		{Mechanism{Kind: KindLaplace, Epsilon: 0.1, Protects: "counts"}, 2},
+		{Mechanism{Kind: KindLaplace, Epsilon: 0.2, Protects: "counts"}, 1},
+		{Mechanism{Kind: KindGaussian, NoiseMultiplier: 10, Protects: "stats"}, 4},
+		{SubsampledGaussian(0.02, 1.2, 1, "gradients"), 500},
+	}
+	for _, s := range steps {
+		if err := a.Step(s.m, s.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := a.History()
+	if len(h) != 4 || h[0].Epsilon != 0.2 || h[0].Steps != 2 || h[1].Epsilon != 0.2 || h[1].Steps != 1 || h[2].Rho != 4.0/200 {
+		t.Fatalf("history %+v", h)
+	}
+	eps, err := a.Epsilon(1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := PLDEpsilon(h, 1e-6, a.Options()); err != nil || again != eps {
+		t.Errorf("PLDEpsilon(History) = %v (err %v), want %v", again, err, eps)
+	}
+	var b PLD
+	if err := b.Restore(a.State()); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := b.Epsilon(1e-6); err != nil || e != eps {
+		t.Errorf("restored ε = %v (err %v), want %v", e, err, eps)
+	}
+	if err := b.Restore(PLDState{Interval: 5}); err == nil || !strings.Contains(err.Error(), "interval") {
+		t.Errorf("bad state: err = %v", err)
+	}
+	r, err := a.Receipt(1e-6, RunInfo{Scope: ScopeSensitive, Sampling: SamplingShuffle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Epsilon == nil || *r.Epsilon != eps || r.Accountant != AccountantPLD || r.Conversion != ConversionPLD ||
+		!strings.Contains(r.Note, "replace-one") || !strings.Contains(r.Note, "interval 0.001") || !strings.Contains(r.Note, "shuffled") {
+		t.Errorf("receipt %+v", r)
+	}
+	if _, err := a.Receipt(1e-13, RunInfo{}); !errors.Is(err, ErrPLDRange) {
+		t.Errorf("receipt at δ = 1e-13: err = %v, want ErrPLDRange", err)
 	}
 }
