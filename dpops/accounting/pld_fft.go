@@ -249,6 +249,9 @@ func composePLD(parts []pldPart, h float64) (composedPLD, error) {
 		idx := ((offset+j-out.lo)%n + n) % n
 		out.c[idx] = math.Max(0, v*scale)
 	}
+	// The finite mass must be Π(1 - inf_i)^T_i; what round-off lost of it
+	// could have been anywhere, so it is charged to δ.
+	out.slack += math.Max(0, math.Exp(logKeep)-neumaierSum(out.c))
 	return out, nil
 }
 

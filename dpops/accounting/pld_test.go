@@ -578,3 +578,47 @@ func TestPLDHistoryStateReceipt(t *testing.T) {
 		t.Errorf("receipt at δ = 1e-13: err = %v, want ErrPLDRange", err)
 	}
 }
+
+// TestPLDRegridAndMGF: regridding keeps a composition's P-mass and its
+// Q-mass Σ p·e^-l (what makes it pessimistic and not looser than needed)
+// and trims zero end atoms; the moment generating function behind the
+// FFT window stays finite where Horner's rule underflows (a pmf whose far
+// end is empty, as a regridded composition's was before trimming, gave
+// K(λ) = -Inf and a window of -Inf).
+func TestPLDRegridAndMGF(t *testing.T) {
+	m := subsampledGaussianLoss{q: 0.05, sigma: 2, remove: true}
+	const fine, h = 2e-4, 1e-3
+	c, err := composePLD([]pldPart{{pmf: discretise(m, fine, 1e-18, true), steps: 50}}, fine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.regrid(h)
+	var pBefore, qBefore, pAfter, qAfter float64
+	for j, v := range c.c {
+		pBefore += v
+		qBefore += v * math.Exp(-float64(c.lo+j)*fine)
+	}
+	for k, v := range r.p {
+		pAfter += v
+		qAfter += v * math.Exp(-float64(r.lo+k)*h)
+	}
+	if relErr(pAfter, pBefore) > 1e-12 || relErr(qAfter, qBefore) > 1e-10 || r.p[0] == 0 || r.p[len(r.p)-1] == 0 {
+		t.Errorf("regrid: P-mass %v → %v, Q-mass %v → %v, ends %v, %v", pBefore, pAfter, qBefore, qAfter, r.p[0], r.p[len(r.p)-1])
+	}
+	if r.inf != c.inf+c.slack {
+		t.Errorf("regrid: +∞ mass %v, want the composition's %v plus its slack %v", r.inf, c.inf, c.slack)
+	}
+
+	sparse := pldPMF{lo: -3, p: make([]float64, 5000)}
+	sparse.p[0] = 1
+	for _, lambda := range []float64{1e4, -1e4, 3} {
+		want := lambda * -3 * h
+		if got := sparse.logMGF(lambda, h); math.Abs(got-want) > 1e-9 {
+			t.Errorf("logMGF(%v) = %v, want %v", lambda, got, want)
+		}
+	}
+	parts := []pldPart{{pmf: sparse, steps: 10}}
+	if hi, lo := chernoffEdge(parts, h, 1e-16, true), chernoffEdge(parts, h, 1e-16, false); math.IsInf(hi, 0) || math.IsInf(lo, 0) || hi < lo {
+		t.Errorf("Chernoff window [%v, %v] for a point mass", lo, hi)
+	}
+}
