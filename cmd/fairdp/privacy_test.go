@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -141,5 +142,106 @@ func TestRoundUp(t *testing.T) {
 		if got := roundUp(c.x, 6); got != c.want || got < c.x {
 			t.Errorf("roundUp(%v, 6) = %v, want %v", c.x, got, c.want)
 		}
+	}
+}
+
+// TestPrivacyPLD runs both subcommands with --accountant pld on the
+// issue-32 MNIST row (σ = 1, q = 256/60000, 14,040 steps, δ = 1e-5: PLD ε
+// 2.82020 by dp_accounting, RDP 3.07607).
+func TestPrivacyPLD(t *testing.T) {
+	row := []string{"--sample-rate", "0.004266666666666667", "--steps", "14040", "--delta", "1e-5", "--accountant", "pld"}
+	out, stderr, err := runPrivacyArgs(t, append([]string{"epsilon", "--sigma", "1"}, row...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "ε = 2.8202 by PLD, add-remove, interval 0.0001") || stderr != "" {
+		t.Errorf("output %q (stderr %q), want ε = 2.8202 by PLD", out, stderr)
+	}
+	out, _, err = runPrivacyArgs(t, append([]string{"epsilon", "--sigma", "1", "--json"}, row...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got privacyAnswer
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	want := privacyAnswer{Epsilon: got.Epsilon, Sigma: 1, SampleRate: 256.0 / 60000, Steps: 14040, Delta: 1e-5,
+		Accountant: "pld", Relation: "add-remove", Interval: 1e-4, Sampling: "poisson"}
+	if got != want || math.Abs(got.Epsilon-2.82020) > 1e-4 || strings.Contains(out, `"order"`) {
+		t.Errorf("JSON = %s, want %+v with ε 2.82020 and no RDP order", out, want)
+	}
+
+	// The same target asked of PLD needs less noise than of RDP.
+	target := []string{"sigma", "--epsilon", "2.8202"}
+	out, _, err = runPrivacyArgs(t, append(target, row...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// σ* = 1.0000004 (the row's ε was rounded down), printed rounded up.
+	if !strings.HasPrefix(out, "σ = 1.00001 gives ε = 2.8201 ≤ 2.8202 by PLD") {
+		t.Errorf("sigma output %q, want σ = 1.00001", out)
+	}
+	rdpOut, _, err := runPrivacyArgs(t, append(target, row[:6]...)...)
+	if err != nil || !strings.Contains(rdpOut, "at RDP order") || !strings.HasPrefix(rdpOut, "σ = 1.0") || strings.HasPrefix(rdpOut, "σ = 1.00001") {
+		t.Errorf("rdp sigma output %q (err %v), want a larger σ at an RDP order", rdpOut, err)
+	}
+
+	// Replace-one is tighter than add/remove at the same σ.
+	out, _, err = runPrivacyArgs(t, "epsilon", "--sigma", "2.454", "--sample-rate", "0.007548", "--steps", "2640",
+		"--delta", "8.69e-10", "--accountant", "pld", "--relation", "replace-one", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Relation != "replace-one" || !(got.Epsilon < 0.92767) || got.Epsilon < 0.86 {
+		t.Errorf("replace-one: %+v, want ε in [0.86, 0.92767)", got)
+	}
+}
+
+// TestPrivacyPLDFallback: where PLD cannot bound the run (here δ below its
+// 1e-12 floor) the command says so on stderr and in the JSON, and answers
+// with RDP; it never switches silently.
+func TestPrivacyPLDFallback(t *testing.T) {
+	args := []string{"--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-13", "--accountant", "pld"}
+	out, stderr, err := runPrivacyArgs(t, append([]string{"epsilon", "--sigma", "1.5", "--json"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got privacyAnswer
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Accountant != "rdp" || !strings.Contains(got.Fallback, "1e-12") || !strings.Contains(stderr, "falling back to RDP") {
+		t.Errorf("fallback: %+v, stderr %q", got, stderr)
+	}
+	out, stderr, err = runPrivacyArgs(t, append([]string{"sigma", "--epsilon", "8"}, args...)...)
+	if err != nil || !strings.Contains(out, "at RDP order") || strings.Count(stderr, "falling back to RDP") != 1 {
+		t.Errorf("sigma fallback: out %q, stderr %q, err %v", out, stderr, err)
+	}
+}
+
+func TestPrivacyPLDErrors(t *testing.T) {
+	base := []string{"epsilon", "--sigma", "1", "--sample-rate", "0.04", "--steps", "10", "--delta", "1e-5"}
+	for _, c := range []struct {
+		extra []string
+		msg   string
+	}{
+		{[]string{"--accountant", "prv"}, "--accountant must be rdp or pld"},
+		{[]string{"--accountant", "pld", "--classic"}, "--classic applies to --accountant rdp only"},
+		{[]string{"--accountant", "pld", "--orders", "tf"}, "--orders applies to --accountant rdp only"},
+		{[]string{"--relation", "replace-one"}, "--relation applies to --accountant pld only"},
+		{[]string{"--accountant", "pld", "--relation", "swap"}, "--relation must be add-remove or replace-one"},
+	} {
+		_, _, err := runPrivacyArgs(t, append(slices.Clone(base), c.extra...)...)
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%v: err = %v, want %q", c.extra, err, c.msg)
+		}
+	}
+	_, _, err := runPrivacyArgs(t, "sigma", "--epsilon", "1", "--sample-rate", "0.04", "--steps", "10", "--delta", "1e-5",
+		"--accountant", "pld", "--tolerance", "0.01")
+	if err == nil || !strings.Contains(err.Error(), "--tolerance applies to --accountant rdp only") {
+		t.Errorf("--tolerance with pld: err = %v", err)
 	}
 }
