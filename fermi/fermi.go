@@ -1,6 +1,7 @@
 package fermi
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -283,10 +284,13 @@ func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public b
 	}
 	if a.Private && !public {
 		switch {
-		case !math.IsInf(a.target, 1):
-			a.CountSigma = countSigma(a.target, a.Delta)
-		default: // --sigma without a target ε: as much noise as all steps together at q = 1
+		case sigma > 0:
+			// A given σ sets all the noise, the counts' too (as much as all
+			// steps together at q = 1), so that what the run spends does
+			// not depend on a finite ε, which is then only its cap.
 			a.CountSigma = sigma * math.Sqrt(float64(a.Steps))
+		default:
+			a.CountSigma = countSigma(a.target, a.Delta)
 		}
 		switch {
 		case released != nil:
@@ -335,12 +339,7 @@ func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public b
 // form with --calibration paper, else the smallest multiplier whose
 // composition with the count release meets --epsilon.
 func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
-	var countRDP []float64
-	if a.CountSigma > 0 {
-		for _, order := range accounting.OpacusOrders() {
-			countRDP = append(countRDP, accounting.SubsampledGaussianRDP(1, a.CountSigma, order))
-		}
-	}
+	countRDP := a.countRDP()
 	switch {
 	case sigma > 0:
 		a.Sigma = sigma
@@ -389,6 +388,29 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 	a.StdTheta, a.StdW = s*a.Sensitivity, s*a.Sensitivity/a.WWeight
 	a.WNoise = a.Lambda * a.StdW / float64(a.Batch)
 	return nil
+}
+
+// countRDP is the RDP (at accounting.OpacusOrders) of the one-off noisy
+// group-count release, nil when the group sizes are public.
+func (a *DPFERMI[T]) countRDP() []float64 {
+	if a.CountSigma == 0 {
+		return nil
+	}
+	var rdp []float64
+	for _, order := range accounting.OpacusOrders() {
+		rdp = append(rdp, accounting.SubsampledGaussianRDP(1, a.CountSigma, order))
+	}
+	return rdp
+}
+
+// PlannedRunEpsilon implements trainer.EpsilonPlanner: the ε, at the run's
+// δ, of all planned steps composed with the group-count release.
+func (a *DPFERMI[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
+	if !a.Private {
+		return 0, 0, errors.New("fermi: a non-private run spends no ε")
+	}
+	eps, err := projectedEpsilon(a.Q, a.Sigma, a.Steps, a.countRDP(), a.Delta)
+	return eps, a.Delta, err
 }
 
 // projectedEpsilon is the ε the accountant will report after steps steps

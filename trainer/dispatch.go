@@ -103,6 +103,9 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSigmaCap(job.Cfg, alg); err != nil {
+		return nil, err
+	}
 	if job.Cfg.Device == "cuda" {
 		// Only float32 SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI have a device step (Config.Validate
 		// refuses the rest); never a silent CPU run instead.

@@ -29,6 +29,8 @@ type DPSGD[T nn.Float] struct {
 	Batch    int     // expected batch size
 	Seed     *uint64 // for the receipt
 	Records  int     // training records the guarantee covers (for the receipt's δ check)
+	// Epochs is the planned run length (PlannedRunEpsilon).
+	Epochs int
 	// Policy, when set, replaces clipping every sample at Clip (see
 	// ClipPolicy); nil is DP-SGD.
 	Policy ClipPolicy
@@ -132,7 +134,7 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], error) {
 	n := o.Records
 	a := &DPSGD[T]{Clip: o.Clip, Sigma: o.Sigma, Delta: o.Delta, Sampling: string(o.Sampling), Batch: o.Batch,
-		Seed: o.Seed, Records: n}
+		Seed: o.Seed, Records: n, Epochs: o.Epochs}
 	switch o.Sampling {
 	case "":
 		a.Sampling = accounting.SamplingPoisson
@@ -364,6 +366,16 @@ func (a *DPSGD[T]) PlannedEpsilon(epochs int) (improved, classic float64) {
 	improved, _ = plan.Epsilon(a.Delta)
 	classic, _ = plan.EpsilonClassic(a.Delta)
 	return improved, classic
+}
+
+// PlannedRunEpsilon implements EpsilonPlanner: PlannedEpsilon of the
+// planned Epochs, at the run's δ.
+func (a *DPSGD[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
+	eps, _ := a.PlannedEpsilon(a.Epochs)
+	if math.IsNaN(eps) {
+		return eps, a.Delta, fmt.Errorf("dpsgd: the accountant cannot plan %d epochs of q = %.4g, σ = %v", a.Epochs, a.Q, a.Sigma)
+	}
+	return eps, a.Delta, nil
 }
 
 // Epsilon is the ε spent so far at the run's δ with the conversion of Balle

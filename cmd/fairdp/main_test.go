@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -173,5 +175,43 @@ func TestModelSpecFile(t *testing.T) {
 	if _, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet"); err == nil ||
 		!strings.Contains(err.Error(), "takes 7 inputs") {
 		t.Errorf("a spec that does not fit the data: %v", err)
+	}
+}
+
+// TestSigmaWithEpsilon is issue 27 item 2 on the command line: --sigma with
+// --epsilon is refused for every σ-taking algorithm when σ spends more,
+// quoting the ε that --sigma alone then spends (its receipt, derived, not
+// hard-coded) and naming the flags that fix it; --sigma alone is uncapped
+// (config ε inf), and --sigma within --epsilon runs with ε as its cap.
+func TestSigmaWithEpsilon(t *testing.T) {
+	for _, algo := range []string{"dpsgd", "dpsgdf", "fermi"} {
+		t.Run(algo, func(t *testing.T) {
+			base := []string{"train", "--algo", algo, "--limit", "600", "--epochs", "1", "--batch", "64", "--seed", "2", "--quiet"}
+			alone := t.TempDir()
+			if _, _, err := runCLI(t, append(base, "--sigma", "0.4", "--out", alone)...); err != nil {
+				t.Fatal(err)
+			}
+			rep := reportOf(t, alone)
+			if !math.IsInf(rep.Config.Privacy.Epsilon, 1) {
+				t.Fatalf("--sigma alone: config ε %v, want inf (no cap)", rep.Config.Privacy.Epsilon)
+			}
+			spent := *rep.Privacy.Epsilon
+			capped := t.TempDir()
+			_, _, err := runCLI(t, append(base, "--sigma", "0.4", "--epsilon", "1", "--out", capped)...)
+			want := fmt.Sprintf("--sigma 0.4 spends ε = %.4g", spent)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--epsilon") || strings.Contains(err.Error(), "Privacy.") {
+				t.Fatalf("--sigma 0.4 --epsilon 1 (σ alone spends %v): error %v, want %q and the flags to fix it", spent, err, want)
+			}
+			if _, err := os.Stat(filepath.Join(capped, "report.json")); !os.IsNotExist(err) {
+				t.Fatalf("the refused run wrote a report (stat: %v)", err)
+			}
+			cap := strconv.FormatFloat(spent*1.01, 'g', -1, 64)
+			if _, _, err := runCLI(t, append(base, "--sigma", "0.4", "--epsilon", cap, "--out", capped)...); err != nil {
+				t.Fatalf("--sigma within --epsilon %s: %v", cap, err)
+			}
+			if rep := reportOf(t, capped); *rep.Privacy.Epsilon > spent*1.01 {
+				t.Fatalf("receipt ε %v above the cap %s", *rep.Privacy.Epsilon, cap)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -48,7 +49,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Float64Var(&c.Privacy.Delta, "delta", c.Privacy.Delta, "target δ (0: 1/n², n = training records); δ ≥ 1/n is refused unless --allow-large-delta")
 	fs.BoolVar(&c.Privacy.AllowLargeDelta, "allow-large-delta", c.Privacy.AllowLargeDelta, "accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
 	fs.Float64Var(&c.Privacy.Clip, "clip", c.Privacy.Clip, "per-sample clip bound C")
-	fs.Float64Var(&c.Privacy.Sigma, "sigma", c.Privacy.Sigma, "noise multiplier (0: calibrate from --epsilon)")
+	fs.Float64Var(&c.Privacy.Sigma, "sigma", c.Privacy.Sigma, "noise multiplier (0: calibrate from --epsilon; given with --epsilon, refused unless it spends at most that ε)")
 	fs.Float64Var(&c.Fair.Lambda, "lambda", c.Fair.Lambda, "fairness weight λ ≥ 0 (DP-FERMI, SteFFLe)")
 	fs.StringVar(&c.Fair.Fairness, "fairness", c.Fair.Fairness, "fairness notion: dp (demographic parity) or eo (equalized odds)")
 	fs.StringVar(&c.Fair.Scope, "scope", c.Fair.Scope, "what privacy protects: all (whole record) or sensitive (only the sensitive attribute)")
@@ -122,6 +123,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := rejectFederationFlags(fs, cfg.Algo); err != nil {
 		return err
 	}
+	uncapSigma(fs, &cfg)
 	job, err := prepareTrain(cfg, stdout, ck)
 	if err != nil {
 		return err
@@ -155,6 +157,19 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "wrote %s/report.json, metrics.jsonl and model.ckpt\n", cfg.Out)
 	}
 	return nil
+}
+
+// uncapSigma: --sigma alone asks for a noise level, not an ε target, so the
+// built-in default ε = 1 is not made its cap (trainer refuses a σ that
+// spends more than a finite ε): ε becomes inf and the receipt alone states
+// what σ spends. An ε the user gave (--epsilon, --preset, --config) stays a
+// cap the run must honour.
+func uncapSigma(fs *flag.FlagSet, cfg *trainer.Config) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["sigma"] && cfg.Privacy.Sigma > 0 && !set["epsilon"] && !set["preset"] && !set["config"] {
+		cfg.Privacy.Epsilon = math.Inf(1)
+	}
 }
 
 // prepareTrain prepares the job, resumable when --checkpoint is given.
