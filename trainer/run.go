@@ -184,6 +184,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		return nil, nil, err
 	}
 	defer job.checkpoint.release() // the run that read the checkpoint ends here
+	if job.checkpoint != nil { // locked by this process: no other run writes there
+		removeStaleTemps(job.checkpoint.dir, CheckpointFile, LedgerFile)
+	}
 	ck, err := newResumer(job, m, opt, sampler, samplerRand, alg)
 	if err != nil {
 		return nil, nil, err
@@ -199,7 +202,8 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, nil, FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
 		}
-		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, "metrics.jsonl")); err != nil {
+		removeStaleTemps(cfg.Out, metricsFile, ModelFile, ReportFile)
+		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, metricsFile)); err != nil {
 			return nil, nil, err
 		}
 		defer jsonl.Abort()
@@ -396,6 +400,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	return rep, m, nil
 }
+
+// metricsFile is the per-epoch log Run writes in Config.Out.
+const metricsFile = "metrics.jsonl"
 
 // stepHook, when set (by tests only, see export_test.go), runs after every
 // step; an error ends the run there, as a crash inside an epoch would.

@@ -215,3 +215,43 @@ func TestSigmaWithEpsilon(t *testing.T) {
 		})
 	}
 }
+
+// TestOutRefusesEarlierRun is issue 27 item 10: --out DIR holding an
+// earlier run's model and report is refused (the model is left untouched)
+// unless --overwrite, and --resume of a checkpointed run into its own
+// directory still works.
+func TestOutRefusesEarlierRun(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--algo", "sgd", "--limit", "400", "--epochs", "1", "--seed", "1", "--quiet", "--out", dir}
+	if _, _, err := runCLI(t, args...); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.ckpt")
+	before, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{{"--seed", "2"}, {"--config", filepath.Join(dir, "report.json"), "--seed", "2"}} {
+		_, _, err = runCLI(t, append(args, extra...)...)
+		if err == nil || !strings.Contains(err.Error(), "--out "+dir+" already holds model.ckpt") || !strings.Contains(err.Error(), "--overwrite") {
+			t.Fatalf("second run into %s %v: error %v, want a refusal naming --overwrite", dir, extra, err)
+		}
+	}
+	if after, _ := os.ReadFile(model); !bytes.Equal(before, after) {
+		t.Fatal("the refused run replaced model.ckpt")
+	}
+	if _, _, err := runCLI(t, append(args, "--seed", "2", "--overwrite")...); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+	if after, _ := os.ReadFile(model); bytes.Equal(before, after) {
+		t.Fatal("--overwrite left the earlier model in place")
+	}
+	ck := t.TempDir()
+	resume := []string{"train", "--algo", "dpsgd", "--limit", "400", "--epochs", "1", "--seed", "1", "--quiet",
+		"--checkpoint", ck, "--resume", "--out", ck}
+	for i := range 2 {
+		if _, _, err := runCLI(t, resume...); err != nil {
+			t.Fatalf("--resume into its own directory, run %d: %v", i+1, err)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -117,6 +119,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var ck trainer.CheckpointOptions
 	fs.StringVar(&ck.Dir, "checkpoint", "", "directory to save the run in after every epoch (resumable; refused if it holds a checkpoint, unless --resume)")
 	fs.BoolVar(&ck.Resume, "resume", false, "with --checkpoint: continue the run the directory holds, or start it if it holds none")
+	overwrite := fs.Bool("overwrite", false, "replace the model.ckpt and report.json an earlier run left in --out (refused otherwise)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -124,6 +127,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	uncapSigma(fs, &cfg)
+	if err := checkOut(cfg.Out, *overwrite, ck); err != nil {
+		return err
+	}
 	job, err := prepareTrain(cfg, stdout, ck)
 	if err != nil {
 		return err
@@ -170,6 +176,24 @@ func uncapSigma(fs *flag.FlagSet, cfg *trainer.Config) {
 	if set["sigma"] && cfg.Privacy.Sigma > 0 && !set["epsilon"] && !set["preset"] && !set["config"] {
 		cfg.Privacy.Epsilon = math.Inf(1)
 	}
+}
+
+// checkOut refuses an --out that holds an earlier run's model or report
+// (trainer.CheckOut) unless --overwrite, or --resume continues the run a
+// --checkpoint holds (its outputs are that run's own).
+func checkOut(out string, overwrite bool, ck trainer.CheckpointOptions) error {
+	if out == "" || overwrite {
+		return nil
+	}
+	if ck.Resume && ck.Dir != "" {
+		if _, err := os.Stat(filepath.Join(ck.Dir, trainer.CheckpointFile)); err == nil {
+			return nil
+		}
+	}
+	if err := trainer.CheckOut(out); err != nil {
+		return fmt.Errorf("%w (--overwrite)", err)
+	}
+	return nil
 }
 
 // prepareTrain prepares the job, resumable when --checkpoint is given.
