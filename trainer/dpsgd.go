@@ -148,8 +148,8 @@ func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], erro
 	if err := accounting.CheckDelta(a.Delta, n, o.AllowLargeDelta); err != nil {
 		return nil, err
 	}
-	if o.Batch < 1 || o.Batch > n {
-		return nil, FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d must be between 1 and the %d training records", o.Batch, n)}}
+	if err := checkBatch(o.Batch, n); err != nil {
+		return nil, err
 	}
 	if !(o.Clip > 0) || math.IsInf(o.Clip, 1) {
 		return nil, FieldErrors{{Field: "Privacy.Clip", Msg: fmt.Sprintf("%v must be a positive number", o.Clip)}}
@@ -173,6 +173,16 @@ func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], erro
 	a.noiseSrc = src.DeriveChaCha8("noise")
 	a.noise = rand.New(a.noiseSrc)
 	return a, nil
+}
+
+// checkBatch refuses a batch size the n training records cannot fill:
+// every algorithm would otherwise run something other than asked (Poisson
+// at a rate above 1, shuffled batches cut to n).
+func checkBatch(batch, n int) error {
+	if batch < 1 || batch > n {
+		return FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d must be between 1 and the %d training records", batch, n)}}
+	}
+	return nil
 }
 
 // StepsPerEpoch asks the sampler the run will use, so that calibration,

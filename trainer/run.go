@@ -184,7 +184,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		return nil, nil, err
 	}
 	defer job.checkpoint.release() // the run that read the checkpoint ends here
-	if job.checkpoint != nil { // locked by this process: no other run writes there
+	// The checkpoint directory is locked by this process: no other run
+	// writes there, so its leftover temporary files are stale.
+	if job.checkpoint != nil {
 		removeStaleTemps(job.checkpoint.dir, CheckpointFile, LedgerFile)
 	}
 	ck, err := newResumer(job, m, opt, sampler, samplerRand, alg)
@@ -274,8 +276,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 				if firstLoss < 0 {
 					firstLoss = perSample
 				} else if perSample > divergenceFactor*max(firstLoss, 1) {
-					return nil, nil, fmt.Errorf("epoch %d step %d: training diverged (mean batch loss %.3g, first batch %.3g); lower the learning rate",
-						epoch, s+1, perSample, firstLoss)
+					return nil, nil, divergedError(epoch, s+1, perSample, firstLoss, exact)
 				}
 			}
 			if !onDev {
@@ -291,8 +292,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 					return nil, nil, err
 				}
 			}
+			shown := (s + 1) * cfg.Batch // expected: public
+			if exact {
+				shown = seen
+			}
 			var receiptErr error
-			prog.step(seen, func() *float64 {
+			prog.step(shown, func() *float64 {
 				r, err := alg.Receipt()
 				receiptErr = err
 				return r.Epsilon
@@ -404,6 +409,18 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 // metricsFile is the per-epoch log Run writes in Config.Out.
 const metricsFile = "metrics.jsonl"
 
+// divergedError is the error of a run stopped by divergenceFactor. The
+// batch losses are exact statistics of the private records, so a private
+// run (without Config.ReportTrainStats) does not print them.
+func divergedError(epoch, step int, loss, first float64, exact bool) error {
+	if !exact {
+		return fmt.Errorf("epoch %d step %d: training diverged (a batch's mean loss exceeded %.0g times the first batch's; "+
+			"the private losses are not shown); lower the learning rate", epoch, step, divergenceFactor)
+	}
+	return fmt.Errorf("epoch %d step %d: training diverged (mean batch loss %.3g, first batch %.3g); lower the learning rate",
+		epoch, step, loss, first)
+}
+
 // stepHook, when set (by tests only, see export_test.go), runs after every
 // step; an error ends the run there, as a crash inside an epoch would.
 var stepHook func(epoch, step int) error
@@ -492,8 +509,13 @@ func readModelSpec(path string, data models.Spec) (models.Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var s models.Spec
-	if err := dec.Decode(&s); err != nil {
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
 		return models.Spec{}, fmt.Errorf("model spec %s: %w", path, err)
+	}
+	if s.Arch == "" && len(s.Layers) == 0 {
+		// Not "unknown arch custom": an empty file or {} describes nothing.
+		return models.Spec{}, FieldErrors{{Field: "ModelSpecFile", Msg: fmt.Sprintf("%s describes no layers: write the network as "+
+			`{"layers": [{"kind": "linear", "in": %d, "out": 1}]}, or leave it out to train a built-in Model`, path, prod(data.InShape))}}
 	}
 	if s.Arch == "" {
 		s.Arch = "custom"

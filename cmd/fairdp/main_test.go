@@ -57,6 +57,9 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{}, "missing command"},
 		{[]string{"fly"}, "unknown command"},
 		{[]string{"train", "--epochs", "0"}, "--epochs"},
+		// Issue 27 item 14: sgd accepted a batch larger than the data (--limit caps the training records).
+		{[]string{"train", "--algo", "sgd", "--batch", "100000", "--limit", "400", "--quiet"}, "--batch 100000 must be between 1 and the 400 training records"},
+		{[]string{"train", "--algo", "dpsgd", "--batch", "100000", "--limit", "400", "--quiet"}, "--batch 100000 must be between 1 and the 400 training records"},
 		{[]string{"train", "--epsilon", "-1"}, "positive number or inf"},
 		{[]string{"train", "--algo", "magic"}, `--algo "magic" is unknown`},
 		{[]string{"train", "--dataset", "nosuch.csv"}, "--schema"},
@@ -176,6 +179,14 @@ func TestModelSpecFile(t *testing.T) {
 		!strings.Contains(err.Error(), "takes 7 inputs") {
 		t.Errorf("a spec that does not fit the data: %v", err)
 	}
+	// Issue 27 item 14: an empty spec said `unknown arch "custom"`.
+	for _, body := range []string{"", "{}", `{"layers": []}`, " \n"} {
+		os.WriteFile(spec, []byte(body), 0o644)
+		_, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet")
+		if err == nil || !strings.Contains(err.Error(), "--model-spec "+spec+" describes no layers") || !strings.Contains(err.Error(), `"in": 102`) {
+			t.Errorf("spec %q: error %v, want it to say the file describes no layers", body, err)
+		}
+	}
 }
 
 // TestSigmaWithEpsilon is issue 27 item 2 on the command line: --sigma with
@@ -253,5 +264,29 @@ func TestOutRefusesEarlierRun(t *testing.T) {
 		if _, _, err := runCLI(t, resume...); err != nil {
 			t.Fatalf("--resume into its own directory, run %d: %v", i+1, err)
 		}
+	}
+}
+
+// TestBadFlagIsOneLine is issue 27 item 14: a bad flag value is reported
+// in one line pointing at -h (the old code printed ~110 lines of usage
+// first), and -h still prints the flags.
+func TestBadFlagIsOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"train", "--epsilon", "0"},
+		{"train", "--no-such-flag"},
+		{"train", "--epochs", "many"},
+		{"eval", "--limit", "x"},
+	} {
+		_, stderr, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "-h lists the flags") || strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("%v: error %q, want one line pointing at -h", args, err)
+		}
+		if stderr != "" {
+			t.Errorf("%v: printed %d lines before the error:\n%s", args, strings.Count(stderr, "\n"), stderr)
+		}
+	}
+	_, stderr, err := runCLI(t, "train", "-h")
+	if err == nil || !strings.Contains(stderr, "usage: fairdp train") || !strings.Contains(stderr, "-epsilon") {
+		t.Errorf("train -h: error %v, printed:\n%s", err, stderr)
 	}
 }

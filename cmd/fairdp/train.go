@@ -76,9 +76,23 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags parses args. A bad flag is one line (main prints the error)
+// with a pointer to -h, not the whole flag list above it: package flag
+// prints both to the set's output, silenced here while parsing; -h alone
+// prints the usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
 		return err
+	case err != nil:
+		return fmt.Errorf("%w (-h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with -)", fs.Arg(0))
