@@ -133,6 +133,9 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkRegistered(cfg.Algo); err != nil {
+		return nil, err
+	}
 	if err := CheckDevice(cfg.Device); err != nil {
 		return nil, err
 	}
