@@ -542,9 +542,9 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 	}
 	a.clipped += clipped
 	inv := 1 / float64(a.Batch)
-	noise, addW := dpops.NoiseAndScale[T], dpops.AddGaussian[float64]
+	noise := dpops.NoiseAndScale[T]
 	if a.HardenedNoise {
-		noise, addW = dpops.NoiseAndScaleHardened[T], dpops.AddGaussianHardened[float64]
+		noise = dpops.NoiseAndScaleHardened[T]
 	}
 	if a.thetaNoise != nil {
 		noise = a.thetaNoise
@@ -557,7 +557,7 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 	if err := noise(a.noise, m.Params(), a.StdTheta, a.thetaScale()); err != nil {
 		return err
 	}
-	if err := a.wDirection(addW); err != nil {
+	if err := a.wDirection(); err != nil {
 		return err
 	}
 	if a.Scope == accounting.ScopeSensitive && n > 0 {
@@ -587,13 +587,18 @@ func (a *DPFERMI[T]) thetaScale() float64 {
 }
 
 // wDirection turns W's clipped sum in a.w.Grad into Algorithm 1's ascent
-// direction (λ/B) Σ_i clip_i + V_t, V_t drawn by addW from the noise stream.
-func (a *DPFERMI[T]) wDirection(addW func(*rand.Rand, []float64, float64) error) error {
+// direction (λ/B) Σ_i clip_i + V_t, V_t drawn from the noise stream with
+// the floating-point-safe sampler (dpops.AddGaussianHardened) in every run,
+// on the device too: W is float64 and leaves the process as it is
+// (report.json extra.fermi.w, a SteFFLe silo's message), where no rounding
+// to float32 weights covers the textbook sampler's low-order bits, and its
+// few k·l values per step make the hardened draws cheap.
+func (a *DPFERMI[T]) wDirection() error {
 	inv := 1 / float64(a.Batch)
 	for i := range a.w.Grad {
 		a.w.Grad[i] *= a.Lambda * inv
 	}
-	return addW(a.noise, a.w.Grad, a.WNoise)
+	return dpops.AddGaussianHardened(a.noise, a.w.Grad, a.WNoise)
 }
 
 // Clipped is the privacy-critical part of a private step: it leaves in the
@@ -879,10 +884,10 @@ func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 	if err != nil {
 		return accounting.Receipt{}, fmt.Errorf("fermi: %w", err)
 	}
-	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ gradient sums, std %.4g (V_t) on W's ascent direction (λ/B)·sum; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
+	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ gradient sums, std %.4g (V_t, floating-point-safe sampler) on W's ascent direction (λ/B)·sum; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
 		a.StdTheta, a.WNoise, a.WWeight, a.Clip, a.Sensitivity, a.Calibration)
 	if a.WWeight == 0 {
-		note = fmt.Sprintf("DP-FERMI (Theorem 3.3 noise): std %.4g on θ gradient sums clipped to %.4g (sensitivity %.4g), std %.4g (V_t) on W's ascent direction (λ/B)·sum (sensitivity λ·%.4g/B by construction)",
+		note = fmt.Sprintf("DP-FERMI (Theorem 3.3 noise): std %.4g on θ gradient sums clipped to %.4g (sensitivity %.4g), std %.4g (V_t, floating-point-safe sampler) on W's ascent direction (λ/B)·sum (sensitivity λ·%.4g/B by construction)",
 			a.StdTheta, a.Clip, a.Sensitivity, a.WNoise, a.WSensitivity)
 	}
 	if a.CountSigma > 0 {

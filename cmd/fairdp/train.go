@@ -42,7 +42,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "sgd or adam")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "SGD momentum")
-	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json, metrics.jsonl and model.ckpt")
+	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json, metrics.jsonl and model.ckpt (train refuses one holding an earlier run's unless --overwrite)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "no progress output")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE); a private run leaves them out by default")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also train the identical non-private model and report the cost of privacy per group")
