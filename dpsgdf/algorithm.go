@@ -176,6 +176,12 @@ func (a *Algorithm[T]) PlannedEpsilon() (improved, classic float64) {
 	return a.core.PlannedEpsilon(a.cfg.Epochs)
 }
 
+// PlannedRunEpsilon implements trainer.EpsilonPlanner (the whole run, the
+// count releases included, at the run's δ).
+func (a *Algorithm[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
+	return a.core.PlannedRunEpsilon()
+}
+
 // Sigma is σ2, the gradient noise multiplier (given or calibrated).
 func (a *Algorithm[T]) Sigma() float64 { return a.cfg.Sigma }
 

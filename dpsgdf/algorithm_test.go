@@ -1,7 +1,6 @@
 package dpsgdf
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"math"
@@ -404,21 +403,19 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := New[float32](good, 100, src); err != nil {
 		t.Errorf("good config: %v", err)
 	}
-	// A given σ wins over --epsilon (as in the trainer's DP-SGD), with a
-	// note when it spends more than --epsilon.
-	for _, tc := range []struct {
-		eps  float64
-		note bool
-	}{{0.5, true}, {1000, false}} {
-		job := synthJob(t, 8, func(c *trainer.Config) { c.Privacy.Epsilon = tc.eps })
-		var log bytes.Buffer
-		job.Log = &log
+	// A given σ is used as given; trainer.Train holds it to a finite
+	// --epsilon with PlannedRunEpsilon, the whole run's ε (count releases
+	// included) at the run's δ.
+	for _, eps := range []float64{0.5, 1000} {
+		job := synthJob(t, 8, func(c *trainer.Config) { c.Privacy.Epsilon = eps })
 		a, err := NewForJob[float32](job, Adaptive)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Sigma() != 1 || strings.Contains(log.String(), "more than --epsilon") != tc.note {
-			t.Errorf("--sigma 1 with --epsilon %v: σ2 = %v, log %q", tc.eps, a.Sigma(), log.String())
+		planned, delta, err := a.PlannedRunEpsilon()
+		improved, _ := a.PlannedEpsilon()
+		if err != nil || a.Sigma() != 1 || planned != improved || delta != a.cfg.Delta {
+			t.Errorf("--sigma 1 with --epsilon %v: σ2 = %v, planned (%v, %v, %v), want (%v, %v, nil)", eps, a.Sigma(), planned, delta, err, improved, a.cfg.Delta)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package dpsgdf
 
 import (
 	"fmt"
-	"math"
 
 	"fairdp/dpops/accounting"
 	"fairdp/nn"
@@ -24,11 +23,10 @@ func constructor[T nn.Float](p Policy) trainer.Constructor[T] {
 }
 
 // NewForJob builds the policy's algorithm from a prepared trainer job: C0
-// from --clip, σ2 from --sigma (as the trainer's DP-SGD, a given σ wins over
-// --epsilon) or calibrated to --epsilon, σ1 from --count-noise-ratio, the
-// groups from the training set (the label for MNIST, the sensitive column
-// for tabular data). When a given σ2 will spend more than a finite
-// --epsilon, it says so on job.Log.
+// from --clip, σ2 from --sigma or calibrated to --epsilon, σ1 from
+// --count-noise-ratio, the groups from the training set (the label for
+// MNIST, the sensitive column for tabular data). A given σ2 with a finite
+// --epsilon is held to it by trainer.Train (PlannedRunEpsilon).
 func NewForJob[T nn.Float](job *trainer.Job, p Policy) (*Algorithm[T], error) {
 	c := job.Cfg
 	pr := c.Privacy
@@ -44,12 +42,6 @@ func NewForJob[T nn.Float](job *trainer.Job, p Policy) (*Algorithm[T], error) {
 	a, err := New[T](cfg, job.Train.N(), job.Source)
 	if err != nil {
 		return nil, err
-	}
-	if pr.Sigma > 0 && !math.IsInf(pr.Epsilon, 1) && job.Log != nil {
-		if eps, _ := a.PlannedEpsilon(); eps > pr.Epsilon {
-			fmt.Fprintf(job.Log, "note: --sigma %v is used as given and the run will spend ε = %.4g (δ = %g), more than --epsilon %v; pass --sigma 0 to calibrate σ to --epsilon\n",
-				pr.Sigma, eps, a.cfg.Delta, pr.Epsilon)
-		}
 	}
 	return a, nil
 }

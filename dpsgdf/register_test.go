@@ -167,7 +167,7 @@ func TestTrainWritesBoundsAndCost(t *testing.T) {
 			seed := uint64(2)
 			cfg.Seed, cfg.Quiet, cfg.Algo, cfg.Dataset, cfg.Limit = &seed, true, tc.algo, "adult", 3000
 			cfg.Epochs, cfg.Baseline, cfg.Out = 3, true, t.TempDir()
-			cfg.Privacy.Sigma = 1
+			cfg.Privacy.Sigma, cfg.Privacy.Epsilon = 1, math.Inf(1) // σ uncapped
 			job, err := trainer.Prepare(cfg, &bytes.Buffer{})
 			if err != nil {
 				t.Fatal(err)

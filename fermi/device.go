@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"fairdp/cuda"
-	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 )
 
@@ -92,7 +91,7 @@ func (a *DPFERMI[T]) FinishDeviceStep(s cuda.FermiSums, theta func(noise *rand.R
 	if err := theta(a.noise); err != nil {
 		return err
 	}
-	if err := a.wDirection(dpops.AddGaussian[float64]); err != nil {
+	if err := a.wDirection(); err != nil {
 		return err
 	}
 	if a.Scope == accounting.ScopeSensitive && s.N > 0 && a.Lambda > 0 {

@@ -1,6 +1,7 @@
 package fermi
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -283,10 +284,13 @@ func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public b
 	}
 	if a.Private && !public {
 		switch {
-		case !math.IsInf(a.target, 1):
-			a.CountSigma = countSigma(a.target, a.Delta)
-		default: // --sigma without a target ε: as much noise as all steps together at q = 1
+		case sigma > 0:
+			// A given σ sets all the noise, the counts' too (as much as all
+			// steps together at q = 1), so that what the run spends does
+			// not depend on a finite ε, which is then only its cap.
 			a.CountSigma = sigma * math.Sqrt(float64(a.Steps))
+		default:
+			a.CountSigma = countSigma(a.target, a.Delta)
 		}
 		switch {
 		case released != nil:
@@ -335,12 +339,7 @@ func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public b
 // form with --calibration paper, else the smallest multiplier whose
 // composition with the count release meets --epsilon.
 func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
-	var countRDP []float64
-	if a.CountSigma > 0 {
-		for _, order := range accounting.OpacusOrders() {
-			countRDP = append(countRDP, accounting.SubsampledGaussianRDP(1, a.CountSigma, order))
-		}
-	}
+	countRDP := a.countRDP()
 	switch {
 	case sigma > 0:
 		a.Sigma = sigma
@@ -389,6 +388,29 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 	a.StdTheta, a.StdW = s*a.Sensitivity, s*a.Sensitivity/a.WWeight
 	a.WNoise = a.Lambda * a.StdW / float64(a.Batch)
 	return nil
+}
+
+// countRDP is the RDP (at accounting.OpacusOrders) of the one-off noisy
+// group-count release, nil when the group sizes are public.
+func (a *DPFERMI[T]) countRDP() []float64 {
+	if a.CountSigma == 0 {
+		return nil
+	}
+	var rdp []float64
+	for _, order := range accounting.OpacusOrders() {
+		rdp = append(rdp, accounting.SubsampledGaussianRDP(1, a.CountSigma, order))
+	}
+	return rdp
+}
+
+// PlannedRunEpsilon implements trainer.EpsilonPlanner: the ε, at the run's
+// δ, of all planned steps composed with the group-count release.
+func (a *DPFERMI[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
+	if !a.Private {
+		return 0, 0, errors.New("fermi: a non-private run spends no ε")
+	}
+	eps, err := projectedEpsilon(a.Q, a.Sigma, a.Steps, a.countRDP(), a.Delta)
+	return eps, a.Delta, err
 }
 
 // projectedEpsilon is the ε the accountant will report after steps steps
@@ -520,9 +542,9 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 	}
 	a.clipped += clipped
 	inv := 1 / float64(a.Batch)
-	noise, addW := dpops.NoiseAndScale[T], dpops.AddGaussian[float64]
+	noise := dpops.NoiseAndScale[T]
 	if a.HardenedNoise {
-		noise, addW = dpops.NoiseAndScaleHardened[T], dpops.AddGaussianHardened[float64]
+		noise = dpops.NoiseAndScaleHardened[T]
 	}
 	if a.thetaNoise != nil {
 		noise = a.thetaNoise
@@ -535,7 +557,7 @@ func (a *DPFERMI[T]) privateStep(m trainer.Model[T], b trainer.Batch[T], logits 
 	if err := noise(a.noise, m.Params(), a.StdTheta, a.thetaScale()); err != nil {
 		return err
 	}
-	if err := a.wDirection(addW); err != nil {
+	if err := a.wDirection(); err != nil {
 		return err
 	}
 	if a.Scope == accounting.ScopeSensitive && n > 0 {
@@ -565,13 +587,18 @@ func (a *DPFERMI[T]) thetaScale() float64 {
 }
 
 // wDirection turns W's clipped sum in a.w.Grad into Algorithm 1's ascent
-// direction (λ/B) Σ_i clip_i + V_t, V_t drawn by addW from the noise stream.
-func (a *DPFERMI[T]) wDirection(addW func(*rand.Rand, []float64, float64) error) error {
+// direction (λ/B) Σ_i clip_i + V_t, V_t drawn from the noise stream with
+// the floating-point-safe sampler (dpops.AddGaussianHardened) in every run,
+// on the device too: W is float64 and leaves the process as it is
+// (report.json extra.fermi.w, a SteFFLe silo's message), where no rounding
+// to float32 weights covers the textbook sampler's low-order bits, and its
+// few k·l values per step make the hardened draws cheap.
+func (a *DPFERMI[T]) wDirection() error {
 	inv := 1 / float64(a.Batch)
 	for i := range a.w.Grad {
 		a.w.Grad[i] *= a.Lambda * inv
 	}
-	return addW(a.noise, a.w.Grad, a.WNoise)
+	return dpops.AddGaussianHardened(a.noise, a.w.Grad, a.WNoise)
 }
 
 // Clipped is the privacy-critical part of a private step: it leaves in the
@@ -857,10 +884,10 @@ func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 	if err != nil {
 		return accounting.Receipt{}, fmt.Errorf("fermi: %w", err)
 	}
-	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ gradient sums, std %.4g (V_t) on W's ascent direction (λ/B)·sum; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
+	note := fmt.Sprintf("DP-FERMI: noise std %.4g on θ gradient sums, std %.4g (V_t, floating-point-safe sampler) on W's ascent direction (λ/B)·sum; θ and %.3g·W clipped jointly to %.4g (sensitivity %.4g); calibration %s",
 		a.StdTheta, a.WNoise, a.WWeight, a.Clip, a.Sensitivity, a.Calibration)
 	if a.WWeight == 0 {
-		note = fmt.Sprintf("DP-FERMI (Theorem 3.3 noise): std %.4g on θ gradient sums clipped to %.4g (sensitivity %.4g), std %.4g (V_t) on W's ascent direction (λ/B)·sum (sensitivity λ·%.4g/B by construction)",
+		note = fmt.Sprintf("DP-FERMI (Theorem 3.3 noise): std %.4g on θ gradient sums clipped to %.4g (sensitivity %.4g), std %.4g (V_t, floating-point-safe sampler) on W's ascent direction (λ/B)·sum (sensitivity λ·%.4g/B by construction)",
 			a.StdTheta, a.Clip, a.Sensitivity, a.WNoise, a.WSensitivity)
 	}
 	if a.CountSigma > 0 {

@@ -47,8 +47,12 @@ type SGD[T nn.Float] struct {
 // Name implements Algorithm.
 func (a *SGD[T]) Name() string { return "sgd" }
 
-// Sampler implements Algorithm: shuffled fixed-size batches.
+// Sampler implements Algorithm: shuffled fixed-size batches, refusing a
+// batch larger than the data (as the private algorithms do).
 func (a *SGD[T]) Sampler(n int, r *rand.Rand) (dpops.Sampler, error) {
+	if err := checkBatch(a.BatchSize, n); err != nil {
+		return nil, err
+	}
 	return dpops.NewShuffle(n, a.BatchSize, r)
 }
 

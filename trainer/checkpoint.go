@@ -240,6 +240,9 @@ func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkRegistered(cfg.Algo); err != nil {
+		return nil, err
+	}
 	if cfg.Device != "cpu" {
 		return nil, FieldErrors{{Field: "Device", Msg: fmt.Sprintf("%s runs cannot be checkpointed yet (their parameters and noise keys live on the device): train on cpu, or without a checkpoint", cfg.Device)}}
 	}

@@ -265,8 +265,11 @@ type DPConfig struct {
 	// AllowLargeDelta accepts a δ ≥ 1/n (refused otherwise); the receipt
 	// then says the guarantee is weak.
 	AllowLargeDelta bool    `json:"allow_large_delta,omitempty"`
-	Clip            float64 `json:"clip"`  // per-sample clip bound C
-	Sigma           float64 `json:"sigma"` // noise multiplier; 0 = calibrate from Epsilon
+	Clip            float64 `json:"clip"` // per-sample clip bound C
+	// Sigma is the noise multiplier; 0 calibrates it to Epsilon. Given with
+	// a finite Epsilon, Epsilon is a cap: Train refuses a Sigma that spends
+	// more (EpsilonPlanner); Epsilon +Inf runs Sigma uncapped.
+	Sigma float64 `json:"sigma"`
 	// Sampling is "poisson" (default; RDP accounting valid) or "shuffle".
 	Sampling string `json:"sampling"`
 }

@@ -81,6 +81,9 @@ func ProductPath() string { return backend.Short() }
 func Train(ctx context.Context, job *Job) (*Report, error) {
 	a, ok := algorithms[job.Cfg.Algo]
 	if !ok {
+		if err := checkRegistered(job.Cfg.Algo); err != nil {
+			return nil, err
+		}
 		return nil, FieldErrors{{Field: "Algo", Msg: fmt.Sprintf("%q is unknown (known: %v)", job.Cfg.Algo, AlgorithmNames())}}
 	}
 	if job.Model != nil && job.Cfg.Baseline {
@@ -101,6 +104,9 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	defer job.checkpoint.release()
 	alg, err := mk(job)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSigmaCap(job.Cfg, alg); err != nil {
 		return nil, err
 	}
 	if job.Cfg.Device == "cuda" {

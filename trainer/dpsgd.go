@@ -29,6 +29,8 @@ type DPSGD[T nn.Float] struct {
 	Batch    int     // expected batch size
 	Seed     *uint64 // for the receipt
 	Records  int     // training records the guarantee covers (for the receipt's δ check)
+	// Epochs is the planned run length (PlannedRunEpsilon).
+	Epochs int
 	// Policy, when set, replaces clipping every sample at Clip (see
 	// ClipPolicy); nil is DP-SGD.
 	Policy ClipPolicy
@@ -132,7 +134,7 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], error) {
 	n := o.Records
 	a := &DPSGD[T]{Clip: o.Clip, Sigma: o.Sigma, Delta: o.Delta, Sampling: string(o.Sampling), Batch: o.Batch,
-		Seed: o.Seed, Records: n}
+		Seed: o.Seed, Records: n, Epochs: o.Epochs}
 	switch o.Sampling {
 	case "":
 		a.Sampling = accounting.SamplingPoisson
@@ -146,8 +148,8 @@ func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], erro
 	if err := accounting.CheckDelta(a.Delta, n, o.AllowLargeDelta); err != nil {
 		return nil, err
 	}
-	if o.Batch < 1 || o.Batch > n {
-		return nil, FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d must be between 1 and the %d training records", o.Batch, n)}}
+	if err := checkBatch(o.Batch, n); err != nil {
+		return nil, err
 	}
 	if !(o.Clip > 0) || math.IsInf(o.Clip, 1) {
 		return nil, FieldErrors{{Field: "Privacy.Clip", Msg: fmt.Sprintf("%v must be a positive number", o.Clip)}}
@@ -171,6 +173,16 @@ func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], erro
 	a.noiseSrc = src.DeriveChaCha8("noise")
 	a.noise = rand.New(a.noiseSrc)
 	return a, nil
+}
+
+// checkBatch refuses a batch size the n training records cannot fill:
+// every algorithm would otherwise run something other than asked (Poisson
+// at a rate above 1, shuffled batches cut to n).
+func checkBatch(batch, n int) error {
+	if batch < 1 || batch > n {
+		return FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d must be between 1 and the %d training records", batch, n)}}
+	}
+	return nil
 }
 
 // StepsPerEpoch asks the sampler the run will use, so that calibration,
@@ -364,6 +376,16 @@ func (a *DPSGD[T]) PlannedEpsilon(epochs int) (improved, classic float64) {
 	improved, _ = plan.Epsilon(a.Delta)
 	classic, _ = plan.EpsilonClassic(a.Delta)
 	return improved, classic
+}
+
+// PlannedRunEpsilon implements EpsilonPlanner: PlannedEpsilon of the
+// planned Epochs, at the run's δ.
+func (a *DPSGD[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
+	eps, _ := a.PlannedEpsilon(a.Epochs)
+	if math.IsNaN(eps) {
+		return eps, a.Delta, fmt.Errorf("dpsgd: the accountant cannot plan %d epochs of q = %.4g, σ = %v", a.Epochs, a.Q, a.Sigma)
+	}
+	return eps, a.Delta, nil
 }
 
 // Epsilon is the ε spent so far at the run's δ with the conversion of Balle

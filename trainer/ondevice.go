@@ -218,8 +218,17 @@ func deviceNoiseNote(seeded bool) string {
 		key = "keyed for every step with 128 bits drawn from the run's seeded ChaCha8 stream: reproducible, and predictable from the seed"
 	}
 	return "noise: the Gaussian noise was generated on the CUDA device by Philox4x32-10 (a statistically strong " +
-		"counter-based generator, not a cryptographically secure one), " + key
+		"counter-based generator, not a cryptographically secure one), " + key + "; " + deviceSamplerCaveat
 }
+
+// deviceSamplerCaveat is what the device's sampler is (cuda's gaussianPair):
+// the textbook Box–Muller transform of 53-bit uniforms, so no draw exceeds
+// √(−2 ln 2⁻⁵³) standard deviations, where the accountant assumes an
+// untruncated Gaussian; and, like the CPU's fast buffer sampler, it is not
+// hardened against floating-point attacks (dpops/noise.go).
+var deviceSamplerCaveat = fmt.Sprintf("it is the textbook Box–Muller sampler on 53-bit uniforms, truncated at ±%.3gσ "+
+	"(the accountant assumes an untruncated Gaussian) and not hardened against floating-point attacks (Mironov 2012; Jin et al. 2022)",
+	math.Sqrt(-2*math.Log(0x1p-53)))
 
 // Sync implements DeviceResident: the device's parameters into m.
 func (d *deviceStep) Sync(m Model[float32]) error {

@@ -144,7 +144,7 @@ func deviceConfig(algo string) Config {
 	seed := uint64(11)
 	cfg.Seed, cfg.Algo, cfg.Limit, cfg.Epochs, cfg.Batch = &seed, algo, 300, 1, 32
 	cfg.Optimizer, cfg.LR, cfg.Quiet = "sgd", 0.1, true
-	cfg.Privacy.Sigma = 1.1
+	cfg.Privacy.Sigma, cfg.Privacy.Epsilon = 1.1, math.Inf(1) // σ uncapped
 	return cfg
 }
 
@@ -318,5 +318,11 @@ func TestOnDeviceUnseededReceipt(t *testing.T) {
 	}
 	if n := deviceNoiseNote(true); strings.Contains(n, "CSPRNG") {
 		t.Errorf("seeded note claims a CSPRNG: %q", n)
+	}
+	// Issue 27 item 6: the receipt says the sampler is a truncated textbook
+	// one; the bound is Box–Muller's largest draw, u1 = 2⁻⁵³.
+	bound := fmt.Sprintf("truncated at ±%.3gσ", math.Sqrt(-2*math.Log(0x1p-53)))
+	if n := run.rep.Privacy.Note; !strings.Contains(n, bound) || !strings.Contains(n, "not hardened") {
+		t.Errorf("device receipt note lacks %q: %q", bound, n)
 	}
 }

@@ -50,14 +50,18 @@ type PrivateOptions struct {
 	Method  Method  // MethodDPSGD when empty
 	Epsilon float64 // target ε: finite and > 0
 	// Delta is δ of the (ε, δ) guarantee; 0 takes 1/n² of the training
-	// records (accounting.DefaultDelta). A δ ≥ 1/n is refused.
-	Delta    float64
-	Clip     float64  // per-sample clip bound C (0: 1)
-	Sampling Sampling // SamplingPoisson when empty
+	// records (accounting.DefaultDelta). A δ ≥ 1/n is refused unless
+	// AllowLargeDelta.
+	Delta float64
+	// AllowLargeDelta accepts a δ ≥ 1/n, a weak guarantee (it allows
+	// publishing a whole record); the receipt then says so.
+	AllowLargeDelta bool
+	Clip            float64  // per-sample clip bound C (0: 1)
+	Sampling        Sampling // SamplingPoisson when empty
 
 	Epochs int     // passes over the training data (0: 20)
 	Batch  int     // expected batch size (0: 256)
-	LR     float64 // learning rate of Adam (0: 0.01)
+	LR     float64 // learning rate of Adam (0: 0.005)
 	// Lambda is DP-FERMI's fairness weight λ (MethodFERMI only; 0 trains
 	// without the fairness term).
 	Lambda float64
@@ -69,6 +73,28 @@ type PrivateOptions struct {
 	// model.ckpt (the model must then be a *models.Model).
 	Out string
 	Log io.Writer // progress lines and notes; nil: none
+}
+
+// registeredBy names the package whose init registers each algorithm that
+// trainer cannot import (those packages import trainer).
+var registeredBy = map[string]string{
+	string(MethodFERMI): "fairdp/fermi", string(MethodDPSGDF): "fairdp/dpsgdf", string(MethodNaive): "fairdp/dpsgdf",
+	"steffle": "fairdp/fermi/federated",
+}
+
+// checkRegistered refuses an Algo whose registering package the program
+// does not link, naming the import to add: without it the name compiles
+// (MethodFERMI is a constant here) and would fail only when training starts.
+// Other unknown names are left to Train.
+func checkRegistered(algo string) error {
+	if _, ok := algorithms[algo]; ok {
+		return nil
+	}
+	if pkg, ok := registeredBy[algo]; ok {
+		return FieldErrors{{Field: "Algo", Msg: fmt.Sprintf("%q is registered by package %s, which this program does not import: "+
+			"add import _ %q", algo, pkg, pkg)}}
+	}
+	return nil
 }
 
 // Private is a validated private run with its data loaded. Its Train and
@@ -152,7 +178,7 @@ func (o PrivateOptions) config() Config {
 	}
 	cfg.Dataset, cfg.Schema, cfg.Limit, cfg.Seed, cfg.Out = o.Dataset, o.Schema, o.Limit, o.Seed, o.Out
 	cfg.Quiet = o.Log == nil
-	cfg.Privacy.Epsilon, cfg.Privacy.Delta = o.Epsilon, o.Delta
+	cfg.Privacy.Epsilon, cfg.Privacy.Delta, cfg.Privacy.AllowLargeDelta = o.Epsilon, o.Delta, o.AllowLargeDelta
 	if o.Clip > 0 {
 		cfg.Privacy.Clip = o.Clip
 	}

@@ -133,6 +133,9 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkRegistered(cfg.Algo); err != nil {
+		return nil, err
+	}
 	if err := CheckDevice(cfg.Device); err != nil {
 		return nil, err
 	}
@@ -184,6 +187,11 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		return nil, nil, err
 	}
 	defer job.checkpoint.release() // the run that read the checkpoint ends here
+	// The checkpoint directory is locked by this process: no other run
+	// writes there, so its leftover temporary files are stale.
+	if job.checkpoint != nil {
+		removeStaleTemps(job.checkpoint.dir, CheckpointFile, LedgerFile)
+	}
 	ck, err := newResumer(job, m, opt, sampler, samplerRand, alg)
 	if err != nil {
 		return nil, nil, err
@@ -199,7 +207,8 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, nil, FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
 		}
-		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, "metrics.jsonl")); err != nil {
+		removeStaleTemps(cfg.Out, metricsFile, ModelFile, ReportFile)
+		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, metricsFile)); err != nil {
 			return nil, nil, err
 		}
 		defer jsonl.Abort()
@@ -270,8 +279,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 				if firstLoss < 0 {
 					firstLoss = perSample
 				} else if perSample > divergenceFactor*max(firstLoss, 1) {
-					return nil, nil, fmt.Errorf("epoch %d step %d: training diverged (mean batch loss %.3g, first batch %.3g); lower the learning rate",
-						epoch, s+1, perSample, firstLoss)
+					return nil, nil, divergedError(epoch, s+1, perSample, firstLoss, exact)
 				}
 			}
 			if !onDev {
@@ -287,8 +295,12 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 					return nil, nil, err
 				}
 			}
+			shown := (s + 1) * cfg.Batch // expected: public
+			if exact {
+				shown = seen
+			}
 			var receiptErr error
-			prog.step(seen, func() *float64 {
+			prog.step(shown, func() *float64 {
 				r, err := alg.Receipt()
 				receiptErr = err
 				return r.Epsilon
@@ -397,6 +409,21 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	return rep, m, nil
 }
 
+// metricsFile is the per-epoch log Run writes in Config.Out.
+const metricsFile = "metrics.jsonl"
+
+// divergedError is the error of a run stopped by divergenceFactor. The
+// batch losses are exact statistics of the private records, so a private
+// run (without Config.ReportTrainStats) does not print them.
+func divergedError(epoch, step int, loss, first float64, exact bool) error {
+	if !exact {
+		return fmt.Errorf("epoch %d step %d: training diverged (a batch's mean loss exceeded %.0g times the first batch's; "+
+			"the private losses are not shown); lower the learning rate", epoch, step, divergenceFactor)
+	}
+	return fmt.Errorf("epoch %d step %d: training diverged (mean batch loss %.3g, first batch %.3g); lower the learning rate",
+		epoch, step, loss, first)
+}
+
 // stepHook, when set (by tests only, see export_test.go), runs after every
 // step; an error ends the run there, as a crash inside an epoch would.
 var stepHook func(epoch, step int) error
@@ -485,8 +512,13 @@ func readModelSpec(path string, data models.Spec) (models.Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var s models.Spec
-	if err := dec.Decode(&s); err != nil {
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
 		return models.Spec{}, fmt.Errorf("model spec %s: %w", path, err)
+	}
+	if s.Arch == "" && len(s.Layers) == 0 {
+		// Not "unknown arch custom": an empty file or {} describes nothing.
+		return models.Spec{}, FieldErrors{{Field: "ModelSpecFile", Msg: fmt.Sprintf("%s describes no layers: write the network as "+
+			`{"layers": [{"kind": "linear", "in": %d, "out": 1}]}, or leave it out to train a built-in Model`, path, prod(data.InShape))}}
 	}
 	if s.Arch == "" {
 		s.Arch = "custom"

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +57,9 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{}, "missing command"},
 		{[]string{"fly"}, "unknown command"},
 		{[]string{"train", "--epochs", "0"}, "--epochs"},
+		// Issue 27 item 14: sgd accepted a batch larger than the data (--limit caps the training records).
+		{[]string{"train", "--algo", "sgd", "--batch", "100000", "--limit", "400", "--quiet"}, "--batch 100000 must be between 1 and the 400 training records"},
+		{[]string{"train", "--algo", "dpsgd", "--batch", "100000", "--limit", "400", "--quiet"}, "--batch 100000 must be between 1 and the 400 training records"},
 		{[]string{"train", "--epsilon", "-1"}, "positive number or inf"},
 		{[]string{"train", "--algo", "magic"}, `--algo "magic" is unknown`},
 		{[]string{"train", "--dataset", "nosuch.csv"}, "--schema"},
@@ -173,5 +178,115 @@ func TestModelSpecFile(t *testing.T) {
 	if _, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet"); err == nil ||
 		!strings.Contains(err.Error(), "takes 7 inputs") {
 		t.Errorf("a spec that does not fit the data: %v", err)
+	}
+	// Issue 27 item 14: an empty spec said `unknown arch "custom"`.
+	for _, body := range []string{"", "{}", `{"layers": []}`, " \n"} {
+		os.WriteFile(spec, []byte(body), 0o644)
+		_, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet")
+		if err == nil || !strings.Contains(err.Error(), "--model-spec "+spec+" describes no layers") || !strings.Contains(err.Error(), `"in": 102`) {
+			t.Errorf("spec %q: error %v, want it to say the file describes no layers", body, err)
+		}
+	}
+}
+
+// TestSigmaWithEpsilon is issue 27 item 2 on the command line: --sigma with
+// --epsilon is refused for every σ-taking algorithm when σ spends more,
+// quoting the ε that --sigma alone then spends (its receipt, derived, not
+// hard-coded) and naming the flags that fix it; --sigma alone is uncapped
+// (config ε inf), and --sigma within --epsilon runs with ε as its cap.
+func TestSigmaWithEpsilon(t *testing.T) {
+	for _, algo := range []string{"dpsgd", "dpsgdf", "fermi"} {
+		t.Run(algo, func(t *testing.T) {
+			base := []string{"train", "--algo", algo, "--limit", "600", "--epochs", "1", "--batch", "64", "--seed", "2", "--quiet"}
+			alone := t.TempDir()
+			if _, _, err := runCLI(t, append(base, "--sigma", "0.4", "--out", alone)...); err != nil {
+				t.Fatal(err)
+			}
+			rep := reportOf(t, alone)
+			if !math.IsInf(rep.Config.Privacy.Epsilon, 1) {
+				t.Fatalf("--sigma alone: config ε %v, want inf (no cap)", rep.Config.Privacy.Epsilon)
+			}
+			spent := *rep.Privacy.Epsilon
+			capped := t.TempDir()
+			_, _, err := runCLI(t, append(base, "--sigma", "0.4", "--epsilon", "1", "--out", capped)...)
+			want := fmt.Sprintf("--sigma 0.4 spends ε = %.4g", spent)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--epsilon") || strings.Contains(err.Error(), "Privacy.") {
+				t.Fatalf("--sigma 0.4 --epsilon 1 (σ alone spends %v): error %v, want %q and the flags to fix it", spent, err, want)
+			}
+			if _, err := os.Stat(filepath.Join(capped, "report.json")); !os.IsNotExist(err) {
+				t.Fatalf("the refused run wrote a report (stat: %v)", err)
+			}
+			cap := strconv.FormatFloat(spent*1.01, 'g', -1, 64)
+			if _, _, err := runCLI(t, append(base, "--sigma", "0.4", "--epsilon", cap, "--out", capped)...); err != nil {
+				t.Fatalf("--sigma within --epsilon %s: %v", cap, err)
+			}
+			if rep := reportOf(t, capped); *rep.Privacy.Epsilon > spent*1.01 {
+				t.Fatalf("receipt ε %v above the cap %s", *rep.Privacy.Epsilon, cap)
+			}
+		})
+	}
+}
+
+// TestOutRefusesEarlierRun is issue 27 item 10: --out DIR holding an
+// earlier run's model and report is refused (the model is left untouched)
+// unless --overwrite, and --resume of a checkpointed run into its own
+// directory still works.
+func TestOutRefusesEarlierRun(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--algo", "sgd", "--limit", "400", "--epochs", "1", "--seed", "1", "--quiet", "--out", dir}
+	if _, _, err := runCLI(t, args...); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.ckpt")
+	before, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{{"--seed", "2"}, {"--config", filepath.Join(dir, "report.json"), "--seed", "2"}} {
+		_, _, err = runCLI(t, append(args, extra...)...)
+		if err == nil || !strings.Contains(err.Error(), "--out "+dir+" already holds model.ckpt") || !strings.Contains(err.Error(), "--overwrite") {
+			t.Fatalf("second run into %s %v: error %v, want a refusal naming --overwrite", dir, extra, err)
+		}
+	}
+	if after, _ := os.ReadFile(model); !bytes.Equal(before, after) {
+		t.Fatal("the refused run replaced model.ckpt")
+	}
+	if _, _, err := runCLI(t, append(args, "--seed", "2", "--overwrite")...); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+	if after, _ := os.ReadFile(model); bytes.Equal(before, after) {
+		t.Fatal("--overwrite left the earlier model in place")
+	}
+	ck := t.TempDir()
+	resume := []string{"train", "--algo", "dpsgd", "--limit", "400", "--epochs", "1", "--seed", "1", "--quiet",
+		"--checkpoint", ck, "--resume", "--out", ck}
+	for i := range 2 {
+		if _, _, err := runCLI(t, resume...); err != nil {
+			t.Fatalf("--resume into its own directory, run %d: %v", i+1, err)
+		}
+	}
+}
+
+// TestBadFlagIsOneLine is issue 27 item 14: a bad flag value is reported
+// in one line pointing at -h (the old code printed ~110 lines of usage
+// first), and -h still prints the flags.
+func TestBadFlagIsOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"train", "--epsilon", "0"},
+		{"train", "--no-such-flag"},
+		{"train", "--epochs", "many"},
+		{"eval", "--limit", "x"},
+	} {
+		_, stderr, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "-h lists the flags") || strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("%v: error %q, want one line pointing at -h", args, err)
+		}
+		if stderr != "" {
+			t.Errorf("%v: printed %d lines before the error:\n%s", args, strings.Count(stderr, "\n"), stderr)
+		}
+	}
+	_, stderr, err := runCLI(t, "train", "-h")
+	if err == nil || !strings.Contains(stderr, "usage: fairdp train") || !strings.Contains(stderr, "-epsilon") {
+		t.Errorf("train -h: error %v, printed:\n%s", err, stderr)
 	}
 }

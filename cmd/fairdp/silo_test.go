@@ -52,6 +52,9 @@ func TestSiloCerts(t *testing.T) {
 // binary: test error 0.425, DP violation 0.15486896969103636, ε
 // 0.9999999999882463), with the federation in report.json's config.
 // --lr 0.01 and --lambda 1 were the defaults then (issue 17 changed them).
+// Issue 27 item 6 moved W's noise V_t to the floating-point-safe sampler,
+// which draws the noise stream differently: since then the same seed gives
+// test error 0.437 and DP violation 0.14941326723597026 (ε unchanged).
 func TestSteffleTrainCLI(t *testing.T) {
 	var out, errOut bytes.Buffer
 	dir := t.TempDir()
@@ -83,8 +86,8 @@ func TestSteffleTrainCLI(t *testing.T) {
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Test.Error != 0.42500000000000004 || rep.Test.DPViolation != 0.15486896969103636 || rep.Privacy.Epsilon != 0.9999999999882463 {
-		t.Errorf("test error %v, DP violation %v, ε %v; want 0.42500000000000004, 0.15486896969103636, 0.9999999999882463",
+	if rep.Test.Error != 0.43700000000000006 || rep.Test.DPViolation != 0.14941326723597026 || rep.Privacy.Epsilon != 0.9999999999882463 {
+		t.Errorf("test error %v, DP violation %v, ε %v; want 0.43700000000000006, 0.14941326723597026, 0.9999999999882463",
 			rep.Test.Error, rep.Test.DPViolation, rep.Privacy.Epsilon)
 	}
 	want := trainer.FederationConfig{Silos: 3, Heterogeneity: 0.75, SiloAttribute: "age", Mode: "horizontal"}

@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -39,7 +42,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "sgd or adam")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "SGD momentum")
-	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json, metrics.jsonl and model.ckpt")
+	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json, metrics.jsonl and model.ckpt (train refuses one holding an earlier run's unless --overwrite)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "no progress output")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE); a private run leaves them out by default")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also train the identical non-private model and report the cost of privacy per group")
@@ -48,7 +51,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Float64Var(&c.Privacy.Delta, "delta", c.Privacy.Delta, "target δ (0: 1/n², n = training records); δ ≥ 1/n is refused unless --allow-large-delta")
 	fs.BoolVar(&c.Privacy.AllowLargeDelta, "allow-large-delta", c.Privacy.AllowLargeDelta, "accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
 	fs.Float64Var(&c.Privacy.Clip, "clip", c.Privacy.Clip, "per-sample clip bound C")
-	fs.Float64Var(&c.Privacy.Sigma, "sigma", c.Privacy.Sigma, "noise multiplier (0: calibrate from --epsilon)")
+	fs.Float64Var(&c.Privacy.Sigma, "sigma", c.Privacy.Sigma, "noise multiplier (0: calibrate from --epsilon; given with --epsilon, refused unless it spends at most that ε)")
 	fs.Float64Var(&c.Fair.Lambda, "lambda", c.Fair.Lambda, "fairness weight λ ≥ 0 (DP-FERMI, SteFFLe)")
 	fs.StringVar(&c.Fair.Fairness, "fairness", c.Fair.Fairness, "fairness notion: dp (demographic parity) or eo (equalized odds)")
 	fs.StringVar(&c.Fair.Scope, "scope", c.Fair.Scope, "what privacy protects: all (whole record) or sensitive (only the sensitive attribute)")
@@ -73,9 +76,23 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags parses args. A bad flag is one line (main prints the error)
+// with a pointer to -h, not the whole flag list above it: package flag
+// prints both to the set's output, silenced here while parsing; -h alone
+// prints the usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
 		return err
+	case err != nil:
+		return fmt.Errorf("%w (-h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with -)", fs.Arg(0))
@@ -116,10 +133,15 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var ck trainer.CheckpointOptions
 	fs.StringVar(&ck.Dir, "checkpoint", "", "directory to save the run in after every epoch (resumable; refused if it holds a checkpoint, unless --resume)")
 	fs.BoolVar(&ck.Resume, "resume", false, "with --checkpoint: continue the run the directory holds, or start it if it holds none")
+	overwrite := fs.Bool("overwrite", false, "replace the model.ckpt and report.json an earlier run left in --out (refused otherwise)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := rejectFederationFlags(fs, cfg.Algo); err != nil {
+		return err
+	}
+	uncapSigma(fs, &cfg)
+	if err := checkOut(cfg.Out, *overwrite, ck); err != nil {
 		return err
 	}
 	job, err := prepareTrain(cfg, stdout, ck)
@@ -153,6 +175,37 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if cfg.Out != "" {
 		fmt.Fprintf(stdout, "wrote %s/report.json, metrics.jsonl and model.ckpt\n", cfg.Out)
+	}
+	return nil
+}
+
+// uncapSigma: --sigma alone asks for a noise level, not an ε target, so the
+// built-in default ε = 1 is not made its cap (trainer refuses a σ that
+// spends more than a finite ε): ε becomes inf and the receipt alone states
+// what σ spends. An ε the user gave (--epsilon, --preset, --config) stays a
+// cap the run must honour.
+func uncapSigma(fs *flag.FlagSet, cfg *trainer.Config) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["sigma"] && cfg.Privacy.Sigma > 0 && !set["epsilon"] && !set["preset"] && !set["config"] {
+		cfg.Privacy.Epsilon = math.Inf(1)
+	}
+}
+
+// checkOut refuses an --out that holds an earlier run's model or report
+// (trainer.CheckOut) unless --overwrite, or --resume continues the run a
+// --checkpoint holds (its outputs are that run's own).
+func checkOut(out string, overwrite bool, ck trainer.CheckpointOptions) error {
+	if out == "" || overwrite {
+		return nil
+	}
+	if ck.Resume && ck.Dir != "" {
+		if _, err := os.Stat(filepath.Join(ck.Dir, trainer.CheckpointFile)); err == nil {
+			return nil
+		}
+	}
+	if err := trainer.CheckOut(out); err != nil {
+		return fmt.Errorf("%w (--overwrite)", err)
 	}
 	return nil
 }
