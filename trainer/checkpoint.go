@@ -261,6 +261,10 @@ func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 
 // prepareCheckpointed is PrepareCheckpointed once the directory is locked.
 func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
+	cfg, err := resolveTrainFrac(cfg, nil) // before comparing with the checkpoint's, which holds the resolved value
+	if err != nil {
+		return nil, err
+	}
 	ck, err := readCheckpoint(opts.Dir)
 	if err != nil {
 		return nil, err

@@ -136,6 +136,10 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 	if err := CheckDevice(cfg.Device); err != nil {
 		return nil, err
 	}
+	cfg, err := resolveTrainFrac(cfg, fitted)
+	if err != nil {
+		return nil, err
+	}
 	r, src := dpops.NewRand(cfg.Seed)
 	split := src
 	if cfg.SplitSeed != nil {

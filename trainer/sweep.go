@@ -76,6 +76,10 @@ func NewSweep(cfg Config, splitSeed uint64, workers int) (*Sweep, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg, err := resolveTrainFrac(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
 	_, src := dpops.NewRand(&splitSeed)
 	train, test, prep, err := LoadData(cfg, src.Derive("data"))
 	if err != nil {

@@ -92,6 +92,7 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
+	dataOwnTrainFrac(fs, args[1:], &cfg)
 	job, err := trainer.Prepare(cfg, stdout)
 	if err != nil {
 		return err
