@@ -285,15 +285,15 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 	resuming := ck.head != nil
 	// An unseeded run resumed gets new keys for everything but the split.
 	r, src := dpops.NewRand(cfg.Seed)
-	var data *rand.Rand
+	var key [32]byte // the key of the split's stream, as in Prepare
 	switch {
 	case cfg.SplitSeed != nil:
 		_, split := dpops.NewRand(cfg.SplitSeed)
-		data = split.Derive("data")
+		key = split.DeriveKey("data")
 	case cfg.Seed != nil:
-		data = src.Derive("data")
+		key = src.DeriveKey("data")
 	default:
-		key := src.DeriveKey("data") // what Prepare's split would use
+		key = src.DeriveKey("data") // what Prepare's split would use
 		if resuming {
 			if len(ck.head.DataKey) != len(key) {
 				return nil, fmt.Errorf("%s: an unseeded run's checkpoint without its data-split key", opts.Dir)
@@ -301,9 +301,8 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 			copy(key[:], ck.head.DataKey)
 		}
 		ck.dataKey = key[:]
-		data = rand.New(rand.NewChaCha8(key))
 	}
-	train, test, prep, err := LoadDataFitted(cfg, data, nil)
+	train, test, prep, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +311,8 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 		return nil, fmt.Errorf("%s: the data (%s, %d train / %d test records) differ from the data the checkpointed run trained on",
 			opts.Dir, train.Name, train.N(), test.N())
 	}
-	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log, checkpoint: ck}, nil
+	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log, checkpoint: ck,
+		split: newSplitRecord(cfg, key, train, test)}, nil
 }
 
 // Resuming reports whether the job continues a checkpointed run, and after
