@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"fairdp/dpops/accounting"
 	"fairdp/loaders"
 	"fairdp/models"
 )
@@ -339,4 +340,21 @@ func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (E
 	return EvalData{Data: all, Scored: fmt.Sprintf("the whole of %s, %d records: it is not the model's training data read the way the model was "+
 		"trained (its held-out split differs), so every record is scored; if it holds training records, they are scored too",
 		strings.Join(all.Sources, ", "), all.N())}, nil
+}
+
+// NotCoveredDataCounts is the receipt item of the exact counts in the data
+// notes (Dataset.NotesCountRecords).
+const NotCoveredDataCounts = "data_counts"
+
+// declareDataCounts adds to a private run's receipt the exact counts that
+// the training split's notes print (train's "data:" lines): rows dropped
+// for a missing cell or by the schema's filter are counted before the
+// split, over training records too, and imputed cells are counted in the
+// training split itself.
+func declareDataCounts(r *accounting.Receipt, train *loaders.Dataset) {
+	if !r.Private() || !train.NotesCountRecords {
+		return
+	}
+	r.AddNotCovered(NotCoveredDataCounts, "the data notes (rows dropped for a missing cell or by the schema's filter, cells imputed) "+
+		"are exact counts over the records read, training records included")
 }

@@ -391,6 +391,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		rep.Config.Privacy.Delta = rep.Privacy.Delta
 	}
 	DeclareNotCovered(&rep.Privacy, job.Train.N(), job.Preprocess, cfg)
+	declareDataCounts(&rep.Privacy, job.Train)
 	if nc, ok := alg.(NotCoverer); ok && rep.Privacy.Private() {
 		for _, n := range nc.NotCovered() {
 			rep.Privacy.AddNotCovered(n.Item, n.Detail)

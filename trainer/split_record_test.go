@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -90,5 +91,51 @@ func TestSplitRecordFindsHeldOut(t *testing.T) {
 	}
 	if _, err := trainer.LoadEvalData(trainer.Defaults(), nil, nil); err == nil || !strings.Contains(err.Error(), "records no train/test split") {
 		t.Errorf("no split record: %v", err)
+	}
+}
+
+// TestReceiptDeclaresDataCounts is issue 27 item 6: the notes train prints
+// ("dropped N rows with a missing cell ... before splitting") count the
+// training records too, so a private run's receipt lists them under
+// not_covered; a private run whose data needed no dropping, and a run that
+// is not private, do not.
+func TestReceiptDeclaresDataCounts(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "loaders", "testdata", "adult_sample.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clean []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, "?") {
+			clean = append(clean, line)
+		}
+	}
+	cleanFile := filepath.Join(dir, "clean.data")
+	if err := os.WriteFile(cleanFile, []byte(strings.Join(clean, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, data, algo string
+		want             bool
+	}{
+		{"private, rows dropped", filepath.Join("..", "loaders", "testdata", "adult_sample.data"), "dpsgd", true},
+		{"private, nothing dropped", cleanFile, "dpsgd", false},
+		{"not private, rows dropped", filepath.Join("..", "loaders", "testdata", "adult_sample.data"), "sgd", false},
+	} {
+		cfg := sampleConfigOf(t, t.TempDir(), tc.data, 0)
+		seed := uint64(1)
+		cfg.Algo, cfg.Seed, cfg.Privacy.Epsilon, cfg.Privacy.AllowLargeDelta = tc.algo, &seed, 5, true
+		rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := false
+		for _, n := range rep.Privacy.NotCovered {
+			got = got || n.Item == trainer.NotCoveredDataCounts
+		}
+		if got != tc.want {
+			t.Errorf("%s: not_covered %s listed %v, want %v (%v)", tc.name, trainer.NotCoveredDataCounts, got, tc.want, rep.Privacy.NotCovered)
+		}
 	}
 }
