@@ -337,6 +337,10 @@ func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (E
 		return EvalData{}, err
 	}
 	all.Name = strings.TrimSuffix(train.Name, "/train")
+	// Notes about one split (how it was drawn, its own counts) do not
+	// describe the whole; those about the file (rows dropped before the
+	// split, the filter, the label) are in both.
+	all.Notes = slices.DeleteFunc(slices.Clone(train.Notes), func(n string) bool { return !slices.Contains(test.Notes, n) })
 	return EvalData{Data: all, Scored: fmt.Sprintf("the whole of %s, %d records: it is not the model's training data read the way the model was "+
 		"trained (its held-out split differs), so every record is scored; if it holds training records, they are scored too",
 		strings.Join(all.Sources, ", "), all.N())}, nil

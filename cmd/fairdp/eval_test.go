@@ -190,6 +190,9 @@ func TestEvalScoresTheModelsOwnHeldOutSplit(t *testing.T) {
 	if !strings.Contains(out, want) || !strings.Contains(out, "whole file (not the training data's held-out split)") {
 		t.Errorf("eval of another file lacks %q:\n%s", want, out)
 	}
+	if strings.Contains(out, "train split") || strings.Contains(out, "test split") {
+		t.Errorf("eval of a whole file describes a split it did not score:\n%s", out)
+	}
 }
 
 // TestEvalRefusesCheckpointWithoutSplit: a checkpoint that does not record
