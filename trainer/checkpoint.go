@@ -155,8 +155,9 @@ type checkpointHeader struct {
 	Algorithm  string
 	Seeded     bool
 	// DataKey is the key of the data-split stream of an unseeded run
-	// without a split seed (the only secret in the file; see
-	// PrepareCheckpointed); DataHash fingerprints both splits.
+	// without a split seed (see PrepareCheckpointed; the model.ckpt the
+	// run writes records it too, SplitRecord); DataHash fingerprints both
+	// splits.
 	DataKey  []byte
 	DataHash []byte
 	Seconds  float64 // training time of all sessions up to Epoch
@@ -230,8 +231,9 @@ type checkpoint struct {
 // resumed process keys every stream (batches, noise) afresh from
 // crypto/rand, which the receipt notes. It does hold the key of the data
 // split (so the run continues on the same training records), which tells
-// whoever reads it which records are in the training split; the file is
-// written with mode 0600. A seeded run's checkpoint holds its streams'
+// whoever reads it which records are in the training split, as the run's
+// model.ckpt does (SplitRecord; the receipt's test_evaluation says so);
+// the file is written with mode 0600. A seeded run's checkpoint holds its streams'
 // positions, which predict its noise, as the seed itself does.
 func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
 	if opts.Dir == "" {
