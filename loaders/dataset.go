@@ -40,4 +40,9 @@ type Dataset struct {
 	// Notes say what loading did besides decoding (rows dropped for missing
 	// cells, unseen categories, how the split was made), for reports.
 	Notes []string
+	// NotesCountRecords is set when Notes hold exact counts over records
+	// that include this set's own (rows dropped for a missing cell or by a
+	// filter before the split, cells imputed in this set): a private run
+	// that shows the notes declares them outside its guarantee.
+	NotesCountRecords bool
 }

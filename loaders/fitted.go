@@ -37,6 +37,12 @@ func (p *Preprocessor) CompatibleWith(s Schema) error {
 		diffs = append(diffs, fmt.Sprintf("the sensitive attribute differs: checkpoint %s, schema given %s",
 			asJSON(fitted.Sensitive), asJSON(s.Sensitive)))
 	}
+	if !sameJSON(sortedFilter(fitted.Filter), sortedFilter(s.Filter)) {
+		// The rows kept are the model's population: scoring other rows under
+		// the checkpoint's filter would say nothing of the filter given.
+		diffs = append(diffs, fmt.Sprintf("the filter differs: checkpoint %s, schema given %s (filter the file yourself and give it as the data, "+
+			"or use the checkpoint's filter)", asJSON(fitted.Filter), asJSON(s.Filter)))
+	}
 	if len(diffs) > 0 {
 		return fmt.Errorf("the data's schema does not match the checkpoint's preprocessing: %s", strings.Join(diffs, "; "))
 	}
@@ -67,3 +73,16 @@ func asJSON(v any) string {
 }
 
 func sameJSON(a, b any) bool { return asJSON(a) == asJSON(b) }
+
+// sortedFilter is f with each column's values sorted and an empty filter
+// nil, so that filters keeping the same rows compare equal.
+func sortedFilter(f map[string][]string) map[string][]string {
+	if len(f) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(f))
+	for c, v := range f {
+		out[c] = slices.Sorted(slices.Values(v))
+	}
+	return out
+}

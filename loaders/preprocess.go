@@ -1079,6 +1079,12 @@ func (p *Preprocessor) encodeSplit(t *Table, recs []record, dropped int, beforeS
 	if t.filtered > 0 {
 		notes = append(notes, fmt.Sprintf("the schema's filter dropped %s of %s", plural(t.filtered, "row"), strings.Join(t.Sources, ", ")))
 	}
+	// Rows dropped or filtered from t count every record t holds; cells
+	// imputed count this set's own.
+	d.NotesCountRecords = dropped > 0 || t.filtered > 0 || len(rep.Imputed) > 0
+	if n := p.schema.Label.oneVsRestNote(); n != "" {
+		notes = append(notes, n)
+	}
 	d.Notes = append([]string{how}, notes...)
 	return d, nil
 }

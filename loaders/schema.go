@@ -489,3 +489,15 @@ func sortValues(vals []string) {
 		return vals[i] < vals[j]
 	})
 }
+
+// oneVsRestNote says, for a label given by positive values alone, that
+// every other value is negative, so that a column of three or more values
+// becoming one-vs-rest is said, not silent. It reads the schema only, no
+// record, so the note releases nothing of the data.
+func (l LabelSpec) oneVsRestNote() string {
+	if len(l.Positive) == 0 || len(l.Negative) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("label: %s of column %q are positive and every other value is negative (one-vs-rest if the column has "+
+		"more than two values; list the schema's label \"negative\" values to have any other value refused)", quoteList(l.Positive, 10), l.Column)
+}

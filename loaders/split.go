@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -97,6 +98,7 @@ func Subset(d *Dataset, idx []int) *Dataset {
 		Name: d.Name, Dim: d.Dim, FeatureNames: d.FeatureNames,
 		C: d.C, H: d.H, W: d.W, Standardise: d.Standardise, Mean: d.Mean, Std: d.Std,
 		LabelNames: d.LabelNames, GroupNames: d.GroupNames, Sources: d.Sources, Notes: d.Notes,
+		NotesCountRecords: d.NotesCountRecords,
 	}
 	if d.X != nil {
 		out.X = make([]float64, 0, len(idx)*d.Dim)
@@ -150,4 +152,52 @@ func Batches(n, batch int, rng *rand.Rand) [][]int {
 		out = append(out, perm[start:min(start+batch, n)])
 	}
 	return out
+}
+
+// Concat returns the records of a followed by those of b as a new Dataset,
+// for scoring a whole file that was loaded as two splits. Both must have
+// the same form, features, labels and groups (the two splits of one load
+// always do); their sources are merged, so Row and SourceOf still trace
+// every record to its file. Notes are a's followed by b's that a lacks.
+func Concat(a, b *Dataset) (*Dataset, error) {
+	if a.Dim != b.Dim || a.C != b.C || a.H != b.H || a.W != b.W || (a.X == nil) != (b.X == nil) || (a.Pix == nil) != (b.Pix == nil) ||
+		!slices.Equal(a.FeatureNames, b.FeatureNames) || !slices.Equal(a.LabelNames, b.LabelNames) ||
+		!slices.Equal(a.GroupNames, b.GroupNames) || (a.Targets == nil) != (b.Targets == nil) {
+		return nil, fmt.Errorf("loaders: cannot concatenate %s and %s: their features, labels or groups differ", a.Name, b.Name)
+	}
+	all := make([]int, a.N())
+	for i := range all {
+		all[i] = i
+	}
+	out := Subset(a, all) // a copy, so appending never writes into a's arrays
+	out.X = append(out.X, b.X...)
+	out.Pix = append(out.Pix, b.Pix...)
+	out.Labels = append(out.Labels, b.Labels...)
+	out.Groups = append(out.Groups, b.Groups...)
+	out.Targets = append(out.Targets, b.Targets...)
+	out.Row = append(out.Row, b.Row...)
+	out.Sources = slices.Clone(a.Sources)
+	if b.SourceOf != nil {
+		// b's source k becomes the index of the same name in the merged list.
+		at := make([]int, len(b.Sources))
+		for k, s := range b.Sources {
+			if j := slices.Index(out.Sources, s); j >= 0 {
+				at[k] = j
+			} else {
+				at[k] = len(out.Sources)
+				out.Sources = append(out.Sources, s)
+			}
+		}
+		for _, k := range b.SourceOf {
+			out.SourceOf = append(out.SourceOf, at[k])
+		}
+	}
+	out.NotesCountRecords = a.NotesCountRecords || b.NotesCountRecords
+	out.Notes = slices.Clone(a.Notes)
+	for _, n := range b.Notes {
+		if !slices.Contains(out.Notes, n) {
+			out.Notes = append(out.Notes, n)
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -203,4 +204,46 @@ func TestBatches(t *testing.T) {
 		}
 	}()
 	Batches(3, 0, rand.New(rand.NewPCG(1, 1)))
+}
+
+// TestConcat: the two splits of a data set concatenated hold every record
+// once, traced to its own file (sources merged by name), and a set of
+// another shape is refused.
+func TestConcat(t *testing.T) {
+	d := tinyDataset()
+	tr, te := Split(d, 0.6, rand.New(rand.NewPCG(1, 1)))
+	// The second set names its files in a list of its own, where b.csv
+	// is at index 0: merged, it must keep pointing at b.csv.
+	te.Sources = []string{"b.csv", "c.csv"}
+	for i := range te.SourceOf {
+		te.SourceOf[i] = 1 - te.SourceOf[i]
+	}
+	all, err := Concat(tr, te)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.N() != d.N() || !reflect.DeepEqual(all.Sources, []string{"a.csv", "b.csv", "c.csv"}) {
+		t.Fatalf("Concat: %d records, sources %v", all.N(), all.Sources)
+	}
+	for i := range all.N() {
+		// Each record is d's record with the same row, from the file of the same name.
+		j := slices.Index(d.Row, all.Row[i])
+		wantFile := d.Sources[d.SourceOf[j]]
+		if i >= tr.N() {
+			wantFile = te.Sources[te.SourceOf[i-tr.N()]]
+		}
+		if !reflect.DeepEqual(all.X[2*i:2*i+2], d.X[2*j:2*j+2]) || all.Labels[i] != d.Labels[j] || all.Groups[i] != d.Groups[j] ||
+			all.Targets[i] != d.Targets[j] || all.Sources[all.SourceOf[i]] != wantFile {
+			t.Errorf("record %d (row %d) differs from the source's", i, all.Row[i])
+		}
+	}
+	all.X[0] = -1
+	if tr.X[0] == -1 {
+		t.Errorf("Concat shares feature storage with its first set")
+	}
+	other := Subset(d, []int{0})
+	other.Dim, other.FeatureNames = 1, []string{"x"}
+	if _, err := Concat(tr, other); err == nil {
+		t.Errorf("Concat of sets with different features: no error")
+	}
 }

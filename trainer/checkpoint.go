@@ -155,8 +155,9 @@ type checkpointHeader struct {
 	Algorithm  string
 	Seeded     bool
 	// DataKey is the key of the data-split stream of an unseeded run
-	// without a split seed (the only secret in the file; see
-	// PrepareCheckpointed); DataHash fingerprints both splits.
+	// without a split seed (see PrepareCheckpointed; the model.ckpt the
+	// run writes records it too, SplitRecord); DataHash fingerprints both
+	// splits.
 	DataKey  []byte
 	DataHash []byte
 	Seconds  float64 // training time of all sessions up to Epoch
@@ -230,8 +231,9 @@ type checkpoint struct {
 // resumed process keys every stream (batches, noise) afresh from
 // crypto/rand, which the receipt notes. It does hold the key of the data
 // split (so the run continues on the same training records), which tells
-// whoever reads it which records are in the training split; the file is
-// written with mode 0600. A seeded run's checkpoint holds its streams'
+// whoever reads it which records are in the training split, as the run's
+// model.ckpt does (SplitRecord; the receipt's test_evaluation says so);
+// the file is written with mode 0600. A seeded run's checkpoint holds its streams'
 // positions, which predict its noise, as the seed itself does.
 func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
 	if opts.Dir == "" {
@@ -264,6 +266,10 @@ func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 
 // prepareCheckpointed is PrepareCheckpointed once the directory is locked.
 func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
+	cfg, err := resolveTrainFrac(cfg, nil) // before comparing with the checkpoint's, which holds the resolved value
+	if err != nil {
+		return nil, err
+	}
 	ck, err := readCheckpoint(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -284,15 +290,15 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 	resuming := ck.head != nil
 	// An unseeded run resumed gets new keys for everything but the split.
 	r, src := dpops.NewRand(cfg.Seed)
-	var data *rand.Rand
+	var key [32]byte // the key of the split's stream, as in Prepare
 	switch {
 	case cfg.SplitSeed != nil:
 		_, split := dpops.NewRand(cfg.SplitSeed)
-		data = split.Derive("data")
+		key = split.DeriveKey("data")
 	case cfg.Seed != nil:
-		data = src.Derive("data")
+		key = src.DeriveKey("data")
 	default:
-		key := src.DeriveKey("data") // what Prepare's split would use
+		key = src.DeriveKey("data") // what Prepare's split would use
 		if resuming {
 			if len(ck.head.DataKey) != len(key) {
 				return nil, fmt.Errorf("%s: an unseeded run's checkpoint without its data-split key", opts.Dir)
@@ -300,9 +306,8 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 			copy(key[:], ck.head.DataKey)
 		}
 		ck.dataKey = key[:]
-		data = rand.New(rand.NewChaCha8(key))
 	}
-	train, test, prep, err := LoadDataFitted(cfg, data, nil)
+	train, test, prep, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +316,8 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 		return nil, fmt.Errorf("%s: the data (%s, %d train / %d test records) differ from the data the checkpointed run trained on",
 			opts.Dir, train.Name, train.N(), test.N())
 	}
-	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log, checkpoint: ck}, nil
+	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log, checkpoint: ck,
+		split: newSplitRecord(cfg, key, train, test)}, nil
 }
 
 // Resuming reports whether the job continues a checkpointed run, and after

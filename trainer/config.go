@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"fairdp/loaders"
 )
 
 // Config is one training job. The zero value is not usable; start from
@@ -32,7 +34,7 @@ type Config struct {
 	LR            float64 `json:"lr"`         // learning rate
 	Optimizer     string  `json:"optimizer"`  // sgd or adam
 	Momentum      float64 `json:"momentum"`   // SGD momentum
-	TrainFrac     float64 `json:"train_frac"` // train fraction of a random split (0.75 for DP-FERMI)
+	TrainFrac     float64 `json:"train_frac"` // train fraction of a random split (0: the data's own, see ResolveTrainFrac)
 	ImageSize     int     `json:"image_size"` // UTKFace resize
 	Limit         int     `json:"limit"`      // use at most this many records (0 = all), for quick runs
 	Seed          *uint64 `json:"seed"`       // nil: crypto-seeded
@@ -287,12 +289,50 @@ type DPConfig struct {
 func Defaults() Config {
 	return Config{
 		Algo: "fermi", Dataset: "adult", DType: "float32", Epochs: 20, Batch: 256, LR: 0.005,
-		Optimizer: "adam", TrainFrac: 0.75, ImageSize: 64, Tau: 0.05, Device: "cpu",
+		Optimizer: "adam", TrainFrac: DefaultTrainFrac, ImageSize: 64, Tau: 0.05, Device: "cpu",
 		Privacy: DPConfig{Epsilon: 1, Clip: 1, Sampling: "poisson"},
 		Fair: FairConfig{Lambda: 10, Fairness: "dp", Scope: "all", LRW: 0.01, Radius: 5, Calibration: "accountant",
 			CountNoiseRatio: 10},
 		Federation: DefaultFederation(),
 	}
+}
+
+// DefaultTrainFrac is the training fraction of data that names none
+// (DP-FERMI's 75/25 split).
+const DefaultTrainFrac = 0.75
+
+// ResolveTrainFrac returns cfg with a TrainFrac of 0 replaced by the data's
+// own: the schema's train_frac for a CSV, the built-in data set's, else
+// DefaultTrainFrac. A TrainFrac set (a flag, a preset, a report's config)
+// wins. Prepare does this itself; a caller that needs the fraction before
+// (a pipeline of its own) calls it.
+func ResolveTrainFrac(cfg Config) (Config, error) { return resolveTrainFrac(cfg, nil) }
+
+// resolveTrainFrac is ResolveTrainFrac; fitted, if set, is a checkpoint's
+// preprocessing, whose schema reads a CSV given without one.
+func resolveTrainFrac(cfg Config, fitted *loaders.Preprocessor) (Config, error) {
+	if cfg.TrainFrac != 0 {
+		return cfg, nil
+	}
+	cfg.TrainFrac = DefaultTrainFrac
+	var s loaders.Schema
+	switch {
+	case isBuiltin(cfg.Dataset):
+		s, _ = loaders.Builtin(cfg.Dataset)
+	case slices.Contains(imageSets, cfg.Dataset):
+		return cfg, nil
+	case cfg.Schema != "":
+		var err error
+		if s, err = loaders.LoadSchema(cfg.Schema); err != nil {
+			return cfg, err
+		}
+	case fitted != nil:
+		s = fitted.Schema()
+	}
+	if s.TrainFrac > 0 {
+		cfg.TrainFrac = s.TrainFrac
+	}
+	return cfg, nil
 }
 
 // Validate reports every problem with c at once, as FieldErrors naming the
@@ -314,8 +354,8 @@ func (c *Config) Validate() error {
 	if c.Optimizer != "sgd" && c.Optimizer != "adam" {
 		errs.add("Optimizer", "must be sgd or adam (got %q)", c.Optimizer)
 	}
-	if !(c.TrainFrac > 0 && c.TrainFrac < 1) {
-		errs.add("TrainFrac", "must be in (0,1) (got %v)", c.TrainFrac)
+	if !(c.TrainFrac >= 0 && c.TrainFrac < 1) {
+		errs.add("TrainFrac", "must be in (0,1), or 0 for the data's own (got %v)", c.TrainFrac)
 	}
 	if c.Limit < 0 {
 		errs.add("Limit", "must be ≥ 0")

@@ -1,7 +1,9 @@
 package trainer
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,7 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"fairdp/dpops/accounting"
 	"fairdp/loaders"
+	"fairdp/models"
 )
 
 // imageSets are the built-in image data sets (tabular ones come from loaders).
@@ -228,4 +232,133 @@ func skippedList(skipped []loaders.UTKSkip) string {
 		parts = append(parts, fmt.Sprintf("%s (%s)", s.Name, s.Reason))
 	}
 	return ": " + strings.Join(parts, "; ")
+}
+
+// SplitInfoKey is the models.Meta Info key under which a model checkpoint
+// keeps its SplitRecord (as JSON).
+const SplitInfoKey = "split"
+
+// SplitRecord is what a model checkpoint keeps of the train/test split it
+// was trained on, so that `fairdp eval` on the training data scores exactly
+// the records the model did not train on, whatever seed eval is given, and
+// tells the training data from another file.
+//
+// Key is the key of the split's own random stream (Source.DeriveKey("data"),
+// or the split seed's): a PRF output, it says nothing of the run's noise
+// keys, and since the split is chosen by the program's randomness, not by
+// the data, it is no function of any record. TestSHA256 fingerprints the
+// held-out records as encoded (an exact function of the test split only,
+// like the test metrics); it is how eval knows that the data it re-split
+// is the training data read the same way. Both are declared in the receipt
+// (accounting.NotCoveredTestEvaluation's neighbour, see splitNotCovered).
+type SplitRecord struct {
+	Dataset    string  `json:"dataset"`          // Config.Dataset of the run
+	Schema     string  `json:"schema,omitempty"` // Config.Schema of the run
+	TrainFrac  float64 `json:"train_frac"`       // the fraction the split used
+	Limit      int     `json:"limit,omitempty"`  // Config.Limit of the run
+	Key        string  `json:"key"`              // hex of the split stream's key
+	Train      int     `json:"train_records"`
+	Test       int     `json:"test_records"`
+	TestSHA256 string  `json:"test_sha256"`
+}
+
+// newSplitRecord records the split of train and test, made by the stream
+// keyed by key under cfg.
+func newSplitRecord(cfg Config, key [32]byte, train, test *loaders.Dataset) *SplitRecord {
+	return &SplitRecord{Dataset: cfg.Dataset, Schema: cfg.Schema, TrainFrac: cfg.TrainFrac, Limit: cfg.Limit,
+		Key: hex.EncodeToString(key[:]), Train: train.N(), Test: test.N(), TestSHA256: hex.EncodeToString(dataFingerprint(test))}
+}
+
+// ReadSplitRecord returns the split a model checkpoint recorded, or nil when
+// it records none (checkpoints written before fairdp kept it).
+func ReadSplitRecord(meta models.Meta) (*SplitRecord, error) {
+	raw, ok := meta.Info[SplitInfoKey]
+	if !ok {
+		return nil, nil
+	}
+	var r SplitRecord
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return nil, fmt.Errorf("the checkpoint's split record: %w", err)
+	}
+	if k, err := hex.DecodeString(r.Key); err != nil || len(k) != 32 {
+		return nil, fmt.Errorf("the checkpoint's split record has a malformed key %q", r.Key)
+	}
+	return &r, nil
+}
+
+// EvalData is what `fairdp eval` scores and how to describe it.
+type EvalData struct {
+	Data *loaders.Dataset
+	// HeldOut is true when Data is the held-out split of the model's own
+	// training data; false when it is the whole of another file.
+	HeldOut bool
+	// Scored says what was scored, in words, for the printed table and the
+	// report ("the held-out split of the training data, N records").
+	Scored string
+}
+
+// LoadEvalData loads the data cfg names (Dataset, Schema, DataDir; the
+// split settings and seeds of cfg are not read) for scoring a model whose
+// checkpoint recorded rec and whose tabular data is encoded with fitted.
+//
+// The data is split the way the model's training data was (rec's key,
+// fraction and limit). When the held-out split it gives is the one the
+// model recorded (the same records, encoded the same way), the data is the
+// training data and only those records are scored. Otherwise the data is
+// another file (or the training file read another way) and all of it is
+// scored, and Scored says so. A checkpoint without a record cannot tell, and
+// is refused.
+func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (EvalData, error) {
+	if rec == nil {
+		return EvalData{}, errors.New("the checkpoint records no train/test split (it was written before fairdp kept one), " +
+			"so eval cannot tell which records the model trained on: retrain the model with this version of fairdp")
+	}
+	key, err := hex.DecodeString(rec.Key)
+	if err != nil || len(key) != 32 {
+		return EvalData{}, fmt.Errorf("the checkpoint's split record has a malformed key %q", rec.Key)
+	}
+	cfg.TrainFrac, cfg.Limit = rec.TrainFrac, rec.Limit
+	train, test, _, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
+	if err != nil {
+		return EvalData{}, err
+	}
+	if hex.EncodeToString(dataFingerprint(test)) == rec.TestSHA256 {
+		return EvalData{Data: test, HeldOut: true,
+			Scored: fmt.Sprintf("the held-out split of the model's training data, %d records (the %d it trained on are not scored)", test.N(), train.N())}, nil
+	}
+	if cfg.Limit > 0 { // the whole file, not the training run's first records
+		cfg.Limit = 0
+		if train, test, _, err = LoadDataFitted(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
+			return EvalData{}, err
+		}
+	}
+	all, err := loaders.Concat(train, test)
+	if err != nil {
+		return EvalData{}, err
+	}
+	all.Name = strings.TrimSuffix(train.Name, "/train")
+	// Notes about one split (how it was drawn, its own counts) do not
+	// describe the whole; those about the file (rows dropped before the
+	// split, the filter, the label) are in both.
+	all.Notes = slices.DeleteFunc(slices.Clone(train.Notes), func(n string) bool { return !slices.Contains(test.Notes, n) })
+	return EvalData{Data: all, Scored: fmt.Sprintf("the whole of %s, %d records: it is not the model's training data read the way the model was "+
+		"trained (its held-out split differs), so every record is scored; if it holds training records, they are scored too",
+		strings.Join(all.Sources, ", "), all.N())}, nil
+}
+
+// NotCoveredDataCounts is the receipt item of the exact counts in the data
+// notes (Dataset.NotesCountRecords).
+const NotCoveredDataCounts = "data_counts"
+
+// declareDataCounts adds to a private run's receipt the exact counts that
+// the training split's notes print (train's "data:" lines): rows dropped
+// for a missing cell or by the schema's filter are counted before the
+// split, over training records too, and imputed cells are counted in the
+// training split itself.
+func declareDataCounts(r *accounting.Receipt, train *loaders.Dataset) {
+	if !r.Private() || !train.NotesCountRecords {
+		return
+	}
+	r.AddNotCovered(NotCoveredDataCounts, "the data notes (rows dropped for a missing cell or by the schema's filter, cells imputed) "+
+		"are exact counts over the records read, training records included")
 }

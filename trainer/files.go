@@ -82,6 +82,14 @@ func writeOutputs[T nn.Float](dir string, rep *Report, m *models.Model[T], job *
 			"seed": job.Source.String(),
 		},
 	}
+	if job.split != nil {
+		// What eval needs to score the records the model did not train on.
+		b, err := json.Marshal(job.split)
+		if err != nil {
+			return err
+		}
+		meta.Info[SplitInfoKey] = string(b)
+	}
 	if err := models.SaveFile(filepath.Join(dir, ModelFile), m, meta); err != nil {
 		return err
 	}

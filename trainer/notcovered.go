@@ -20,7 +20,9 @@ func DeclareNotCovered(r *accounting.Receipt, trainRecords int, preprocess json.
 		return
 	}
 	r.AddNotCovered(accounting.NotCoveredTestEvaluation, "metrics of the test split (report.json test, metrics.jsonl test_*, "+
-		"the printed test table) are exact statistics of the held-out records: the guarantee covers the training records only")
+		"the printed test table) are exact statistics of the held-out records: the guarantee covers the training records only; "+
+		"model.ckpt also holds the split's key and a SHA-256 of the held-out records (so eval scores only them), "+
+		"which tell whoever holds the data file which records were held out and which trained the model")
 	r.AddNotCovered(accounting.NotCoveredRecordCount, fmt.Sprintf("the number of training records (%d) is treated as public: "+
 		"the sampling rate and the default δ are computed from it", trainRecords))
 	if p := bytes.TrimSpace(preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {

@@ -120,6 +120,10 @@ type Job struct {
 	// checkpoint, set by PrepareCheckpointed, makes Run save the run after
 	// every epoch and continue a saved one.
 	checkpoint *checkpoint
+	// split, set when the job's data was split here (Prepare,
+	// PrepareCheckpointed, a Sweep), goes into model.ckpt so that eval
+	// finds the held-out records again; nil for data a caller split.
+	split *SplitRecord
 }
 
 // Prepare loads the data named in cfg and seeds the run.
@@ -139,16 +143,22 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 	if err := CheckDevice(cfg.Device); err != nil {
 		return nil, err
 	}
+	cfg, err := resolveTrainFrac(cfg, fitted)
+	if err != nil {
+		return nil, err
+	}
 	r, src := dpops.NewRand(cfg.Seed)
 	split := src
 	if cfg.SplitSeed != nil {
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
-	train, test, prep, err := LoadDataFitted(cfg, split.Derive("data"), fitted)
+	key := split.DeriveKey("data") // the stream split.Derive("data") gives
+	train, test, prep, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), fitted)
 	if err != nil {
 		return nil, err
 	}
-	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log}, nil
+	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log,
+		split: newSplitRecord(cfg, key, train, test)}, nil
 }
 
 // newOptimizer is the update Config asks for: Adam, or SGD with its
@@ -393,6 +403,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		rep.Config.Privacy.Delta = rep.Privacy.Delta
 	}
 	DeclareNotCovered(&rep.Privacy, job.Train.N(), job.Preprocess, cfg)
+	declareDataCounts(&rep.Privacy, job.Train)
 	if nc, ok := alg.(NotCoverer); ok && rep.Privacy.Private() {
 		for _, n := range nc.NotCovered() {
 			rep.Privacy.AddNotCovered(n.Item, n.Detail)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -53,6 +54,8 @@ type Sweep struct {
 	// oracle learner, budget tailoring) sweep through the same runner and
 	// results file. It must be safe to call concurrently.
 	Pipeline func(ctx context.Context, cfg Config) (*Report, error)
+	// split is the shared split's record, for each run's model.ckpt.
+	split *SplitRecord
 }
 
 // SweepSeed is the seed of run `run` of the sweep cell named cell (its key,
@@ -76,12 +79,17 @@ func NewSweep(cfg Config, splitSeed uint64, workers int) (*Sweep, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	_, src := dpops.NewRand(&splitSeed)
-	train, test, prep, err := LoadData(cfg, src.Derive("data"))
+	cfg, err := resolveTrainFrac(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Sweep{Train: train, Test: test, Preprocess: prep, Workers: workers}, nil
+	_, src := dpops.NewRand(&splitSeed)
+	key := src.DeriveKey("data")
+	train, test, prep, err := LoadData(cfg, rand.New(rand.NewChaCha8(key)))
+	if err != nil {
+		return nil, err
+	}
+	return &Sweep{Train: train, Test: test, Preprocess: prep, Workers: workers, split: newSplitRecord(cfg, key, train, test)}, nil
 }
 
 // Run trains every run in order of the slice, Workers at a time, and calls
@@ -163,7 +171,7 @@ func (s *Sweep) train(ctx context.Context, run SweepRun) (*Report, error) {
 		return nil, err
 	}
 	r, src := dpops.NewRand(cfg.Seed)
-	job := &Job{Cfg: cfg, Train: s.Train, Test: s.Test, Preprocess: s.Preprocess, Rand: r, Source: src, Log: io.Discard}
+	job := &Job{Cfg: cfg, Train: s.Train, Test: s.Test, Preprocess: s.Preprocess, Rand: r, Source: src, Log: io.Discard, split: s.split}
 	return Train(ctx, job)
 }
 

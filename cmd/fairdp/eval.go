@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 
@@ -14,10 +15,15 @@ import (
 	"fairdp/trainer"
 )
 
+// evalIgnored are the data flags eval accepts (its synopsis has always
+// shown them) but does not use: the split, its fraction and limit are the
+// model's own, read from its checkpoint.
+var evalIgnored = []string{"seed", "split-seed", "train-frac", "limit"}
+
 func runEval(args []string, stdout, stderr io.Writer) error {
 	cfg := trainer.Defaults()
 	var ckpt, out string
-	fs := newFlagSet("eval", "eval --model CKPT [--dataset D --seed S ...]", stderr)
+	fs := newFlagSet("eval", "eval --model CKPT [--dataset D --schema S]", stderr)
 	fs.StringVar(&ckpt, "model", "", "checkpoint written by 'fairdp train --out' (model.ckpt)")
 	fs.StringVar(&out, "out", "", "write the evaluation as JSON to this file")
 	dataFlags(fs, &cfg)
@@ -27,12 +33,26 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if ckpt == "" {
 		return errors.New("eval: --model CKPT is required")
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	m, meta, err := models.LoadFile(ckpt)
 	if err != nil {
 		return err
 	}
-	if cfg.Seed == nil {
-		fmt.Fprintln(stderr, "fairdp eval: no --seed: the test split is a fresh random one, not necessarily the one held out in training")
+	rec, err := trainer.ReadSplitRecord(meta)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ckpt, err)
+	}
+	for _, f := range evalIgnored {
+		if set[f] {
+			fmt.Fprintf(stderr, "fairdp eval: --%s is not used: the model's own train/test split is read from its checkpoint\n", f)
+		}
+	}
+	// Without --dataset and --schema the data is the model's own, as its
+	// checkpoint names it (not the default built-in data set).
+	own := !set["dataset"] && !set["schema"] && rec != nil
+	if own {
+		cfg.Dataset, cfg.Schema = rec.Dataset, rec.Schema
 	}
 	// Tabular data is encoded with the checkpoint's own fitted
 	// preprocessing, never refitted: a refit from another schema file could
@@ -44,11 +64,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s: stored preprocessing: %w", ckpt, err)
 		}
 	}
-	job, err := trainer.PrepareFitted(cfg, stdout, fitted)
+	ev, err := trainer.LoadEvalData(cfg, fitted, rec)
 	if err != nil {
-		return err
+		if own {
+			return fmt.Errorf("%s: the data it was trained on (dataset %q, schema %q, paths as given to train): %w; "+
+				"give --dataset (and --schema) to name them from here", ckpt, rec.Dataset, rec.Schema, err)
+		}
+		return fmt.Errorf("%s: %w", ckpt, err)
 	}
-	if fitted == nil && job.Test.X != nil {
+	if fitted == nil && ev.Data.X != nil {
 		return fmt.Errorf("%s has no stored preprocessing, so tabular data cannot be encoded the way the model was trained; "+
 			"retrain it with this version of fairdp", ckpt)
 	}
@@ -56,10 +80,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	params := 0
 	switch mm := m.(type) {
 	case *models.Model[float32]:
-		sp, err = trainer.Evaluate(mm, job.Test)
+		sp, err = trainer.Evaluate(mm, ev.Data)
 		params = mm.NumParams()
 	case *models.Model[float64]:
-		sp, err = trainer.Evaluate(mm, job.Test)
+		sp, err = trainer.Evaluate(mm, ev.Data)
 		params = mm.NumParams()
 	default:
 		err = fmt.Errorf("%s: unsupported model type %T", ckpt, m)
@@ -67,19 +91,39 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s (%s, %s) on %s\n", ckpt, meta.Spec.Arch, meta.DType, job.Test.Name)
-	metrics.WriteTable(stdout, "test", sp)
+	fmt.Fprintf(stdout, "%s (%s, %s) on %s\n", ckpt, meta.Spec.Arch, meta.DType, ev.Data.Name)
+	fmt.Fprintf(stdout, "scored: %s\n", ev.Scored)
+	for _, n := range ev.Data.Notes {
+		fmt.Fprintln(stdout, "data:", n)
+	}
+	metrics.WriteTable(stdout, evalTableTitle(ev.HeldOut), sp)
 	if len(meta.Privacy) > 0 {
 		fmt.Fprintf(stdout, "privacy receipt: %s\n", meta.Privacy)
 	}
 	if out == "" {
 		return nil
 	}
-	rep, err := trainer.EvalReport(cfg, job.Test.Name, ckpt, meta, params, sp)
+	cfg.TrainFrac, cfg.Limit, cfg.Seed, cfg.SplitSeed = 0, 0, nil, nil // not used: the report's config says what eval read
+	if rec != nil {
+		cfg.TrainFrac, cfg.Limit = rec.TrainFrac, rec.Limit
+	}
+	rep, err := trainer.EvalReport(cfg, ev.Data.Name, ckpt, meta, params, sp)
 	if err != nil {
 		return err
 	}
+	if e, ok := rep.Extra["eval"].(map[string]string); ok {
+		e["scored"] = ev.Scored
+	}
 	return atomicfile.WriteJSON(out, rep)
+}
+
+// evalTableTitle names what eval scored: "test" only for the records the
+// model was not trained on.
+func evalTableTitle(heldOut bool) string {
+	if heldOut {
+		return "test (held-out split of the training data)"
+	}
+	return "whole file (not the training data's held-out split)"
 }
 
 func runData(args []string, stdout, stderr io.Writer) error {
@@ -92,6 +136,7 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
+	dataOwnTrainFrac(fs, args[1:], &cfg)
 	job, err := trainer.Prepare(cfg, stdout)
 	if err != nil {
 		return err

@@ -92,6 +92,10 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 		return err
 	}
 	setJagielskiDelta(fs, &c, delta)
+	dataOwnTrainFrac(fs, args, &c)
+	if err := configRelativePaths(fs, args, &c); err != nil {
+		return err
+	}
 	d, err := linear.LoadFairData(c)
 	if err != nil {
 		return err

@@ -154,6 +154,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := rejectFederationFlags(fs, cfg.Algo); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
+	dataOwnTrainFrac(fs, args, &cfg)
+	if err := configRelativePaths(fs, args, &cfg); err != nil {
+		return err
+	}
 	ax.federated = cfg.Algo == federated.Name
 	lambdas, epsilons := ax.lambdas, ax.epsilons
 	switch {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -22,7 +23,7 @@ func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "built-in data set ("+strings.Join(trainer.DatasetNames(), ", ")+") or a CSV path")
 	fs.StringVar(&c.Schema, "schema", c.Schema, "schema JSON for a CSV --dataset")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the built-in data (default $FAIRDP_DATA, then ../shared/data; Adult is embedded)")
-	fs.Float64Var(&c.TrainFrac, "train-frac", c.TrainFrac, "fraction of records in the training split")
+	fs.Float64Var(&c.TrainFrac, "train-frac", c.TrainFrac, "fraction of records in the training split (not given: the schema's train_frac, else the built-in data set's, else this)")
 	fs.IntVar(&c.ImageSize, "image-size", c.ImageSize, "UTKFace images are resized to this many pixels square")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "use at most this many records (0: all), for quick runs")
 	fs.Var(seedFlag{&c.Seed}, "seed", "seed for a bit-reproducible run (default: crypto-seeded, not reproducible)")
@@ -107,6 +108,65 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// dataOwnTrainFrac lets the data's own training fraction (a schema's
+// train_frac, a built-in set's split) take effect when --train-frac is not
+// given: the flag's default is only the fraction of data that names none.
+// A --config file (a report records the fraction its run used) or a
+// preset that sets a fraction of its own counts as giving it. A schema
+// that cannot be read is left for the run to report.
+func dataOwnTrainFrac(fs *flag.FlagSet, args []string, cfg *trainer.Config) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "train-frac" })
+	if _, ok := flagValue(args, "config"); ok || given || cfg.TrainFrac != trainer.Defaults().TrainFrac {
+		return
+	}
+	c := *cfg
+	c.TrainFrac = 0
+	if c, err := trainer.ResolveTrainFrac(c); err == nil {
+		*cfg = c
+	}
+}
+
+// configRelativePaths makes the file paths a --config file gives (its
+// schema, CSV data set and model spec, unless given as flags) work from
+// another directory: a relative path that does not exist from the working
+// directory but does next to the config file is read from there. One found
+// in neither place is an error naming the config, not the bare file
+// (report.json records the paths as the original run was given them,
+// relative to the directory it ran in).
+func configRelativePaths(fs *flag.FlagSet, args []string, cfg *trainer.Config) error {
+	path, ok := flagValue(args, "config")
+	if !ok {
+		return nil
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, f := range []struct {
+		flag string
+		p    *string
+	}{{"schema", &cfg.Schema}, {"dataset", &cfg.Dataset}, {"model-spec", &cfg.ModelSpecFile}} {
+		v := *f.p
+		if set[f.flag] || v == "" || filepath.IsAbs(v) || (f.flag == "dataset" && slices.Contains(trainer.DatasetNames(), v)) {
+			continue
+		}
+		if _, err := os.Stat(v); err == nil {
+			continue
+		}
+		if alt := filepath.Join(filepath.Dir(path), v); fileExists(alt) {
+			*f.p = alt
+			continue
+		}
+		return fmt.Errorf("--config %s: its %s %q is not found from the working directory nor next to the config "+
+			"(paths in a report are relative to the directory its run ran in): run from there, or give --%s", path, f.flag, v, f.flag)
+	}
+	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
@@ -141,6 +201,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	uncapSigma(fs, &cfg)
+	dataOwnTrainFrac(fs, args, &cfg)
+	if err := configRelativePaths(fs, args, &cfg); err != nil {
+		return err
+	}
 	if err := checkOut(cfg.Out, *overwrite, ck); err != nil {
 		return err
 	}
