@@ -91,9 +91,13 @@ func (s Source) DeriveChaCha8(label string) *mrand.ChaCha8 {
 }
 
 // DeriveKey is the key of the stream Derive(label) returns. It is as secret
-// as the stream itself; a caller that stores it (a checkpoint of an unseeded
-// run keeps the data-split key, so that a resumed run trains on the same
-// split) must protect it like the data.
+// as the stream itself: a key that draws noise must never leave the process.
+// A key that only draws the train/test split may be stored (a checkpoint of an
+// unseeded run keeps it so that a resumed run trains on the same split, and
+// model.ckpt keeps it so that eval scores the model's own held-out records):
+// HMAC keys are independent, so it predicts no noise, but with the data file
+// it tells which records trained the model, which the receipt's not_covered
+// list says.
 func (s Source) DeriveKey(label string) [32]byte {
 	if !s.keyed {
 		panic("dpops: Source.Derive on a Source not made by NewRand (it has no key)")
