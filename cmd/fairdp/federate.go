@@ -60,6 +60,7 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&sc.Resume, "resume", false, "continue from --checkpoint if it exists")
 	fs.IntVar(&sc.Retries, "retries", 5, "attempts per silo and round before stopping")
 	fs.DurationVar(&sc.Backoff, "backoff", 200*time.Millisecond, "first retry delay (doubled each time)")
+	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -77,6 +78,13 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		sc.Checkpoint = "federation.ckpt.json"
 		if evalCfg.Out != "" {
 			sc.Checkpoint = filepath.Join(evalCfg.Out, "federation.ckpt.json")
+		}
+	}
+	// --resume continues the federation whose checkpoint is there: its
+	// outputs are its own. Otherwise an earlier run's model and report stay.
+	if _, err := os.Stat(sc.Checkpoint); !sc.Resume || err != nil {
+		if err := checkOut(evalCfg.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
+			return err
 		}
 	}
 	sc.Seed, sc.Log = evalCfg.Seed, stderr

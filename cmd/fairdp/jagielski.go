@@ -88,7 +88,11 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	jagielskiFlags(fs, &c, &delta)
 	fs.Float64Var(&c.Jagielski.Gamma, "gamma", c.Jagielski.Gamma, "allowed difference γ of the equalised rates")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for the sensitive attribute (inf: not private)")
+	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkOut(c.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
 		return err
 	}
 	setJagielskiDelta(fs, &c, delta)

@@ -267,6 +267,30 @@ func TestOutRefusesEarlierRun(t *testing.T) {
 	}
 }
 
+// TestOtherCommandsRefuseEarlierRun: budget tailoring, post-processing and
+// federate write a report (and a model) into --out too, so they refuse a
+// directory holding an earlier run's before doing any work, as train does.
+func TestOtherCommandsRefuseEarlierRun(t *testing.T) {
+	for _, args := range [][]string{
+		{"train", "--algo", "tailoring", "--task", "regression", "--rho", "2", "--trials", "1", "--seed", "1", "--quiet"},
+		{"train", "--algo", "postproc", "--gamma", "0.05", "--epsilon", "1", "--limit", "400", "--seed", "1", "--quiet"},
+		{"federate", "--silos", "127.0.0.1:1", "--insecure", "--dataset", "adult", "--seed", "1"},
+	} {
+		dir := t.TempDir()
+		report := filepath.Join(dir, "report.json")
+		if err := os.WriteFile(report, []byte(`{"earlier": true}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := runCLI(t, append(args, "--out", dir)...)
+		if err == nil || !strings.Contains(err.Error(), "already holds report.json") || !strings.Contains(err.Error(), "--overwrite") {
+			t.Errorf("%v into a directory with an earlier report: error %v, want a refusal naming --overwrite", args[:3], err)
+		}
+		if b, _ := os.ReadFile(report); string(b) != `{"earlier": true}` {
+			t.Errorf("%v replaced the earlier report.json", args[:3])
+		}
+	}
+}
+
 // TestBadFlagIsOneLine is issue 27 item 14: a bad flag value is reported
 // in one line pointing at -h (the old code printed ~110 lines of usage
 // first), and -h still prints the flags.

@@ -68,7 +68,13 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	fs.BoolVar(&t.WarmStart, "warm-start", t.WarmStart, "start stage 2 at stage 1's private OLS fit instead of 0 (gd)")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "print only the result tables")
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
+	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	// A killed ρ comparison has no report.json yet and resumes; a finished
+	// run's report and receipt are kept unless --overwrite.
+	if err := checkOut(cfg.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
 		return err
 	}
 	rep, err := tailoring.Prepare(cfg)

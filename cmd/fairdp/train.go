@@ -193,7 +193,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var ck trainer.CheckpointOptions
 	fs.StringVar(&ck.Dir, "checkpoint", "", "directory to save the run in after every epoch (resumable; refused if it holds a checkpoint, unless --resume)")
 	fs.BoolVar(&ck.Resume, "resume", false, "with --checkpoint: continue the run the directory holds, or start it if it holds none")
-	overwrite := fs.Bool("overwrite", false, "replace the model.ckpt and report.json an earlier run left in --out (refused otherwise)")
+	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -254,6 +254,13 @@ func uncapSigma(fs *flag.FlagSet, cfg *trainer.Config) {
 	if set["sigma"] && cfg.Privacy.Sigma > 0 && !set["epsilon"] && !set["preset"] && !set["config"] {
 		cfg.Privacy.Epsilon = math.Inf(1)
 	}
+}
+
+// overwriteFlag adds --overwrite: every command that writes a model or a
+// report into --out refuses a directory that holds an earlier run's without
+// it, so a private model and its receipt are never replaced by accident.
+func overwriteFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("overwrite", false, "replace the model.ckpt and report.json an earlier run left in --out (refused otherwise)")
 }
 
 // checkOut refuses an --out that holds an earlier run's model or report
