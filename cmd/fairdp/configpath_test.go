@@ -18,7 +18,7 @@ func TestConfigRelativePaths(t *testing.T) {
 	// report next to the schema, one below it.
 	t.Chdir(proj)
 	for _, out := range []string{".", "run"} {
-		if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--schema", "sample.json", "--epochs", "1", "--seed", "1", "--quiet", "--out", out); err != nil {
+		if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--batch", "32", "--schema", "sample.json", "--epochs", "1", "--seed", "1", "--quiet", "--out", out); err != nil {
 			t.Fatalf("%v\n%s", err, stderr)
 		}
 	}

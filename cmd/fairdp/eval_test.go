@@ -23,7 +23,7 @@ import (
 func TestEvalUsesStoredPreprocessing(t *testing.T) {
 	dir := t.TempDir()
 	data, schema := filepath.Join("..", "..", "loaders", "testdata", "adult_sample.data"), filepath.Join("..", "..", "loaders", "testdata", "adult_sample.schema.json")
-	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--dataset", data, "--schema", schema, "--batch", "16", "--epochs", "3",
+	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--batch", "32", "--dataset", data, "--schema", schema, "--batch", "16", "--epochs", "3",
 		"--seed", "3", "--quiet", "--out", dir); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -142,7 +142,7 @@ func TestEvalScoresTheModelsOwnHeldOutSplit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := t.TempDir()
-			args := append([]string{"train", "--algo", "sgd", "--schema", schema, "--epochs", "2", "--batch", "16", "--quiet", "--out", run}, tc.seed...)
+			args := append([]string{"train", "--algo", "sgd", "--batch", "32", "--schema", schema, "--epochs", "2", "--batch", "16", "--quiet", "--out", run}, tc.seed...)
 			if _, stderr, err := runCLI(t, args...); err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}
@@ -166,7 +166,7 @@ func TestEvalScoresTheModelsOwnHeldOutSplit(t *testing.T) {
 	// Another file is scored whole: every record it has, under a title
 	// that does not say "test".
 	run := t.TempDir()
-	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--schema", schema, "--epochs", "1", "--seed", "1", "--quiet", "--out", run); err != nil {
+	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--batch", "32", "--schema", schema, "--epochs", "1", "--seed", "1", "--quiet", "--out", run); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	s, err := loaders.LoadSchema(schema)
@@ -201,7 +201,7 @@ func TestEvalScoresTheModelsOwnHeldOutSplit(t *testing.T) {
 func TestEvalRefusesCheckpointWithoutSplit(t *testing.T) {
 	dir := t.TempDir()
 	schema := sampleSchema(t, dir, "sample.json", nil)
-	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--schema", schema, "--epochs", "1", "--seed", "1", "--quiet", "--out", dir); err != nil {
+	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--batch", "32", "--schema", schema, "--epochs", "1", "--seed", "1", "--quiet", "--out", dir); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	ckpt := filepath.Join(dir, "model.ckpt")
@@ -232,7 +232,7 @@ func TestEvalSchemaFilter(t *testing.T) {
 		s["filter"] = map[string]any{"sex": []any{"Female", "Male"}, "race": []any{"White"}}
 	}
 	schema := sampleSchema(t, dir, "white.json", white)
-	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--schema", schema, "--epochs", "1", "--seed", "1", "--quiet", "--out", dir); err != nil {
+	if _, stderr, err := runCLI(t, "train", "--algo", "sgd", "--batch", "32", "--schema", schema, "--epochs", "1", "--seed", "1", "--quiet", "--out", dir); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	ckpt := filepath.Join(dir, "model.ckpt")

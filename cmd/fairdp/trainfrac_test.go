@@ -42,9 +42,9 @@ func TestTrainFracFromSchema(t *testing.T) {
 		{"no flag: the schema's", []string{"--schema", schema, "--out", run}, split(0.6)},
 		{"the flag wins", []string{"--schema", schema, "--train-frac", "0.5"}, split(0.5)},
 		{"the flag at the default value wins", []string{"--schema", schema, "--train-frac", "0.75"}, split(0.75)},
-		{"a report's config: the fraction it used", []string{"--config", filepath.Join(run, "report.json")}, split(0.6)},
+		{"a report's config: the fraction it used", []string{"--config", filepath.Join(run, "report.json"), "--out", filepath.Join(dir, "again")}, split(0.6)},
 	} {
-		out, stderr, err := runCLI(t, append([]string{"train", "--algo", "sgd", "--epochs", "1", "--seed", "1", "--quiet"}, tc.args...)...)
+		out, stderr, err := runCLI(t, append([]string{"train", "--algo", "sgd", "--batch", "32", "--epochs", "1", "--seed", "1", "--quiet"}, tc.args...)...)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", tc.name, err, stderr)
 		}
