@@ -62,6 +62,22 @@ type Config struct {
 	// other algorithms leave them zero, and report.json leaves them out.
 	Jagielski JagielskiConfig `json:"jagielski,omitzero"`
 	Tailoring TailoringConfig `json:"tailoring,omitzero"`
+	// ObjPert holds the settings of private logistic regression by
+	// objective perturbation (Algo "objpert"; package linear runs it).
+	ObjPert ObjPertConfig `json:"objpert,omitzero"`
+}
+
+// ObjPertConfig is the part of Config only objective perturbation
+// (Algo "objpert") reads. It uses Config's data settings, Seed and
+// Privacy.Epsilon (pure ε-DP: Privacy.Delta is not read).
+type ObjPertConfig struct {
+	// RowBound is the public bound B on a preprocessed feature row's L2
+	// norm: rows are clipped to it, never measured to choose it (0: √d for
+	// d encoded features, linear.DefaultRowBound).
+	RowBound float64 `json:"row_bound"`
+	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: the
+	// smallest the budget allows, linear.ObjPertOptions.L2).
+	L2 float64 `json:"l2"`
 }
 
 // JagielskiConfig is the part of Config only DP post-processing and the DP
