@@ -136,11 +136,11 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: train.Name, Params: m.NumParams(), DType: "float64",
 		Backend: trainer.BackendName(), Version: trainer.Version, TrainRecords: n, Privacy: rec,
 		Model: fmt.Sprintf("logistic regression (%s)", ObjPertMethod)}
-	// The configuration actually run, with the bound it used: what reading
-	// it back repeats. Settings objpert does not read are left out.
+	// The configuration actually run, with the bound and Λ it used: what
+	// reading it back repeats. Settings objpert does not read are left out.
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
-	rep.Config.ObjPert.RowBound = bound
+	rep.Config.ObjPert = trainer.ObjPertConfig{RowBound: bound, L2: res.L2}
 	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon}
 	rep.Config.Federation, rep.Config.Jagielski, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.JagielskiConfig{}, trainer.TailoringConfig{}
 	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {

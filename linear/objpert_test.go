@@ -56,6 +56,32 @@ func TestObjPertBudget(t *testing.T) {
 	}
 }
 
+// paperL2 is Λ as given, or for 0 the default 8 c/(n(e^{ε/4} − 1)).
+func paperL2(eps float64, n int, lambda float64) float64 {
+	if lambda == 0 {
+		return 8 * 0.25 / (float64(n) * (math.Exp(eps/4) - 1))
+	}
+	return lambda
+}
+
+// TestDefaultObjPertL2: the default is 8 times the second branch's
+// regulariser, so it takes the first branch and leaves ε' =
+// ε − 2 log(1 + (e^{ε/4} − 1)/8) to the noise.
+func TestDefaultObjPertL2(t *testing.T) {
+	for _, eps := range []float64{0.1, 0.5, 1, 4, 10} {
+		n := 30000
+		lambda := DefaultObjPertL2(eps, n)
+		_, minimum := cmsBudget(eps, n, 0)
+		if math.Abs(lambda/minimum-8) > 1e-9 {
+			t.Errorf("ε %v: default Λ %v is %v times the smallest %v, want 8", eps, lambda, lambda/minimum, minimum)
+		}
+		gotEps, delta := ObjPertBudget(eps, n, lambda)
+		if want := eps - 2*math.Log(1+(math.Exp(eps/4)-1)/8); delta != 0 || math.Abs(gotEps-want) > 1e-12 {
+			t.Errorf("ε %v: default Λ gives ε' %v and Δ %v, want %v and 0", eps, gotEps, delta, want)
+		}
+	}
+}
+
 // ksStatistic is the Kolmogorov–Smirnov distance between the sample and
 // the CDF.
 func ksStatistic(sample []float64, cdf func(float64) float64) float64 {
@@ -193,7 +219,7 @@ func TestObjectivePerturbationSolvesPerturbedObjective(t *testing.T) {
 		eps    float64
 		lambda float64
 	}{
-		{"ε=1, Λ from the budget", 1, 0},
+		{"ε=1, default Λ", 1, 0},
 		{"ε=4, Λ given", 4, 0.05},
 		{"ε=0.1, Λ too small", 0.1, 1e-4},
 		{"not private", math.Inf(1), 0},
@@ -206,9 +232,10 @@ func TestObjectivePerturbationSolvesPerturbedObjective(t *testing.T) {
 			}
 			wantL2, wantEps := 1.0/n, math.Inf(1) // scikit-learn's C = 1 without privacy
 			if !math.IsInf(tc.eps, 1) {
+				lambda := paperL2(tc.eps, n, tc.lambda)
 				var delta float64
-				wantEps, delta = cmsBudget(tc.eps, n, tc.lambda)
-				wantL2 = tc.lambda + delta
+				wantEps, delta = cmsBudget(tc.eps, n, lambda)
+				wantL2 = lambda + delta
 				if len(b) != dim+1 {
 					t.Fatalf("noise has %d entries, want %d", len(b), dim+1)
 				}
@@ -263,7 +290,7 @@ func TestObjectivePerturbationNoiseLaw(t *testing.T) {
 	const n, dim, draws = 40, 2, 3000
 	x, label := objPertData(n, dim, 5)
 	r := rand.New(rand.NewPCG(9, 9))
-	for _, lambda := range []float64{0, 0.5} {
+	for _, lambda := range []float64{0, 1e-4, 0.5} {
 		norms := make([]float64, draws)
 		for i := range norms {
 			_, b, err := objectivePerturbation(r, x, n, dim, label, ObjPertOptions{Epsilon: 2, RowBound: 1, L2: lambda})
@@ -275,7 +302,7 @@ func TestObjectivePerturbationNoiseLaw(t *testing.T) {
 			}
 			norms[i] = math.Sqrt(dotSelf(b))
 		}
-		epsPrime, _ := cmsBudget(2, n, lambda)
+		epsPrime, _ := cmsBudget(2, n, paperL2(2, n, lambda))
 		g := distuv.Gamma{Alpha: dim + 1, Beta: epsPrime / 2}
 		if d := ksStatistic(norms, g.CDF); d > ksCritical(draws) {
 			t.Errorf("Λ = %v: KS distance of ‖b‖ from Gamma(%d, 2/ε' = %v) is %.4f > %.4f", lambda, dim+1, 2/epsPrime, d, ksCritical(draws))

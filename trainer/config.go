@@ -75,8 +75,8 @@ type ObjPertConfig struct {
 	// norm: rows are clipped to it, never measured to choose it (0: √d for
 	// d encoded features, linear.DefaultRowBound).
 	RowBound float64 `json:"row_bound"`
-	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: the
-	// smallest the budget allows, linear.ObjPertOptions.L2).
+	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: a
+	// rule on ε and the record count, linear.DefaultObjPertL2).
 	L2 float64 `json:"l2"`
 }
 

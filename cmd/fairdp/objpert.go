@@ -22,7 +22,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 	fs.StringVar(&c.Algo, "algo", c.Algo, "objpert (logistic regression by objective perturbation, pure ε-DP)")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε, pure ε-DP for whole records (inf: the same fit without noise)")
 	fs.Float64Var(&c.ObjPert.RowBound, "row-bound", c.ObjPert.RowBound, "public bound B on a preprocessed row's L2 norm; longer rows are clipped (0: √(encoded features)); choose it from knowledge of the features, never from the private rows")
-	fs.Float64Var(&c.ObjPert.L2, "l2", c.ObjPert.L2, "L2 penalty Λ on the weights over rows scaled to norm ≤ 1 (0: the smallest the budget allows)")
+	fs.Float64Var(&c.ObjPert.L2, "l2", c.ObjPert.L2, "L2 penalty Λ on the weights over rows scaled to norm ≤ 1 (0: 8 times the smallest the budget allows, linear.DefaultObjPertL2)")
 	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json and model.ckpt (scored later by fairdp eval)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
