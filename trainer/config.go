@@ -98,6 +98,15 @@ type JagielskiConfig struct {
 	Threshold float64      `json:"threshold"`
 	L2        float64      `json:"l2"`
 	Scores    ScoresConfig `json:"scores,omitzero"`
+	// Base is post-processing's base classifier: "" (plain logistic
+	// regression fitted without privacy, the paper's setting) or
+	// "objpert" (logistic regression by objective perturbation at
+	// BaseEpsilon, pure ε-DP for whole records, so the pipeline protects
+	// every attribute). Privacy.Epsilon is then the total: the base
+	// spends BaseEpsilon of it, post-processing the rest, and the receipt
+	// composes the two.
+	Base        string  `json:"base,omitempty"`
+	BaseEpsilon float64 `json:"base_epsilon,omitempty"`
 	// Oracle learner: rounds T, the largest ‖λ‖₁ B of the auditor,
 	// exponentiated-gradient rate, share of ε on the group-label counts,
 	// ridge of the least-squares learner (0: 1e-4 per record), and basic

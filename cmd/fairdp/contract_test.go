@@ -96,6 +96,7 @@ var contractRuns = []struct {
 	{"fermi", []string{"--epochs", "1", "--limit", "1200", "--seed", "9", "--epsilon", "3", "--lambda", "2"}},
 	{"steffle", []string{"--epochs", "1", "--limit", "1200", "--seed", "9", "--epsilon", "3", "--silos", "2"}},
 	{"postproc", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--gamma", "0.05"}},
+	{"postproc", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--gamma", "0.05", "--base", "objpert", "--base-epsilon", "1"}},
 	{"oracle", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--rounds", "5", "--delta", "1e-7"}},
 	{"oracle", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--rounds", "5", "--delta", "1e-7", "--fallback", "cost"}},
 	{"tailoring", []string{"--seed", "9", "--rho", "2", "--trials", "2", "--groups", "400,50,100", "--slopes", "0,-4,4", "--steps", "20"}},
