@@ -24,6 +24,9 @@
 //     oracle learner's OracleConfig.Fallback (our addition, off by default)
 //     lets a noise-dominated round answer with a constant classifier, so
 //     the private learner need not err far above the majority class.
+//     Post-processing's base classifier may itself be private
+//     (Jagielski.Base "objpert"): then the pipeline protects whole records
+//     and one receipt composes the two budgets (privateBaseReceipt).
 //   - objpert.go, objpert_pipeline.go: private logistic regression by
 //     objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011,
 //     Algorithm 2; pure ε-DP), rows clipped to a public norm bound with the
