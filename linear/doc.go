@@ -24,6 +24,15 @@
 //     oracle learner's OracleConfig.Fallback (our addition, off by default)
 //     lets a noise-dominated round answer with a constant classifier, so
 //     the private learner need not err far above the majority class.
+//     Post-processing's base classifier may itself be private
+//     (Jagielski.Base "objpert"): then the pipeline protects whole records
+//     and one receipt composes the two budgets (privateBaseReceipt).
+//   - objpert.go, objpert_pipeline.go: private logistic regression by
+//     objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011,
+//     Algorithm 2; pure ε-DP), rows clipped to a public norm bound with the
+//     intercept feature counted, solved by the same Newton iteration as
+//     FitLogistic; RunObjPert is `fairdp train --algo objpert`, writing a
+//     zoo "logistic" checkpoint that `fairdp eval` scores.
 //   - pipeline.go: those two as the library calls the command line and the
 //     bench run: LoadFairData (split, base classifier or external scores),
 //     RunFair (one run, a trainer.Report with extra.jagielski), RunJagielski

@@ -50,6 +50,10 @@ type FairData struct {
 	// external scores or for the oracle).
 	Preprocess json.RawMessage
 	Base       *LinearClassifier
+	// PrivateBase is the base fitted by objective perturbation
+	// (Jagielski.Base "objpert"; Base holds its weights): RunFair charges
+	// its budget in the run's receipt.
+	PrivateBase *ObjPertResult
 }
 
 // FairSplit is one split: n × Dim features (nil with external scores),
@@ -84,6 +88,26 @@ func validateJagielski(cfg trainer.Config) (Fairness, error) {
 	}
 	if j.Bins < 2 {
 		add("Jagielski.Bins", "must be ≥ 2 (got %d)", j.Bins)
+	}
+	switch j.Base {
+	case "":
+		if j.BaseEpsilon != 0 {
+			add("Jagielski.BaseEpsilon", "is read only with Jagielski.Base objpert (got %v)", j.BaseEpsilon)
+		}
+	case "objpert":
+		if cfg.Algo != "postproc" || j.Scores.File != "" {
+			add("Jagielski.Base", "objpert is the base classifier of post-processing on a data set, not of the oracle or of external scores")
+		}
+		if !(j.BaseEpsilon > 0 && j.BaseEpsilon < cfg.Privacy.Epsilon) || math.IsInf(cfg.Privacy.Epsilon, 1) {
+			add("Jagielski.BaseEpsilon", "must be > 0 and below the total Privacy.Epsilon with a private base, which leaves the rest "+
+				"to post-processing (got %v of %v)", j.BaseEpsilon, cfg.Privacy.Epsilon)
+		}
+		// Quantile bins would be read off the private scores.
+		if j.Bins != 2 {
+			add("Jagielski.Bins", "must be 2 with a private base (quantile bin edges would be statistics of the private records)")
+		}
+	default:
+		add("Jagielski.Base", "must be empty (non-private logistic regression) or objpert (got %q)", j.Base)
 	}
 	if !(j.Gamma >= 0) || math.IsInf(j.Gamma, 1) {
 		add("Jagielski.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
@@ -145,8 +169,18 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	}
 	// The base classifier never sees the sensitive attribute: loaders keep
 	// it out of the features.
-	base, err := FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, cfg.Jagielski.L2)
-	if err != nil {
+	var base LinearClassifier
+	if cfg.Jagielski.Base == "objpert" {
+		// Its noise comes from the run's seed, not the split's.
+		_, noise := dpops.NewRand(cfg.Seed)
+		pb, err := ObjectivePerturbation(noise.Derive("base"), d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label,
+			ObjPertOptions{Epsilon: cfg.Jagielski.BaseEpsilon, RowBound: DefaultRowBound(d.Train.Dim)})
+		if err != nil {
+			return nil, fmt.Errorf("private base classifier: %w", err)
+		}
+		base.W = append([]float64{pb.Intercept}, pb.Weights...)
+		d.PrivateBase = pb
+	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, cfg.Jagielski.L2); err != nil {
 		return nil, fmt.Errorf("base classifier: %w", err)
 	}
 	for _, s := range []*FairSplit{d.Train, d.Test} {
@@ -304,6 +338,14 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	}
 	start := time.Now()
 	j, epsilon, seed := cfg.Jagielski, cfg.Privacy.Epsilon, cfg.Seed
+	if d.PrivateBase != nil {
+		// A private base spent its share of the total ε already.
+		if cfg.Algo != "postproc" || j.Base != "objpert" || j.BaseEpsilon != d.PrivateBase.Epsilon {
+			return nil, fmt.Errorf("linear: the data were loaded with a private base of ε = %g, the configuration asks for base %q at ε = %g",
+				d.PrivateBase.Epsilon, j.Base, j.BaseEpsilon)
+		}
+		epsilon -= d.PrivateBase.Epsilon
+	}
 	_, src := dpops.NewRand(seed)
 	noise, coins := src.Derive("noise"), src.Derive("predict")
 	groups := len(d.GroupNames)
@@ -343,9 +385,17 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		if rec, err = pp.Receipt(seed); err != nil {
 			return nil, err
 		}
+		if d.PrivateBase != nil {
+			if rec, err = privateBaseReceipt(d.PrivateBase, pp, seed); err != nil {
+				return nil, err
+			}
+		}
 		res.PostProcessing, res.Bins = pp, bins.Edges
 		baseName := "scores from " + d.Name
-		if d.Base != nil {
+		switch {
+		case d.PrivateBase != nil:
+			baseName = fmt.Sprintf("logistic regression by objective perturbation (ε = %g) without the sensitive attribute", d.PrivateBase.Epsilon)
+		case d.Base != nil:
 			baseName = "logistic regression without the sensitive attribute"
 		}
 		rep.Model = fmt.Sprintf("%s, post-processed over %d score bins", baseName, bins.Len())
@@ -409,7 +459,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		res.Model = map[string]any{"groups": d.GroupNames, "mixture": or.Model}
 	}
 	trainer.DeclareNotCovered(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
-	if cfg.Algo == "postproc" && rec.Private() {
+	if cfg.Algo == "postproc" && rec.Private() && d.PrivateBase == nil {
 		what := "the external model's scores (Jagielski.Scores) are taken as given"
 		if d.Base != nil {
 			what = "the base logistic regression was fitted on the training records WITHOUT privacy"
@@ -462,6 +512,44 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	rep.Extra = map[string]any{"jagielski": res}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
+}
+
+// privateBaseReceipt is the receipt of post-processing on a private base:
+// both releases charged to one pure accountant (basic composition), for
+// whole records. The cell counts stay ε-DP under that adjacency: replacing
+// one record moves one count from one (bin, group, label) cell to another,
+// L1 sensitivity 2 as when only its group changes, and its bin is a
+// function of the released base model and its own features.
+func privateBaseReceipt(base *ObjPertResult, pp *PostProcessResult, seed *uint64) (accounting.Receipt, error) {
+	if base.acct == nil || pp.acct == nil {
+		return accounting.Receipt{}, errors.New("linear: a private base needs private post-processing (finite ε for both)")
+	}
+	acct := &accounting.Pure{}
+	for _, m := range append(base.acct.Spends(), pp.acct.Spends()...) {
+		var err error
+		if m.Kind == accounting.KindLaplace {
+			err = acct.SpendLaplace(m.Sensitivity, m.Sensitivity/m.Epsilon, m.Protects)
+		} else {
+			err = acct.Spend(m.Epsilon, m.Protects)
+		}
+		if err != nil {
+			return accounting.Receipt{}, err
+		}
+	}
+	rec, err := acct.Receipt(0, accounting.RunInfo{Scope: accounting.ScopeAll, Seed: seed})
+	if err != nil {
+		return accounting.Receipt{}, err
+	}
+	baseRec, err := base.Receipt(seed)
+	if err != nil {
+		return accounting.Receipt{}, err
+	}
+	rec.Sampling = "none"
+	rec.Note = fmt.Sprintf("every attribute is protected: the base classifier is ε = %g-DP (%s) and the post-processing's "+
+		"Laplace cell counts ε = %g-DP for whole records (substituting a record moves one count between two cells); "+
+		"basic composition", base.Epsilon, ObjPertMethod, pp.acct.Epsilon())
+	rec.NotCovered = append(rec.NotCovered, baseRec.NotCovered...)
+	return rec, nil
 }
 
 // baseRates scores the base prediction Ŷ = [score ≥ threshold].

@@ -11,7 +11,6 @@ import (
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -467,77 +466,17 @@ func FitLogistic(x []float64, n, dim int, label []int, l2 float64) (LinearClassi
 	if n < 1 || dim < 1 || len(x) != n*dim {
 		return LinearClassifier{}, fmt.Errorf("linear: %d feature values for %d rows × %d features", len(x), n, dim)
 	}
-	if len(label) != n {
-		return LinearClassifier{}, fmt.Errorf("linear: %d labels for %d rows", len(label), n)
-	}
-	if !(l2 > 0) || math.IsInf(l2, 1) {
-		return LinearClassifier{}, fmt.Errorf("linear: L2 penalty %v, want a finite number > 0", l2)
-	}
-	y := make([]float64, n)
-	for i, l := range label {
-		if l != 0 && l != 1 {
-			return LinearClassifier{}, fmt.Errorf("linear: record %d has label %d, want 0 or 1", i, l)
-		}
-		y[i] = float64(l)
+	y, err := binaryTargets(label, n)
+	if err != nil {
+		return LinearClassifier{}, err
 	}
 	ex, err := NewExamples(AddIntercept(mat.NewDense(n, dim, x)), y)
 	if err != nil {
 		return LinearClassifier{}, err
 	}
-	d := dim + 1
-	objective := func(w, grad []float64) float64 {
-		loss := ex.ClippedSums(w, Logistic, math.Inf(1), math.Inf(1), grad) / float64(n)
-		for j := range w {
-			grad[j] = grad[j]/float64(n) + l2*w[j]
-			loss += l2 / 2 * w[j] * w[j]
-		}
-		return loss
-	}
-	w := make([]float64, d)
-	grad := make([]float64, d)
-	loss := objective(w, grad)
-	weighted := mat.NewDense(n, d, nil)
-	hess := mat.NewSymDense(d, nil)
-	trial, trialGrad := make([]float64, d), make([]float64, d)
-	for iter := 0; floats.Norm(grad, math.Inf(1)) > 1e-9; iter++ {
-		if iter == 100 {
-			return LinearClassifier{}, fmt.Errorf("linear: logistic regression did not converge in 100 Newton steps (gradient %g)",
-				floats.Norm(grad, math.Inf(1)))
-		}
-		// Hessian (1/n) X̃ᵀ diag(p(1−p)) X̃ + l2·I.
-		for i := range n {
-			p := sigmoid(floats.Dot(ex.X.RawRowView(i), w))
-			s := math.Sqrt(p * (1 - p) / float64(n))
-			row := weighted.RawRowView(i)
-			for j, v := range ex.X.RawRowView(i) {
-				row[j] = s * v
-			}
-		}
-		hess.SymOuterK(1, weighted.T())
-		for j := range d {
-			hess.SetSym(j, j, hess.At(j, j)+l2)
-		}
-		step, err := SolveNormal(hess, grad)
-		if err != nil {
-			return LinearClassifier{}, fmt.Errorf("linear: logistic regression Newton step: %w", err)
-		}
-		// Backtrack until the penalised loss falls; when it cannot fall any
-		// more at float64 precision the fit has converged.
-		t := 1.0
-		for ; t > 1e-10; t /= 2 {
-			for j := range w {
-				trial[j] = w[j] - t*step[j]
-			}
-			if l := objective(trial, trialGrad); l < loss {
-				loss = l
-				break
-			}
-		}
-		if t <= 1e-10 {
-			break
-		}
-		copy(w, trial)
-		copy(grad, trialGrad)
+	w, err := minimiseLogistic(ex, l2, nil)
+	if err != nil {
+		return LinearClassifier{}, err
 	}
 	return LinearClassifier{W: w}, nil
 }

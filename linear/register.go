@@ -2,9 +2,11 @@ package linear
 
 import "fairdp/trainer"
 
-// The post-processing and oracle pipelines run from a trainer.Config
-// (trainer.RunConfig, `fairdp train --algo postproc|oracle`).
+// The post-processing, oracle and objective-perturbation pipelines run
+// from a trainer.Config (trainer.RunConfig, `fairdp train --algo
+// postproc|oracle|objpert`).
 func init() {
 	trainer.RegisterPipeline("postproc", RunJagielski)
 	trainer.RegisterPipeline("oracle", RunJagielski)
+	trainer.RegisterPipeline("objpert", RunObjPert)
 }

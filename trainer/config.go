@@ -64,6 +64,22 @@ type Config struct {
 	// other algorithms leave them zero, and report.json leaves them out.
 	Jagielski JagielskiConfig `json:"jagielski,omitzero"`
 	Tailoring TailoringConfig `json:"tailoring,omitzero"`
+	// ObjPert holds the settings of private logistic regression by
+	// objective perturbation (Algo "objpert"; package linear runs it).
+	ObjPert ObjPertConfig `json:"objpert,omitzero"`
+}
+
+// ObjPertConfig is the part of Config only objective perturbation
+// (Algo "objpert") reads. It uses Config's data settings, Seed and
+// Privacy.Epsilon (pure ε-DP: Privacy.Delta is not read).
+type ObjPertConfig struct {
+	// RowBound is the public bound B on a preprocessed feature row's L2
+	// norm: rows are clipped to it, never measured to choose it (0: √d for
+	// d encoded features, linear.DefaultRowBound).
+	RowBound float64 `json:"row_bound"`
+	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: a
+	// rule on ε and the record count, linear.DefaultObjPertL2).
+	L2 float64 `json:"l2"`
 }
 
 // JagielskiConfig is the part of Config only DP post-processing and the DP
@@ -84,6 +100,15 @@ type JagielskiConfig struct {
 	Threshold float64      `json:"threshold"`
 	L2        float64      `json:"l2"`
 	Scores    ScoresConfig `json:"scores,omitzero"`
+	// Base is post-processing's base classifier: "" (plain logistic
+	// regression fitted without privacy, the paper's setting) or
+	// "objpert" (logistic regression by objective perturbation at
+	// BaseEpsilon, pure ε-DP for whole records, so the pipeline protects
+	// every attribute). Privacy.Epsilon is then the total: the base
+	// spends BaseEpsilon of it, post-processing the rest, and the receipt
+	// composes the two.
+	Base        string  `json:"base,omitempty"`
+	BaseEpsilon float64 `json:"base_epsilon,omitempty"`
 	// Oracle learner: rounds T, the largest ‖λ‖₁ B of the auditor,
 	// exponentiated-gradient rate, share of ε on the group-label counts,
 	// ridge of the least-squares learner (0: 1e-4 per record), and basic

@@ -96,10 +96,12 @@ var contractRuns = []struct {
 	{"fermi", []string{"--epochs", "1", "--limit", "1200", "--seed", "9", "--epsilon", "3", "--lambda", "2"}},
 	{"steffle", []string{"--epochs", "1", "--limit", "1200", "--seed", "9", "--epsilon", "3", "--silos", "2"}},
 	{"postproc", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--gamma", "0.05"}},
+	{"postproc", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--gamma", "0.05", "--base", "objpert", "--base-epsilon", "1"}},
 	{"oracle", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--rounds", "5", "--delta", "1e-7"}},
 	{"oracle", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--rounds", "5", "--delta", "1e-7", "--fallback", "cost"}},
 	{"tailoring", []string{"--seed", "9", "--rho", "2", "--trials", "2", "--groups", "400,50,100", "--slopes", "0,-4,4", "--steps", "20"}},
 	{"dpnose", []string{"--seed", "9", "--rho", "1.5", "--trials", "2", "--groups", "400,50,100", "--slopes", "0,-4,4", "--steps", "20"}},
+	{"objpert", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3"}},
 }
 
 // TestReportContract runs every algorithm on tiny data: each report.json
@@ -134,9 +136,9 @@ func TestReportContract(t *testing.T) {
 					t.Errorf("config privacy %v, receipt ε %v", priv, receipt["epsilon"])
 				}
 				switch tc.algo {
-				case "postproc":
+				case "postproc", "objpert":
 					if priv["delta"] != 0.0 || receipt["delta"] != 0.0 {
-						t.Errorf("post-processing is pure ε-DP: config δ %v, receipt δ %v", priv["delta"], receipt["delta"])
+						t.Errorf("post-processing and objective perturbation are pure ε-DP: config δ %v, receipt δ %v", priv["delta"], receipt["delta"])
 					}
 				case "oracle":
 					if priv["delta"] != 1e-7 || receipt["conversion"] == "basic" && receipt["delta"] != 0.0 {

@@ -53,6 +53,8 @@ func jagielskiFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
 	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles")
 	fs.Float64Var(&j.Threshold, "threshold", j.Threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
 	fs.Float64Var(&j.L2, "l2", j.L2, "postproc: L2 penalty of the base logistic regression")
+	fs.StringVar(&j.Base, "base", j.Base, "postproc: base classifier: empty (logistic regression without privacy, the paper's) or objpert (private for whole records: --base-epsilon of the total --epsilon, the rest to post-processing)")
+	fs.Float64Var(&j.BaseEpsilon, "base-epsilon", j.BaseEpsilon, "postproc with --base objpert: the base classifier's share of --epsilon")
 	fs.StringVar(&j.Scores.File, "scores", j.Scores.File, "postproc: CSV of an external model's scores (one row per record, with a header) instead of --dataset")
 	fs.StringVar(&j.Scores.ScoreColumn, "score-column", j.Scores.ScoreColumn, "postproc: --scores column holding the score")
 	fs.StringVar(&j.Scores.GroupColumn, "group-column", j.Scores.GroupColumn, "postproc: --scores column holding the sensitive group")

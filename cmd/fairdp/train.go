@@ -32,7 +32,7 @@ func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
 
 func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	dataFlags(fs, c)
-	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: "+strings.Join(trainer.AlgorithmNames(), ", ")+"; linear families (own flags, see -algo X -h): tailoring, dpnose, postproc, oracle")
+	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: "+strings.Join(trainer.AlgorithmNames(), ", ")+"; linear families (own flags, see -algo X -h): tailoring, dpnose, postproc, oracle, objpert")
 	fs.StringVar(&c.Model, "model", c.Model, "model: logistic, mlp, mnist-cnn, vgg (default: by data set)")
 	fs.StringVar(&c.ModelSpecFile, "model-spec", c.ModelSpecFile, "JSON description of a network of your own ({\"layers\": [{\"kind\": \"linear\", \"in\": 102, \"out\": 1}]}); replaces --model")
 	fs.Var(intsFlag{&c.Hidden}, "hidden", "MLP hidden widths, e.g. 64,32 (default 64 for --model mlp)")
@@ -186,6 +186,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "postproc", "oracle":
 		cfg.Algo = algo
 		return runJagielski(ctx, cfg, args, stdout, stderr)
+	case "objpert":
+		cfg.Algo = algo
+		return runObjPert(ctx, cfg, args, stdout, stderr)
 	}
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)

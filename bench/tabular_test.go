@@ -1,0 +1,150 @@
+package bench
+
+// Private logistic regression on tabular data: fairdp's objective
+// perturbation (--algo objpert) side by side with IBM's diffprivlib 0.6.6
+// LogisticRegression and scikit-learn's non-private one, on the same
+// splits and the same encoded features (bench/results/tabular.md).
+//
+// The Go half fits objpert at every ε and seed and writes each split's
+// encoded features for the Python half:
+//
+//	FAIRDP_FULL=1 FAIRDP_BENCH_OUT=/tmp/tabular CGO_LDFLAGS=-lopenblas \
+//	  go test -tags openblas -timeout 0 -run TabularObjPert -v ./bench
+//
+// then the Python half (diffprivlib's source on PYTHONPATH, Debian's
+// python3-sklearn) fits scikit-learn and diffprivlib on those files:
+//
+//	PYTHONPATH=/path/to/differential-privacy-library /usr/bin/python3 \
+//	  bench/tabular_diffprivlib.py /tmp/tabular
+//
+// FAIRDP_TABULAR_SETS (default "adult,credit"), FAIRDP_TABULAR_SEEDS
+// (default 5), FAIRDP_TABULAR_EPS (default "0.5,1,4"), FAIRDP_TABULAR_L2
+// (objpert's Λ, default 0: ObjPertOptions' default) and
+// FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"fairdp/dpops"
+	"fairdp/linear"
+	"fairdp/loaders"
+	"fairdp/trainer"
+)
+
+func envFloats(t *testing.T, name, def string) []float64 {
+	s := os.Getenv(name)
+	if s == "" {
+		s = def
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// writeSplitCSV writes label then the encoded features, one row a record,
+// with the group last (for the reader's per-group checks).
+func writeSplitCSV(path string, d *loaders.Dataset) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for i := range d.N() {
+		fmt.Fprintf(w, "%d", d.Labels[i])
+		for _, v := range d.X[i*d.Dim : (i+1)*d.Dim] {
+			w.WriteString(",")
+			w.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		fmt.Fprintf(w, ",%d\n", d.Groups[i])
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func TestTabularObjPert(t *testing.T) {
+	full(t)
+	data := sharedData()
+	if data == "" {
+		t.Skip("needs ../shared/data (set FAIRDP_DATA)")
+	}
+	out := os.Getenv("FAIRDP_BENCH_OUT")
+	if out == "" {
+		t.Skip("set FAIRDP_BENCH_OUT to the directory for the splits and results")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sets := strings.Split(orDefault(os.Getenv("FAIRDP_TABULAR_SETS"), "adult,credit"), ",")
+	seeds, err := strconv.Atoi(orDefault(os.Getenv("FAIRDP_TABULAR_SEEDS"), "5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := append(envFloats(t, "FAIRDP_TABULAR_EPS", "0.5,1,4"), math.Inf(1))
+	l2s := envFloats(t, "FAIRDP_TABULAR_L2", "0")
+	bounds := envFloats(t, "FAIRDP_TABULAR_BOUND", "0")
+	res, err := os.Create(filepath.Join(out, "objpert.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	fmt.Fprintln(res, "dataset,seed,epsilon,row_bound,l2,test_error,dp_violation,eo_violation")
+	for _, set := range sets {
+		for s := 1; s <= seeds; s++ {
+			seed := uint64(s)
+			cfg := trainer.Defaults()
+			cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = "objpert", set, data, &seed, &seed
+			// RunObjPert's split: the split seed's "data" stream.
+			_, split := dpops.NewRand(&seed)
+			train, test, _, err := trainer.LoadData(cfg, split.Derive("data"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sp := range []struct {
+				name string
+				d    *loaders.Dataset
+			}{{"train", train}, {"test", test}} {
+				if err := writeSplitCSV(filepath.Join(out, fmt.Sprintf("%s_%d_%s.csv", set, s, sp.name)), sp.d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, e := range eps {
+				for _, b := range bounds {
+					for _, l2 := range l2s {
+						cfg.Privacy.Epsilon, cfg.ObjPert = e, trainer.ObjPertConfig{RowBound: b, L2: l2}
+						rep, err := linear.RunObjPert(context.Background(), cfg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						fmt.Fprintf(res, "%s,%d,%g,%g,%g,%.6f,%.6f,%.6f\n", set, s, e, rep.Config.ObjPert.RowBound, l2,
+							rep.Test.Error, rep.Test.DPViolation, rep.Test.EOViolation)
+						t.Logf("%s seed %d ε %g B %.3g Λ %g: test error %.4f", set, s, e, rep.Config.ObjPert.RowBound, l2, rep.Test.Error)
+					}
+				}
+			}
+		}
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

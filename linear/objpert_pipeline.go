@@ -1,0 +1,208 @@
+package linear
+
+// `fairdp train --algo objpert` as one library call (trainer pipeline
+// "objpert"): load and split the data as every run does, fit logistic
+// regression by objective perturbation, score it with the same evaluation
+// as the SGD family, and write report.json and model.ckpt (a zoo
+// "logistic" checkpoint, so `fairdp eval` scores it like any other).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"fairdp/atomicfile"
+	"fairdp/dpops"
+	"fairdp/models"
+	"fairdp/trainer"
+)
+
+// DefaultRowBound is the row-norm bound B used when none is given: √d for
+// d encoded features. It depends on the feature count alone (public once
+// the category lists are, which the receipt lists as not covered), never
+// on the rows' norms. After fairdp's preprocessing (z-scored numeric
+// columns, one-hot categories) a row's squared norm is on average the
+// number of source columns, which is at most d, so few rows are clipped.
+func DefaultRowBound(dim int) float64 { return math.Sqrt(float64(dim)) }
+
+// ObjPertReport is report.json's extra.objpert: the constants of the
+// mechanism (all public) and, only when training statistics are reported,
+// how many training rows were clipped.
+type ObjPertReport struct {
+	Method string `json:"method"`
+	// RowBound is B; Scale √(B²+1), what the clipped row and its intercept
+	// feature 1 are divided by.
+	RowBound  float64 `json:"row_bound"`
+	Scale     float64 `json:"scale"`
+	Curvature float64 `json:"curvature"`
+	L2        float64 `json:"l2"`
+	ExtraL2   float64 `json:"extra_l2"`
+	// EpsilonPrime is Algorithm 2's ε' (null without privacy).
+	EpsilonPrime *float64 `json:"epsilon_prime"`
+	ClippedRows  *int     `json:"clipped_rows,omitempty"`
+}
+
+// ObjPertExtra returns the report's extra.objpert (nil for other reports).
+func ObjPertExtra(rep *trainer.Report) *ObjPertReport {
+	r, _ := rep.Extra["objpert"].(*ObjPertReport)
+	return r
+}
+
+func validateObjPert(cfg trainer.Config) error {
+	var errs trainer.FieldErrors
+	add := func(field, format string, a ...any) {
+		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
+	}
+	if cfg.Algo != "objpert" {
+		add("Algo", "must be objpert (got %q)", cfg.Algo)
+	}
+	if !(cfg.Privacy.Epsilon > 0) {
+		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
+	}
+	if o := cfg.ObjPert; !(o.RowBound >= 0) || math.IsInf(o.RowBound, 1) {
+		add("ObjPert.RowBound", "must be a finite number > 0, or 0 for √(features) (got %v)", o.RowBound)
+	}
+	if o := cfg.ObjPert; !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
+		add("ObjPert.L2", "must be a finite number ≥ 0 (got %v)", o.L2)
+	}
+	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {
+		add("TrainFrac", "must be in (0,1) (got %v)", cfg.TrainFrac)
+	}
+	if cfg.Limit < 0 {
+		add("Limit", "must be ≥ 0")
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// RunObjPert runs cfg (Algo "objpert"): logistic regression by objective
+// perturbation at cfg.Privacy.Epsilon (pure ε-DP) on the data set cfg
+// names, split by cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded), with
+// noise from cfg.Seed. With cfg.Out set it writes model.ckpt (the receipt
+// inside) and then report.json.
+func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
+	if err := validateObjPert(cfg); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	_, src := dpops.NewRand(cfg.Seed)
+	split := src
+	if cfg.SplitSeed != nil {
+		_, split = dpops.NewRand(cfg.SplitSeed)
+	}
+	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case train.X == nil:
+		return nil, fmt.Errorf("data set %s is not tabular: objpert fits a linear model on features", train.Name)
+	case train.Targets != nil:
+		return nil, fmt.Errorf("data set %s is a regression task: objpert fits logistic regression only (use --algo tailoring for private least squares)", train.Name)
+	case len(train.LabelNames) != 2:
+		return nil, fmt.Errorf("data set %s has %d classes; objpert fits binary logistic regression", train.Name, len(train.LabelNames))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bound := cfg.ObjPert.RowBound
+	if bound == 0 {
+		bound = DefaultRowBound(train.Dim)
+	}
+	n := train.N()
+	res, err := ObjectivePerturbation(src.Derive("noise"), train.X, n, train.Dim, train.Labels,
+		ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: cfg.ObjPert.L2})
+	if err != nil {
+		return nil, err
+	}
+	m, err := logisticModel(res)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := res.Receipt(cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	private := rec.Private()
+	trainer.DeclareNotCovered(&rec, n, prep, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
+
+	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: train.Name, Params: m.NumParams(), DType: "float64",
+		Backend: trainer.BackendName(), Version: trainer.Version, TrainRecords: n, Privacy: rec,
+		Model: fmt.Sprintf("logistic regression (%s)", ObjPertMethod)}
+	// The configuration actually run, with the bound and Λ it used: what
+	// reading it back repeats. Settings objpert does not read are left out.
+	rep.Config = cfg
+	rep.Config.Out, rep.Config.Quiet = "", false
+	rep.Config.ObjPert = trainer.ObjPertConfig{RowBound: bound, L2: res.L2}
+	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon}
+	rep.Config.Federation, rep.Config.Jagielski, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.JagielskiConfig{}, trainer.TailoringConfig{}
+	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
+		return nil, err
+	}
+	extra := &ObjPertReport{Method: ObjPertMethod, RowBound: bound, Scale: res.Scale, Curvature: LogisticCurvature,
+		L2: res.L2, ExtraL2: res.ExtraL2}
+	if private {
+		extra.EpsilonPrime = &res.EpsilonPrime
+	}
+	// The training split's exact metrics and clipped-row count are
+	// statistics of the private records: left out unless asked for.
+	if !private || cfg.ReportTrainStats {
+		tr, err := trainer.Evaluate[float64](m, train)
+		if err != nil {
+			return nil, err
+		}
+		rep.Train, rep.TrainNotPrivate, extra.ClippedRows = &tr, private, &res.Clipped
+	}
+	rep.Extra = map[string]any{"objpert": extra}
+	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
+	rep.Seconds = time.Since(start).Seconds()
+	if cfg.Out != "" {
+		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, src.String()); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// logisticModel is the fitted model as a zoo "logistic" network (one
+// logit, weight then bias), so checkpoints and evaluation are the SGD
+// family's.
+func logisticModel(res *ObjPertResult) (*models.Model[float64], error) {
+	spec := models.Spec{Arch: "logistic", InShape: []int{len(res.Weights)}, Classes: 2}
+	m, err := models.New[float64](spec, rand.New(rand.NewPCG(0, 0))) // every value is overwritten below
+	if err != nil {
+		return nil, err
+	}
+	ps := m.Params()
+	if len(ps) != 2 || len(ps[0].Value) != len(res.Weights) || len(ps[1].Value) != 1 {
+		return nil, fmt.Errorf("linear: the zoo logistic model's parameters changed shape; objpert cannot fill them")
+	}
+	copy(ps[0].Value, res.Weights)
+	ps[1].Value[0] = res.Intercept
+	return m, nil
+}
+
+// writeObjPertOutputs writes model.ckpt, which carries the receipt, and
+// then report.json to dir, each atomically.
+func writeObjPertOutputs(dir string, rep *trainer.Report, m *models.Model[float64], prep []byte, seed string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", dir, err)}}
+	}
+	receipt, err := json.Marshal(rep.Privacy)
+	if err != nil {
+		return err
+	}
+	meta := models.Meta{Version: trainer.Version, Privacy: receipt, Preprocess: prep,
+		Info: map[string]string{"algorithm": rep.Algorithm, "dataset": rep.Dataset, "backend": rep.Backend, "seed": seed}}
+	if err := models.SaveFile(filepath.Join(dir, "model.ckpt"), m, meta); err != nil {
+		return err
+	}
+	return atomicfile.WriteJSON(filepath.Join(dir, "report.json"), rep)
+}

@@ -1,0 +1,117 @@
+package linear
+
+import (
+	"context"
+	"io"
+	"math"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"fairdp/models"
+	"fairdp/trainer"
+)
+
+func objPertConfig(eps float64) trainer.Config {
+	cfg := trainer.Defaults()
+	seed := uint64(3)
+	cfg.Algo, cfg.Limit, cfg.Seed = "objpert", 2000, &seed
+	cfg.Privacy.Epsilon = eps
+	return cfg
+}
+
+// TestRunObjPert: the pipeline's report keeps the private training
+// split's statistics out unless asked, states the receipt and what it
+// does not cover, records the bound it used, and writes a checkpoint that
+// scores the test split as the report does.
+func TestRunObjPert(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		eps        float64
+		trainStats bool
+	}{
+		{"private", 1, false},
+		{"private with training statistics", 1, true},
+		{"not private", math.Inf(1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := objPertConfig(tc.eps)
+			cfg.ReportTrainStats = tc.trainStats
+			cfg.Out = t.TempDir()
+			rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			private := !math.IsInf(tc.eps, 1)
+			extra := ObjPertExtra(rep)
+			if extra == nil || rep.Algorithm != "objpert" {
+				t.Fatalf("report %+v", rep)
+			}
+			dim := rep.Params - 1
+			if want := math.Sqrt(float64(dim)); extra.RowBound != want || rep.Config.ObjPert.RowBound != want {
+				t.Errorf("row bound %v, config %v; want the default √%d", extra.RowBound, rep.Config.ObjPert.RowBound, dim)
+			}
+			if got := rep.Privacy.Private(); got != private {
+				t.Fatalf("receipt private %v, want %v", got, private)
+			}
+			var items []string
+			for _, nc := range rep.Privacy.NotCovered {
+				items = append(items, nc.Item)
+			}
+			showTrain := !private || tc.trainStats
+			if (rep.Train != nil) != showTrain || (extra.ClippedRows != nil) != showTrain || rep.TrainNotPrivate != (private && tc.trainStats) {
+				t.Errorf("train stats %v, clipped rows %v, not-private mark %v; want shown %v", rep.Train != nil, extra.ClippedRows, rep.TrainNotPrivate, showTrain)
+			}
+			if private {
+				if *rep.Privacy.Epsilon != tc.eps || rep.Privacy.Delta != 0 || extra.EpsilonPrime == nil {
+					t.Errorf("receipt ε %v δ %v, ε' %v", *rep.Privacy.Epsilon, rep.Privacy.Delta, extra.EpsilonPrime)
+				}
+				for _, want := range []string{"exact_minimiser", "test_evaluation", "record_count", "preprocessing"} {
+					if !slices.Contains(items, want) {
+						t.Errorf("not_covered %v lacks %s", items, want)
+					}
+				}
+				if tc.trainStats && !slices.Contains(items, "training_statistics") {
+					t.Errorf("not_covered %v lacks training_statistics", items)
+				}
+			}
+			// The checkpoint scores the test split as the report did.
+			m, meta, err := models.LoadFile(filepath.Join(cfg.Out, "model.ckpt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(meta.Privacy) == 0 || len(meta.Preprocess) == 0 {
+				t.Fatalf("checkpoint without receipt or preprocessing")
+			}
+			job, err := trainer.Prepare(cfg, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := trainer.Evaluate(m.(*models.Model[float64]), job.Test)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, rep.Test) {
+				t.Errorf("checkpoint's test metrics %+v, report's %+v", got, rep.Test)
+			}
+		})
+	}
+}
+
+func TestRunObjPertRefuses(t *testing.T) {
+	for name, mutate := range map[string]func(c *trainer.Config){
+		"negative bound":   func(c *trainer.Config) { c.ObjPert.RowBound = -1 },
+		"infinite L2":      func(c *trainer.Config) { c.ObjPert.L2 = math.Inf(1) },
+		"ε zero":           func(c *trainer.Config) { c.Privacy.Epsilon = 0 },
+		"image data":       func(c *trainer.Config) { c.Dataset = "mnist"; c.DataDir = t.TempDir() },
+		"other algorithm":  func(c *trainer.Config) { c.Algo = "postproc" },
+		"train fraction 1": func(c *trainer.Config) { c.TrainFrac = 1 },
+	} {
+		cfg := objPertConfig(1)
+		mutate(&cfg)
+		if _, err := RunObjPert(context.Background(), cfg); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
