@@ -8,15 +8,12 @@ package linear
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"time"
 
-	"fairdp/atomicfile"
 	"fairdp/dpops"
 	"fairdp/models"
 	"fairdp/trainer"
@@ -98,6 +95,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
 	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
+	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +162,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
 	rep.Seconds = time.Since(start).Seconds()
 	if cfg.Out != "" {
-		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, src.String()); err != nil {
+		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, src.String(), splitRec); err != nil {
 			return nil, err
 		}
 	}
@@ -189,20 +187,11 @@ func logisticModel(res *ObjPertResult) (*models.Model[float64], error) {
 	return m, nil
 }
 
-// writeObjPertOutputs writes model.ckpt, which carries the receipt, and
-// then report.json to dir, each atomically.
-func writeObjPertOutputs(dir string, rep *trainer.Report, m *models.Model[float64], prep []byte, seed string) error {
+// writeObjPertOutputs writes model.ckpt, which carries the receipt and the
+// split, and then report.json to dir, as every fairdp model is saved.
+func writeObjPertOutputs(dir string, rep *trainer.Report, m *models.Model[float64], prep []byte, seed string, split *trainer.SplitRecord) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", dir, err)}}
 	}
-	receipt, err := json.Marshal(rep.Privacy)
-	if err != nil {
-		return err
-	}
-	meta := models.Meta{Version: trainer.Version, Privacy: receipt, Preprocess: prep,
-		Info: map[string]string{"algorithm": rep.Algorithm, "dataset": rep.Dataset, "backend": rep.Backend, "seed": seed}}
-	if err := models.SaveFile(filepath.Join(dir, "model.ckpt"), m, meta); err != nil {
-		return err
-	}
-	return atomicfile.WriteJSON(filepath.Join(dir, "report.json"), rep)
+	return trainer.WriteModelOutputs(dir, rep, m, prep, seed, split)
 }

@@ -317,7 +317,7 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 			opts.Dir, train.Name, train.N(), test.N())
 	}
 	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log, checkpoint: ck,
-		split: newSplitRecord(cfg, key, train, test)}, nil
+		split: NewSplitRecord(cfg, key, train, test)}, nil
 }
 
 // Resuming reports whether the job continues a checkpointed run, and after

@@ -262,9 +262,9 @@ type SplitRecord struct {
 	TestSHA256 string  `json:"test_sha256"`
 }
 
-// newSplitRecord records the split of train and test, made by the stream
-// keyed by key under cfg.
-func newSplitRecord(cfg Config, key [32]byte, train, test *loaders.Dataset) *SplitRecord {
+// NewSplitRecord records the split of train and test, made by the stream
+// keyed by key (the split stream's Source.DeriveKey) under cfg.
+func NewSplitRecord(cfg Config, key [32]byte, train, test *loaders.Dataset) *SplitRecord {
 	return &SplitRecord{Dataset: cfg.Dataset, Schema: cfg.Schema, TrainFrac: cfg.TrainFrac, Limit: cfg.Limit,
 		Key: hex.EncodeToString(key[:]), Train: train.N(), Test: test.N(), TestSHA256: hex.EncodeToString(dataFingerprint(test))}
 }

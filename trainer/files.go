@@ -69,6 +69,15 @@ func removeStaleTemps(dir string, names ...string) {
 
 // writeOutputs writes report.json and model.ckpt (with the receipt inside).
 func writeOutputs[T nn.Float](dir string, rep *Report, m *models.Model[T], job *Job) error {
+	return WriteModelOutputs(dir, rep, m, job.Preprocess, job.Source.String(), job.split)
+}
+
+// WriteModelOutputs writes model.ckpt, which carries the receipt, the
+// fitted preprocessing and the split (what eval needs to score the records
+// the model did not train on), and then report.json, each atomically. It is
+// how every algorithm that ends in a fairdp model (the SGD family, objective
+// perturbation) saves one, so their checkpoints are read the same way.
+func WriteModelOutputs[T nn.Float](dir string, rep *Report, m *models.Model[T], preprocess []byte, seed string, split *SplitRecord) error {
 	receipt, err := json.Marshal(rep.Privacy)
 	if err != nil {
 		return err
@@ -76,15 +85,14 @@ func writeOutputs[T nn.Float](dir string, rep *Report, m *models.Model[T], job *
 	meta := models.Meta{
 		Version:    Version,
 		Privacy:    receipt,
-		Preprocess: job.Preprocess,
+		Preprocess: preprocess,
 		Info: map[string]string{
 			"algorithm": rep.Algorithm, "dataset": rep.Dataset, "backend": rep.Backend,
-			"seed": job.Source.String(),
+			"seed": seed,
 		},
 	}
-	if job.split != nil {
-		// What eval needs to score the records the model did not train on.
-		b, err := json.Marshal(job.split)
+	if split != nil {
+		b, err := json.Marshal(split)
 		if err != nil {
 			return err
 		}

@@ -158,7 +158,7 @@ func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 		return nil, err
 	}
 	return &Job{Cfg: cfg, Train: train, Test: test, Preprocess: prep, Rand: r, Source: src, Log: log,
-		split: newSplitRecord(cfg, key, train, test)}, nil
+		split: NewSplitRecord(cfg, key, train, test)}, nil
 }
 
 // newOptimizer is the update Config asks for: Adam, or SGD with its

@@ -89,7 +89,7 @@ func NewSweep(cfg Config, splitSeed uint64, workers int) (*Sweep, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sweep{Train: train, Test: test, Preprocess: prep, Workers: workers, split: newSplitRecord(cfg, key, train, test)}, nil
+	return &Sweep{Train: train, Test: test, Preprocess: prep, Workers: workers, split: NewSplitRecord(cfg, key, train, test)}, nil
 }
 
 // Run trains every run in order of the slice, Workers at a time, and calls
