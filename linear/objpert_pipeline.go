@@ -95,10 +95,10 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
 	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
-	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
 	if err != nil {
 		return nil, err
 	}
+	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
 	switch {
 	case train.X == nil:
 		return nil, fmt.Errorf("data set %s is not tabular: objpert fits a linear model on features", train.Name)
