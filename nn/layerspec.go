@@ -26,7 +26,8 @@ const (
 // described in a JSON file.
 type LayerSpec struct {
 	Kind string `json:"kind"`
-	// Linear: In → Out; NoBias for a layer without a bias (NewLinearNoBias).
+	// Linear: In → Out. NoBias, for Linear and Conv2d: a layer without a
+	// bias (NewLinearNoBias, NewConv2dNoBias).
 	In     int  `json:"in,omitempty"`
 	Out    int  `json:"out,omitempty"`
 	NoBias bool `json:"no_bias,omitempty"`
@@ -63,7 +64,11 @@ func (l *Linear[T]) Spec() LayerSpec {
 }
 
 // Spec implements Describer.
-func (c *Conv2d[T]) Spec() LayerSpec { return ConvSpec(c.inC, c.inH, c.inW, c.outC, c.win) }
+func (c *Conv2d[T]) Spec() LayerSpec {
+	s := ConvSpec(c.inC, c.inH, c.inW, c.outC, c.win)
+	s.NoBias = c.bias == nil
+	return s
+}
 
 // ConvSpec describes a Conv2d with outC filters over c×h×w inputs and the
 // window win. A square window is written as before the per-axis fields
@@ -140,6 +145,9 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 		win, ok := s.ConvWindow()
 		if !ok || !pos(s.C, s.H, s.W, s.OutC) || !win.valid(s.H, s.W) {
 			return nil, bad()
+		}
+		if s.NoBias {
+			return NewConv2dNoBias[T](s.C, s.H, s.W, s.OutC, win), nil
 		}
 		return NewConv2dWindow[T](s.C, s.H, s.W, s.OutC, win), nil
 	case KindMaxPool2d:
