@@ -15,16 +15,17 @@
 //     and its broadcast bias if it has one (without one it becomes nn's
 //     Linear without a bias, NewLinearNoBias, so the parameter list is the
 //     graph's); Conv2d's im2col, reshapes, product and transpose, with any
-//     kernel, stride and pad per axis (nn.ConvWindow); Rectify's
+//     kernel, stride and pad per axis (nn.ConvWindow), with its broadcast
+//     bias or without one (nn.NewConv2dNoBias, as Gorgonia's examples write
+//     it); Rectify's
 //     x ⊙ (x ≥ 0); LeakyRelu's masked sum; MaxPool2D; Tanh; Sigmoid;
 //     Dropout; a flattening Reshape; and a SoftMax, LogSoftMax or
 //     one-output Sigmoid head, which is folded into fairdp's cross-entropy
 //     loss. It returns a Lowered: the models.Model to train
 //     (trainer.TrainModel), the head, and the graph's learnable nodes in the
 //     model's Params order. Anything else is refused with an error naming
-//     the node, its op and Supported — among them a dilated convolution and
-//     a convolution without a bias (nn's Conv2d always has one), a residual
-//     join, a weight shared by two layers and an output that does not
+//     the node, its op and Supported — among them a dilated convolution, a
+//     residual join, a weight shared by two layers and an output that does not
 //     depend on the input; shapes are checked against the nn layers before
 //     anything is trained. The op geometry Gorgonia keeps unexported
 //     (im2col's kernel, pad, stride, dilation; MaxPool's window) is read by

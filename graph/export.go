@@ -170,12 +170,11 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		if len(b.shape) != 3 {
 			return fmt.Errorf("input per-sample shape %v is not {C, H, W}", b.shape)
 		}
-		win := l.Window()
-		w, bias := addParam(b, l.Params()[0]), addParam(b, l.Params()[1])
-		var z *G.Node
-		if z, err = G.Conv2d(b.cur, w, tensor.Shape{win.KH, win.KW}, []int{win.PadH, win.PadW},
-			[]int{win.StrideH, win.StrideW}, []int{1, 1}); err == nil {
-			b.cur, err = G.BroadcastAdd(z, bias, nil, []byte{0, 2, 3})
+		win, ps := l.Window(), l.Params()
+		w := addParam(b, ps[0])
+		if b.cur, err = G.Conv2d(b.cur, w, tensor.Shape{win.KH, win.KW}, []int{win.PadH, win.PadW},
+			[]int{win.StrideH, win.StrideW}, []int{1, 1}); err == nil && len(ps) == 2 { // no bias: the convolution alone
+			b.cur, err = G.BroadcastAdd(b.cur, addParam(b, ps[1]), nil, []byte{0, 2, 3})
 		}
 	case *nn.MaxPool2d[T]:
 		var c, h, w, k int

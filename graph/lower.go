@@ -20,7 +20,7 @@ import (
 // Supported lists what Lower recognises, as its refusals print it.
 const Supported = "Mul or BatchedMatMul of the input with a weight or a transposed weight, with or without " +
 	"a broadcast bias (dense), " +
-	"Conv2d plus a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
+	"Conv2d with or without a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
 	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
 	"Reshape (flattening), and a SoftMax, LogSoftMax or one-output Sigmoid head"
 
@@ -79,9 +79,9 @@ type Lowered[T nn.Float] struct {
 // layers (Supported): Conv2d's im2col, reshapes, matrix product and
 // transpose; Rectify's x ⊙ (x ≥ 0); LeakyRelu's two masked products; the
 // bias's reshape and repeats; a dense weight's Transpose. A dense layer
-// without a bias becomes nn's Linear without one (its weight is the only
-// parameter). Anything else — another op, a dilated convolution, a
-// convolution without a bias, a residual join, a weight used by two layers
+// or convolution without a bias becomes nn's Linear or Conv2d without one
+// (its weight is the only parameter). Anything else — another op, a
+// dilated convolution, a residual join, a weight used by two layers
 // or as its own bias, two weights on one backing array (WriteBack would
 // write one over the other),
 // an output that does not depend on the input — is an error naming the node
@@ -284,8 +284,7 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 		}
 	case "transposeOp":
 		if w.endsConv(n) {
-			return stage{}, nil, w.refuse(n, "a convolution without a bias: fairdp's Conv2d always has one; "+
-				"add a bias node with BroadcastAdd (it is then trained like any weight)")
+			return w.conv(n, n, nil) // without a bias, as Gorgonia's examples write it
 		}
 	case "maxPoolOp":
 		return w.maxPool(n, kids[0])
@@ -529,7 +528,8 @@ func (w *walker) batchedDense(n, back, bias *G.Node) (stage, *G.Node, error) {
 }
 
 // conv matches Gorgonia's Conv2d plus a bias:
-// Transpose{0,3,1,2}(Reshape({B,m,n,outC})(Reshape(im2col(x)) × Reshape(F)ᵀ)) + b.
+// Transpose{0,3,1,2}(Reshape({B,m,n,outC})(Reshape(im2col(x)) × Reshape(F)ᵀ)) + b;
+// bias nil (n = tr) is Conv2d alone, nn's Conv2d without a bias.
 func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
 	if !slices.Equal(transposeAxes(tr), []int{0, 3, 1, 2}) {
 		return stage{}, nil, w.refuse(tr, "a transpose other than Conv2d's {0, 3, 1, 2}")
@@ -558,12 +558,18 @@ func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
 	if len(xs) != 4 || len(fs) != 4 || fs[1] != xs[1] || fs[2] != kh || fs[3] != kw {
 		return stage{}, nil, w.refuse(mm, fmt.Sprintf("filter %v does not fit input %v with a %d×%d kernel", fs, xs, kh, kw))
 	}
+	win := nn.ConvWindow{KH: kh, KW: kw, StrideH: sh, StrideW: sw, PadH: ph, PadW: pw}
+	st := stage{spec: nn.ConvSpec(xs[1], xs[2], xs[3], fs[0], win), params: []*G.Node{f}, out: n}
+	if bias == nil {
+		st.spec.NoBias = true
+		return st, x, nil
+	}
 	b, err := w.bias(bias, n, fs[0])
 	if err != nil {
 		return stage{}, nil, err
 	}
-	win := nn.ConvWindow{KH: kh, KW: kw, StrideH: sh, StrideW: sw, PadH: ph, PadW: pw}
-	return stage{spec: nn.ConvSpec(xs[1], xs[2], xs[3], fs[0], win), params: []*G.Node{f, b}, out: n}, x, nil
+	st.params = append(st.params, b)
+	return st, x, nil
 }
 
 // transposeAxes is a Transpose node's axis pattern.
