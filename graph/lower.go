@@ -5,6 +5,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -49,6 +50,10 @@ type LowerOptions struct {
 	// Dropout node from the input uses DropoutSeed + i), so a run repeats
 	// exactly; Gorgonia's own Dropout seeds itself from the clock.
 	DropoutSeed uint64
+	// Log, if not nil, receives Lowered.Notes once, one line each: what
+	// Lower left out of a graph that holds more than the forward pass
+	// (learnable nodes off the lowered path, L2 terms used or dropped).
+	Log io.Writer
 }
 
 // Lowered is a Gorgonia graph rebuilt as fairdp layers.
@@ -68,6 +73,22 @@ type Lowered[T nn.Float] struct {
 	Params []*G.Node
 	// transposed[i] says Params[i] is such a transposed weight.
 	transposed []bool
+	// Untouched are the graph's learnable nodes (those the program asked
+	// Gorgonia's Grad for) outside the path from the input to the output:
+	// the lowered model does not use them, so training leaves them as
+	// they are.
+	Untouched []*G.Node
+	// L2 are the regularisers c·Σθ² the graph holds on lowered blocks.
+	L2 []L2Term
+	// WeightDecay is the coupled weight decay (trainer
+	// Config.Fair.WeightDecay) the L2 terms amount to: 2c when one term
+	// with the same c > 0 covers every block, else 0 and the terms are
+	// dropped (Notes says why). It reads only weights, so it costs no
+	// privacy; the caller sets it in the trainer's Config.
+	WeightDecay float64
+	// Notes say, one line each, what Lower did with the graph outside the
+	// lowered path (LowerOptions.Log prints them).
+	Notes []string
 }
 
 // Lower rebuilds the network that maps input to output in g as a fairdp
@@ -139,9 +160,8 @@ func lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions)
 	if err != nil {
 		return nil, err
 	}
-	ls := logits.Shape()
-	if len(ls) != 2 || ls[0] != w.batch {
-		return nil, fmt.Errorf("the logits %s have shape %v, want {%d, outputs}", logits.Name(), ls, w.batch)
+	if ls := logits.Shape(); ls[0] != w.batch || len(ls) > 2 {
+		return nil, fmt.Errorf("the logits %s have shape %v, want {%d, outputs} (or {%d}: one output)", logits.Name(), ls, w.batch, w.batch)
 	}
 	var stages []stage
 	for cur := logits; cur != input; {
@@ -155,7 +175,13 @@ func lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions)
 		cur = prev
 	}
 	slices.Reverse(stages)
-	return assemble[T](w, stages, logits, head, opts)
+	l, err := assemble[T](w, stages, logits, head, opts)
+	if err != nil {
+		return nil, err
+	}
+	rest(w, l)
+	writeNotes(opts.Log, l)
+	return l, nil
 }
 
 // assemble makes the fairdp layers of the stages, copies the learnable values
@@ -165,7 +191,7 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 	if arch == "" {
 		arch = "gorgonia"
 	}
-	outDim := logits.Shape()[1]
+	outDim := w.perSample(logits)[0]
 	m := &models.Model[T]{Arch: arch, InShape: slices.Clone([]int(w.input.Shape()[1:])), Classes: max(outDim, 2)}
 	l := &Lowered[T]{Model: m, Head: head, Logits: logits}
 	owner := map[*G.Node]int{}
@@ -215,7 +241,7 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 			l.transposed = append(l.transposed, trans)
 		}
 		shape = layer.OutShape(shape)
-		if got := st.out.Shape(); got[0] != w.batch || !slices.Equal([]int(got[1:]), shape) {
+		if got := st.out.Shape(); got[0] != w.batch || !slices.Equal(w.perSample(st.out), shape) {
 			return nil, fmt.Errorf("layer %d %s gives per-sample shape %v in fairdp, node %s has shape %v", i, layer.Name(), shape, st.out.Name(), got)
 		}
 		m.Layers = append(m.Layers, layer)
@@ -227,6 +253,16 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// perSample is node n's per-sample shape: its shape without the batch axis,
+// {1} for a batch-shaped vector {batch} (one output per record, what a
+// matrix–vector product gives).
+func (w *walker) perSample(n *G.Node) []int {
+	if s := n.Shape(); len(s) > 1 {
+		return slices.Clone([]int(s[1:]))
+	}
+	return []int{1}
 }
 
 // head finds the logits under a SoftMax, LogSoftMax or one-output Sigmoid.
@@ -244,8 +280,8 @@ func (w *walker) head(out *G.Node) (*G.Node, Head, error) {
 		return w.kids(out)[0], h, nil
 	case "elemUnaryOp":
 		if opName(out) == "sigmoid" {
-			if s := out.Shape(); len(s) == 2 && s[1] == 1 {
-				return w.kids(out)[0], HeadSigmoid, nil
+			if s := out.Shape(); (len(s) == 2 && s[1] == 1) || (len(s) == 1 && s[0] == w.batch) {
+				return w.kids(out)[0], HeadSigmoid, nil // {batch, 1}, or {batch} from Mul(x, w) with w a vector
 			}
 			return nil, "", w.refuse(out, "a Sigmoid head on several outputs is a multi-label model; fairdp trains "+
 				"single-label classifiers: end with one output and a Sigmoid, or with SoftMax")
@@ -279,8 +315,11 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 			return stage{spec: nn.LayerSpec{Kind: nn.KindSigmoid}, out: n}, kids[0], nil
 		}
 	case "linAlgBinOp":
-		if fmt.Sprint(n.Op()) == "A × B" {
+		switch fmt.Sprint(n.Op()) {
+		case "A × B":
 			return w.dense(n, n, nil)
+		case "A × b":
+			return w.matVec(n, n, nil)
 		}
 	case "transposeOp":
 		if w.endsConv(n) {
@@ -425,6 +464,8 @@ func (w *walker) biased(n *G.Node, kids []*G.Node) (stage, *G.Node, error) {
 	switch {
 	case opKind(main) == "linAlgBinOp" && fmt.Sprint(main.Op()) == "A × B":
 		return w.dense(n, main, bias)
+	case opKind(main) == "linAlgBinOp" && fmt.Sprint(main.Op()) == "A × b":
+		return w.matVec(n, main, bias)
 	case opKind(main) == "reshapeOp" && w.kid(main, "reshapeOp") != nil && opKind(w.kid(main, "reshapeOp")) == "linAlgBinOp":
 		return w.batchedDense(n, main, bias)
 	case opKind(main) == "transposeOp":
@@ -466,6 +507,26 @@ func (w *walker) dense(n, mm, bias *G.Node) (stage, *G.Node, error) {
 		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense layer needs input {batch, in} and %s, got %v × %v", want, xs, ws))
 	}
 	return w.linear(n, bias, x, wt, trans, in, out)
+}
+
+// matVec matches x × w + b with x {B, in}, w a vector {in} and b a scalar
+// node (Gorgonia's Add of a scalar needs no broadcast), a one-output dense
+// layer whose output is the vector {B}: logistic and linear regression as
+// Gorgonia's examples write them; bias nil (n = mv) is the same without a
+// bias.
+func (w *walker) matVec(n, mv, bias *G.Node) (stage, *G.Node, error) {
+	k := w.kids(mv)
+	x, wt := k[0], k[1]
+	if !w.depends(x) {
+		return stage{}, nil, w.refuse(mv, "a dense layer is the input {batch, in} times a weight: the left operand does not depend on the input")
+	}
+	if err := w.param(wt, mv); err != nil {
+		return stage{}, nil, err
+	}
+	if xs, ws := x.Shape(), wt.Shape(); len(xs) != 2 || len(ws) != 1 || xs[1] != ws[0] {
+		return stage{}, nil, w.refuse(mv, fmt.Sprintf("a one-output dense layer needs input {batch, in} and a weight vector {in}, got %v × %v", xs, ws))
+	}
+	return w.linear(n, bias, x, wt, false, wt.Shape()[0], 1)
 }
 
 // linear is the stage of a dense layer with input x, weight node wt
@@ -586,6 +647,13 @@ func transposeAxes(tr *G.Node) []int {
 // along every axis but the channel axis 1, after a reshape to {1, C, 1, …})
 // to its learnable node of size channels.
 func (w *walker) bias(b, sum *G.Node, channels int) (*G.Node, error) {
+	if channels == 1 && sum.Dims() == 1 && b.IsScalar() {
+		// A scalar added to a {batch} vector: one output's bias, no broadcast.
+		if err := w.param(b, sum); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	cur := b
 	for opKind(cur) == "repeatOp" {
 		cur = w.kids(cur)[0]
@@ -730,8 +798,12 @@ func claimBacking[T nn.Float](claimed *[]backingRange, n *G.Node, layer int) err
 	return nil
 }
 
-// nodeValues copies a learnable node's value as T.
+// nodeValues copies a learnable node's value as T (a scalar node's as one
+// value).
 func nodeValues[T nn.Float](n *G.Node) ([]T, error) {
+	if v, ok := n.Value().Data().(T); ok && n.IsScalar() {
+		return []T{v}, nil
+	}
 	d, ok := n.Value().Data().([]T)
 	if !ok {
 		return nil, fmt.Errorf("weight %s holds %T, want []%T", n.Name(), n.Value().Data(), T(0))
@@ -759,6 +831,12 @@ func (l *Lowered[T]) WriteBack() error {
 				copy(data, vals)
 				continue
 			}
+		}
+		if n.IsScalar() && len(vals) == 1 { // a scalar bias: a new scalar value (Gorgonia's scalars are values, not arrays)
+			if err := G.Let(n, vals[0]); err != nil {
+				return fmt.Errorf("graph: Lowered.WriteBack: node %s: %w", n.Name(), err)
+			}
+			continue
 		}
 		if n.Shape().TotalSize() != len(vals) {
 			return fmt.Errorf("graph: Lowered.WriteBack: node %s has shape %v, parameter %s %d values", n.Name(), n.Shape(), p.Name, len(p.Value))
