@@ -19,13 +19,21 @@
 //     bias or without one (nn.NewConv2dNoBias, as Gorgonia's examples write
 //     it); Rectify's
 //     x ⊙ (x ≥ 0); LeakyRelu's masked sum; MaxPool2D; Tanh; Sigmoid;
-//     Dropout; a flattening Reshape; and a SoftMax, LogSoftMax or
-//     one-output Sigmoid head, which is folded into fairdp's cross-entropy
-//     loss. It returns a Lowered: the models.Model to train
+//     Dropout; a flattening Reshape; Mul(x, w) with a weight vector and
+//     an optional scalar bias (a one-output dense layer, the output a
+//     {batch} vector); and a SoftMax, LogSoftMax or one-output Sigmoid head
+//     (on {batch, 1} or {batch}), which is folded into fairdp's
+//     cross-entropy loss. It returns a Lowered: the models.Model to train
 //     (trainer.TrainModel), the head, and the graph's learnable nodes in the
-//     model's Params order. Anything else is refused with an error naming
-//     the node, its op and Supported — among them a dilated convolution, a
-//     residual join, a weight shared by two layers and an output that does not
+//     model's Params order. A program's graph may hold more (its loss, L2
+//     terms, Grad and update nodes): only the path from the input to the
+//     output is lowered, and Lowered says what was left (rest.go):
+//     learnable nodes off that path (Untouched), and L2 terms c·Σθ², used
+//     as weight decay 2c when one c covers every block, else dropped with a
+//     note. Anything else is refused with an error naming the node, its op
+//     and Supported — among them BatchNorm (it mixes the records of a
+//     batch, which per-sample clipping cannot bound; GroupNorm is the
+//     private alternative), a dilated convolution, a residual join, a weight shared by two layers and an output that does not
 //     depend on the input; shapes are checked against the nn layers before
 //     anything is trained. The op geometry Gorgonia keeps unexported
 //     (im2col's kernel, pad, stride, dilation; MaxPool's window) is read by

@@ -20,7 +20,7 @@ import (
 
 // Supported lists what Lower recognises, as its refusals print it.
 const Supported = "Mul or BatchedMatMul of the input with a weight or a transposed weight, with or without " +
-	"a broadcast bias (dense), " +
+	"a broadcast bias (dense), Mul of the input with a weight vector, with or without a scalar bias (one output), " +
 	"Conv2d with or without a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
 	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
 	"Reshape (flattening), and a SoftMax, LogSoftMax or one-output Sigmoid head"
@@ -101,8 +101,13 @@ type Lowered[T nn.Float] struct {
 // transpose; Rectify's x ⊙ (x ≥ 0); LeakyRelu's two masked products; the
 // bias's reshape and repeats; a dense weight's Transpose. A dense layer
 // or convolution without a bias becomes nn's Linear or Conv2d without one
-// (its weight is the only parameter). Anything else — another op, a
-// dilated convolution, a residual join, a weight used by two layers
+// (its weight is the only parameter); Mul(x, w) with a weight vector w,
+// plus a scalar bias node or not, is a one-output Linear whose output is
+// the vector {batch} (a Sigmoid on it is the binary head). The rest of the
+// graph (a loss, L2 terms, Grad and update nodes) is left alone and
+// reported (Lowered.Untouched, L2, WeightDecay, Notes). Anything else —
+// another op, BatchNorm (it mixes the records of a batch), a dilated
+// convolution, a residual join, a weight used by two layers
 // or as its own bias, two weights on one backing array (WriteBack would
 // write one over the other),
 // an output that does not depend on the input — is an error naming the node
@@ -294,6 +299,9 @@ func (w *walker) head(out *G.Node) (*G.Node, Head, error) {
 // that feeds it (an empty stage for a reshape that changes nothing).
 func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 	kids := w.kids(n)
+	if bn := w.batchNorm(n); bn != nil {
+		return stage{}, nil, w.refuse(bn, batchNormRefusal)
+	}
 	switch kind := opKind(n); kind {
 	case "elemBinOp":
 		switch opName(n) {
@@ -339,6 +347,28 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 		return stage{}, nil, w.refuse(n, "SoftMax is only supported as the output (a head folded into the loss)")
 	}
 	return stage{}, nil, w.refuse(n, "")
+}
+
+// batchNormRefusal says why BatchNorm is refused and what to use.
+const batchNormRefusal = "BatchNorm normalises each record with the statistics of the whole batch, so one record's " +
+	"gradient depends on the others and per-sample clipping cannot bound a record's influence (the privacy " +
+	"guarantee would not hold); use fairdp's GroupNorm instead (nn.NewGroupNorm, kind \"groupnorm\" in a model " +
+	"spec), which normalises each record on its own"
+
+// batchNorm is the BatchNorm op under n, if n is Gorgonia's BatchNorm
+// expansion (γ ⊙ BatchNormOp(x) + β) or one of its nodes, else nil.
+func (w *walker) batchNorm(n *G.Node) *G.Node {
+	for _, a := range append([]*G.Node{n}, w.kids(n)...) {
+		if opKind(a) == "BatchNormOp" {
+			return a
+		}
+		for _, b := range w.kids(a) {
+			if opKind(b) == "BatchNormOp" {
+				return b
+			}
+		}
+	}
+	return nil
 }
 
 // refuse is the error for a node Lower cannot lower.

@@ -474,6 +474,13 @@ func TestLowerRefusals(t *testing.T) {
 			u := newUserNet(t, 5, 3, 4).dense("h", 4)
 			return u, u.must(G.Add(u.cur, u.x))
 		}, []string{"adds two values computed from the input"}},
+		{"batch norm", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 16, 3, 2, 6, 6).conv("c", 4, 3, 1, 1)
+			bn, _, _, _, err := G.BatchNorm(u.cur, nil, nil, 0.9, 1e-5)
+			u.cur = u.must(bn, err)
+			u.apply(G.Rectify).flatten().dense("o", 2)
+			return u, u.cur
+		}, []string{"BatchNorm normalises each record with the statistics of the whole batch", "use fairdp's GroupNorm instead"}},
 		{"weight times the input", func(t *testing.T) (*userNet, *G.Node) {
 			u := newUserNet(t, 12, 3, 4)
 			return u, u.must(G.Mul(u.param("w", 3, 3), u.x))
