@@ -438,3 +438,11 @@ func TestExampleLogisticRegression(t *testing.T) {
 		t.Errorf("bias after WriteBack %v, want 0.3", got)
 	}
 }
+
+// ConvnetExample is examples/convnet's program graph (exampleConvnet with
+// its Dropout calls, loss and Grad) for the training test outside the
+// package: the graph, its input, output and learnable nodes.
+func ConvnetExample(t *testing.T, bs int, dt tensor.Dtype) (g *G.ExprGraph, x, out *G.Node, learnables G.Nodes) {
+	e := exampleConvnet(t, bs, dt, true, true)
+	return e.g, e.x, e.out, e.learnables
+}
