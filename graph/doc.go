@@ -33,7 +33,9 @@
 //     note. Anything else is refused with an error naming the node, its op
 //     and Supported — among them BatchNorm (it mixes the records of a
 //     batch, which per-sample clipping cannot bound; GroupNorm is the
-//     private alternative), a dilated convolution, a residual join, a weight shared by two layers and an output that does not
+//     private alternative), an output a program's squared error reads (a
+//     regression: fairdp would train it as a logit), a dilated
+//     convolution, a residual join, a weight shared by two layers and an output that does not
 //     depend on the input; shapes are checked against the nn layers before
 //     anything is trained. The op geometry Gorgonia keeps unexported
 //     (im2col's kernel, pad, stride, dilation; MaxPool's window) is read by

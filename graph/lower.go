@@ -165,6 +165,13 @@ func lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions)
 	if err != nil {
 		return nil, err
 	}
+	if head == HeadNone {
+		if sq := w.squaredError(output); sq != nil {
+			return nil, w.refuse(sq, fmt.Sprintf("the output %s feeds a squared error (a regression, as in Gorgonia's "+
+				"examples/iris); fairdp would train its output as a classifier's logit with cross-entropy, another "+
+				"objective, so regression outputs are not lowered yet", output.Name()))
+		}
+	}
 	if ls := logits.Shape(); ls[0] != w.batch || len(ls) > 2 {
 		return nil, fmt.Errorf("the logits %s have shape %v, want {%d, outputs} (or {%d}: one output)", logits.Name(), ls, w.batch, w.batch)
 	}
@@ -258,6 +265,29 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// squaredError is the Square (or x ⊙ x) of output − t (or t − output), t
+// independent of the input, that some program's loss takes of the output,
+// else nil: the mark of a regression.
+func (w *walker) squaredError(output *G.Node) *G.Node {
+	for it := w.g.To(output.ID()); it.Next(); {
+		sub := it.Node().(*G.Node)
+		k := w.kids(sub)
+		if len(sub.DerivOf()) > 0 || opKind(sub) != "elemBinOp" || opName(sub) != "-" || len(k) != 2 ||
+			w.depends(k[0]) == w.depends(k[1]) {
+			continue
+		}
+		for jt := w.g.To(sub.ID()); jt.Next(); {
+			sq := jt.Node().(*G.Node)
+			k := w.kids(sq)
+			if opKind(sq) == "elemUnaryOp" && opName(sq) == "square" ||
+				opKind(sq) == "elemBinOp" && opName(sq) == "⊙" && len(k) == 2 && k[0] == sub && k[1] == sub {
+				return sq
+			}
+		}
+	}
+	return nil
 }
 
 // perSample is node n's per-sample shape: its shape without the batch axis,
