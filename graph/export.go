@@ -64,8 +64,8 @@ type graphBuilder struct {
 }
 
 // Export rebuilds m as a Gorgonia graph for batches of exactly batch samples.
-// Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU, Sigmoid, Dropout and
-// Flatten are supported; other layers (GroupNorm) give an error naming the
+// Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU, Sigmoid, Dropout,
+// Flatten and Residual (an Add of its branches) are supported; other layers (GroupNorm) give an error naming the
 // layer. It is the inverse of Lower: Lower(Export(m)) is m.
 func Export[T nn.Float](m *models.Model[T], batch int) (*Model, error) {
 	b, err := build(m, batch)
@@ -200,6 +200,22 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		b.cur, err = G.LeakyRelu(b.cur, slope)
 	case *nn.Flatten[T]:
 		b.cur, err = G.Reshape(b.cur, tensor.Shape{b.batch, tensor.Shape(b.shape).TotalSize()})
+	case *nn.Residual[T]:
+		// Each branch from the same node and shape, then Gorgonia's Add.
+		from, shape := b.cur, b.shape
+		var outs [2]*G.Node
+		for i, branch := range l.Branches() {
+			b.cur, b.shape = from, shape
+			for _, inner := range branch {
+				if err := addLayer(b, inner); err != nil {
+					return fmt.Errorf("inside %s: %w", l.Name(), err)
+				}
+				b.shape = inner.OutShape(b.shape)
+			}
+			outs[i] = b.cur
+		}
+		b.cur, b.shape = from, shape // build's caller advances the shape
+		b.cur, err = G.Add(outs[0], outs[1])
 	case *nn.GroupNorm[T]:
 		return errors.New("GroupNorm has no Gorgonia reference here (Gorgonia v0.9.18 only has BatchNorm)")
 	default:

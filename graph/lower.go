@@ -23,7 +23,8 @@ const Supported = "Mul or BatchedMatMul of the input with a weight or a transpos
 	"a broadcast bias (dense), Mul of the input with a weight vector, with or without a scalar bias (one output), " +
 	"Conv2d with or without a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
 	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
-	"Reshape (flattening), and a SoftMax, LogSoftMax or one-output Sigmoid head"
+	"Reshape (flattening), Add of two branches of one shape from one node (a residual join), " +
+	"and a SoftMax, LogSoftMax or one-output Sigmoid head"
 
 // Head says what the graph's output applies to the logits. fairdp's loss
 // starts from the logits (softmax cross-entropy, or sigmoid binary
@@ -105,9 +106,11 @@ type Lowered[T nn.Float] struct {
 // plus a scalar bias node or not, is a one-output Linear whose output is
 // the vector {batch} (a Sigmoid on it is the binary head). The rest of the
 // graph (a loss, L2 terms, Grad and update nodes) is left alone and
-// reported (Lowered.Untouched, L2, WeightDecay, Notes). Anything else —
-// another op, BatchNorm (it mixes the records of a batch), a dilated
-// convolution, a residual join, a weight used by two layers
+// reported (Lowered.Untouched, L2, WeightDecay, Notes). An Add of two
+// branches computed from one node is a residual join, nn's Residual
+// holding each branch's layers. Anything else — another op, BatchNorm (it
+// mixes the records of a batch), an output a squared error reads (a
+// regression), a dilated convolution, a weight used by two layers
 // or as its own bias, two weights on one backing array (WriteBack would
 // write one over the other),
 // an output that does not depend on the input — is an error naming the node
@@ -209,12 +212,9 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 	owner := map[*G.Node]int{}
 	var claimed []backingRange
 	shape := m.InShape
-	dropouts := 0
+	dropouts := opts.DropoutSeed
 	for i, st := range stages {
-		if st.spec.Kind == nn.KindDropout {
-			st.spec.Seed = opts.DropoutSeed + uint64(dropouts)
-			dropouts++
-		}
+		seedDropouts(&st.spec, &dropouts)
 		layer, err := nn.NewLayer[T](st.spec)
 		if err != nil {
 			return nil, fmt.Errorf("layer %d from node %s: %w", i, st.out.Name(), err)
@@ -519,7 +519,7 @@ func (w *walker) biased(n *G.Node, kids []*G.Node) (stage, *G.Node, error) {
 		main, bias = bias, main
 	}
 	if w.depends(bias) {
-		return stage{}, nil, w.refuse(n, "it adds two values computed from the input (a residual or parallel branch)")
+		return w.residual(n, main, bias)
 	}
 	switch {
 	case opKind(main) == "linAlgBinOp" && fmt.Sprint(main.Op()) == "A × B":
@@ -533,6 +533,90 @@ func (w *walker) biased(n *G.Node, kids []*G.Node) (stage, *G.Node, error) {
 	}
 	return stage{}, nil, w.refuse(n, fmt.Sprintf("an Add of %s to %s (op %v) is not the bias of a dense or convolution layer",
 		bias.Name(), main.Name(), main.Op()))
+}
+
+// seedDropouts gives the Dropout layers of spec, those inside a residual
+// join's branches included, the seeds *next, *next+1, … in the order the
+// layers run (LowerOptions.DropoutSeed).
+func seedDropouts(spec *nn.LayerSpec, next *uint64) {
+	switch spec.Kind {
+	case nn.KindDropout:
+		spec.Seed = *next
+		*next++
+	case nn.KindResidual:
+		for _, branch := range [][]nn.LayerSpec{spec.Residual.Body, spec.Residual.Shortcut} {
+			for i := range branch {
+				seedDropouts(&branch[i], next)
+			}
+		}
+	}
+}
+
+// residual matches a join n = a + b of two branches computed from the
+// input: both are walked back to the node s they start from (the first node
+// of b's walk that a's walk passes), and the stage is nn's Residual with
+// the layers of each branch (a branch that is s itself is the identity).
+// It returns s, from which the walk goes on.
+func (w *walker) residual(n, a, b *G.Node) (stage, *G.Node, error) {
+	if !slices.Equal([]int(a.Shape()), []int(b.Shape())) {
+		return stage{}, nil, w.refuse(n, fmt.Sprintf("a residual join adds two branches of one shape, got %v and %v", a.Shape(), b.Shape()))
+	}
+	type visit struct {
+		node, prev *G.Node
+		st         stage
+	}
+	walk := func(from *G.Node, stop func(*G.Node) bool) ([]visit, error) {
+		var path []visit
+		for cur := from; !stop(cur); {
+			st, prev, err := w.step(cur)
+			if err != nil {
+				return nil, err
+			}
+			path = append(path, visit{cur, prev, st})
+			cur = prev
+		}
+		return path, nil
+	}
+	pathA, err := walk(a, func(cur *G.Node) bool { return cur == w.input })
+	if err != nil {
+		return stage{}, nil, err
+	}
+	onA := map[*G.Node]int{w.input: len(pathA)}
+	for i, v := range pathA {
+		onA[v.node] = i
+	}
+	pathB, err := walk(b, func(cur *G.Node) bool { _, ok := onA[cur]; return ok })
+	if err != nil {
+		return stage{}, nil, err
+	}
+	fork := b // b is on a's path: the identity branch
+	if len(pathB) > 0 {
+		fork = pathB[len(pathB)-1].prev
+	}
+	branch := func(path []visit) (specs []nn.LayerSpec, params []*G.Node, trans []bool) {
+		for i := len(path) - 1; i >= 0; i-- {
+			st := path[i].st
+			if st.spec.Kind == "" {
+				continue
+			}
+			specs = append(specs, st.spec)
+			params = append(params, st.params...)
+			for j := range st.params {
+				trans = append(trans, st.transposed != nil && st.transposed[j])
+			}
+		}
+		return specs, params, trans
+	}
+	body, pb, tb := branch(pathA[:onA[fork]])
+	short, ps, ts := branch(pathB)
+	if len(body) == 0 {
+		body, short, pb, ps, tb, ts = short, body, ps, pb, ts, tb
+	}
+	if len(body) == 0 {
+		return stage{}, nil, w.refuse(n, "it adds a value to itself (both branches are the same node)")
+	}
+	spec := nn.LayerSpec{Kind: nn.KindResidual, Residual: &nn.ResidualSpec{Body: body, Shortcut: short}}
+	return stage{spec: spec, params: append(pb, ps...), transposed: append(tb, ts...), out: n}, fork, nil
 }
 
 // dense matches x × W + b with x {B, in}, W {in, out}, b {out}, or

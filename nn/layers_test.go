@@ -102,6 +102,27 @@ func layerCases() []layerCase {
 			convFormCase(2, 7, 9, 3, rect35, m, nn.DefaultCacheBytes, true),
 		)
 	}
+	// Residual joins: a conv block with the identity as its shortcut, and a
+	// dense block with a dense shortcut (the input gradient is the sum of
+	// the branches'; the norms cover both branches' blocks).
+	convBlock := func(win nn.ConvWindow) ([]nn.Layer[float64], []nn.Layer[float32]) {
+		return []nn.Layer[float64]{nn.NewConv2dNoBias[float64](2, 5, 5, 3, win), nn.NewReLU[float64](), nn.NewConv2dWindow[float64](3, 5, 5, 2, win)},
+			[]nn.Layer[float32]{nn.NewConv2dNoBias[float32](2, 5, 5, 3, win), nn.NewReLU[float32](), nn.NewConv2dWindow[float32](3, 5, 5, 2, win)}
+	}
+	cases = append(cases,
+		layerCase{"Residual(conv block + identity)", []int{2, 5, 5},
+			func() nn.Layer[float64] { b, _ := convBlock(nn.SquareWindow(3, 1, 1)); return nn.NewResidual(b, nil) },
+			func() nn.Layer[float32] { _, b := convBlock(nn.SquareWindow(3, 1, 1)); return nn.NewResidual(b, nil) }},
+		layerCase{"Residual(dense block + dense)", []int{6},
+			func() nn.Layer[float64] {
+				return nn.NewResidual([]nn.Layer[float64]{nn.NewLinear[float64](6, 4), nn.NewTanh[float64](), nn.NewLinear[float64](4, 5)},
+					[]nn.Layer[float64]{nn.NewLinearNoBias[float64](6, 5)})
+			},
+			func() nn.Layer[float32] {
+				return nn.NewResidual([]nn.Layer[float32]{nn.NewLinear[float32](6, 4), nn.NewTanh[float32](), nn.NewLinear[float32](4, 5)},
+					[]nn.Layer[float32]{nn.NewLinearNoBias[float32](6, 5)})
+			}},
+	)
 	// Explicit norms without the per-sample cache: ParamGrads re-unfolds.
 	cases = append(cases, convCase(2, 7, 6, 3, 3, 1, 1, nn.NormExplicit, 0))
 	cases = append(cases, convFormCase(2, 7, 6, 3, nn.SquareWindow(3, 1, 1), nn.NormExplicit, 0, true))

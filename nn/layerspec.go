@@ -17,6 +17,7 @@ const (
 	KindGroupNorm = "groupnorm"
 	KindSigmoid   = "sigmoid"
 	KindDropout   = "dropout"
+	KindResidual  = "residual"
 )
 
 // LayerSpec describes a layer completely enough to build it again: its kind
@@ -56,6 +57,16 @@ type LayerSpec struct {
 	// Dropout: the drop probability P and the Seed of its masks.
 	P    float64 `json:"p,omitempty"`
 	Seed uint64  `json:"seed,omitempty"`
+	// Residual: its two branches (a pointer, so LayerSpec stays
+	// comparable with ==).
+	Residual *ResidualSpec `json:"residual,omitempty"`
+}
+
+// ResidualSpec is a Residual layer's branches: the layers of Body and of
+// Shortcut (none: the identity), joined by a sum (NewResidual).
+type ResidualSpec struct {
+	Body     []LayerSpec `json:"body"`
+	Shortcut []LayerSpec `json:"shortcut,omitempty"`
 }
 
 // Spec implements Describer.
@@ -178,8 +189,23 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 			return nil, bad()
 		}
 		return NewDropout[T](s.P, s.Seed), nil
+	case KindResidual:
+		if s.Residual == nil || len(s.Residual.Body) == 0 {
+			return nil, fmt.Errorf("nn: layer kind %s needs residual.body, at least one layer", KindResidual)
+		}
+		var branches [2][]Layer[T]
+		for b, specs := range [][]LayerSpec{s.Residual.Body, s.Residual.Shortcut} {
+			for i, ls := range specs {
+				l, err := NewLayer[T](ls)
+				if err != nil {
+					return nil, fmt.Errorf("nn: residual branch %d layer %d: %w", b, i, err)
+				}
+				branches[b] = append(branches[b], l)
+			}
+		}
+		return NewResidual(branches[0], branches[1]), nil
 	}
-	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
+	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
 		KindLinear, KindConv2d, KindMaxPool2d, KindReLU, KindTanh, KindLeakyReLU, KindFlatten, KindGroupNorm,
-		KindSigmoid, KindDropout)
+		KindSigmoid, KindDropout, KindResidual)
 }
