@@ -20,7 +20,8 @@
 //     stride and pad per axis (nn.ConvWindow), with its broadcast bias or
 //     without one (nn.NewConv2dNoBias, as Gorgonia's examples write it);
 //     Rectify's x ⊙ (x ≥ 0); LeakyRelu's masked sum; MaxPool2D; Tanh;
-//     Sigmoid; Dropout; a flattening Reshape; an Add of two branches that
+//     Sigmoid; Dropout; a flattening Reshape and its inverse back to
+//     images (nn.Unflatten); an Add of two branches that
 //     start from one node and end in one shape (a residual join, the
 //     identity or a projection as one branch: nn.Residual holds each
 //     branch's layers, so the model stays a sequence of layers and its
@@ -39,8 +40,7 @@
 //     per-sample clipping cannot bound; GroupNorm is the private
 //     alternative), an output a program's squared error reads (a
 //     regression: fairdp would train it as a logit), a dilated
-//     convolution, a reshape other than a flattening one (examples/resnet
-//     reshapes a dense branch back to images), a weight shared by two
+//     convolution, another reshape, a weight shared by two
 //     layers and an output that does not depend on the input; shapes are
 //     checked against the nn layers before anything is trained. The op
 //     geometry Gorgonia keeps unexported (im2col's kernel, pad, stride,

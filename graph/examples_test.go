@@ -533,3 +533,113 @@ func TestExampleIris(t *testing.T) {
 		t.Errorf("error %v, want a refusal naming the squared error", err)
 	}
 }
+
+// exampleResNet is examples/resnet/main.go's newResNet and fwd (and, with
+// program, main's loss and Grad, which are examples/convnet's), scaled
+// down: the example's 28×28 images and 32/64/128 channels give its dense
+// branches 3136×12544 and 6272×25088 weights (1.6 GB in float64), so here
+// the images are 12×12 and the channels 2, 3 and 4, every shape derived
+// the way the example derives it; the calls, their order and the joins
+// (Add of a convolution's output and a dense branch reshaped back to its
+// shape) are the example's. dropout false leaves out the Dropout calls, as
+// exampleConvnet does.
+func exampleResNet(t *testing.T, bs int, program, dropout bool) *example {
+	t.Helper()
+	const side, ch0, ch1, ch2 = 12, 2, 3, 4
+	dt := tensor.Float64
+	g := G.NewGraph()
+	x := G.NewTensor(g, dt, 4, G.WithShape(bs, 1, side, side), G.WithName("x"))
+	y := G.NewMatrix(g, dt, G.WithShape(bs, 10), G.WithName("y"))
+	q1, q2 := side/2, side/4 // the sides after one and two pools
+	// newResNet
+	w0 := G.NewTensor(g, dt, 4, G.WithShape(ch0, 1, 3, 3), G.WithName("w0"), G.WithInit(G.GlorotN(1.0)))
+	w1 := G.NewTensor(g, dt, 4, G.WithShape(ch1, ch0, 3, 3), G.WithName("w1"), G.WithInit(G.GlorotN(1.0)))
+	w1r := G.NewMatrix(g, dt, G.WithShape(ch1*q2*q2, ch1*q1*q1), G.WithName("w1r"), G.WithInit(G.GlorotN(1.0)))
+	w2 := G.NewTensor(g, dt, 4, G.WithShape(ch2, ch1, 3, 3), G.WithName("w2"), G.WithInit(G.GlorotN(1.0)))
+	w2r := G.NewMatrix(g, dt, G.WithShape(ch2*(q1/2)*(q1/2), ch2*q1*q1), G.WithName("w2r"), G.WithInit(G.GlorotN(1.0)))
+	w3 := G.NewMatrix(g, dt, G.WithShape(ch2*q1*q1, 625), G.WithName("w3"), G.WithInit(G.GlorotN(1.0)))
+	w4 := G.NewMatrix(g, dt, G.WithShape(625, 10), G.WithName("w4"), G.WithInit(G.GlorotN(1.0)))
+	d0, d1, d2, d3 := 0.3, 0.3, 0.3, 0.2
+	drop := func(n *G.Node, p float64) *G.Node {
+		if !dropout {
+			return n
+		}
+		return must(G.Dropout(n, p))
+	}
+	// fwd
+	c0 := must(G.Conv2d(x, w0, tensor.Shape{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}))
+	a0 := must(G.Rectify(c0))
+	p0 := must(G.MaxPool2D(a0, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}))
+	l0 := drop(p0, d0)
+	c1 := must(G.Conv2d(l0, w1, tensor.Shape{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}))
+	a1 := must(G.Rectify(c1))
+	p1 := must(G.MaxPool2D(a1, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}))
+	b, c, h, w := p1.Shape()[0], p1.Shape()[1], p1.Shape()[2], p1.Shape()[3]
+	r1 := must(G.Reshape(p1, tensor.Shape{b, c * h * w}))
+	m1 := must(G.Mul(r1, w1r))
+	r1 = must(G.Reshape(m1, c1.Shape()))
+	s1 := must(G.Add(c1, r1))
+	l1 := drop(s1, d1)
+	c2 := must(G.Conv2d(l1, w2, tensor.Shape{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}))
+	a2 := must(G.Rectify(c2))
+	p2 := must(G.MaxPool2D(a2, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}))
+	b, c, h, w = p2.Shape()[0], p2.Shape()[1], p2.Shape()[2], p2.Shape()[3]
+	r2 := must(G.Reshape(p2, tensor.Shape{b, c * h * w}))
+	m2 := must(G.Mul(r2, w2r))
+	r2 = must(G.Reshape(m2, c2.Shape()))
+	s2 := must(G.Add(c2, r2))
+	l2 := drop(s2, d2)
+	l2 = must(G.Reshape(l2, tensor.Shape{b, ch2 * q1 * q1}))
+	fc := must(G.Mul(l2, w3))
+	a3 := must(G.Rectify(fc))
+	l3 := drop(a3, d3)
+	out := must(G.Mul(l3, w4))
+	mout := must(G.SoftMax(out))
+	learnables := G.Nodes{w0, w1, w1r, w2, w2r, w3, w4}
+	if program {
+		losses := G.Must(G.Log(G.Must(G.HadamardProd(mout, y))))
+		cost := G.Must(G.Neg(G.Must(G.Mean(losses))))
+		if _, err := G.Grad(cost, learnables...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &example{g: g, x: x, y: y, out: mout, learnables: learnables}
+}
+
+// TestExampleResNet lowers examples/resnet (scaled down: exampleResNet):
+// its two joins become Residual layers whose body is the dense branch
+// (ReLU, MaxPool2d, Flatten, Linear without a bias, Unflatten) and whose
+// shortcut is the identity; logits agree with Gorgonia in evaluation, and
+// gradients, per-sample norms and clipped sums with Gorgonia's Grad (the
+// network without its Dropout calls, and a batch-of-one loop).
+func TestExampleResNet(t *testing.T) {
+	e := exampleResNet(t, 3, true, true)
+	l, err := Lower[float64](e.g, e.x, e.out, LowerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Conv2d(1→2, 3x3, stride 1, pad 1, in 12x12, no bias), ReLU, MaxPool2d(2, in 2x12x12), Dropout(0.3), " +
+		"Conv2d(2→3, 3x3, stride 1, pad 1, in 6x6, no bias), Residual(ReLU, MaxPool2d(2, in 3x6x6), Flatten, Linear(27→108, no bias), " +
+		"Unflatten(3x6x6) + identity), Dropout(0.3), Conv2d(3→4, 3x3, stride 1, pad 1, in 6x6, no bias), Residual(ReLU, " +
+		"MaxPool2d(2, in 4x6x6), Flatten, Linear(36→144, no bias), Unflatten(4x6x6) + identity), Dropout(0.3), Flatten, " +
+		"Linear(144→625, no bias), ReLU, Dropout(0.2), Linear(625→10, no bias)"
+	if got := names(l.Model); got != want || l.Head != HeadLogSoftMax {
+		t.Fatalf("lowered to %s, head %s; want %s, log-softmax (see TestExampleConvnet)", got, l.Head, want)
+	}
+	if len(l.Params) != len(e.learnables) || len(l.Untouched) != 0 {
+		t.Errorf("%d parameter blocks for the example's %d learnables, untouched %v", len(l.Params), len(e.learnables), l.Untouched)
+	}
+	x, _, _ := batchData(rand.New(rand.NewPCG(1, 12)), 3, 144, 10)
+	checkEval(t, e, l, x, 1e-9)
+	net := exampleResNet(t, 3, false, false)
+	ln, err := Lower[float64](net.g, net.x, net.out, LowerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := exampleResNet(t, 1, false, false)
+	l1, err := Lower[float64](one.g, one.x, one.out, LowerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkExampleGrads(t, net, ln, one, l1, 12)
+}

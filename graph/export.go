@@ -65,7 +65,7 @@ type graphBuilder struct {
 
 // Export rebuilds m as a Gorgonia graph for batches of exactly batch samples.
 // Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU, Sigmoid, Dropout,
-// Flatten and Residual (an Add of its branches) are supported; other layers (GroupNorm) give an error naming the
+// Flatten, Unflatten and Residual (an Add of its branches) are supported; other layers (GroupNorm) give an error naming the
 // layer. It is the inverse of Lower: Lower(Export(m)) is m.
 func Export[T nn.Float](m *models.Model[T], batch int) (*Model, error) {
 	b, err := build(m, batch)
@@ -200,6 +200,8 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		b.cur, err = G.LeakyRelu(b.cur, slope)
 	case *nn.Flatten[T]:
 		b.cur, err = G.Reshape(b.cur, tensor.Shape{b.batch, tensor.Shape(b.shape).TotalSize()})
+	case *nn.Unflatten[T]:
+		b.cur, err = G.Reshape(b.cur, append(tensor.Shape{b.batch}, l.OutShape(b.shape)...))
 	case *nn.Residual[T]:
 		// Each branch from the same node and shape, then Gorgonia's Add.
 		from, shape := b.cur, b.shape

@@ -23,7 +23,7 @@ const Supported = "Mul or BatchedMatMul of the input with a weight or a transpos
 	"a broadcast bias (dense), Mul of the input with a weight vector, with or without a scalar bias (one output), " +
 	"Conv2d with or without a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
 	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
-	"Reshape (flattening), Add of two branches of one shape from one node (a residual join), " +
+	"Reshape (flattening, and back to {batch, C, H, W}), Add of two branches of one shape from one node (a residual join), " +
 	"and a SoftMax, LogSoftMax or one-output Sigmoid head"
 
 // Head says what the graph's output applies to the logits. fairdp's loss
@@ -850,8 +850,9 @@ func (w *walker) maxPool(n, x *G.Node) (stage, *G.Node, error) {
 	return stage{spec: nn.LayerSpec{Kind: nn.KindMaxPool2d, C: xs[1], H: xs[2], W: xs[3], K: k}, out: n}, x, nil
 }
 
-// reshape accepts a flattening {B, …} → {B, prod(…)} and a reshape that
-// keeps the per-sample shape.
+// reshape accepts a flattening {B, …} → {B, prod(…)}, its inverse to
+// images {B, C·H·W} → {B, C, H, W} (examples/resnet's dense branch), and a
+// reshape that keeps the per-sample shape.
 func (w *walker) reshape(n, x *G.Node) (stage, *G.Node, error) {
 	from, to := x.Shape(), n.Shape()
 	switch {
@@ -861,8 +862,11 @@ func (w *walker) reshape(n, x *G.Node) (stage, *G.Node, error) {
 		return stage{}, x, nil
 	case len(to) == 2:
 		return stage{spec: nn.LayerSpec{Kind: nn.KindFlatten}, out: n}, x, nil
+	case len(to) == 4 && len(from) == 2:
+		return stage{spec: nn.LayerSpec{Kind: nn.KindUnflatten, C: to[1], H: to[2], W: to[3]}, out: n}, x, nil
 	}
-	return stage{}, nil, w.refuse(n, fmt.Sprintf("Reshape %v → %v: only flattening to {batch, values} is supported", from, to))
+	return stage{}, nil, w.refuse(n, fmt.Sprintf("Reshape %v → %v: only flattening to {batch, values} and back to "+
+		"{batch, C, H, W} images are supported", from, to))
 }
 
 // opKind is the name of n's op type ("" for an input node), e.g. "im2colOp".

@@ -232,6 +232,10 @@ func fits(ls nn.LayerSpec, in []int) error {
 		if !slices.Equal(in, []int{ls.C, ls.H, ls.W}) {
 			return fmt.Errorf("takes %d×%d×%d inputs, the previous layer gives %v", ls.C, ls.H, ls.W, in)
 		}
+	case nn.KindUnflatten:
+		if size != ls.C*ls.H*ls.W {
+			return fmt.Errorf("makes %d×%d×%d images of %d values, the previous layer gives %v", ls.C, ls.H, ls.W, ls.C*ls.H*ls.W, in)
+		}
 	case nn.KindResidual:
 		// Both branches start from in and must end in the same shape.
 		var out [2][]int

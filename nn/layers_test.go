@@ -78,6 +78,7 @@ func layerCases() []layerCase {
 		{"Tanh", []int{7}, func() nn.Layer[float64] { return nn.NewTanh[float64]() }, func() nn.Layer[float32] { return nn.NewTanh[float32]() }},
 		{"LeakyReLU", []int{2, 11}, func() nn.Layer[float64] { return nn.NewLeakyReLU[float64](0.1) }, func() nn.Layer[float32] { return nn.NewLeakyReLU[float32](0.1) }},
 		{"Flatten", []int{2, 3, 4}, func() nn.Layer[float64] { return nn.NewFlatten[float64]() }, func() nn.Layer[float32] { return nn.NewFlatten[float32]() }},
+		{"Unflatten", []int{24}, func() nn.Layer[float64] { return nn.NewUnflatten[float64](2, 3, 4) }, func() nn.Layer[float32] { return nn.NewUnflatten[float32](2, 3, 4) }},
 		{"GroupNorm(2 of 4)", []int{4, 3, 5}, func() nn.Layer[float64] { return nn.NewGroupNorm[float64](2, 4, 3, 5) }, func() nn.Layer[float32] { return nn.NewGroupNorm[float32](2, 4, 3, 5) }},
 		{"GroupNorm(1 of 3)", []int{3, 2, 2}, func() nn.Layer[float64] { return nn.NewGroupNorm[float64](1, 3, 2, 2) }, func() nn.Layer[float32] { return nn.NewGroupNorm[float32](1, 3, 2, 2) }},
 		{"GroupNorm(3 of 3)", []int{3, 4, 3}, func() nn.Layer[float64] { return nn.NewGroupNorm[float64](3, 3, 4, 3) }, func() nn.Layer[float32] { return nn.NewGroupNorm[float32](3, 3, 4, 3) }},

@@ -18,6 +18,7 @@ const (
 	KindSigmoid   = "sigmoid"
 	KindDropout   = "dropout"
 	KindResidual  = "residual"
+	KindUnflatten = "unflatten"
 )
 
 // LayerSpec describes a layer completely enough to build it again: its kind
@@ -32,7 +33,8 @@ type LayerSpec struct {
 	In     int  `json:"in,omitempty"`
 	Out    int  `json:"out,omitempty"`
 	NoBias bool `json:"no_bias,omitempty"`
-	// Conv2d, MaxPool2d, GroupNorm: the per-sample input C×H×W.
+	// Conv2d, MaxPool2d, GroupNorm: the per-sample input C×H×W;
+	// Unflatten: its output C×H×W.
 	C int `json:"c,omitempty"`
 	H int `json:"h,omitempty"`
 	W int `json:"w,omitempty"`
@@ -189,6 +191,11 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 			return nil, bad()
 		}
 		return NewDropout[T](s.P, s.Seed), nil
+	case KindUnflatten:
+		if !pos(s.C, s.H, s.W) {
+			return nil, bad()
+		}
+		return NewUnflatten[T](s.C, s.H, s.W), nil
 	case KindResidual:
 		if s.Residual == nil || len(s.Residual.Body) == 0 {
 			return nil, fmt.Errorf("nn: layer kind %s needs residual.body, at least one layer", KindResidual)
@@ -205,7 +212,7 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 		}
 		return NewResidual(branches[0], branches[1]), nil
 	}
-	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
+	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
 		KindLinear, KindConv2d, KindMaxPool2d, KindReLU, KindTanh, KindLeakyReLU, KindFlatten, KindGroupNorm,
-		KindSigmoid, KindDropout, KindResidual)
+		KindSigmoid, KindDropout, KindResidual, KindUnflatten)
 }

@@ -16,6 +16,7 @@ func TestLayerSpecRoundTrip(t *testing.T) {
 		NewConv2dNoBias[float32](3, 9, 8, 5, SquareWindow(3, 1, 1)),
 		NewResidual([]Layer[float32]{NewConv2dNoBias[float32](3, 6, 6, 3, SquareWindow(3, 1, 1)), NewReLU[float32]()}, nil),
 		NewResidual([]Layer[float32]{NewLinear[float32](4, 3)}, []Layer[float32]{NewLinearNoBias[float32](4, 3)}),
+		NewUnflatten[float32](2, 3, 4),
 		NewMaxPool2d[float32](2, 6, 6, 2),
 		NewReLU[float32](), NewTanh[float32](), NewLeakyReLU[float32](0.25), NewFlatten[float32](), NewGroupNorm[float32](2, 4, 3, 3),
 	} {
@@ -34,7 +35,7 @@ func TestLayerSpecRoundTrip(t *testing.T) {
 		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, PadW: 1},           // PadW without KW
 		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, StrideW: 2},        // StrideW without KW
 		{Kind: KindGroupNorm, Groups: 3, C: 4, H: 1, W: 1}, {Kind: KindMaxPool2d, C: 1, H: 1, W: 1, K: 2},
-		{Kind: KindResidual}, {Kind: KindResidual, Residual: &ResidualSpec{Body: []LayerSpec{{Kind: KindLinear}}}}} {
+		{Kind: KindUnflatten, C: 2, H: 0, W: 1}, {Kind: KindResidual}, {Kind: KindResidual, Residual: &ResidualSpec{Body: []LayerSpec{{Kind: KindLinear}}}}} {
 		if _, err := NewLayer[float64](s); err == nil {
 			t.Errorf("%+v: built", s)
 		}
