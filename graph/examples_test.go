@@ -538,14 +538,15 @@ func TestExampleIris(t *testing.T) {
 // program, main's loss and Grad, which are examples/convnet's), scaled
 // down: the example's 28×28 images and 32/64/128 channels give its dense
 // branches 3136×12544 and 6272×25088 weights (1.6 GB in float64), so here
-// the images are 12×12 and the channels 2, 3 and 4, every shape derived
+// the images are side×side (side divisible by 4) and the channels 2, 3 and
+// 4, every shape derived
 // the way the example derives it; the calls, their order and the joins
 // (Add of a convolution's output and a dense branch reshaped back to its
 // shape) are the example's. dropout false leaves out the Dropout calls, as
 // exampleConvnet does.
-func exampleResNet(t *testing.T, bs int, program, dropout bool) *example {
+func exampleResNet(t *testing.T, bs, side int, program, dropout bool) *example {
 	t.Helper()
-	const side, ch0, ch1, ch2 = 12, 2, 3, 4
+	const ch0, ch1, ch2 = 2, 3, 4
 	dt := tensor.Float64
 	g := G.NewGraph()
 	x := G.NewTensor(g, dt, 4, G.WithShape(bs, 1, side, side), G.WithName("x"))
@@ -613,7 +614,7 @@ func exampleResNet(t *testing.T, bs int, program, dropout bool) *example {
 // gradients, per-sample norms and clipped sums with Gorgonia's Grad (the
 // network without its Dropout calls, and a batch-of-one loop).
 func TestExampleResNet(t *testing.T) {
-	e := exampleResNet(t, 3, true, true)
+	e := exampleResNet(t, 3, 12, true, true)
 	l, err := Lower[float64](e.g, e.x, e.out, LowerOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -631,15 +632,23 @@ func TestExampleResNet(t *testing.T) {
 	}
 	x, _, _ := batchData(rand.New(rand.NewPCG(1, 12)), 3, 144, 10)
 	checkEval(t, e, l, x, 1e-9)
-	net := exampleResNet(t, 3, false, false)
+	net := exampleResNet(t, 3, 12, false, false)
 	ln, err := Lower[float64](net.g, net.x, net.out, LowerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := exampleResNet(t, 1, false, false)
+	one := exampleResNet(t, 1, 12, false, false)
 	l1, err := Lower[float64](one.g, one.x, one.out, LowerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkExampleGrads(t, net, ln, one, l1, 12)
+}
+
+// ResNetExample is examples/resnet's program graph, scaled down
+// (exampleResNet) on side×side images, for the training test outside the
+// package.
+func ResNetExample(t *testing.T, bs, side int) (g *G.ExprGraph, x, out *G.Node, learnables G.Nodes) {
+	e := exampleResNet(t, bs, side, true, true)
+	return e.g, e.x, e.out, e.learnables
 }
