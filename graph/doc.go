@@ -14,21 +14,38 @@
 //     Transpose(W) of a weight stored {out, in} (BatchedMatMul's transB),
 //     and its broadcast bias if it has one (without one it becomes nn's
 //     Linear without a bias, NewLinearNoBias, so the parameter list is the
-//     graph's); Conv2d's im2col, reshapes, product and transpose, with any
-//     kernel, stride and pad per axis (nn.ConvWindow); Rectify's
-//     x ⊙ (x ≥ 0); LeakyRelu's masked sum; MaxPool2D; Tanh; Sigmoid;
-//     Dropout; a flattening Reshape; and a SoftMax, LogSoftMax or
-//     one-output Sigmoid head, which is folded into fairdp's cross-entropy
-//     loss. It returns a Lowered: the models.Model to train
-//     (trainer.TrainModel), the head, and the graph's learnable nodes in the
-//     model's Params order. Anything else is refused with an error naming
-//     the node, its op and Supported — among them a dilated convolution and
-//     a convolution without a bias (nn's Conv2d always has one), a residual
-//     join, a weight shared by two layers and an output that does not
-//     depend on the input; shapes are checked against the nn layers before
-//     anything is trained. The op geometry Gorgonia keeps unexported
-//     (im2col's kernel, pad, stride, dilation; MaxPool's window) is read by
-//     reflection, so the package is tied to Gorgonia v0.9.18's op types.
+//     graph's); Mul(x, w) with a weight vector and an optional scalar bias
+//     (a one-output dense layer whose output is a {batch} vector);
+//     Conv2d's im2col, reshapes, product and transpose, with any kernel,
+//     stride and pad per axis (nn.ConvWindow), with its broadcast bias or
+//     without one (nn.NewConv2dNoBias, as Gorgonia's examples write it);
+//     Rectify's x ⊙ (x ≥ 0); LeakyRelu's masked sum; MaxPool2D; Tanh;
+//     Sigmoid; Dropout; a flattening Reshape and its inverse back to
+//     images (nn.Unflatten); an Add of two branches that
+//     start from one node and end in one shape (a residual join, the
+//     identity or a projection as one branch: nn.Residual holds each
+//     branch's layers, so the model stays a sequence of layers and its
+//     per-sample norms stay exact, each block lying in one inner layer);
+//     and a SoftMax, LogSoftMax or one-output Sigmoid head (on {batch, 1}
+//     or {batch}), which is folded into fairdp's cross-entropy loss. It
+//     returns a Lowered: the models.Model to train (trainer.TrainModel),
+//     the head, and the graph's learnable nodes in the model's Params
+//     order. A program's graph may hold more (its loss, L2 terms, Grad and
+//     update nodes): only the path from the input to the output is
+//     lowered, and Lowered says what was left (rest.go): learnable nodes
+//     off that path (Untouched), and L2 terms c·Σθ², used as weight decay
+//     2c when one c covers every block, else dropped with a note. Anything
+//     else is refused with an error naming the node, its op and Supported
+//     — among them BatchNorm (it mixes the records of a batch, which
+//     per-sample clipping cannot bound; GroupNorm is the private
+//     alternative), an output a program's squared error reads (a
+//     regression: fairdp would train it as a logit), a dilated
+//     convolution, another reshape, a weight shared by two
+//     layers and an output that does not depend on the input; shapes are
+//     checked against the nn layers before anything is trained. The op
+//     geometry Gorgonia keeps unexported (im2col's kernel, pad, stride,
+//     dilation; MaxPool's window) is read by reflection, so the package is
+//     tied to Gorgonia v0.9.18's op types.
 //   - Lowered.WriteBack copies the trained weights into the learnable
 //     nodes' backing tensors (a transposed dense weight transposed back),
 //     so inference goes on in Gorgonia (with G.EvalMode() when the graph

@@ -64,8 +64,8 @@ type graphBuilder struct {
 }
 
 // Export rebuilds m as a Gorgonia graph for batches of exactly batch samples.
-// Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU, Sigmoid, Dropout and
-// Flatten are supported; other layers (GroupNorm) give an error naming the
+// Linear, Conv2d, MaxPool2d, ReLU, Tanh, LeakyReLU, Sigmoid, Dropout,
+// Flatten, Unflatten and Residual (an Add of its branches) are supported; other layers (GroupNorm) give an error naming the
 // layer. It is the inverse of Lower: Lower(Export(m)) is m.
 func Export[T nn.Float](m *models.Model[T], batch int) (*Model, error) {
 	b, err := build(m, batch)
@@ -170,12 +170,11 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		if len(b.shape) != 3 {
 			return fmt.Errorf("input per-sample shape %v is not {C, H, W}", b.shape)
 		}
-		win := l.Window()
-		w, bias := addParam(b, l.Params()[0]), addParam(b, l.Params()[1])
-		var z *G.Node
-		if z, err = G.Conv2d(b.cur, w, tensor.Shape{win.KH, win.KW}, []int{win.PadH, win.PadW},
-			[]int{win.StrideH, win.StrideW}, []int{1, 1}); err == nil {
-			b.cur, err = G.BroadcastAdd(z, bias, nil, []byte{0, 2, 3})
+		win, ps := l.Window(), l.Params()
+		w := addParam(b, ps[0])
+		if b.cur, err = G.Conv2d(b.cur, w, tensor.Shape{win.KH, win.KW}, []int{win.PadH, win.PadW},
+			[]int{win.StrideH, win.StrideW}, []int{1, 1}); err == nil && len(ps) == 2 { // no bias: the convolution alone
+			b.cur, err = G.BroadcastAdd(b.cur, addParam(b, ps[1]), nil, []byte{0, 2, 3})
 		}
 	case *nn.MaxPool2d[T]:
 		var c, h, w, k int
@@ -201,6 +200,24 @@ func addLayer[T nn.Float](b *graphBuilder, layer nn.Layer[T]) error {
 		b.cur, err = G.LeakyRelu(b.cur, slope)
 	case *nn.Flatten[T]:
 		b.cur, err = G.Reshape(b.cur, tensor.Shape{b.batch, tensor.Shape(b.shape).TotalSize()})
+	case *nn.Unflatten[T]:
+		b.cur, err = G.Reshape(b.cur, append(tensor.Shape{b.batch}, l.OutShape(b.shape)...))
+	case *nn.Residual[T]:
+		// Each branch from the same node and shape, then Gorgonia's Add.
+		from, shape := b.cur, b.shape
+		var outs [2]*G.Node
+		for i, branch := range l.Branches() {
+			b.cur, b.shape = from, shape
+			for _, inner := range branch {
+				if err := addLayer(b, inner); err != nil {
+					return fmt.Errorf("inside %s: %w", l.Name(), err)
+				}
+				b.shape = inner.OutShape(b.shape)
+			}
+			outs[i] = b.cur
+		}
+		b.cur, b.shape = from, shape // build's caller advances the shape
+		b.cur, err = G.Add(outs[0], outs[1])
 	case *nn.GroupNorm[T]:
 		return errors.New("GroupNorm has no Gorgonia reference here (Gorgonia v0.9.18 only has BatchNorm)")
 	default:

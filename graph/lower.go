@@ -5,6 +5,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,10 +20,11 @@ import (
 
 // Supported lists what Lower recognises, as its refusals print it.
 const Supported = "Mul or BatchedMatMul of the input with a weight or a transposed weight, with or without " +
-	"a broadcast bias (dense), " +
-	"Conv2d plus a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
+	"a broadcast bias (dense), Mul of the input with a weight vector, with or without a scalar bias (one output), " +
+	"Conv2d with or without a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
 	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
-	"Reshape (flattening), and a SoftMax, LogSoftMax or one-output Sigmoid head"
+	"Reshape (flattening, and back to {batch, C, H, W}), Add of two branches of one shape from one node (a residual join), " +
+	"and a SoftMax, LogSoftMax or one-output Sigmoid head"
 
 // Head says what the graph's output applies to the logits. fairdp's loss
 // starts from the logits (softmax cross-entropy, or sigmoid binary
@@ -49,6 +51,10 @@ type LowerOptions struct {
 	// Dropout node from the input uses DropoutSeed + i), so a run repeats
 	// exactly; Gorgonia's own Dropout seeds itself from the clock.
 	DropoutSeed uint64
+	// Log, if not nil, receives Lowered.Notes once, one line each: what
+	// Lower left out of a graph that holds more than the forward pass
+	// (learnable nodes off the lowered path, L2 terms used or dropped).
+	Log io.Writer
 }
 
 // Lowered is a Gorgonia graph rebuilt as fairdp layers.
@@ -68,6 +74,22 @@ type Lowered[T nn.Float] struct {
 	Params []*G.Node
 	// transposed[i] says Params[i] is such a transposed weight.
 	transposed []bool
+	// Untouched are the graph's learnable nodes (those the program asked
+	// Gorgonia's Grad for) outside the path from the input to the output:
+	// the lowered model does not use them, so training leaves them as
+	// they are.
+	Untouched []*G.Node
+	// L2 are the regularisers c·Σθ² the graph holds on lowered blocks.
+	L2 []L2Term
+	// WeightDecay is the coupled weight decay (trainer
+	// Config.Fair.WeightDecay) the L2 terms amount to: 2c when one term
+	// with the same c > 0 covers every block, else 0 and the terms are
+	// dropped (Notes says why). It reads only weights, so it costs no
+	// privacy; the caller sets it in the trainer's Config.
+	WeightDecay float64
+	// Notes say, one line each, what Lower did with the graph outside the
+	// lowered path (LowerOptions.Log prints them).
+	Notes []string
 }
 
 // Lower rebuilds the network that maps input to output in g as a fairdp
@@ -79,9 +101,16 @@ type Lowered[T nn.Float] struct {
 // layers (Supported): Conv2d's im2col, reshapes, matrix product and
 // transpose; Rectify's x ⊙ (x ≥ 0); LeakyRelu's two masked products; the
 // bias's reshape and repeats; a dense weight's Transpose. A dense layer
-// without a bias becomes nn's Linear without one (its weight is the only
-// parameter). Anything else — another op, a dilated convolution, a
-// convolution without a bias, a residual join, a weight used by two layers
+// or convolution without a bias becomes nn's Linear or Conv2d without one
+// (its weight is the only parameter); Mul(x, w) with a weight vector w,
+// plus a scalar bias node or not, is a one-output Linear whose output is
+// the vector {batch} (a Sigmoid on it is the binary head). The rest of the
+// graph (a loss, L2 terms, Grad and update nodes) is left alone and
+// reported (Lowered.Untouched, L2, WeightDecay, Notes). An Add of two
+// branches computed from one node is a residual join, nn's Residual
+// holding each branch's layers. Anything else — another op, BatchNorm (it
+// mixes the records of a batch), an output a squared error reads (a
+// regression), a dilated convolution, a weight used by two layers
 // or as its own bias, two weights on one backing array (WriteBack would
 // write one over the other),
 // an output that does not depend on the input — is an error naming the node
@@ -139,9 +168,15 @@ func lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions)
 	if err != nil {
 		return nil, err
 	}
-	ls := logits.Shape()
-	if len(ls) != 2 || ls[0] != w.batch {
-		return nil, fmt.Errorf("the logits %s have shape %v, want {%d, outputs}", logits.Name(), ls, w.batch)
+	if head == HeadNone {
+		if sq := w.squaredError(output); sq != nil {
+			return nil, w.refuse(sq, fmt.Sprintf("the output %s feeds a squared error (a regression, as in Gorgonia's "+
+				"examples/iris); fairdp would train its output as a classifier's logit with cross-entropy, another "+
+				"objective, so regression outputs are not lowered yet", output.Name()))
+		}
+	}
+	if ls := logits.Shape(); ls[0] != w.batch || len(ls) > 2 {
+		return nil, fmt.Errorf("the logits %s have shape %v, want {%d, outputs} (or {%d}: one output)", logits.Name(), ls, w.batch, w.batch)
 	}
 	var stages []stage
 	for cur := logits; cur != input; {
@@ -155,7 +190,13 @@ func lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions)
 		cur = prev
 	}
 	slices.Reverse(stages)
-	return assemble[T](w, stages, logits, head, opts)
+	l, err := assemble[T](w, stages, logits, head, opts)
+	if err != nil {
+		return nil, err
+	}
+	rest(w, l)
+	writeNotes(opts.Log, l)
+	return l, nil
 }
 
 // assemble makes the fairdp layers of the stages, copies the learnable values
@@ -165,18 +206,15 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 	if arch == "" {
 		arch = "gorgonia"
 	}
-	outDim := logits.Shape()[1]
+	outDim := w.perSample(logits)[0]
 	m := &models.Model[T]{Arch: arch, InShape: slices.Clone([]int(w.input.Shape()[1:])), Classes: max(outDim, 2)}
 	l := &Lowered[T]{Model: m, Head: head, Logits: logits}
 	owner := map[*G.Node]int{}
 	var claimed []backingRange
 	shape := m.InShape
-	dropouts := 0
+	dropouts := opts.DropoutSeed
 	for i, st := range stages {
-		if st.spec.Kind == nn.KindDropout {
-			st.spec.Seed = opts.DropoutSeed + uint64(dropouts)
-			dropouts++
-		}
+		seedDropouts(&st.spec, &dropouts)
 		layer, err := nn.NewLayer[T](st.spec)
 		if err != nil {
 			return nil, fmt.Errorf("layer %d from node %s: %w", i, st.out.Name(), err)
@@ -215,7 +253,7 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 			l.transposed = append(l.transposed, trans)
 		}
 		shape = layer.OutShape(shape)
-		if got := st.out.Shape(); got[0] != w.batch || !slices.Equal([]int(got[1:]), shape) {
+		if got := st.out.Shape(); got[0] != w.batch || !slices.Equal(w.perSample(st.out), shape) {
 			return nil, fmt.Errorf("layer %d %s gives per-sample shape %v in fairdp, node %s has shape %v", i, layer.Name(), shape, st.out.Name(), got)
 		}
 		m.Layers = append(m.Layers, layer)
@@ -227,6 +265,39 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// squaredError is the Square (or x ⊙ x) of output − t (or t − output), t
+// independent of the input, that some program's loss takes of the output,
+// else nil: the mark of a regression.
+func (w *walker) squaredError(output *G.Node) *G.Node {
+	for it := w.g.To(output.ID()); it.Next(); {
+		sub := it.Node().(*G.Node)
+		k := w.kids(sub)
+		if len(sub.DerivOf()) > 0 || opKind(sub) != "elemBinOp" || opName(sub) != "-" || len(k) != 2 ||
+			w.depends(k[0]) == w.depends(k[1]) {
+			continue
+		}
+		for jt := w.g.To(sub.ID()); jt.Next(); {
+			sq := jt.Node().(*G.Node)
+			k := w.kids(sq)
+			if opKind(sq) == "elemUnaryOp" && opName(sq) == "square" ||
+				opKind(sq) == "elemBinOp" && opName(sq) == "⊙" && len(k) == 2 && k[0] == sub && k[1] == sub {
+				return sq
+			}
+		}
+	}
+	return nil
+}
+
+// perSample is node n's per-sample shape: its shape without the batch axis,
+// {1} for a batch-shaped vector {batch} (one output per record, what a
+// matrix–vector product gives).
+func (w *walker) perSample(n *G.Node) []int {
+	if s := n.Shape(); len(s) > 1 {
+		return slices.Clone([]int(s[1:]))
+	}
+	return []int{1}
 }
 
 // head finds the logits under a SoftMax, LogSoftMax or one-output Sigmoid.
@@ -244,8 +315,8 @@ func (w *walker) head(out *G.Node) (*G.Node, Head, error) {
 		return w.kids(out)[0], h, nil
 	case "elemUnaryOp":
 		if opName(out) == "sigmoid" {
-			if s := out.Shape(); len(s) == 2 && s[1] == 1 {
-				return w.kids(out)[0], HeadSigmoid, nil
+			if s := out.Shape(); (len(s) == 2 && s[1] == 1) || (len(s) == 1 && s[0] == w.batch) {
+				return w.kids(out)[0], HeadSigmoid, nil // {batch, 1}, or {batch} from Mul(x, w) with w a vector
 			}
 			return nil, "", w.refuse(out, "a Sigmoid head on several outputs is a multi-label model; fairdp trains "+
 				"single-label classifiers: end with one output and a Sigmoid, or with SoftMax")
@@ -258,6 +329,9 @@ func (w *walker) head(out *G.Node) (*G.Node, Head, error) {
 // that feeds it (an empty stage for a reshape that changes nothing).
 func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 	kids := w.kids(n)
+	if bn := w.batchNorm(n); bn != nil {
+		return stage{}, nil, w.refuse(bn, batchNormRefusal)
+	}
 	switch kind := opKind(n); kind {
 	case "elemBinOp":
 		switch opName(n) {
@@ -279,13 +353,15 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 			return stage{spec: nn.LayerSpec{Kind: nn.KindSigmoid}, out: n}, kids[0], nil
 		}
 	case "linAlgBinOp":
-		if fmt.Sprint(n.Op()) == "A × B" {
+		switch fmt.Sprint(n.Op()) {
+		case "A × B":
 			return w.dense(n, n, nil)
+		case "A × b":
+			return w.matVec(n, n, nil)
 		}
 	case "transposeOp":
 		if w.endsConv(n) {
-			return stage{}, nil, w.refuse(n, "a convolution without a bias: fairdp's Conv2d always has one; "+
-				"add a bias node with BroadcastAdd (it is then trained like any weight)")
+			return w.conv(n, n, nil) // without a bias, as Gorgonia's examples write it
 		}
 	case "maxPoolOp":
 		return w.maxPool(n, kids[0])
@@ -301,6 +377,28 @@ func (w *walker) step(n *G.Node) (stage, *G.Node, error) {
 		return stage{}, nil, w.refuse(n, "SoftMax is only supported as the output (a head folded into the loss)")
 	}
 	return stage{}, nil, w.refuse(n, "")
+}
+
+// batchNormRefusal says why BatchNorm is refused and what to use.
+const batchNormRefusal = "BatchNorm normalises each record with the statistics of the whole batch, so one record's " +
+	"gradient depends on the others and per-sample clipping cannot bound a record's influence (the privacy " +
+	"guarantee would not hold); use fairdp's GroupNorm instead (nn.NewGroupNorm, kind \"groupnorm\" in a model " +
+	"spec), which normalises each record on its own"
+
+// batchNorm is the BatchNorm op under n, if n is Gorgonia's BatchNorm
+// expansion (γ ⊙ BatchNormOp(x) + β) or one of its nodes, else nil.
+func (w *walker) batchNorm(n *G.Node) *G.Node {
+	for _, a := range append([]*G.Node{n}, w.kids(n)...) {
+		if opKind(a) == "BatchNormOp" {
+			return a
+		}
+		for _, b := range w.kids(a) {
+			if opKind(b) == "BatchNormOp" {
+				return b
+			}
+		}
+	}
+	return nil
 }
 
 // refuse is the error for a node Lower cannot lower.
@@ -421,11 +519,13 @@ func (w *walker) biased(n *G.Node, kids []*G.Node) (stage, *G.Node, error) {
 		main, bias = bias, main
 	}
 	if w.depends(bias) {
-		return stage{}, nil, w.refuse(n, "it adds two values computed from the input (a residual or parallel branch)")
+		return w.residual(n, main, bias)
 	}
 	switch {
 	case opKind(main) == "linAlgBinOp" && fmt.Sprint(main.Op()) == "A × B":
 		return w.dense(n, main, bias)
+	case opKind(main) == "linAlgBinOp" && fmt.Sprint(main.Op()) == "A × b":
+		return w.matVec(n, main, bias)
 	case opKind(main) == "reshapeOp" && w.kid(main, "reshapeOp") != nil && opKind(w.kid(main, "reshapeOp")) == "linAlgBinOp":
 		return w.batchedDense(n, main, bias)
 	case opKind(main) == "transposeOp":
@@ -433,6 +533,90 @@ func (w *walker) biased(n *G.Node, kids []*G.Node) (stage, *G.Node, error) {
 	}
 	return stage{}, nil, w.refuse(n, fmt.Sprintf("an Add of %s to %s (op %v) is not the bias of a dense or convolution layer",
 		bias.Name(), main.Name(), main.Op()))
+}
+
+// seedDropouts gives the Dropout layers of spec, those inside a residual
+// join's branches included, the seeds *next, *next+1, … in the order the
+// layers run (LowerOptions.DropoutSeed).
+func seedDropouts(spec *nn.LayerSpec, next *uint64) {
+	switch spec.Kind {
+	case nn.KindDropout:
+		spec.Seed = *next
+		*next++
+	case nn.KindResidual:
+		for _, branch := range [][]nn.LayerSpec{spec.Residual.Body, spec.Residual.Shortcut} {
+			for i := range branch {
+				seedDropouts(&branch[i], next)
+			}
+		}
+	}
+}
+
+// residual matches a join n = a + b of two branches computed from the
+// input: both are walked back to the node s they start from (the first node
+// of b's walk that a's walk passes), and the stage is nn's Residual with
+// the layers of each branch (a branch that is s itself is the identity).
+// It returns s, from which the walk goes on.
+func (w *walker) residual(n, a, b *G.Node) (stage, *G.Node, error) {
+	if !slices.Equal([]int(a.Shape()), []int(b.Shape())) {
+		return stage{}, nil, w.refuse(n, fmt.Sprintf("a residual join adds two branches of one shape, got %v and %v", a.Shape(), b.Shape()))
+	}
+	type visit struct {
+		node, prev *G.Node
+		st         stage
+	}
+	walk := func(from *G.Node, stop func(*G.Node) bool) ([]visit, error) {
+		var path []visit
+		for cur := from; !stop(cur); {
+			st, prev, err := w.step(cur)
+			if err != nil {
+				return nil, err
+			}
+			path = append(path, visit{cur, prev, st})
+			cur = prev
+		}
+		return path, nil
+	}
+	pathA, err := walk(a, func(cur *G.Node) bool { return cur == w.input })
+	if err != nil {
+		return stage{}, nil, err
+	}
+	onA := map[*G.Node]int{w.input: len(pathA)}
+	for i, v := range pathA {
+		onA[v.node] = i
+	}
+	pathB, err := walk(b, func(cur *G.Node) bool { _, ok := onA[cur]; return ok })
+	if err != nil {
+		return stage{}, nil, err
+	}
+	fork := b // b is on a's path: the identity branch
+	if len(pathB) > 0 {
+		fork = pathB[len(pathB)-1].prev
+	}
+	branch := func(path []visit) (specs []nn.LayerSpec, params []*G.Node, trans []bool) {
+		for i := len(path) - 1; i >= 0; i-- {
+			st := path[i].st
+			if st.spec.Kind == "" {
+				continue
+			}
+			specs = append(specs, st.spec)
+			params = append(params, st.params...)
+			for j := range st.params {
+				trans = append(trans, st.transposed != nil && st.transposed[j])
+			}
+		}
+		return specs, params, trans
+	}
+	body, pb, tb := branch(pathA[:onA[fork]])
+	short, ps, ts := branch(pathB)
+	if len(body) == 0 {
+		body, short, pb, ps, tb, ts = short, body, ps, pb, ts, tb
+	}
+	if len(body) == 0 {
+		return stage{}, nil, w.refuse(n, "it adds a value to itself (both branches are the same node)")
+	}
+	spec := nn.LayerSpec{Kind: nn.KindResidual, Residual: &nn.ResidualSpec{Body: body, Shortcut: short}}
+	return stage{spec: spec, params: append(pb, ps...), transposed: append(tb, ts...), out: n}, fork, nil
 }
 
 // dense matches x × W + b with x {B, in}, W {in, out}, b {out}, or
@@ -467,6 +651,26 @@ func (w *walker) dense(n, mm, bias *G.Node) (stage, *G.Node, error) {
 		return stage{}, nil, w.refuse(mm, fmt.Sprintf("a dense layer needs input {batch, in} and %s, got %v × %v", want, xs, ws))
 	}
 	return w.linear(n, bias, x, wt, trans, in, out)
+}
+
+// matVec matches x × w + b with x {B, in}, w a vector {in} and b a scalar
+// node (Gorgonia's Add of a scalar needs no broadcast), a one-output dense
+// layer whose output is the vector {B}: logistic and linear regression as
+// Gorgonia's examples write them; bias nil (n = mv) is the same without a
+// bias.
+func (w *walker) matVec(n, mv, bias *G.Node) (stage, *G.Node, error) {
+	k := w.kids(mv)
+	x, wt := k[0], k[1]
+	if !w.depends(x) {
+		return stage{}, nil, w.refuse(mv, "a dense layer is the input {batch, in} times a weight: the left operand does not depend on the input")
+	}
+	if err := w.param(wt, mv); err != nil {
+		return stage{}, nil, err
+	}
+	if xs, ws := x.Shape(), wt.Shape(); len(xs) != 2 || len(ws) != 1 || xs[1] != ws[0] {
+		return stage{}, nil, w.refuse(mv, fmt.Sprintf("a one-output dense layer needs input {batch, in} and a weight vector {in}, got %v × %v", xs, ws))
+	}
+	return w.linear(n, bias, x, wt, false, wt.Shape()[0], 1)
 }
 
 // linear is the stage of a dense layer with input x, weight node wt
@@ -529,7 +733,8 @@ func (w *walker) batchedDense(n, back, bias *G.Node) (stage, *G.Node, error) {
 }
 
 // conv matches Gorgonia's Conv2d plus a bias:
-// Transpose{0,3,1,2}(Reshape({B,m,n,outC})(Reshape(im2col(x)) × Reshape(F)ᵀ)) + b.
+// Transpose{0,3,1,2}(Reshape({B,m,n,outC})(Reshape(im2col(x)) × Reshape(F)ᵀ)) + b;
+// bias nil (n = tr) is Conv2d alone, nn's Conv2d without a bias.
 func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
 	if !slices.Equal(transposeAxes(tr), []int{0, 3, 1, 2}) {
 		return stage{}, nil, w.refuse(tr, "a transpose other than Conv2d's {0, 3, 1, 2}")
@@ -558,12 +763,18 @@ func (w *walker) conv(n, tr, bias *G.Node) (stage, *G.Node, error) {
 	if len(xs) != 4 || len(fs) != 4 || fs[1] != xs[1] || fs[2] != kh || fs[3] != kw {
 		return stage{}, nil, w.refuse(mm, fmt.Sprintf("filter %v does not fit input %v with a %d×%d kernel", fs, xs, kh, kw))
 	}
+	win := nn.ConvWindow{KH: kh, KW: kw, StrideH: sh, StrideW: sw, PadH: ph, PadW: pw}
+	st := stage{spec: nn.ConvSpec(xs[1], xs[2], xs[3], fs[0], win), params: []*G.Node{f}, out: n}
+	if bias == nil {
+		st.spec.NoBias = true
+		return st, x, nil
+	}
 	b, err := w.bias(bias, n, fs[0])
 	if err != nil {
 		return stage{}, nil, err
 	}
-	win := nn.ConvWindow{KH: kh, KW: kw, StrideH: sh, StrideW: sw, PadH: ph, PadW: pw}
-	return stage{spec: nn.ConvSpec(xs[1], xs[2], xs[3], fs[0], win), params: []*G.Node{f, b}, out: n}, x, nil
+	st.params = append(st.params, b)
+	return st, x, nil
 }
 
 // transposeAxes is a Transpose node's axis pattern.
@@ -580,6 +791,13 @@ func transposeAxes(tr *G.Node) []int {
 // along every axis but the channel axis 1, after a reshape to {1, C, 1, …})
 // to its learnable node of size channels.
 func (w *walker) bias(b, sum *G.Node, channels int) (*G.Node, error) {
+	if channels == 1 && sum.Dims() == 1 && b.IsScalar() {
+		// A scalar added to a {batch} vector: one output's bias, no broadcast.
+		if err := w.param(b, sum); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	cur := b
 	for opKind(cur) == "repeatOp" {
 		cur = w.kids(cur)[0]
@@ -632,8 +850,9 @@ func (w *walker) maxPool(n, x *G.Node) (stage, *G.Node, error) {
 	return stage{spec: nn.LayerSpec{Kind: nn.KindMaxPool2d, C: xs[1], H: xs[2], W: xs[3], K: k}, out: n}, x, nil
 }
 
-// reshape accepts a flattening {B, …} → {B, prod(…)} and a reshape that
-// keeps the per-sample shape.
+// reshape accepts a flattening {B, …} → {B, prod(…)}, its inverse to
+// images {B, C·H·W} → {B, C, H, W} (examples/resnet's dense branch), and a
+// reshape that keeps the per-sample shape.
 func (w *walker) reshape(n, x *G.Node) (stage, *G.Node, error) {
 	from, to := x.Shape(), n.Shape()
 	switch {
@@ -643,8 +862,11 @@ func (w *walker) reshape(n, x *G.Node) (stage, *G.Node, error) {
 		return stage{}, x, nil
 	case len(to) == 2:
 		return stage{spec: nn.LayerSpec{Kind: nn.KindFlatten}, out: n}, x, nil
+	case len(to) == 4 && len(from) == 2:
+		return stage{spec: nn.LayerSpec{Kind: nn.KindUnflatten, C: to[1], H: to[2], W: to[3]}, out: n}, x, nil
 	}
-	return stage{}, nil, w.refuse(n, fmt.Sprintf("Reshape %v → %v: only flattening to {batch, values} is supported", from, to))
+	return stage{}, nil, w.refuse(n, fmt.Sprintf("Reshape %v → %v: only flattening to {batch, values} and back to "+
+		"{batch, C, H, W} images are supported", from, to))
 }
 
 // opKind is the name of n's op type ("" for an input node), e.g. "im2colOp".
@@ -724,8 +946,12 @@ func claimBacking[T nn.Float](claimed *[]backingRange, n *G.Node, layer int) err
 	return nil
 }
 
-// nodeValues copies a learnable node's value as T.
+// nodeValues copies a learnable node's value as T (a scalar node's as one
+// value).
 func nodeValues[T nn.Float](n *G.Node) ([]T, error) {
+	if v, ok := n.Value().Data().(T); ok && n.IsScalar() {
+		return []T{v}, nil
+	}
 	d, ok := n.Value().Data().([]T)
 	if !ok {
 		return nil, fmt.Errorf("weight %s holds %T, want []%T", n.Name(), n.Value().Data(), T(0))
@@ -753,6 +979,12 @@ func (l *Lowered[T]) WriteBack() error {
 				copy(data, vals)
 				continue
 			}
+		}
+		if n.IsScalar() && len(vals) == 1 { // a scalar bias: a new scalar value (Gorgonia's scalars are values, not arrays)
+			if err := G.Let(n, vals[0]); err != nil {
+				return fmt.Errorf("graph: Lowered.WriteBack: node %s: %w", n.Name(), err)
+			}
+			continue
 		}
 		if n.Shape().TotalSize() != len(vals) {
 			return fmt.Errorf("graph: Lowered.WriteBack: node %s has shape %v, parameter %s %d values", n.Name(), n.Shape(), p.Name, len(p.Value))

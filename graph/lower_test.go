@@ -3,6 +3,7 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -105,6 +106,30 @@ func (u *userNet) convWin(name string, outC int, kernel, pad, stride [2]int) *us
 	return u
 }
 
+// convNoBias is Conv2d alone, as Gorgonia's examples write it (examples/
+// convnet): no bias node.
+func (u *userNet) convNoBias(name string, outC, k, pad, stride int) *userNet {
+	inC := u.cur.Shape()[1]
+	f := u.paramScaled(name+"_f", 1/math.Sqrt(float64(inC*k*k)), outC, inC, k, k)
+	u.cur = u.must(G.Conv2d(u.cur, f, tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1}))
+	return u
+}
+
+// residual joins two branches from the current node, as ResNet blocks
+// (Gorgonia's examples/resnet) write them: Add(body(x), shortcut(x)), a
+// nil shortcut being x itself.
+func (u *userNet) residual(body, shortcut func(*userNet)) *userNet {
+	from := u.cur
+	body(u)
+	b := u.cur
+	u.cur = from
+	if shortcut != nil {
+		shortcut(u)
+	}
+	u.cur = u.must(G.Add(b, u.cur))
+	return u
+}
+
 func (u *userNet) apply(f func(*G.Node) (*G.Node, error)) *userNet {
 	u.cur = u.must(f(u.cur))
 	return u
@@ -191,6 +216,32 @@ var opCases = []struct {
 		return newUserNet(t, 7, batch, 5).denseT("h1", 6, false).apply(G.Tanh).denseT("h2", 4, true).apply(G.Rectify).
 			batchedDenseT("h3", 5).apply(G.Sigmoid).denseNoBias("o", 3).apply(logSoftmax)
 	}, HeadLogSoftMax, "Linear(5→6), Tanh, Linear(6→4, no bias), ReLU, Linear(4→5, no bias), Sigmoid, Linear(5→3, no bias)", 4},
+	// Convolutions without a bias (Gorgonia's Conv2d alone): a "same" one
+	// (input gradient as a convolution), then a strided one after a biased
+	// one; their per-sample norms cover the filters alone.
+	{"conv-without-bias", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 8, batch, 2, 8, 8).convNoBias("c1", 2, 3, 1, 1).apply(G.Rectify).conv("c2", 3, 3, 1, 1).apply(G.Tanh).
+			convNoBias("c3", 2, 3, 0, 2).apply(G.Rectify).flatten().denseNoBias("o", 3).apply(softmax)
+	}, HeadSoftMax, "Conv2d(2→2, 3x3, stride 1, pad 1, in 8x8, no bias), ReLU, Conv2d(2→3, 3x3, stride 1, pad 1, in 8x8), Tanh, " +
+		"Conv2d(3→2, 3x3, stride 2, pad 0, in 8x8, no bias), ReLU, Flatten, Linear(18→3, no bias)", 4},
+	// Residual joins: a convolution block with the identity as shortcut
+	// (a ResNet block), the join as the shortcut's first operand; a dense
+	// block with a projection shortcut holding a nested join, with a
+	// Dropout inside (evaluation only in Gorgonia: see TestLowerDropout).
+	{"residual-conv-block", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 9, batch, 2, 6, 6).conv("c0", 3, 3, 1, 1).apply(G.Rectify).
+			residual(func(u *userNet) { u.convNoBias("r1", 3, 3, 1, 1).apply(G.Rectify).conv("r2", 3, 3, 1, 1) }, nil).
+			apply(G.Rectify).pool(2).flatten().dense("o", 3).apply(softmax)
+	}, HeadSoftMax, "Conv2d(2→3, 3x3, stride 1, pad 1, in 6x6), ReLU, Residual(Conv2d(3→3, 3x3, stride 1, pad 1, in 6x6, no bias), ReLU, " +
+		"Conv2d(3→3, 3x3, stride 1, pad 1, in 6x6) + identity), ReLU, MaxPool2d(2, in 3x6x6), Flatten, Linear(27→3)", 4},
+	{"residual-projection-nested", func(t *testing.T, batch int) *userNet {
+		return newUserNet(t, 10, batch, 5).dense("h", 6).apply(G.Tanh).
+			residual(func(u *userNet) {
+				u.dense("b1", 4).apply(G.Rectify).residual(func(u *userNet) { u.denseNoBias("n1", 4).apply(G.Tanh) }, nil).dense("b2", 3)
+			}, func(u *userNet) { u.denseNoBias("p", 3) }).
+			apply(G.Rectify).dense("o", 2)
+	}, HeadNone, "Linear(5→6), Tanh, Residual(Linear(6→4), ReLU, Residual(Linear(4→4, no bias), Tanh + identity), Linear(4→3) + " +
+		"Linear(6→3, no bias)), ReLU, Linear(3→2)", 3},
 }
 
 // TestLowerMatchesGorgonia: for every supported op, the lowered model's
@@ -453,16 +504,23 @@ func TestLowerRefusals(t *testing.T) {
 			}
 			return u, u.cur
 		}, []string{"weights v0 (layer 0) and v1 (layer 2) share one backing array"}},
-		{"residual", func(t *testing.T) (*userNet, *G.Node) {
-			u := newUserNet(t, 5, 3, 4).dense("h", 4)
-			return u, u.must(G.Add(u.cur, u.x))
-		}, []string{"adds two values computed from the input"}},
-		{"convolution without a bias", func(t *testing.T) (*userNet, *G.Node) {
-			u := newUserNet(t, 6, 3, 1, 6, 6)
-			u.cur = u.must(G.Conv2d(u.x, u.param("f", 2, 1, 3, 3), tensor.Shape{3, 3}, []int{0, 0}, []int{1, 1}, []int{1, 1}))
+		{"reshape to a matrix per sample", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 5, 3, 12).dense("h", 12)
+			u.cur = u.must(G.Reshape(u.cur, tensor.Shape{3, 3, 4}))
 			u.flatten().dense("o", 2)
 			return u, u.cur
-		}, []string{"op Aᵀ{0, 3, 1, 2}", "a convolution without a bias"}},
+		}, []string{"Reshape (3, 12) → (3, 3, 4): only flattening to {batch, values} and back to {batch, C, H, W} images"}},
+		{"a value added to itself", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 5, 3, 4).dense("h", 4)
+			return u, u.must(G.Add(u.cur, u.cur))
+		}, []string{"it adds a value to itself"}},
+		{"batch norm", func(t *testing.T) (*userNet, *G.Node) {
+			u := newUserNet(t, 16, 3, 2, 6, 6).conv("c", 4, 3, 1, 1)
+			bn, _, _, _, err := G.BatchNorm(u.cur, nil, nil, 0.9, 1e-5)
+			u.cur = u.must(bn, err)
+			u.apply(G.Rectify).flatten().dense("o", 2)
+			return u, u.cur
+		}, []string{"BatchNorm normalises each record with the statistics of the whole batch", "use fairdp's GroupNorm instead"}},
 		{"weight times the input", func(t *testing.T) (*userNet, *G.Node) {
 			u := newUserNet(t, 12, 3, 4)
 			return u, u.must(G.Mul(u.param("w", 3, 3), u.x))
@@ -553,13 +611,13 @@ func checkWriteBack(t *testing.T, u *userNet) {
 }
 
 // TestBuildInverse: Build writes a model as a graph and Lower reads the
-// same layers back, Dropout, Sigmoid, a per-axis convolution window and a
-// Linear without a bias included.
+// same layers back, Dropout, Sigmoid, a per-axis convolution window
+// without a bias and a Linear without a bias included.
 func TestBuildInverse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 40))
 	conv := nn.NewConv2d[float64](2, 6, 6, 3, 3, 1, 1)
 	conv.Init(rng)
-	rect := nn.NewConv2dWindow[float64](3, 3, 3, 2, nn.ConvWindow{KH: 2, KW: 3, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1})
+	rect := nn.NewConv2dNoBias[float64](3, 3, 3, 2, nn.ConvWindow{KH: 2, KW: 3, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1})
 	rect.Init(rng)
 	lin := nn.NewLinear[float64](16, 5)
 	lin.Init(rng)
@@ -619,5 +677,68 @@ func TestLoadWeights(t *testing.T) {
 	other, _ := models.New[float64](models.Spec{Arch: "logistic", InShape: []int{5}, Classes: 3}, rand.New(rand.NewPCG(1, 1)))
 	if err := l.LoadWeights(other); err == nil || !strings.Contains(err.Error(), "are not the graph's") {
 		t.Errorf("other layers accepted: %v", err)
+	}
+}
+
+// TestResidualModelRoundTrip: a model with residual joins (a projection
+// shortcut, an identity one holding a Dropout) exports to Gorgonia with
+// the same logits, loss and gradients, and Build then Lower gives back the
+// same layers (Dropout seeds included, in the order the layers run) and
+// weights.
+func TestResidualModelRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	conv := func(inC, outC int, noBias bool) nn.Layer[float64] {
+		var c *nn.Conv2d[float64]
+		if noBias {
+			c = nn.NewConv2dNoBias[float64](inC, 5, 5, outC, nn.SquareWindow(3, 1, 1))
+		} else {
+			c = nn.NewConv2dWindow[float64](inC, 5, 5, outC, nn.SquareWindow(3, 1, 1))
+		}
+		c.Init(rng)
+		return c
+	}
+	lin := nn.NewLinear[float64](3*5*5, 2)
+	lin.Init(rng)
+	m := &models.Model[float64]{Arch: "res", InShape: []int{2, 5, 5}, Classes: 2, Layers: []nn.Layer[float64]{
+		nn.NewDropout[float64](0.1, 7),
+		nn.NewResidual([]nn.Layer[float64]{conv(2, 3, true), nn.NewReLU[float64](), conv(3, 3, false)}, []nn.Layer[float64]{conv(2, 3, true)}),
+		nn.NewReLU[float64](),
+		nn.NewResidual([]nn.Layer[float64]{conv(3, 3, false), nn.NewDropout[float64](0.2, 8), nn.NewTanh[float64]()}, nil),
+		nn.NewFlatten[float64](), lin,
+	}}
+	x, labels, weight := batchData(rng, 3, m.InSize(), 2)
+	noDrop := &models.Model[float64]{Arch: "res", InShape: m.InShape, Classes: 2, Layers: slices.Concat(m.Layers[1:3],
+		[]nn.Layer[float64]{nn.NewResidual([]nn.Layer[float64]{m.Layers[3].(*nn.Residual[float64]).Branches()[0][0], nn.NewTanh[float64]()}, nil)},
+		m.Layers[4:])}
+	compareWithGraph(t, noDrop, x, labels, weight, 1e-9) // Gorgonia's Dropout gradient is no reference (doc.go)
+	net, err := Build(m, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Lower[float64](net.Graph, net.Input, net.Output, LowerOptions{Arch: "res", DropoutSeed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(l.Model.Spec())
+	want, _ := json.Marshal(m.Spec())
+	if string(got) != string(want) || names(l.Model) != names(m) {
+		t.Errorf("Lower(Build(m)) is %s, want %s (the inner Dropout's seed: the second in run order)", got, want)
+	}
+	for i, p := range l.Model.Params() {
+		if !slices.Equal(p.Value, m.Params()[i].Value) {
+			t.Errorf("parameter %d changed", i)
+		}
+	}
+	// A checkpoint of the lowered model reads back with its joins.
+	path := filepath.Join(t.TempDir(), "res.ckpt")
+	if err := models.SaveFile(path, l.Model, models.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := models.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.LoadWeights(back.(*models.Model[float64])); err != nil {
+		t.Errorf("checkpoint: %v", err)
 	}
 }

@@ -232,6 +232,30 @@ func fits(ls nn.LayerSpec, in []int) error {
 		if !slices.Equal(in, []int{ls.C, ls.H, ls.W}) {
 			return fmt.Errorf("takes %d×%d×%d inputs, the previous layer gives %v", ls.C, ls.H, ls.W, in)
 		}
+	case nn.KindUnflatten:
+		if size != ls.C*ls.H*ls.W {
+			return fmt.Errorf("makes %d×%d×%d images of %d values, the previous layer gives %v", ls.C, ls.H, ls.W, ls.C*ls.H*ls.W, in)
+		}
+	case nn.KindResidual:
+		// Both branches start from in and must end in the same shape.
+		var out [2][]int
+		for b, specs := range [][]nn.LayerSpec{ls.Residual.Body, ls.Residual.Shortcut} {
+			shape := slices.Clone(in)
+			for i, inner := range specs {
+				l, err := nn.NewLayer[float32](inner) // first: it checks a nested join has branches
+				if err != nil {
+					return err
+				}
+				if err := fits(inner, shape); err != nil {
+					return fmt.Errorf("branch %d layer %d: %w", b, i, err)
+				}
+				shape = l.OutShape(shape)
+			}
+			out[b] = shape
+		}
+		if !slices.Equal(out[0], out[1]) {
+			return fmt.Errorf("the body gives %v, the shortcut %v: a residual join adds two values of one shape", out[0], out[1])
+		}
 	}
 	return nil
 }

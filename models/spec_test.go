@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"fairdp/nn"
 )
 
 // TestParamCounts checks parameter counts computed from the spec alone and
@@ -102,6 +104,12 @@ func TestSpecErrors(t *testing.T) {
 		{Spec{Arch: "logistic", InShape: []int{1 << 20, 1 << 20}, Classes: 2}, "more than 268435456 values per sample"},
 		{Spec{Arch: "mlp", InShape: []int{1 << 20}, Classes: 2, Hidden: []int{1 << 20}}, "more than 2147483648 parameters"},
 		{Spec{Arch: "mlp", InShape: []int{1 << 15}, Classes: 2, Hidden: []int{1 << 15, 1 << 15, 1 << 15}}, "more than 2147483648 parameters"},
+		// A residual join whose branches end in different shapes, or whose
+		// body does not take the input.
+		{Spec{Arch: "mine", InShape: []int{4}, Classes: 3, Layers: []nn.LayerSpec{{Kind: nn.KindResidual, Residual: &nn.ResidualSpec{
+			Body: []nn.LayerSpec{{Kind: nn.KindLinear, In: 4, Out: 3}}}}}}, "the body gives [3], the shortcut [4]"},
+		{Spec{Arch: "mine", InShape: []int{4}, Classes: 4, Layers: []nn.LayerSpec{{Kind: nn.KindResidual, Residual: &nn.ResidualSpec{
+			Body: []nn.LayerSpec{{Kind: nn.KindLinear, In: 5, Out: 4}}}}}}, "branch 0 layer 0: takes 5 inputs"},
 	}
 	for _, tc := range tests {
 		err := tc.spec.Validate()

@@ -117,13 +117,21 @@ func (w ConvWindow) String() string {
 // per position), the layout B·Uᵀ reads in place, instead of transposing U.
 // Work is split over images (or groups of small images) across the
 // package's workers, each with its own tile buffers.
+//
+// A convolution without a bias (NewConv2dNoBias, Gorgonia's Conv2d and
+// PyTorch's bias=False) keeps the same layout with the ones row zero: the
+// bias column of [W | b] then adds nothing forward and its gradient and
+// per-sample norm contribution are exactly zero, so the norms, the clipped
+// sum and the noise cover W alone, with no second code path to keep in
+// step (one unfolded row per tile more than strictly needed).
 type Conv2d[T Float] struct {
 	inC, inH, inW    int
 	outC             int
 	win              ConvWindow
 	outH, outW       int
-	ckk, hw          int // unfolded rows (inC·kh·kw) without the ones row; output positions
-	weight, bias     *Param[T]
+	ckk, hw          int       // unfolded rows (inC·kh·kw) without the ones row; output positions
+	weight, bias     *Param[T] // bias is nil without one
+	one              T         // the ones row's value: 1 with a bias, 0 without
 	method           NormMethod
 	cacheBytes       int
 	batch            int
@@ -187,14 +195,30 @@ func NewConv2dWindow[T Float](inC, inH, inW, outC int, win ConvWindow) *Conv2d[T
 		outH: outH, outW: outW, ckk: ckk, hw: outH * outW,
 		weight:     &Param[T]{Name: "weight", Shape: []int{outC, inC, win.KH, win.KW}, Value: make([]T, outC*ckk), Grad: make([]T, outC*ckk)},
 		bias:       &Param[T]{Name: "bias", Shape: []int{outC}, Value: make([]T, outC), Grad: make([]T, outC)},
+		one:        1,
 		cacheBytes: DefaultCacheBytes,
 		wb:         make([]T, outC*(ckk+1)),
 	}
 }
 
+// NewConv2dNoBias returns a convolution like NewConv2dWindow's without a
+// bias (y = W ⋆ x): the weight {outC, inC, KH, KW} is its only parameter,
+// so the parameter count, the per-sample norms and the noise cover W
+// alone.
+func NewConv2dNoBias[T Float](inC, inH, inW, outC int, win ConvWindow) *Conv2d[T] {
+	c := NewConv2dWindow[T](inC, inH, inW, outC, win)
+	c.bias, c.one = nil, 0
+	return c
+}
+
 // Init draws weights and bias from U(-1/√fanIn, 1/√fanIn) with
-// fanIn = inC·kh·kw, PyTorch's default for convolutions.
+// fanIn = inC·kh·kw, PyTorch's default for convolutions (the weights alone
+// without a bias).
 func (c *Conv2d[T]) Init(rng *rand.Rand) {
+	if c.bias == nil {
+		uniformInit(rng, 1/math.Sqrt(float64(c.ckk)), c.weight.Value)
+		return
+	}
 	uniformInit(rng, 1/math.Sqrt(float64(c.ckk)), c.weight.Value, c.bias.Value)
 }
 
@@ -234,7 +258,11 @@ func (c *Conv2d[T]) cacheable(batch int) bool {
 
 // Name implements Layer.
 func (c *Conv2d[T]) Name() string {
-	return fmt.Sprintf("Conv2d(%d→%d, %v, in %dx%d)", c.inC, c.outC, c.win, c.inH, c.inW)
+	nb := ""
+	if c.bias == nil {
+		nb = ", no bias"
+	}
+	return fmt.Sprintf("Conv2d(%d→%d, %v, in %dx%d%s)", c.inC, c.outC, c.win, c.inH, c.inW, nb)
 }
 
 // Window is the layer's kernel size, stride and padding per axis.
@@ -246,8 +274,14 @@ func (c *Conv2d[T]) OutShape(in []int) []int {
 	return []int{c.outC, c.outH, c.outW}
 }
 
-// Params implements Layer: weight {outC, inC, kh, kw} then bias {outC}.
-func (c *Conv2d[T]) Params() []*Param[T] { return []*Param[T]{c.weight, c.bias} }
+// Params implements Layer: weight {outC, inC, kh, kw} then bias {outC}
+// (the weight alone without a bias).
+func (c *Conv2d[T]) Params() []*Param[T] {
+	if c.bias == nil {
+		return []*Param[T]{c.weight}
+	}
+	return []*Param[T]{c.weight, c.bias}
+}
 
 // Forward implements Layer. x is kept as the tap A (unfolded again by
 // ParamGrads and SqNorms) and must not change until ParamGrads/SqNorms of
@@ -258,7 +292,10 @@ func (c *Conv2d[T]) Forward(x []T, batch int, train bool) []T {
 	c.y = grow(c.y, batch*c.outC*c.hw)
 	for o := 0; o < c.outC; o++ {
 		copy(c.wb[o*(c.ckk+1):], c.weight.Value[o*c.ckk:(o+1)*c.ckk])
-		c.wb[o*(c.ckk+1)+c.ckk] = c.bias.Value[o]
+		c.wb[o*(c.ckk+1)+c.ckk] = 0 // and the ones row is zero: no bias
+		if c.bias != nil {
+			c.wb[o*(c.ckk+1)+c.ckk] = c.bias.Value[o]
+		}
 	}
 	c.plan()
 	c.dispatch(convForward, false)
@@ -376,7 +413,9 @@ func (c *Conv2d[T]) addFlat(g []T, ld int) {
 	for o := 0; o < c.outC; o++ {
 		row := g[o*ld : o*ld+c.ckk+1]
 		addTo(c.weight.Grad[o*c.ckk:(o+1)*c.ckk], row[:c.ckk])
-		c.bias.Grad[o] += row[c.ckk]
+		if c.bias != nil { // without one, row[ckk] is zero (the ones row is)
+			c.bias.Grad[o] += row[c.ckk]
+		}
 	}
 }
 
@@ -709,7 +748,7 @@ func (c *Conv2d[T]) validCols(kj int) (lo, hi int) {
 // im2col unfolds output rows [oh0, oh1) of images [i0, i1) into u, a
 // (ckk+1) × n matrix (n = tile columns, image-major then row-major
 // positions); row r = (ci·kh + ki)·kw + kj matches W's layout and the last
-// row is all ones for the bias.
+// row is all ones for the bias (zeros without one).
 func (c *Conv2d[T]) im2col(i0, i1, oh0, oh1 int, u []T) {
 	if c.win.StrideW == 1 {
 		c.im2colStride1(i0, i1, oh0, oh1, u)
@@ -760,7 +799,7 @@ func (c *Conv2d[T]) im2colStrided(i0, i1, oh0, oh1 int, u []T) {
 	}
 	ones := u[c.ckk*n : (c.ckk+1)*n]
 	for j := range ones {
-		ones[j] = 1
+		ones[j] = c.one
 	}
 }
 
@@ -863,7 +902,7 @@ func (c *Conv2d[T]) im2row(i0, i1, oh0, oh1 int, ut []T, ld int) {
 			}
 			for ow := 0; ow < c.outW; ow++ {
 				d := ut[(p+ow)*ld : (p+ow+1)*ld]
-				d[c.ckk] = 1
+				d[c.ckk] = c.one
 				clear(d[c.ckk+1:])
 				if ow < lo || ow >= hi {
 					c.im2rowEdge(i, oh, ow, d[:c.ckk])
@@ -949,7 +988,7 @@ func (c *Conv2d[T]) im2colStride1(i0, i1, oh0, oh1 int, u []T) {
 	})
 	ones := u[c.ckk*n : (c.ckk+1)*n]
 	for j := range ones {
-		ones[j] = 1
+		ones[j] = c.one
 	}
 }
 

@@ -1,9 +1,12 @@
 // Package nn holds fairdp's neural-network layers: Linear, Conv2d, MaxPool2d,
-// activations, Flatten and GroupNorm, the losses and the optimizers.
+// activations, Flatten, GroupNorm and Residual, the losses and the
+// optimizers.
 //
-// Linear has a bias unless built with NewLinearNoBias; Conv2d takes a
-// kernel, stride and zero padding per axis (ConvWindow; NewConv2d is the
-// square case). Every layer describes itself as a LayerSpec (JSON in
+// Linear and Conv2d have a bias unless built with NewLinearNoBias or
+// NewConv2dNoBias; Conv2d takes a kernel, stride and zero padding per axis
+// (ConvWindow; NewConv2d is the square case). Residual (residual.go) is a
+// join of two branches of layers, y = body(x) + shortcut(x), so a network
+// with skip connections is still a sequence of layers. Every layer describes itself as a LayerSpec (JSON in
 // checkpoints and --model-spec files) that NewLayer builds again.
 //
 // Every parameterised layer keeps its tap (input A and backprop B = ∂L/∂Z of

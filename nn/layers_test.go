@@ -33,18 +33,30 @@ func convCase(inC, h, w, outC, k, stride, pad int, m nn.NormMethod, cacheBytes i
 }
 
 func convWindowCase(inC, h, w, outC int, win nn.ConvWindow, m nn.NormMethod, cacheBytes int) layerCase {
+	return convFormCase(inC, h, w, outC, win, m, cacheBytes, false)
+}
+
+// convFormCase is a convolution case with or without a bias (noBias:
+// NewConv2dNoBias, whose norms must leave out the zero ones row's column).
+func convFormCase(inC, h, w, outC int, win nn.ConvWindow, m nn.NormMethod, cacheBytes int, noBias bool) layerCase {
 	name := fmt.Sprintf("Conv2d(%d,%dx%d→%d,%v,%v,cache=%d)", inC, h, w, outC, win, m, cacheBytes)
+	make := nn.NewConv2dWindow[float64]
+	make32 := nn.NewConv2dWindow[float32]
+	if noBias {
+		name += ",no-bias"
+		make, make32 = nn.NewConv2dNoBias[float64], nn.NewConv2dNoBias[float32]
+	}
 	return layerCase{
 		name:    name,
 		inShape: []int{inC, h, w},
 		make64: func() nn.Layer[float64] {
-			c := nn.NewConv2dWindow[float64](inC, h, w, outC, win)
+			c := make(inC, h, w, outC, win)
 			c.SetNormMethod(m)
 			c.SetCacheLimit(cacheBytes)
 			return c
 		},
 		make32: func() nn.Layer[float32] {
-			c := nn.NewConv2dWindow[float32](inC, h, w, outC, win)
+			c := make32(inC, h, w, outC, win)
 			c.SetNormMethod(m)
 			c.SetCacheLimit(cacheBytes)
 			return c
@@ -66,6 +78,7 @@ func layerCases() []layerCase {
 		{"Tanh", []int{7}, func() nn.Layer[float64] { return nn.NewTanh[float64]() }, func() nn.Layer[float32] { return nn.NewTanh[float32]() }},
 		{"LeakyReLU", []int{2, 11}, func() nn.Layer[float64] { return nn.NewLeakyReLU[float64](0.1) }, func() nn.Layer[float32] { return nn.NewLeakyReLU[float32](0.1) }},
 		{"Flatten", []int{2, 3, 4}, func() nn.Layer[float64] { return nn.NewFlatten[float64]() }, func() nn.Layer[float32] { return nn.NewFlatten[float32]() }},
+		{"Unflatten", []int{24}, func() nn.Layer[float64] { return nn.NewUnflatten[float64](2, 3, 4) }, func() nn.Layer[float32] { return nn.NewUnflatten[float32](2, 3, 4) }},
 		{"GroupNorm(2 of 4)", []int{4, 3, 5}, func() nn.Layer[float64] { return nn.NewGroupNorm[float64](2, 4, 3, 5) }, func() nn.Layer[float32] { return nn.NewGroupNorm[float32](2, 4, 3, 5) }},
 		{"GroupNorm(1 of 3)", []int{3, 2, 2}, func() nn.Layer[float64] { return nn.NewGroupNorm[float64](1, 3, 2, 2) }, func() nn.Layer[float32] { return nn.NewGroupNorm[float32](1, 3, 2, 2) }},
 		{"GroupNorm(3 of 3)", []int{3, 4, 3}, func() nn.Layer[float64] { return nn.NewGroupNorm[float64](3, 3, 4, 3) }, func() nn.Layer[float32] { return nn.NewGroupNorm[float32](3, 3, 4, 3) }},
@@ -84,10 +97,36 @@ func layerCases() []layerCase {
 			convWindowCase(2, 7, 9, 3, rect35, m, nn.DefaultCacheBytes),
 			convWindowCase(3, 6, 7, 2, nn.ConvWindow{KH: 3, KW: 5, StrideH: 1, StrideW: 1, PadH: 1, PadW: 2}, m, nn.DefaultCacheBytes),
 			convWindowCase(2, 8, 5, 3, nn.ConvWindow{KH: 5, KW: 2, StrideH: 3, StrideW: 1, PadH: 0, PadW: 1}, m, nn.DefaultCacheBytes),
+			// Without a bias (Gorgonia's Conv2d): "same" (Backward as a
+			// convolution), strided per-axis (im2col one value at a time).
+			convFormCase(2, 7, 6, 2, nn.SquareWindow(3, 1, 1), m, nn.DefaultCacheBytes, true),
+			convFormCase(2, 7, 9, 3, rect35, m, nn.DefaultCacheBytes, true),
 		)
 	}
+	// Residual joins: a conv block with the identity as its shortcut, and a
+	// dense block with a dense shortcut (the input gradient is the sum of
+	// the branches'; the norms cover both branches' blocks).
+	convBlock := func(win nn.ConvWindow) ([]nn.Layer[float64], []nn.Layer[float32]) {
+		return []nn.Layer[float64]{nn.NewConv2dNoBias[float64](2, 5, 5, 3, win), nn.NewReLU[float64](), nn.NewConv2dWindow[float64](3, 5, 5, 2, win)},
+			[]nn.Layer[float32]{nn.NewConv2dNoBias[float32](2, 5, 5, 3, win), nn.NewReLU[float32](), nn.NewConv2dWindow[float32](3, 5, 5, 2, win)}
+	}
+	cases = append(cases,
+		layerCase{"Residual(conv block + identity)", []int{2, 5, 5},
+			func() nn.Layer[float64] { b, _ := convBlock(nn.SquareWindow(3, 1, 1)); return nn.NewResidual(b, nil) },
+			func() nn.Layer[float32] { _, b := convBlock(nn.SquareWindow(3, 1, 1)); return nn.NewResidual(b, nil) }},
+		layerCase{"Residual(dense block + dense)", []int{6},
+			func() nn.Layer[float64] {
+				return nn.NewResidual([]nn.Layer[float64]{nn.NewLinear[float64](6, 4), nn.NewTanh[float64](), nn.NewLinear[float64](4, 5)},
+					[]nn.Layer[float64]{nn.NewLinearNoBias[float64](6, 5)})
+			},
+			func() nn.Layer[float32] {
+				return nn.NewResidual([]nn.Layer[float32]{nn.NewLinear[float32](6, 4), nn.NewTanh[float32](), nn.NewLinear[float32](4, 5)},
+					[]nn.Layer[float32]{nn.NewLinearNoBias[float32](6, 5)})
+			}},
+	)
 	// Explicit norms without the per-sample cache: ParamGrads re-unfolds.
 	cases = append(cases, convCase(2, 7, 6, 3, 3, 1, 1, nn.NormExplicit, 0))
+	cases = append(cases, convFormCase(2, 7, 6, 3, nn.SquareWindow(3, 1, 1), nn.NormExplicit, 0, true))
 	// Images with ≥ 1024 output positions are cut into row tiles.
 	cases = append(cases, convCase(1, 40, 37, 2, 3, 1, 1, nn.NormExplicit, nn.DefaultCacheBytes))
 	cases = append(cases, convCase(1, 40, 37, 2, 3, 1, 1, nn.NormExplicit, 0))

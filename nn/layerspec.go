@@ -17,6 +17,8 @@ const (
 	KindGroupNorm = "groupnorm"
 	KindSigmoid   = "sigmoid"
 	KindDropout   = "dropout"
+	KindResidual  = "residual"
+	KindUnflatten = "unflatten"
 )
 
 // LayerSpec describes a layer completely enough to build it again: its kind
@@ -26,11 +28,13 @@ const (
 // described in a JSON file.
 type LayerSpec struct {
 	Kind string `json:"kind"`
-	// Linear: In → Out; NoBias for a layer without a bias (NewLinearNoBias).
+	// Linear: In → Out. NoBias, for Linear and Conv2d: a layer without a
+	// bias (NewLinearNoBias, NewConv2dNoBias).
 	In     int  `json:"in,omitempty"`
 	Out    int  `json:"out,omitempty"`
 	NoBias bool `json:"no_bias,omitempty"`
-	// Conv2d, MaxPool2d, GroupNorm: the per-sample input C×H×W.
+	// Conv2d, MaxPool2d, GroupNorm: the per-sample input C×H×W;
+	// Unflatten: its output C×H×W.
 	C int `json:"c,omitempty"`
 	H int `json:"h,omitempty"`
 	W int `json:"w,omitempty"`
@@ -55,6 +59,16 @@ type LayerSpec struct {
 	// Dropout: the drop probability P and the Seed of its masks.
 	P    float64 `json:"p,omitempty"`
 	Seed uint64  `json:"seed,omitempty"`
+	// Residual: its two branches (a pointer, so LayerSpec stays
+	// comparable with ==).
+	Residual *ResidualSpec `json:"residual,omitempty"`
+}
+
+// ResidualSpec is a Residual layer's branches: the layers of Body and of
+// Shortcut (none: the identity), joined by a sum (NewResidual).
+type ResidualSpec struct {
+	Body     []LayerSpec `json:"body"`
+	Shortcut []LayerSpec `json:"shortcut,omitempty"`
 }
 
 // Spec implements Describer.
@@ -63,7 +77,11 @@ func (l *Linear[T]) Spec() LayerSpec {
 }
 
 // Spec implements Describer.
-func (c *Conv2d[T]) Spec() LayerSpec { return ConvSpec(c.inC, c.inH, c.inW, c.outC, c.win) }
+func (c *Conv2d[T]) Spec() LayerSpec {
+	s := ConvSpec(c.inC, c.inH, c.inW, c.outC, c.win)
+	s.NoBias = c.bias == nil
+	return s
+}
 
 // ConvSpec describes a Conv2d with outC filters over c×h×w inputs and the
 // window win. A square window is written as before the per-axis fields
@@ -141,6 +159,9 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 		if !ok || !pos(s.C, s.H, s.W, s.OutC) || !win.valid(s.H, s.W) {
 			return nil, bad()
 		}
+		if s.NoBias {
+			return NewConv2dNoBias[T](s.C, s.H, s.W, s.OutC, win), nil
+		}
 		return NewConv2dWindow[T](s.C, s.H, s.W, s.OutC, win), nil
 	case KindMaxPool2d:
 		if !pos(s.C, s.K) || s.H < s.K || s.W < s.K {
@@ -170,8 +191,28 @@ func NewLayer[T Float](s LayerSpec) (Layer[T], error) {
 			return nil, bad()
 		}
 		return NewDropout[T](s.P, s.Seed), nil
+	case KindUnflatten:
+		if !pos(s.C, s.H, s.W) {
+			return nil, bad()
+		}
+		return NewUnflatten[T](s.C, s.H, s.W), nil
+	case KindResidual:
+		if s.Residual == nil || len(s.Residual.Body) == 0 {
+			return nil, fmt.Errorf("nn: layer kind %s needs residual.body, at least one layer", KindResidual)
+		}
+		var branches [2][]Layer[T]
+		for b, specs := range [][]LayerSpec{s.Residual.Body, s.Residual.Shortcut} {
+			for i, ls := range specs {
+				l, err := NewLayer[T](ls)
+				if err != nil {
+					return nil, fmt.Errorf("nn: residual branch %d layer %d: %w", b, i, err)
+				}
+				branches[b] = append(branches[b], l)
+			}
+		}
+		return NewResidual(branches[0], branches[1]), nil
 	}
-	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
+	return nil, fmt.Errorf("nn: unknown layer kind %q (known: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", s.Kind,
 		KindLinear, KindConv2d, KindMaxPool2d, KindReLU, KindTanh, KindLeakyReLU, KindFlatten, KindGroupNorm,
-		KindSigmoid, KindDropout)
+		KindSigmoid, KindDropout, KindResidual, KindUnflatten)
 }

@@ -13,6 +13,10 @@ func TestLayerSpecRoundTrip(t *testing.T) {
 		NewLinear[float32](7, 3), NewLinearNoBias[float32](7, 3), NewConv2d[float32](3, 9, 8, 5, 3, 2, 1),
 		NewConv2dWindow[float32](3, 9, 8, 5, ConvWindow{KH: 3, KW: 5, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0}),
 		NewConv2dWindow[float32](2, 6, 6, 2, ConvWindow{KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 1}),
+		NewConv2dNoBias[float32](3, 9, 8, 5, SquareWindow(3, 1, 1)),
+		NewResidual([]Layer[float32]{NewConv2dNoBias[float32](3, 6, 6, 3, SquareWindow(3, 1, 1)), NewReLU[float32]()}, nil),
+		NewResidual([]Layer[float32]{NewLinear[float32](4, 3)}, []Layer[float32]{NewLinearNoBias[float32](4, 3)}),
+		NewUnflatten[float32](2, 3, 4),
 		NewMaxPool2d[float32](2, 6, 6, 2),
 		NewReLU[float32](), NewTanh[float32](), NewLeakyReLU[float32](0.25), NewFlatten[float32](), NewGroupNorm[float32](2, 4, 3, 3),
 	} {
@@ -30,7 +34,8 @@ func TestLayerSpecRoundTrip(t *testing.T) {
 		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, KW: 3},             // KW without StrideW
 		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, PadW: 1},           // PadW without KW
 		{Kind: KindConv2d, C: 1, H: 8, W: 8, OutC: 1, K: 3, Stride: 1, StrideW: 2},        // StrideW without KW
-		{Kind: KindGroupNorm, Groups: 3, C: 4, H: 1, W: 1}, {Kind: KindMaxPool2d, C: 1, H: 1, W: 1, K: 2}} {
+		{Kind: KindGroupNorm, Groups: 3, C: 4, H: 1, W: 1}, {Kind: KindMaxPool2d, C: 1, H: 1, W: 1, K: 2},
+		{Kind: KindUnflatten, C: 2, H: 0, W: 1}, {Kind: KindResidual}, {Kind: KindResidual, Residual: &ResidualSpec{Body: []LayerSpec{{Kind: KindLinear}}}}} {
 		if _, err := NewLayer[float64](s); err == nil {
 			t.Errorf("%+v: built", s)
 		}
@@ -48,7 +53,8 @@ func shapes[T Float](ps []*Param[T]) [][]int {
 // TestLayerSpecJSON: a square Conv2d is written exactly as before the
 // per-axis fields existed, so old files read back to the same layer; a
 // per-axis window adds kw, stride_w and pad_w (pad_w omitted when 0 still
-// means 0 once kw is present); a Linear without a bias says no_bias.
+// means 0 once kw is present); a Linear or Conv2d without a bias says
+// no_bias.
 func TestLayerSpecJSON(t *testing.T) {
 	for _, tc := range []struct {
 		layer Layer[float64]
@@ -61,6 +67,9 @@ func TestLayerSpecJSON(t *testing.T) {
 			`{"kind":"conv2d","c":2,"h":7,"w":9,"out_c":3,"k":5,"stride":1,"pad":1,"kw":3,"stride_w":1}`},
 		{NewLinear[float64](4, 2), `{"kind":"linear","in":4,"out":2}`},
 		{NewLinearNoBias[float64](4, 2), `{"kind":"linear","in":4,"out":2,"no_bias":true}`},
+		{NewConv2dNoBias[float64](1, 28, 28, 32, SquareWindow(3, 1, 1)), `{"kind":"conv2d","no_bias":true,"c":1,"h":28,"w":28,"out_c":32,"k":3,"stride":1,"pad":1}`},
+		{NewResidual([]Layer[float64]{NewLinear[float64](4, 4), NewReLU[float64]()}, nil),
+			`{"kind":"residual","residual":{"body":[{"kind":"linear","in":4,"out":4},{"kind":"relu"}]}}`},
 	} {
 		got, err := json.Marshal(tc.layer.(Describer).Spec())
 		if err != nil {

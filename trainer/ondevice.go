@@ -317,6 +317,9 @@ func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
 				return nil, fmt.Errorf("Device cuda: layer %d %s has a per-axis window; the device's convolution has a square kernel "+
 					"and the same stride and pad on both axes (train it with Device cpu)", i, l.Name())
 			}
+			if s.NoBias {
+				return nil, fmt.Errorf("Device cuda: layer %d %s has no bias; the device's convolution always has one (train it with Device cpu)", i, l.Name())
+			}
 			p := l.Params()
 			g := cuda.ConvGeom{InC: s.C, InH: s.H, InW: s.W, OutC: s.OutC, K: s.K, Stride: s.Stride, Pad: s.Pad}
 			spec = append(spec, cuda.NetLayer{Kind: "conv", Conv: g, Weight: p[0].Value, Bias: p[1].Value})
