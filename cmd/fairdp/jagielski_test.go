@@ -113,7 +113,7 @@ func TestJagielskiTrainPostproc(t *testing.T) {
 	}
 
 	out, err = runJagielskiArgs(t, false, "--algo", "postproc", "--gamma", "0.05", "--epsilon", "1",
-		"--seed", "3", "--limit", "8000", "--out", dir, "--quiet")
+		"--seed", "3", "--limit", "8000", "--out", dir, "--quiet", "--overwrite")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -191,7 +191,7 @@ func TestJagielskiScoresCSV(t *testing.T) {
 	// A group without positives makes equalized odds undefined: the run
 	// fails, says why, and still writes its report.
 	writeScoresCSV(t, scores, 400, "b")
-	out, err = runJagielskiArgs(t, false, args...)
+	out, err = runJagielskiArgs(t, false, append(args, "--overwrite")...)
 	if err == nil || !strings.Contains(err.Error(), "failed") {
 		t.Fatalf("err = %v, want a failure\n%s", err, out)
 	}

@@ -72,10 +72,14 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	// A killed ρ comparison has no report.json yet and resumes; a finished
-	// run's report and receipt are kept unless --overwrite.
-	if err := checkOut(cfg.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
-		return err
+	// A ρ comparison reruns from its log (rho_runs.csv: the logged fits are
+	// reused, never refitted, and other settings are refused), so its
+	// report is the same run's. A single fit's report and receipt are kept
+	// unless --overwrite.
+	if len(cfg.Tailoring.Rho) <= 1 {
+		if err := checkOut(cfg.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
+			return err
+		}
 	}
 	rep, err := tailoring.Prepare(cfg)
 	if err != nil {
