@@ -85,7 +85,7 @@ clean:
 # (nvidia-cuda-dev, or a toolkit under CUDA_HOME) and links only libcuda.so.1, the driver's; cuBLAS
 # is loaded at run time (libcublas.so.13, .12 or .11, or FAIRDP_CUBLAS=path). `make ptx` regenerates
 # the committed PTX in cuda/ptx from cuda/kernels/*.cu with nvcc.
-.PHONY: ptx cuda-check test-gpu-emulated test-gpu test-gpu-driver bench-gpu
+.PHONY: ptx cuda-check test-gpu-emulated test-gpu test-gpu-driver bench-gpu gpu-bundle gpu-counts
 
 comma := ,
 EMU_TAGS := -tags cudaemu$(if $(filter openblas,$(BLAS)),$(comma)openblas)
@@ -132,6 +132,25 @@ else
 	@echo "test-gpu-driver: SKIPPED, missing cuda.h: apt-get install --no-install-recommends nvidia-cuda-dev" \
 	  "(Debian non-free; .ci/run does it) or set CUDA_HOME to a CUDA toolkit"
 endif
+
+# dist/fairdp-gpu-<version>.tar.gz (scripts/gpu-bundle.sh): the GPU-enabled fairdp, the cuda-tagged test
+# binaries, the benchmark binaries, bench/peer and gpu-check.sh, for a bare CUDA host (no Go, no network):
+# unpack, then `./gpu-check.sh RESULTS_DIR` as root. Needs cuda.h here (the binaries link libcuda.so.1
+# only, against the stand-in driver's libcuda.so).
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+gpu-bundle:
+ifeq ($(HAVE_CUDA_H),yes)
+	CUDA_HOME=$(CUDA_HOME) cuda/stubdriver/build.sh $(STUB_DIR)
+	CGO_CFLAGS="$(CUDA_INC) $$CGO_CFLAGS" GO=$(GO) scripts/gpu-bundle.sh $(VERSION) $(STUB_DIR)
+else
+	@echo "gpu-bundle: missing cuda.h: apt-get install --no-install-recommends nvidia-cuda-dev (Debian non-free) or set CUDA_HOME" >&2; exit 1
+endif
+
+# What one steady-state device step asks of a GPU, per model, algorithm and batch (one line each:
+# MODEL ALGO BATCH calls=N syncs=N h2d_bytes=N d2h_bytes=N launches=N gemms=N), counted on a device that
+# runs nothing (cuda/counts_test.go): a second, no toolkit needed. Before/after in bench/results/cuda.md.
+gpu-counts:
+	@FAIRDP_GPU_COUNTS=1 $(GO) test -count=1 -v -run '^TestGPUCounts$$' ./cuda/ | grep -E '^[a-z-]+ [a-z]+ [0-9]+ calls='
 
 # Times the kernels on the device (each call with its host↔device copies, as Backend takes host slices).
 bench-gpu:

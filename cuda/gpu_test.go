@@ -82,3 +82,18 @@ func skipOrFail(t *testing.T, err error) {
 	}
 	t.Fatal(err)
 }
+
+// TestDeviceProbe opens GPU 0 (driver, context, stream, cuBLAS, every PTX
+// module) and logs what it found on a line that starts with "DEVICE: ";
+// gpu-check.sh runs it first to decide whether there is a GPU to test.
+func TestDeviceProbe(t *testing.T) {
+	if err := Check(); err != nil {
+		skipOrFail(t, err)
+	}
+	d, err := NewDriver(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	t.Logf("DEVICE: %s", d.Name())
+}
