@@ -24,12 +24,12 @@ summary=$out/summary.txt
 say() { echo "gpu-check: $*" | tee -a "$summary"; }
 failed=0
 # Time limits per part (seconds), together inside 8 minutes.
-T_TESTS=${T_TESTS:-180}
+T_TESTS=${T_TESTS:-120}
 T_GPU=${T_GPU:-90}
-T_CPU=${T_CPU:-90}
+T_CPU=${T_CPU:-120}
 T_PEER=${T_PEER:-90}
 
-say "bundle $(head -1 "$here/README" 2>/dev/null | sed 's/^fairdp GPU bundle //'); host $(uname -n), $(nproc) CPUs; $(date -u '+%Y-%m-%d %H:%M UTC')"
+say "bundle $(head -1 "$here/README" 2>/dev/null | sed 's/^fairdp GPU bundle //; s/\.$//'); host $(uname -n), $(nproc) CPUs; $(date -u '+%Y-%m-%d %H:%M UTC')"
 
 # 1. nvidia-smi
 if command -v nvidia-smi >/dev/null 2>&1; then
