@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -81,11 +83,13 @@ func BenchmarkVGGConv2ClipStep(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }
 
-// A device-resident DP-SGD step of the three benchmark model shapes: an
-// Adult-sized MLP (108 → 64 → 32 → 1, batch 256), the MNIST CNN (1×28×28,
-// batch 64) and the VGG-like CNN (3×128×128, 9 classes, batch 64). Only the
-// batch and labels are copied in, the loss and two flags out; samples/s and
-// the model's device memory (MB) are reported. VGG is skipped on the
+// Device-resident steps of the benchmark model shapes, plain (no clip, no
+// noise: the trainer's --algo sgd on the device) and DP-SGD, at batch 64 and
+// 256: logistic regression on Adult's 108 features, an Adult-sized MLP
+// (108 → 64 → 32 → 1), the MNIST CNN (1×28×28) and the VGG-like CNN
+// (3×128×128, 9 classes). Only the batch and labels are copied in, the
+// loss and two flags out; samples/s and the model's device memory (MB) are
+// reported. gpu-check.sh runs these on the GPU. VGG is skipped on an
 // emulated device (minutes per step).
 func BenchmarkDeviceNetStep(b *testing.B) {
 	db, ok := backendUnderTest(b).(*DeviceBackend)
@@ -93,31 +97,37 @@ func BenchmarkDeviceNetStep(b *testing.B) {
 		b.Skip("needs a device: -tags cudaemu, or a GPU with -tags cuda (make bench-gpu)")
 	}
 	conv := func(outC, k, pad int) ConvGeom { return ConvGeom{OutC: outC, K: k, Stride: 1, Pad: pad} }
-	for _, c := range []struct {
-		plan  cnnPlan
-		batch int
-	}{
-		{cnnPlan{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1}, 256},
-		{cnnPlan{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
-			hidden: []int{500}, classes: 10}, 64},
-		{cnnPlan{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
-			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9}, 64},
+	for _, plan := range []cnnPlan{
+		{name: "logistic", c: 108, h: 1, w: 1, classes: 1},
+		{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1},
+		{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
+			hidden: []int{500}, classes: 10},
+		{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
+			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9},
 	} {
-		b.Run(c.plan.name, func(b *testing.B) {
-			dev := db.Device()
-			if c.plan.name == "vgg" && strings.HasPrefix(dev.Name(), "emulated") {
-				b.Skip("minutes per step on the emulated device")
+		for _, dp := range []bool{false, true} {
+			for _, n := range []int{64, 256} {
+				algo := map[bool]string{false: "plain", true: "dpsgd"}[dp]
+				b.Run(fmt.Sprintf("%s/%s/b%d", plan.name, algo, n), func(b *testing.B) {
+					dev := db.Device()
+					if plan.name == "vgg" && strings.Contains(dev.Name(), "emulated") {
+						b.Skip("minutes per step on the emulated device")
+					}
+					net, x, y := benchNet(b, dev, plan, n)
+					noise := rand.New(rand.NewPCG(9, 10))
+					step := DPSGDStep{Clip: math.MaxFloat64, Scale: 1.0 / float64(n), LR: 0.01}
+					for b.Loop() {
+						if dp {
+							step = DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)}
+						}
+						if _, err := net.Step(x, y, step); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+					b.ReportMetric(float64(net.DeviceBytes())/1e6, "device-MB")
+				})
 			}
-			net, x, y := benchNet(b, dev, c.plan, c.batch)
-			n := c.batch
-			noise := rand.New(rand.NewPCG(9, 10))
-			for b.Loop() {
-				if _, err := net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
-			b.ReportMetric(float64(net.DeviceBytes())/1e6, "device-MB")
-		})
+		}
 	}
 }

@@ -73,6 +73,12 @@
 // and DP-FERMI in one that also owns a DeviceFermi
 // (trainer/ondevice_fermi.go), with any of its optimizers.
 //
+// The `cuda` build loads cuBLAS at run time (cublas_dl.c: libcublas.so.13,
+// .12 or .11, or FAIRDP_CUBLAS) and links only the driver's libcuda.so.1.
+// stubdriver/ builds a stand-in libcuda.so.1 and libcublas.so.12 over the
+// emulator, so `make test-gpu-driver` (part of `make test`) runs the cuda
+// build's real driver path and its whole on-device suite without a GPU.
+//
 // What is not done here: SteFFLe on the device, evaluation on
 // the device; see bench/results/cuda.md. Nothing in this package has run on
 // a GPU.

@@ -3,35 +3,14 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -ldl -lcublas
+#cgo LDFLAGS: -ldl
+#cgo linux CFLAGS: -I/usr/local/cuda/include
+#cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/local/cuda/lib64/stubs
+#include <stdlib.h>
 #include <stdint.h>
-#include <cublas_v2.h>
+#include "cublas_dl.h"
 int fairdp_cuinit_result(void);
 const char* fairdp_cuda_error_name(int code);
-
-// cuBLAS through a few wrappers of our own (gorgonia.org/cu/blas takes Go
-// slices, not device pointers, and has no stream setter): device pointers
-// travel as integers, alpha and beta by value (host pointer mode).
-static int fairdp_cublas_create(cublasHandle_t* h) { return (int)cublasCreate(h); }
-static int fairdp_cublas_destroy(cublasHandle_t h) { return (int)cublasDestroy(h); }
-static int fairdp_cublas_set_stream(cublasHandle_t h, void* s) { return (int)cublasSetStream(h, (cudaStream_t)s); }
-static cublasOperation_t fairdp_op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
-static int fairdp_sgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, float alpha, uintptr_t a, int lda,
-                        uintptr_t b, int ldb, float beta, uintptr_t c, int ldc) {
-    return (int)cublasSgemm(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const float*)a, lda,
-                            (const float*)b, ldb, &beta, (float*)c, ldc);
-}
-static int fairdp_sgemm_strided(cublasHandle_t h, int ta, int tb, int m, int n, int k, float alpha, uintptr_t a,
-                                int lda, long long sa, uintptr_t b, int ldb, long long sb, float beta, uintptr_t c,
-                                int ldc, long long sc, int batch) {
-    return (int)cublasSgemmStridedBatched(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const float*)a, lda, sa,
-                                          (const float*)b, ldb, sb, &beta, (float*)c, ldc, sc, batch);
-}
-static int fairdp_dgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, double alpha, uintptr_t a, int lda,
-                        uintptr_t b, int ldb, double beta, uintptr_t c, int ldc) {
-    return (int)cublasDgemm(h, fairdp_op(ta), fairdp_op(tb), m, n, k, &alpha, (const double*)a, lda,
-                            (const double*)b, ldb, &beta, (double*)c, ldc);
-}
 */
 import "C"
 
@@ -39,6 +18,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -77,7 +57,33 @@ func probeDriver() error {
 	if n == 0 {
 		return fmt.Errorf("%w: no CUDA device: the driver initialised but reports 0 GPUs", ErrUnavailable)
 	}
-	return nil
+	return loadCublas(os.Getenv(CublasEnv))
+}
+
+// CublasEnv names the environment variable that points fairdp at a cuBLAS
+// library (a path to libcublas.so.N) when none of the sonames it tries is on
+// the loader's path, e.g. the one inside a Python wheel.
+const CublasEnv = "FAIRDP_CUBLAS"
+
+// loadCublas loads cuBLAS at run time (cublas_dl.c): the library at path,
+// or else libcublas.so.13, .12 and .11 in turn. The error names every
+// library tried and how to fix it.
+func loadCublas(path string) error {
+	var msg [2048]C.char
+	var cpath *C.char
+	if path != "" {
+		cpath = C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+	}
+	if C.fairdp_cublas_load(cpath, &msg[0], C.int(len(msg))) == 1 {
+		return nil
+	}
+	if path != "" {
+		return fmt.Errorf("%w: cuBLAS could not be loaded from %s=%s (%s); point it at a libcublas.so.N of CUDA 11, 12 or 13",
+			ErrUnavailable, CublasEnv, path, C.GoString(&msg[0]))
+	}
+	return fmt.Errorf("%w: cuBLAS not found (%s); install CUDA's cuBLAS (libcublas.so.13, .12 or .11, e.g. the "+
+		"libcublas-12-x package or the CUDA toolkit) or set %s to its path", ErrUnavailable, C.GoString(&msg[0]), CublasEnv)
 }
 
 func resultName(code int) string {
@@ -98,7 +104,7 @@ type Driver struct {
 	calls  chan func()
 	ctx    cu.CUContext
 	stream cu.Stream
-	blas   C.cublasHandle_t
+	blas   unsafe.Pointer // cublasHandle_t
 	mods   []cu.Module
 	fns    map[string]cu.Function
 	closed bool
@@ -175,16 +181,18 @@ func (d *Driver) open(ordinal int) error {
 	if err != nil {
 		return err
 	}
-	d.name = fmt.Sprintf("cuda:%d %s (sm_%d%d, PTX sm_%d)", ordinal, name, major, minor, arch)
+	d.name = fmt.Sprintf("cuda:%d %s (sm_%d%d, PTX sm_%d, %s)", ordinal, name, major, minor, arch, C.GoString(C.fairdp_cublas_path()))
 	if d.ctx, err = dev.MakeContext(cu.SchedAuto); err != nil {
 		return fmt.Errorf("cuda: cuCtxCreate on device %d: %w", ordinal, err)
 	}
 	if d.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
 		return fmt.Errorf("cuda: cuStreamCreate: %w", err)
 	}
-	if st := C.fairdp_cublas_create(&d.blas); st != 0 {
+	var h unsafe.Pointer
+	if st := C.fairdp_cublas_create(&h); st != 0 {
 		return fmt.Errorf("cuda: cublasCreate: status %d", int(st))
 	}
+	d.blas = h
 	if st := C.fairdp_cublas_set_stream(d.blas, unsafe.Pointer(d.stream.C())); st != 0 {
 		return fmt.Errorf("cuda: cublasSetStream: status %d", int(st))
 	}

@@ -1,4 +1,4 @@
-//go:build cudaemu && !cuda
+//go:build cudaemu || cuda
 
 package fermi
 
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"fairdp/cuda"
+	"fairdp/cuda/cudatest"
 	"fairdp/dpops"
 	"fairdp/loaders"
 	"fairdp/models"
@@ -82,7 +83,7 @@ func runFermiOn(t *testing.T, cfg trainer.Config, data *[2]*loaders.Dataset) dev
 // added), and the same bits and receipt when run again.
 func compareFermiRuns(t *testing.T, cfg trainer.Config, data *[2]*loaders.Dataset) {
 	t.Helper()
-	t.Setenv("FAIRDP_DEVICE", "emu")
+	cudatest.UseDevice(t)
 	var runs [3]deviceRun // on the CPU, on the device, on the device again
 	for i, device := range []string{"cpu", "cuda", "cuda"} {
 		cfg.Device = device

@@ -1,10 +1,12 @@
-//go:build cudaemu && !cuda
+//go:build cudaemu || cuda
 
 package main
 
 import (
 	"strings"
 	"testing"
+
+	"fairdp/cuda/cudatest"
 )
 
 // TestOnDeviceFermiTrainCommand: `fairdp train --device cuda --algo fermi`
@@ -12,7 +14,7 @@ import (
 // DP-FERMI's extra results, and the receipt says the θ noise came from
 // Philox on the device.
 func TestOnDeviceFermiTrainCommand(t *testing.T) {
-	t.Setenv("FAIRDP_DEVICE", "emu")
+	cudatest.UseDevice(t)
 	for _, scope := range []string{"all", "sensitive"} {
 		dir := t.TempDir()
 		_, _, err := runCLI(t, "train", "--device", "cuda", "--algo", "fermi", "--scope", scope, "--optimizer", "sgd",
@@ -21,8 +23,8 @@ func TestOnDeviceFermiTrainCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := validateReport(t, dir, "fermi")
-		if b, _ := v["backend"].(string); !strings.HasPrefix(b, "cuda: emulated device") {
-			t.Errorf("--scope %s: report backend %q, want the emulated device", scope, b)
+		if b, _ := v["backend"].(string); !strings.HasPrefix(b, cudatest.BackendPrefix()) {
+			t.Errorf("--scope %s: report backend %q, want it to start with %q", scope, b, cudatest.BackendPrefix())
 		}
 		if note, _ := v["privacy"].(map[string]any)["note"].(string); !strings.Contains(note, "DP-FERMI") || !strings.Contains(note, "Philox4x32-10") {
 			t.Errorf("--scope %s: receipt note %q, want DP-FERMI's note and the device's noise note", scope, note)

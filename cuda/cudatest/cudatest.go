@@ -28,3 +28,13 @@ func UseDevice(t testing.TB) {
 		t.Skipf("no device to train on: %v", err)
 	}
 }
+
+// BackendPrefix is how the backend field of a report trained on the device
+// under test begins: "cuda: cuda:" and the GPU (or stand-in driver) in a
+// `cuda` build, "cuda: emulated device" in a `cudaemu` build.
+func BackendPrefix() string {
+	if cuda.Available() {
+		return "cuda: cuda:"
+	}
+	return "cuda: emulated device"
+}

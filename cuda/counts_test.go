@@ -1,0 +1,211 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// countDevice is a Device that counts what a step asks of a GPU without
+// doing it: memory is host memory (so copies are real), launches and GEMMs
+// are checked and counted but not run. A step's sequence of calls does not
+// depend on the values it computes (the flags and sums it reads back are
+// zeros here, which take the ordinary path), so the counts are those of a
+// GPU run. Syncs are the calls that wait for the device: Synchronize and
+// every CopyToHost (Driver.CopyToHost waits for its stream).
+type countDevice struct {
+	mem                            map[DevicePtr][]byte
+	launches, gemms, copies, syncs int
+	h2d, d2h                       int64
+}
+
+func newCountDevice() *countDevice { return &countDevice{mem: map[DevicePtr][]byte{}} }
+
+func (c *countDevice) reset() {
+	c.launches, c.gemms, c.copies, c.syncs, c.h2d, c.d2h = 0, 0, 0, 0, 0, 0
+}
+
+func (c *countDevice) Name() string { return "counting device (nothing runs)" }
+
+func (c *countDevice) Alloc(bytes int64) (DevicePtr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("cuda: Alloc(%d): want > 0 bytes", bytes)
+	}
+	// mmap: pages never touched (most of a big model's, as nothing runs) cost nothing.
+	b, err := syscall.Mmap(-1, 0, int((bytes+255)&^255), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: Alloc(%d): %w", bytes, err)
+	}
+	p := DevicePtr(uintptr(unsafe.Pointer(&b[0])))
+	c.mem[p] = b
+	return p, nil
+}
+
+// host is device range [p, p+bytes) in the host memory behind it.
+func (c *countDevice) host(p DevicePtr, bytes int64) ([]byte, error) {
+	for base, b := range c.mem {
+		if p >= base && int64(p-base)+bytes <= int64(len(b)) {
+			return b[p-base : int64(p-base)+bytes], nil
+		}
+	}
+	return nil, fmt.Errorf("cuda: %d bytes at %#x are not in an allocation", bytes, uintptr(p))
+}
+
+func (c *countDevice) Free(p DevicePtr) error {
+	if _, ok := c.mem[p]; !ok {
+		return fmt.Errorf("cuda: Free(%#x): not allocated", uintptr(p))
+	}
+	err := syscall.Munmap(c.mem[p])
+	delete(c.mem, p)
+	return err
+}
+
+func (c *countDevice) CopyToDevice(dst DevicePtr, src unsafe.Pointer, bytes int64) error {
+	c.copies++
+	c.h2d += bytes
+	d, err := c.host(dst, bytes)
+	copy(d, unsafe.Slice((*byte)(src), bytes))
+	return err
+}
+
+func (c *countDevice) CopyToHost(dst unsafe.Pointer, src DevicePtr, bytes int64) error {
+	c.syncs++ // the copy and the wait are one driver round trip each; counted as a sync, not a copy
+	c.d2h += bytes
+	h, err := c.host(src, bytes)
+	copy(unsafe.Slice((*byte)(dst), bytes), h)
+	return err
+}
+
+func (c *countDevice) Launch(kernel string, grid, block Dim3, sharedBytes int, args ...Arg) error {
+	c.launches++
+	if err := checkLaunch(kernel, grid, block); err != nil {
+		return err
+	}
+	// The one kernel run here: it sets the sentinels (no bad sample) that
+	// the step reads back, as a GPU would leave them.
+	if kernel == "fairdp_fill_u32" && len(args) == 3 {
+		h, err := c.host(DevicePtr(args[0]), 4*int64(int32(args[2])))
+		if err != nil {
+			return err
+		}
+		for i := range len(h) / 4 {
+			binary.LittleEndian.PutUint32(h[4*i:], uint32(args[1]))
+		}
+	}
+	return nil
+}
+
+func (c *countDevice) Sgemm(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int,
+	beta float32, cc DevicePtr, ldc int) error {
+	c.gemms++
+	_, _, _, err := checkGemm(ta, tb, m, n, k, lda, ldb, ldc)
+	return err
+}
+
+func (c *countDevice) Dgemm(ta, tb Transpose, m, n, k int, alpha float64, a DevicePtr, lda int, b DevicePtr, ldb int,
+	beta float64, cc DevicePtr, ldc int) error {
+	c.gemms++
+	_, _, _, err := checkGemm(ta, tb, m, n, k, lda, ldb, ldc)
+	return err
+}
+
+func (c *countDevice) SgemmStrided(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, strideA int64,
+	b DevicePtr, ldb int, strideB int64, beta float32, cc DevicePtr, ldc int, strideC int64, batch int) error {
+	c.gemms++
+	if _, _, _, err := checkGemm(ta, tb, m, n, k, lda, ldb, ldc); err != nil {
+		return err
+	}
+	return checkStrided(strideA, strideB, strideC, batch)
+}
+
+func (c *countDevice) Synchronize() error { c.syncs++; return nil }
+
+func (c *countDevice) Close() error {
+	for p := range c.mem {
+		c.Free(p)
+	}
+	return nil
+}
+
+// TestGPUCounts prints, for the benchmark models under each algorithm the
+// device runs (sgd, dpsgd, dpsgdf, fermi) at batch 64 and 256, one line of
+// what one steady-state step (after a first step has sized the buffers)
+// asks of the device:
+//
+//	MODEL ALGO BATCH calls=N syncs=N h2d_bytes=N d2h_bytes=N launches=N gemms=N
+//
+// It is a measurement (`make gpu-counts`), not a check: it runs only with
+// FAIRDP_GPU_COUNTS=1. Nothing is computed, so it takes a second.
+func TestGPUCounts(t *testing.T) {
+	if os.Getenv("FAIRDP_GPU_COUNTS") != "1" {
+		t.Skip("set FAIRDP_GPU_COUNTS=1 (make gpu-counts) to print the step counts")
+	}
+	conv := func(outC, k, pad int) ConvGeom { return ConvGeom{OutC: outC, K: k, Stride: 1, Pad: pad} }
+	plans := []cnnPlan{
+		{name: "logistic", c: 108, h: 1, w: 1, classes: 1},
+		{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1},
+		{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
+			hidden: []int{500}, classes: 10},
+		{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
+			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9},
+	}
+	for _, plan := range plans {
+		for _, algo := range []string{"sgd", "dpsgd", "dpsgdf", "fermi"} {
+			for _, n := range []int{64, 256} {
+				dev := newCountDevice()
+				r := rand.New(rand.NewPCG(7, 8))
+				_, spec := plan.build(r)
+				net, err := NewDeviceNet(dev, spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x, y := make([]float32, n*plan.c*plan.h*plan.w), make([]int32, n)
+				groups, groups32 := make([]int, n), make([]int32, n)
+				for i := range y {
+					y[i] = int32(i % max(2, plan.classes))
+					groups[i], groups32[i] = i%2, int32(i%2)
+				}
+				noise := rand.New(rand.NewPCG(9, 10))
+				fermi := NewDeviceFermi(net)
+				l := max(2, plan.classes)
+				step := func() error {
+					var err error
+					switch algo {
+					case "sgd":
+						_, err = net.Step(x, y, DPSGDStep{Clip: math.MaxFloat64, Scale: 1.0 / float64(n), LR: 0.01})
+					case "dpsgd":
+						_, err = net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)})
+					case "dpsgdf":
+						rule := func(above, atMost []int32) (GroupRule, error) {
+							return GroupRule{Bounds: []float64{1, 1}, Weights: []float64{1, 1}, NoiseStd: 1}, nil
+						}
+						_, err = net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise),
+							Group: &GroupClip{Groups: groups32, Count: 2, Rule: rule}})
+					case "fermi":
+						s := FermiStep{Groups: 2, Classes: l, W: make([]float64, 2*l), InvSqrt: []float64{1.4, 1.4},
+							Clip: 1, WWeight: 0.1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01,
+							Clipped: FermiPass{On: true, Loss: 1, Fair: 1, Part: FermiFull}}
+						_, err = fermi.Step(x, y, groups, s, func(FermiSums) (NoiseSeed, error) { return NewNoiseSeed(noise), nil })
+					}
+					return err
+				}
+				if err := step(); err != nil { // sizes the buffers
+					t.Fatalf("%s %s %d: %v", plan.name, algo, n, err)
+				}
+				dev.reset()
+				if err := step(); err != nil {
+					t.Fatalf("%s %s %d: %v", plan.name, algo, n, err)
+				}
+				fmt.Printf("%s %s %d calls=%d syncs=%d h2d_bytes=%d d2h_bytes=%d launches=%d gemms=%d\n", plan.name, algo, n,
+					dev.launches+dev.gemms+dev.copies+dev.syncs, dev.syncs, dev.h2d, dev.d2h, dev.launches, dev.gemms)
+				fermi.Close()
+				net.Close()
+			}
+		}
+	}
+}
