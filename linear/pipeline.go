@@ -1,6 +1,6 @@
 package linear
 
-// The Jagielski et al. pipeline (REFERENCE §6) as one library call: load
+// The Jagielski et al. (2019) pipeline as one library call: load
 // and split the data (or read an external model's scores), fit the base
 // classifier, post-process it privately (Config.Algo "postproc") or train
 // the DP oracle learner ("oracle"), and score the result, with the report

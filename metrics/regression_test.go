@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestMSPE checks REFERENCE.md §2 "MSPE per group" on hand-computed values.
+// TestMSPE checks the per-group MSPE on hand-computed values.
 func TestMSPE(t *testing.T) {
 	tests := []struct {
 		name    string
