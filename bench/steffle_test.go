@@ -463,7 +463,7 @@ func TestSteffleFull(t *testing.T) {
 				t.Errorf("%s: spent ε %v above the budget %v", s.key(uint64(i+1)), r.spent, s.eps)
 			}
 		}
-		// Issue 6: one silo is central DP-FERMI, seed by seed.
+		// One silo is central DP-FERMI, seed by seed.
 		central := s
 		central.variant = "central"
 		if c, ok := res[central]; ok && s.variant == "1" {
