@@ -142,7 +142,7 @@ func (c Cells) validate() error {
 // ErrUndefinedRate is returned (wrapped) when a constrained rate has no
 // records to be computed from: Q(a, y) ≤ 0 for some group and label. With
 // noisy cells this is how noise makes the LP meaningless.
-var ErrUndefinedRate = errors.New("a group has no records (or a non-positive noisy count) for a constrained label")
+var ErrUndefinedRate = errors.New("linear: a constrained rate is undefined: a group has no records (or a non-positive noisy count) for its label")
 
 // LPSolution is an optimum of Hardt's LP.
 type LPSolution struct {
