@@ -1,6 +1,6 @@
 package bench
 
-// Table 1 of DPSGD-F (Xu, Du and Wu 2021; REFERENCE §4): test accuracy of
+// Table 1 of DPSGD-F (Xu, Du and Wu 2021): test accuracy of
 // non-private SGD and the change under DPSGD, Naïve and DPSGD-F, per group.
 //
 // Quick profile (CI, a few seconds per data set): Adult and Dutch at the
@@ -230,7 +230,7 @@ func dpsgdfMarkdown(w io.Writer, title string, rows []dpsgdfRow, groups []string
 var dpsgdfGroups = map[string][]string{"mnist": {"2", "8"}, "adult": {"Male", "Female"}, "dutch": {"Male", "Female"}}
 
 // TestDPSGDFTable1Quick is the CI profile: Adult and Dutch at the paper's
-// settings (REFERENCE §4: logistic regression, batch 256, 20 epochs, σ2 = 1,
+// settings (Xu, Du and Wu 2021: logistic regression, batch 256, 20 epochs, σ2 = 1,
 // C0 = 0.5, σ1 = 10σ2, δ = 1e-6, numeric attributes min-max scaled), one
 // seed. It asserts the direction of Table 1 that reproduces: DPSGD-F's
 // total accuracy loss is no larger (within 0.005) on both sets, and on

@@ -1,6 +1,6 @@
 package bench
 
-// DP-FERMI (Lowy et al. 2023; REFERENCE §3): test error and fairness
+// DP-FERMI (Lowy et al. 2022): test error and fairness
 // violation of private fair logistic regression on Adult, Credit and
 // Parkinsons, and of the VGG-like CNN on UTKFace, over λ and ε.
 //
@@ -29,14 +29,14 @@ package bench
 // _LR, _OPTIMIZER, _EPS and _LAMBDAS (default 0,5,20) its learning rate,
 // optimizer, ε list and λ list. With FAIRDP_BENCH_OUT every run's numbers go to
 // $FAIRDP_BENCH_OUT/fermi_<case>.csv. The tables are printed in markdown
-// beside REFERENCE §3's cells. The GPU-host command for UTKFace at the
+// beside the DP-FERMI reference code's published results (fermiReferenceCode). The GPU-host command for UTKFace at the
 // paper's settings is
 //
 //	fairdp train --preset fermi-utkface-paper --lambda L --out DIR
 //
 // TestFERMIReferenceRegulariser (also FAIRDP_FULL=1, 4–5 minutes)
-// re-implements the paper's reference-code regulariser beside REFERENCE
-// §3's ERMI on Adult at ε = ∞: the evidence for the λ scale in
+// re-implements the paper's reference-code regulariser beside the paper's
+// ERMI (Lowy et al. 2022) on Adult at ε = ∞: the evidence for the λ scale in
 // bench/results/fermi.md.
 
 import (
@@ -63,7 +63,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 )
 
-// fermiReferenceCode holds REFERENCE §3's cells (test error, DP violation;
+// fermiReferenceCode holds the DP-FERMI reference code's cells (test error, DP violation;
 // mean of 15 runs, demographic parity, logistic regression). They are the
 // outputs of the paper's public reference code (its 1×1 W, one-group
 // penalty), not numbers printed in the paper, which has only figures.
@@ -236,7 +236,7 @@ func fermiGrid(t *testing.T, c fermiCase, seeds, workers int) []*fermiCell {
 }
 
 // fermiTable prints the grid as a markdown table, with the reference code's cell
-// where REFERENCE §3 has one.
+// where fermiReferenceCode has one.
 func fermiTable(t *testing.T, c fermiCase, cfg trainer.Config, cells []*fermiCell) {
 	t.Helper()
 	var b strings.Builder
@@ -312,7 +312,7 @@ func fermiDirection(t *testing.T, cells []*fermiCell, eps float64, lambdas []flo
 }
 
 // fermiNearReferenceCode checks the acceptance for Credit and Parkinsons: test
-// error and DP violation within tol of REFERENCE §3's cells.
+// error and DP violation within tol of the reference code's cells (fermiReferenceCode).
 func fermiNearReferenceCode(t *testing.T, cells []*fermiCell, dataset string, eps float64, lambdas []float64, tol float64) {
 	t.Helper()
 	for _, l := range lambdas {
@@ -428,7 +428,7 @@ func TestFERMIQuick(t *testing.T) {
 				fermiDirection(t, cells, 1, c.lambdas, 0.7)
 			default:
 				// Credit and Parkinsons are nearly fair already at λ = 0
-				// (REFERENCE §3: DP violation .02 and .07, and the violation
+				// (reference code at λ = 0: DP violation .02 and .07, and the violation
 				// depends on the split): check that the private model is as
 				// accurate as the reference code's λ = 0 cell, within budget.
 				p := fermiReferenceCode[c.name][1][0]
@@ -534,7 +534,7 @@ func TestFERMIFull(t *testing.T) {
 	}
 }
 
-// fermiRefReg selects which terms of REFERENCE §3's ψ_i a regulariser
+// fermiRefReg selects which terms of ψ_i (Lowy et al. 2022, Theorem C.1) a regulariser
 // keeps: the groups r (rows of W) and the class columns j of F = (1−p, p).
 // All groups and both columns is ERMI; the public reference code's
 // logistic path (dp_fermi.py in devanshgupta160/Stochastic-Differentially-
@@ -645,10 +645,10 @@ func fermiRefEval(d *loaders.Dataset, theta []float64) (errRate, dpViol float64)
 	return float64(wrong) / float64(d.N()), metrics.DemographicParity(pred, d.Groups, 2, len(d.GroupNames))
 }
 
-// TestFERMIReferenceRegulariser is the evidence for the λ scale (issue 5,
+// TestFERMIReferenceRegulariser is the evidence for the λ scale (the
 // acceptance "ε = ∞, λ = 1 → DP violation ≤ 0.02"): on Adult at ε = ∞, the
 // reference code's logistic regulariser (one group's term of the sigmoid
-// column) against REFERENCE §3's ψ (ERMI), trained by the same test-only
+// column) against the paper's ψ (ERMI; Lowy et al. 2022, Theorem C.1), trained by the same test-only
 // SGDA, same split as the bench cases, seeds 1..FAIRDP_FERMI_SEEDS.
 // FAIRDP_FERMI_REF_LR lists η_θ values (default: the paper's 0.005 and the
 // presets' 0.05).
@@ -669,7 +669,7 @@ func TestFERMIReferenceRegulariser(t *testing.T) {
 	regs := []fermiRefReg{
 		{name: "reference, group Male", groups: []int{male}, cols: []int{1}},
 		{name: "reference, group Female", groups: []int{female}, cols: []int{1}},
-		{name: "ERMI (REFERENCE §3 ψ)", groups: []int{male, female}, cols: []int{0, 1}},
+		{name: "ERMI (paper's ψ)", groups: []int{male, female}, cols: []int{0, 1}},
 	}
 	grid := map[string][]float64{
 		regs[0].name: {0, 0.25, 0.5, 1},
@@ -697,8 +697,8 @@ func TestFERMIReferenceRegulariser(t *testing.T) {
 		}
 	}
 	t.Log(b.String())
-	// REFERENCE §3, Adult ε = ∞, λ = 1: .1869 / .0055 (reference code's
-	// results). Measured (bench/results/fermi.md): the reference
+	// Reference code's results, Adult ε = ∞, λ = 1: .1869 / .0055
+	// (fermiReferenceCode). Measured (bench/results/fermi.md): the reference
 	// regulariser's λ = 1 costs the reference code's error and cuts the violation
 	// 4× more than ERMI at λ = 1, which needs λ ≈ 4–8 for the same cut;
 	// penalising the low-rate group instead raises the violation.
@@ -725,7 +725,7 @@ func TestFERMIReferenceRegulariser(t *testing.T) {
 
 // TestFERMIAdultEOPreset checks that fermi-adult-eo is fermi-adult with
 // exactly the three changes its doc comment and bench/results/fermi.md
-// justify: η_θ = 0.005 (REFERENCE §3's reference hyper-parameter),
+// justify: η_θ = 0.005 (the DP-FERMI reference code's tabular rate),
 // equalized odds, λ = 4.
 func TestFERMIAdultEOPreset(t *testing.T) {
 	dp, eo := trainer.Defaults(), trainer.Defaults()
@@ -751,7 +751,7 @@ func TestFERMIAdultEOPreset(t *testing.T) {
 // fermi-parkinsons, equalized odds with fermi-adult-eo)
 // from the committed sweep CSVs in results/, as test error against DP
 // violation, one curve per ε (mean ± sd over seeds), beside the reference
-// code's outputs of REFERENCE §3 (λ ∈ {0, 0.5, 1}, one curve per ε, named
+// code's outputs (fermiReferenceCode: λ ∈ {0, 0.5, 1}, one curve per ε, named
 // "reference code"). The reference points come from another regulariser
 // (its λ is not ours): compare the curves, not cells. Adult:
 // fermi_adult_sweep.csv (λ ≤ 8, 5 seeds) and fermi_adult_sweep_ext.csv
@@ -774,7 +774,7 @@ func TestFERMITradeoffPlots(t *testing.T) {
 	fermiTradeoffPlot(t, dir, "adult", "eo", all[:1], "fermi_adult_eo_curve.csv")
 }
 
-// fermiReferenceCodeEO holds REFERENCE §3's equalized-odds cells (test
+// fermiReferenceCodeEO holds the DP-FERMI reference code's equalized-odds cells (test
 // error, EO violation), also reference-code outputs.
 var fermiReferenceCodeEO = map[string]map[float64]map[float64][2]float64{
 	"adult": {0.5: {0: {.1653, .2291}, 0.25: {.1821, .0337}, 0.5: {.2375, .0017}}},

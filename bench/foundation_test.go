@@ -36,7 +36,7 @@ func full(t *testing.T) {
 
 // TestFoundationVGGStepOnUTKFace: one training step of the ≈1.6M-parameter
 // VGG-like CNN on a batch of 64 real 128×128×3 UTKFace images runs and lowers
-// the loss on that batch (issue 2 acceptance; REFERENCE §9 layout).
+// the loss on that batch (the peer-figure layout of bench/RESULTS.md).
 func TestFoundationVGGStepOnUTKFace(t *testing.T) {
 	dir := sharedData()
 	if dir == "" {
@@ -86,8 +86,8 @@ func TestFoundationVGGStepOnUTKFace(t *testing.T) {
 }
 
 // TestFoundationAdultBaseline: non-private logistic regression on Adult with
-// the DP-FERMI preprocessing, the default job over 5 seeds (REFERENCE §3,
-// ε=∞ λ=0 cell .1555/.1980).
+// the DP-FERMI preprocessing, the default job over 5 seeds (the DP-FERMI
+// reference code's ε=∞ λ=0 cell is .1555/.1980).
 func TestFoundationAdultBaseline(t *testing.T) {
 	full(t)
 	var errSum, dpSum float64
@@ -109,7 +109,7 @@ func TestFoundationAdultBaseline(t *testing.T) {
 }
 
 // TestFoundationMNISTCNN: 2 epochs of non-private training of the
-// 431,080-parameter MNIST CNN reach ≥ 97 % test accuracy (issue 2).
+// 431,080-parameter MNIST CNN reach ≥ 97 % test accuracy.
 func TestFoundationMNISTCNN(t *testing.T) {
 	full(t)
 	if sharedData() == "" {

@@ -1,7 +1,7 @@
 package bench
 
-// Jagielski et al. 2019, "Differentially private fair learning" (REFERENCE
-// §6): DP post-processing for equalized odds and the DP oracle learner, on
+// Jagielski et al. 2019, "Differentially private fair learning": DP
+// post-processing for equalized odds and the DP oracle learner, on
 // Adult (sensitive attribute sex, 75/25 split, base classifier: logistic
 // regression without the attribute).
 //

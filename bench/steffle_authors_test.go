@@ -1,6 +1,6 @@
 package bench
 
-// The SteFFLe grid under the authors' code's protocol (issue 17): the
+// The SteFFLe grid under the authors' code's protocol: the
 // rows come from TestSteffleFull with FAIRDP_STEFFLE_PROTOCOL=authors
 // (see bench/results/steffle.md, "Authors' protocol"); this file turns the
 // CSV into the tables (means and paired differences with 95 % confidence

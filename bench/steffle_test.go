@@ -1,6 +1,6 @@
 package bench
 
-// SteFFLe acceptance experiments (REFERENCE §5, issue 6): Credit card,
+// SteFFLe acceptance experiments (the SteFFLe paper's setting): Credit card,
 // demographic parity, sensitive attributes private (--scope sensitive),
 // ε per silo with δ = 1/ñ², in-process federation, split by AGE with
 // heterogeneity h. Every run uses the same 75/25 split (split seed 1, as
@@ -412,8 +412,8 @@ func steffleDiff(a, b []steffleResult, f func(steffleResult) float64) string {
 
 // TestSteffleQuick checks, on 3 epochs with one seed, that every silo of
 // an N = 3 federation ends within its ε = 1 and that one silo reproduces
-// central DP-FERMI's test metrics exactly (issue 6: "N = 1 reproduces
-// central DP-FERMI"; the unit test TestOneSiloIsCentralDPFERMI compares
+// central DP-FERMI's test metrics exactly (one silo is the central
+// algorithm; the unit test TestOneSiloIsCentralDPFERMI compares
 // the parameters).
 func TestSteffleQuick(t *testing.T) {
 	p := steffleParams{epochs: 3, lr: steffleLR, clip: steffleClip}
@@ -463,7 +463,7 @@ func TestSteffleFull(t *testing.T) {
 				t.Errorf("%s: spent ε %v above the budget %v", s.key(uint64(i+1)), r.spent, s.eps)
 			}
 		}
-		// Issue 6: one silo is central DP-FERMI, seed by seed.
+		// One silo is central DP-FERMI, seed by seed.
 		central := s
 		central.variant = "central"
 		if c, ok := res[central]; ok && s.variant == "1" {

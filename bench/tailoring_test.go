@@ -1,6 +1,6 @@
 package bench
 
-// Privacy-budget tailoring (Alabi and Wiggins 2023; REFERENCE §7): DPSE
+// Privacy-budget tailoring (Alabi and Wiggins 2023): DPSE
 // (budget split by DP standard errors) against DPNoSE (uniform split) on the
 // paper's synthetic groups, y = x·β_k + N(0, 1), x ~ N(0, 1).
 //
@@ -28,7 +28,7 @@ package bench
 //  3. Bounded group loss on experiment 1's data: the largest group MSPE of
 //     DPSE with the constraint against DPNoSE without it.
 //
-// TestTailoringReadings and TestTailoringTwoGroupFigures (issue 17, below)
+// TestTailoringReadings and TestTailoringTwoGroupFigures (below)
 // run the readings of the paper's text on experiment 1's data and the
 // two-group experiments as the paper specifies them.
 
@@ -324,9 +324,9 @@ func tailoringBGL(t *testing.T, md *strings.Builder, trials int) {
 	}
 }
 
-// The readings of the tailoring paper that issue 17 asks to test (REFERENCE
-// §7, corrected): the five-group tables' generator is not in the paper, so
-// the five-group data above (fiveSizes, fiveSlopes) are run under each reading the
+// The readings of the tailoring paper (Alabi and Wiggins 2023) to test: the
+// five-group tables' generator is not in the paper, so the five-group data
+// above (fiveSizes, fiveSlopes) are run under each reading the
 // text allows and set beside the paper's table; the two-group experiments
 // (σ_e = 1, Δ = 2, β ∈ [−5, 5]^P, 1,000 trials) are fully specified and are
 // run as written, with their figures as PNG plots. Every run goes through
@@ -340,7 +340,7 @@ func tailoringBGL(t *testing.T, md *strings.Builder, trials int) {
 // FAIRDP_TAILORING_OBJECTIVES (default "sums,means") the objectives the
 // two-group figures run, in order.
 
-// paperFive is REFERENCE §7's five-group table: per group, DPNoSE and DPSE
+// paperFive is the five-group table of Alabi and Wiggins 2023 (Tables 1–3): per group, DPNoSE and DPSE
 // at ρ = 2, 4.5 and 8.
 var paperFive = [5][6]float64{
 	{1.02, 1.27, 1.01, 1.26, 1.01, 1.25},

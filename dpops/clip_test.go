@@ -70,8 +70,7 @@ func relErr(got, want []float64) float64 {
 
 // checkClip compares the tap-based engine with the brute-force loop for one
 // model: per-sample norms, clipped sum under per-sample bounds, every clipped
-// contribution within its bound, and C = ∞ equal to the batch gradient
-// (issue 3, "Exactness tests").
+// contribution within its bound, and C = ∞ equal to the batch gradient.
 func checkClip[T nn.Float](t *testing.T, spec models.Spec, tol float64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m, err := models.New[T](spec, rng)

@@ -27,7 +27,7 @@ func ExampleRegularizer() {
 	// Output: mean ψ at W* = 0.2525, ERMI = 0.2525
 }
 
-// Theorem 3.3's noise for the paper's Adult run (REFERENCE §3).
+// Theorem 3.3's noise (Lowy et al. 2022) for the paper's Adult run.
 func ExamplePaperSigmas() {
 	n := 33916
 	sigmaTheta, sigmaW, err := fermi.PaperSigmas(n, 0.3249, 6800, 5, 5, 1, 1/float64(n*n))

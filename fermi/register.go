@@ -6,7 +6,7 @@ import (
 )
 
 // init makes DP-FERMI available as --algo fermi and registers the paper's
-// settings as presets (REFERENCE §3 "Reference hyper-parameters").
+// settings as presets (Lowy et al. 2022, appendix F.2, and its reference code).
 func init() {
 	trainer.Register(Name, construct[float32], construct[float64])
 	for name, apply := range Presets {
@@ -40,7 +40,7 @@ func tabular(dataset string) func(*trainer.Config) {
 	}
 }
 
-// adultEO is fermi-adult-eo, equalized odds on Adult (issue 5's "EO
+// adultEO is fermi-adult-eo, equalized odds on Adult (the acceptance "EO
 // violation ≤ 0.05 at error ≤ 0.24" at ε = 1). It is fermi-adult except:
 // η_θ = PaperLR, the paper's 0.005: with the presets' 0.05 the model
 // converges further, the regulariser overshoots the true-positive-rate gap
@@ -86,7 +86,7 @@ const PresetClip = 0.5
 // PresetLR is η_θ of the tabular presets (plain SGD).
 const PresetLR = 0.05
 
-// PaperLR is the reference code's tabular η_θ (REFERENCE §3), used by
+// PaperLR is the DP-FERMI reference code's tabular η_θ, used by
 // fermi-adult-eo.
 const PaperLR = 0.005
 

@@ -9,7 +9,7 @@ import (
 
 // Part selects which terms of ψ_i a gradient covers. The privacy scope
 // "sensitive" clips and noises only the terms that depend on the sensitive
-// attribute s_i (REFERENCE §3: only the second term of ψ_i does).
+// attribute s_i (only the second term of ψ_i does; Lowy et al. 2022, Theorem C.1).
 type Part int
 
 const (
@@ -25,7 +25,7 @@ const (
 
 // Regularizer is the fairness player of DP-FERMI's min-max game: the
 // matrices W (one k×l matrix for demographic parity, one per label for
-// equalized odds) and the group frequencies ψ_i needs (REFERENCE §3):
+// equalized odds) and the group frequencies ψ_i needs (Lowy et al. 2022, Theorem C.1):
 //
 //	ψ_i(θ, W) = -Σ_{r,j} W_rj² F_j(x_i) + 2 Σ_j W_{s_i j} F_j(x_i) / sqrt(p̂_S(s_i)) - 1
 //
@@ -191,7 +191,7 @@ func (r *Regularizer) GradW(probs []float64, s, y int, part Part, scale float64,
 }
 
 // OptimalW returns the maximiser of the mean of ψ_i over the given samples
-// for fixed θ (REFERENCE §3), all matrices in W's layout:
+// for fixed θ (Lowy et al. 2022), all matrices in W's layout:
 //
 //	W*_rj = p̂(j, r) / (sqrt(p̂_S(r)) p̂(j))
 //

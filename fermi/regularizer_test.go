@@ -67,7 +67,7 @@ func meanPsi(reg *Regularizer, probs []float64, s, y []int) float64 {
 }
 
 // TestPsiTable checks ψ_i and ∂ψ_i/∂W against values computed by hand from
-// the REFERENCE §3 formulas for k = l = 2, W = [[1, 0], [0.5, -1]],
+// the formulas of Lowy et al. 2022 (Theorem C.1) for k = l = 2, W = [[1, 0], [0.5, -1]],
 // p̂_S = (0.25, 0.75).
 func TestPsiTable(t *testing.T) {
 	reg, err := NewRegularizer(2, 2, false, []float64{0.25, 0.75})
@@ -102,9 +102,9 @@ func TestPsiTable(t *testing.T) {
 }
 
 // TestPsiAtOptimumIsERMI: at the closed-form maximiser W*, the mean of ψ_i
-// equals ERMI computed directly by metrics (REFERENCE §3 identity, §2
-// definitions), for demographic parity and for equalized odds (one W per
-// label, p̂(s | y)), with several class and group counts.
+// equals ERMI computed directly by metrics (the identity and the ERMI
+// definitions of Lowy et al. 2022), for demographic parity and for equalized
+// odds (one W per label, p̂(s | y)), with several class and group counts.
 func TestPsiAtOptimumIsERMI(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct{ n, l, k int }{{40, 2, 2}, {200, 3, 4}, {500, 9, 5}} {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestWNoiseIsHardened is issue 27 item 6: W's noise V_t was drawn with the
+// TestWNoiseIsHardened: W's noise V_t was drawn with the
 // textbook float64 sampler and W is released at full float64 precision
 // (report.json extra.fermi.w), where no rounding to float32 weights covers
 // the sampler's low-order bits. V_t now comes from the floating-point-safe

@@ -64,15 +64,16 @@ func MLP[T nn.Float](in int, hidden []int, classes, batch int, rng *rand.Rand) (
 	return Zoo[T](models.Spec{Arch: "mlp", InShape: []int{in}, Classes: classes, Hidden: hidden}, batch, rng)
 }
 
-// MNISTCNN is REFERENCE §9's MNIST CNN on c×h×w images (h, w ≥ 16): two
-// 5×5 Conv2d with ReLU and 2×2 MaxPool2D, then dense 500 and the classes.
+// MNISTCNN is the classic 2-conv/2-linear MNIST CNN (DPSGD-F's 431K network) on
+// c×h×w images (h, w ≥ 16): two 5×5 Conv2d with ReLU and 2×2 MaxPool2D, then
+// dense 500 and the classes.
 func MNISTCNN[T nn.Float](c, h, w, classes, batch int, rng *rand.Rand) (*Net, error) {
 	return Zoo[T](models.Spec{Arch: "mnist-cnn", InShape: []int{c, h, w}, Classes: classes}, batch, rng)
 }
 
-// VGG is REFERENCE §9's VGG-like CNN on c×h×w images (h, w multiples of
-// 16): six 3×3 padded Conv2d with ReLU and MaxPool2D 2, 2, 4, then dense
-// 160, 64 and the classes.
+// VGG is the VGG-like CNN of bench/RESULTS.md's peer figures on c×h×w images
+// (h, w multiples of 16): six 3×3 padded Conv2d with ReLU and MaxPool2D 2, 2,
+// 4, then dense 160, 64 and the classes.
 func VGG[T nn.Float](c, h, w, classes, batch int, rng *rand.Rand) (*Net, error) {
 	return Zoo[T](models.Spec{Arch: "vgg", InShape: []int{c, h, w}, Classes: classes}, batch, rng)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // LeastSquaresCSC is the private cost-sensitive classification oracle of
-// Jagielski et al.'s DP oracle learner (REFERENCE §6), after Agarwal et al.'s
+// Jagielski et al.'s DP oracle learner (2019), after Agarwal et al.'s
 // least-squares learner: given for every record the cost c⁰ᵢ of predicting 0
 // and c¹ᵢ of predicting 1, it fits one least-squares regression per cost
 // vector, β^j = (XᵀX + ρI)⁻¹ Xᵀc^j, and predicts 1 where the fitted cost of

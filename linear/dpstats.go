@@ -111,7 +111,7 @@ func (s SufficientStats) Solve(ridge float64) ([]float64, error) {
 // of std XNorm·Y/√(2·rhoXtY). Both releases are charged to acct (which
 // refuses them, before any noise is drawn, if they exceed its budget), so
 // the release is (rhoXtX + rhoXtY)-zCDP for add/remove-one neighbours
-// (REFERENCE §7). label names the data in the receipt, e.g. "group 2".
+// (Bun and Steinke 2016). label names the data in the receipt, e.g. "group 2".
 // Each noisy entry is drawn with dpops.ScalarGaussian, the sampler that
 // resists floating-point attacks.
 func NoisyStats(r *rand.Rand, st SufficientStats, b Bounds, rhoXtX, rhoXtY float64, acct *accounting.ZCDP, label string) (SufficientStats, error) {

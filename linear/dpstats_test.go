@@ -76,7 +76,7 @@ func TestClippedStatsBruteForce(t *testing.T) {
 }
 
 // TestNoisyStatsSpendsExactly: the release costs exactly ρ_XtX + ρ_XtY with
-// ρ = Δ²/(2σ²) (REFERENCE §7), Δ = XNorm² for XᵀX and XNorm·Y for XᵀY.
+// ρ = Δ²/(2σ²) (Bun and Steinke 2016), Δ = XNorm² for XᵀX and XNorm·Y for XᵀY.
 func TestNoisyStatsSpendsExactly(t *testing.T) {
 	acct, _ := accounting.NewZCDP(1)
 	st := SufficientStats{XtX: mat.NewSymDense(2, []float64{4, 1, 1, 3}), XtY: []float64{1, 2}}

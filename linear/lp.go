@@ -10,9 +10,9 @@ import (
 	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
-// Hardt et al.'s equalized-odds linear program (REFERENCE §6), shared by the
-// non-private post-processing (ε = ∞) and Jagielski et al.'s private one,
-// which only feeds it noisy cells and a looser bound.
+// Hardt et al.'s equalized-odds linear program (as Jagielski et al. 2019 use
+// it), shared by the non-private post-processing (ε = ∞) and Jagielski et al.'s
+// private one, which only feeds it noisy cells and a looser bound.
 //
 // The base classifier's output is a bin b ∈ {0..K-1}: its 0/1 prediction Ŷ
 // (K = 2, the paper's setting) or a bin of its score. The post-processed
@@ -142,7 +142,7 @@ func (c Cells) validate() error {
 // ErrUndefinedRate is returned (wrapped) when a constrained rate has no
 // records to be computed from: Q(a, y) ≤ 0 for some group and label. With
 // noisy cells this is how noise makes the LP meaningless.
-var ErrUndefinedRate = errors.New("a group has no records (or a non-positive noisy count) for a constrained label")
+var ErrUndefinedRate = errors.New("linear: a constrained rate is undefined: a group has no records (or a non-positive noisy count) for its label")
 
 // LPSolution is an optimum of Hardt's LP.
 type LPSolution struct {
@@ -158,7 +158,7 @@ const lpTolerance = 1e-10
 
 // SolveHardtLP minimises the expected error over p subject to
 // |rate(u,y) − rate(v,y)| ≤ bound for the compared groups and labels, and
-// 0 ≤ p ≤ 1 (REFERENCE §6). Private post-processing passes bound = γ +
+// 0 ≤ p ≤ 1 (Jagielski et al. 2019). Private post-processing passes bound = γ +
 // slack. It fails with ErrUndefinedRate when a constrained Q(a, y) ≤ 0. The
 // LP itself is always feasible otherwise (a constant p gives every group the
 // same rates), so the simplex starts from the feasible basis p = 0.

@@ -11,7 +11,7 @@ import (
 	"fairdp/dpops/accounting"
 )
 
-// Jagielski et al.'s DP oracle learner (REFERENCE §6, their Algorithm 3): a
+// Jagielski et al.'s DP oracle learner (2019, their Algorithm 3): a
 // private version of Agarwal et al.'s reduction of fair classification to a
 // game between an auditor and a learner. The auditor holds Lagrange
 // multipliers λ ∈ R₊^K, ‖λ‖₁ ≤ B, one per sign of every constrained rate

@@ -12,9 +12,9 @@ import (
 	"fairdp/dpops/accounting"
 )
 
-// advancedTotal is the advanced-composition ε (Dwork–Rothblum–Vadhan,
-// REFERENCE §6/§8) of one release of epsC and k releases of eps1, written
-// out independently of the accountant.
+// advancedTotal is the advanced-composition ε (Dwork, Rothblum and Vadhan 2010,
+// as Jagielski et al. 2019 use it) of one release of epsC and k releases of
+// eps1, written out independently of the accountant.
 func advancedTotal(epsC, eps1 float64, k int, delta float64) float64 {
 	fk := float64(k)
 	return math.Sqrt(2*math.Log(1/delta)*(epsC*epsC+fk*eps1*eps1)) + epsC*math.Expm1(epsC) + fk*eps1*math.Expm1(eps1)

@@ -1,6 +1,6 @@
 package linear
 
-// The Jagielski et al. pipeline (REFERENCE §6) as one library call: load
+// The Jagielski et al. (2019) pipeline as one library call: load
 // and split the data (or read an external model's scores), fit the base
 // classifier, post-process it privately (Config.Algo "postproc") or train
 // the DP oracle learner ("oracle"), and score the result, with the report
@@ -565,7 +565,7 @@ func baseRates(s *FairSplit, threshold float64, groupNames []string) metrics.Spl
 
 // ErrFairFailed wraps the reason of a private LP or oracle game that
 // failed: the report is written and says so, and the budget was spent.
-var ErrFairFailed = errors.New("failed")
+var ErrFairFailed = errors.New("linear: the private post-processing LP or oracle game failed")
 
 // RunJagielski is the whole pipeline in one call: LoadFairData, RunFair,
 // and with cfg.Out set WriteFairOutputs. A failed private LP or oracle
@@ -592,7 +592,7 @@ func RunJagielski(ctx context.Context, cfg trainer.Config) (*trainer.Report, err
 // failed (wrapping ErrFairFailed), else nil.
 func FairFailure(rep *trainer.Report) error {
 	if res := FairExtra(rep); res != nil && res.Failed {
-		return fmt.Errorf("%s %w: %s (the privacy budget was spent; the report says so)", rep.Algorithm, ErrFairFailed, res.Reason)
+		return fmt.Errorf("%w (%s): %s (the privacy budget was spent; the report says so)", ErrFairFailed, rep.Algorithm, res.Reason)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Jagielski et al.'s DP post-processing (REFERENCE §6): a regulator who holds
+// Jagielski et al.'s DP post-processing (2019): a regulator who holds
 // the sensitive attribute makes a given classifier fair for equalized odds
 // while keeping every person's group membership ε-differentially private.
 //
@@ -119,7 +119,7 @@ func CountCells(bin, group, label []int, bins, groups int) ([]float64, error) {
 //
 //	slack = 4(K−1) ln(2K|A|/β) / (min Q̃(a,y) · m · ε)
 //
-// For the paper's K = 2 bins this is REFERENCE §6's 4 ln(4|A|/β)/(min q̃ m ε).
+// For the paper's K = 2 bins this is Jagielski et al.'s 4 ln(4|A|/β)/(min q̃ m ε).
 // (Derivation for K bins: a union bound puts every one of the 2K|A| cells
 // within 2 ln(2K|A|/β)/(mε) of its true value; a post-processed rate
 // Σ_b p_b q(b,a,y)/Q(a,y) then moves by at most (K−1) times that over Q(a,y),
@@ -279,7 +279,7 @@ func (r PostProcessResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out{r.Failed, r.Reason, r.Slack, r.Objective, r.Cells.Q, r.Model})
 }
 
-// PostProcess runs DP post-processing (REFERENCE §6) on the base
+// PostProcess runs DP post-processing (Jagielski et al. 2019) on the base
 // classifier's bins: it counts the (bin, group, label) cells, adds
 // Laplace(2/(mε)) to every cell fraction (none for ε = ∞), clamps them at 0,
 // and solves Hardt et al.'s LP with bound γ + PostProcessSlack. r draws the
@@ -388,7 +388,7 @@ type GroupRates struct {
 type ExpectedRates struct {
 	Error float64 `json:"error"`
 	// EOViolation is the larger of FPRGap and TPRGap: the largest pairwise
-	// difference, as metrics.EqualizedOdds (REFERENCE §2).
+	// difference, as metrics.EqualizedOdds.
 	EOViolation float64      `json:"eo_violation"`
 	FPRGap      float64      `json:"fpr_gap"`
 	TPRGap      float64      `json:"tpr_gap"`

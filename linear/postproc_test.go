@@ -14,7 +14,7 @@ import (
 	"fairdp/metrics"
 )
 
-// TestPostProcessSlack checks REFERENCE §6's slack
+// TestPostProcessSlack checks Jagielski et al.'s (2019) slack
 // 4 ln(4|A|/β)/(min q̃_{ay} m ε) and its K-bin generalisation.
 func TestPostProcessSlack(t *testing.T) {
 	for _, tc := range []struct {

@@ -21,7 +21,7 @@ type Loss int
 
 const (
 	// Squared is the squared error (m − y)², so a group's mean loss is its
-	// mean squared prediction error (MSPE, REFERENCE §2).
+	// mean squared prediction error (MSPE, the measure of Alabi and Wiggins 2023).
 	Squared Loss = iota
 	// Logistic is the negative log-likelihood log(1 + eᵐ) − y·m of a
 	// label y ∈ {0, 1} under P(y = 1) = 1/(1 + e⁻ᵐ).

@@ -216,7 +216,7 @@ func TestPredictAndIntercept(t *testing.T) {
 }
 
 func TestLossValues(t *testing.T) {
-	// REFERENCE §2: a group's mean squared loss is its MSPE.
+	// A group's mean squared loss is its MSPE (metrics.MSPE).
 	for _, tc := range []struct {
 		loss      Loss
 		m, y      float64

@@ -11,7 +11,7 @@ import (
 )
 
 // SyntheticGroup is one group of the budget-tailoring paper's synthetic
-// regression data (REFERENCE §7): N records with features x ~ N(0, I_d) and
+// regression data (Alabi and Wiggins 2023): N records with features x ~ N(0, I_d) and
 // targets y = Intercept + xᵀSlope + N(0, NoiseStd²).
 type SyntheticGroup struct {
 	Name      string    // "" names the group g1, g2, …

@@ -10,7 +10,7 @@ import (
 )
 
 // TestSyntheticRecoversGroups: each group follows y = a + xᵀβ_k + N(0, σ²)
-// (REFERENCE §7): per-group OLS recovers a and β_k within 5 standard errors
+// (Alabi and Wiggins 2023): per-group OLS recovers a and β_k within 5 standard errors
 // (SE ≈ σ/√n) and the residual variance within 5 sd (sd ≈ σ²√(2/n)).
 func TestSyntheticRecoversGroups(t *testing.T) {
 	groups := []SyntheticGroup{

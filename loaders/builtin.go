@@ -11,13 +11,14 @@ import (
 )
 
 // Built-in schemas for the tabular data sets of the reproduced papers
-// (REFERENCE §3 and §4, and the data directory's README). Category lists are
-// declared in the schema rather than fitted on the training split: they are
-// the columns' documented domains (exactly the values occurring in the
-// files after the schema's row dropping and recoding), so the feature
-// dimension does not depend on the random split (Adult's 102 features for
-// any 75/25 split) and a model trained on one split can score another. The
-// numeric statistics are still fitted on the training split only.
+// (DP-FERMI, Lowy et al. 2022; DPSGD-F, Xu, Du and Wu 2021; and the data
+// directory's README). Category lists are declared in the schema rather than
+// fitted on the training split: they are the columns' documented domains
+// (exactly the values occurring in the files after the schema's row dropping
+// and recoding), so the feature dimension does not depend on the random split
+// (Adult's 102 features for any 75/25 split) and a model trained on one split
+// can score another. The numeric statistics are still fitted on the training
+// split only.
 
 // adultColumns are the 15 fields of adult.data/adult.test (adult.names).
 var adultColumns = []string{"age", "workclass", "fnlwgt", "education", "education-num", "marital-status",

@@ -47,7 +47,7 @@ func sumCounts(a, b []int) []int {
 
 // TestBuiltinFeatureCounts: every categorical column of a built-in
 // declares its categories, so the dimension follows from the schema alone.
-// REFERENCE §3: Adult 102, Credit 85, Parkinsons 19; Dutch 59 is ours
+// DP-FERMI (Lowy et al. 2022): Adult 102, Credit 85, Parkinsons 19; Dutch 59 is ours
 // (DPSGD-F's 35 comes from an unpublished preprocessing).
 func TestBuiltinFeatureCounts(t *testing.T) {
 	want := map[string]int{"adult": 102, "communities": 121, "credit": 85, "parkinsons": 19, "dutch": 59}
@@ -195,7 +195,7 @@ func TestEmbeddedAdultIsTheUCIFile(t *testing.T) {
 }
 
 // TestLoadBuiltinAdultFromEmbeddedCopy runs where no data directory exists:
-// adult comes from the embedded copy, with REFERENCE §3's numbers: 45,222
+// adult comes from the embedded copy, with DP-FERMI's Adult numbers: 45,222
 // rows, Male 30,527 / Female 14,695, 102 features, n = 33,916 for training.
 func TestLoadBuiltinAdultFromEmbeddedCopy(t *testing.T) {
 	t.Chdir(t.TempDir())
@@ -273,7 +273,8 @@ func TestAdultFilesFacts(t *testing.T) {
 	}
 }
 
-// TestBuiltinsOnRealData: the data README's counts and REFERENCE §3.
+// TestBuiltinsOnRealData: the data README's counts and DP-FERMI's feature
+// counts (Lowy et al. 2022).
 func TestBuiltinsOnRealData(t *testing.T) {
 	dir := tabDataDir(t)
 	cases := []struct {
@@ -285,13 +286,14 @@ func TestBuiltinsOnRealData(t *testing.T) {
 		labels   []int // per LabelNames
 		firstSrc string
 	}{
-		// REFERENCE §3: 45,222 rows, 102 features, Male 30,527 / Female
+		// DP-FERMI's Adult: 45,222 rows, 102 features, Male 30,527 / Female
 		// 14,695, n = 33,916; >50K: 11,208 of the kept rows (counted with a
 		// separate script when writing the test).
 		{"adult", 45222, 33916, 102, []int{30527, 14695}, []int{34014, 11208}, "adult/adult.data"},
-		// README: 30,000 rows, Y=1 6,636, SEX 2 (female) 18,112 / 1 11,888; REFERENCE §3: 85 features.
+		// README: 30,000 rows, Y=1 6,636, SEX 2 (female) 18,112 / 1 11,888;
+		// DP-FERMI: 85 features.
 		{"credit", 30000, 22500, 85, []int{11888, 18112}, []int{23364, 6636}, "credit_default/default_of_credit_card_clients.csv"},
-		// README: 5,875 rows, sex 0: 4,008, sex 1: 1,867; REFERENCE §3: 19
+		// README: 5,875 rows, sex 0: 4,008, sex 1: 1,867; DP-FERMI: 19
 		// features; 2,934 rows above the median 27.576 (separate script).
 		{"parkinsons", 5875, 4406, 19, []int{4008, 1867}, []int{2941, 2934}, "parkinsons/parkinsons_updrs.data"},
 		// README: 60,420 rows, sex 1: 30,147 / 2: 30,273, occupation 2_1

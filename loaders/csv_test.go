@@ -297,7 +297,7 @@ func TestDataErrorFormat(t *testing.T) {
 	}
 }
 
-// TestHostileFiles is issue 13 item 8: a UTF-16 file is named as such (not
+// TestHostileFiles: a UTF-16 file is named as such (not
 // "expected 5 fields, got 1"), and a huge field is not echoed whole.
 func TestHostileFiles(t *testing.T) {
 	utf16 := func(s string, bom []byte, le bool) []byte {

@@ -20,7 +20,7 @@ func loadFriction(t *testing.T, csv, schema string) (*Dataset, *Dataset, error) 
 	return train, test, err
 }
 
-// TestSchemaFriction is issue 13 item 9: the keys that let a CSV from the
+// TestSchemaFriction: the keys that let a CSV from the
 // wild be read without renaming every column by hand.
 func TestSchemaFriction(t *testing.T) {
 	// An unnamed index column, a repeated header name, extra columns, a

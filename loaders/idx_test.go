@@ -385,7 +385,8 @@ func imageDataDir(tb testing.TB, sub string) string {
 	return dir
 }
 
-// Facts from /work/shared/data/README.md (mnist row) and REFERENCE §4.
+// Facts from the data directory's README (mnist row) and Xu, Du and Wu 2021
+// (class 8 cut to 500).
 func TestLoadMNISTReal(t *testing.T) {
 	dir := imageDataDir(t, "mnist")
 	train, test, err := LoadMNIST(dir, MNISTOptions{})

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestNotesOneVsRestAndCounts is issue 27 items 14 and 6: a label given by
+// TestNotesOneVsRestAndCounts: a label given by
 // positive values alone is said to make every other value negative (a
 // three-valued column became one-vs-rest without a word), from the schema
 // alone; and a set whose notes count records (rows dropped or filtered

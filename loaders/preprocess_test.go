@@ -672,7 +672,7 @@ func TestLoadCSVGroupOnlyInTestFile(t *testing.T) {
 	}
 }
 
-// TestExtremeValues is issue 13 item 8: cells near ±1.8e308 are legal
+// TestExtremeValues: cells near ±1.8e308 are legal
 // float64 and must standardise to finite features, not overflow into an
 // internal error far from the file.
 func TestExtremeValues(t *testing.T) {

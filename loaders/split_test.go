@@ -10,8 +10,8 @@ import (
 )
 
 // TestSplitIndicesSizes checks floor(frac·n) training records, as
-// scikit-learn's train_test_split: REFERENCE §3 (Adult n = 33,916 of
-// 45,222 at 75 %) and §4 (n = 36,177 = 80 % of 45,222).
+// scikit-learn's train_test_split: DP-FERMI (Adult n = 33,916 of
+// 45,222 at 75 %) and DPSGD-F (n = 36,177 = 80 % of 45,222).
 func TestSplitIndicesSizes(t *testing.T) {
 	cases := []struct {
 		n      int

@@ -35,7 +35,7 @@ var (
 )
 
 const (
-	// utkDefaultSize is DP-FERMI's input size (REFERENCE §3: 128×128).
+	// utkDefaultSize is DP-FERMI's input size (Lowy et al. 2022: 128×128).
 	utkDefaultSize = 128
 	// utkMaxSize bounds Size so that a typo cannot ask for terabytes.
 	utkMaxSize = 1024
@@ -151,7 +151,7 @@ func hasJPGSuffix(name string) bool {
 }
 
 // UTKAgeBucket maps an age in years to DP-FERMI's nine buckets
-// (0,10], (10,15], …, (50,60], (60,120] (REFERENCE §3); ok is false outside (0,120].
+// (0,10], (10,15], …, (50,60], (60,120] (Lowy et al. 2022); ok is false outside (0,120].
 func UTKAgeBucket(age int) (bucket int, ok bool) {
 	if age <= 0 {
 		return 0, false

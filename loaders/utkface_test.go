@@ -131,7 +131,8 @@ func TestParseUTKName(t *testing.T) {
 	}
 }
 
-// REFERENCE §3: buckets (0,10], (10,15], (15,20], (20,25], (25,30], (30,40], (40,50], (50,60], (60,120].
+// DP-FERMI's (Lowy et al. 2022) buckets (0,10], (10,15], (15,20], (20,25],
+// (25,30], (30,40], (40,50], (50,60], (60,120].
 func TestUTKAgeBucket(t *testing.T) {
 	tests := []struct {
 		age, bucket int

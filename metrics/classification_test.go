@@ -42,7 +42,7 @@ func checkRow(t *testing.T, got GroupMetrics, want row) {
 }
 
 // TestPerGroupHand checks per-group rates on the hand-worked records of
-// fairness_test.go (the REFERENCE.md §2 violations are built from them).
+// fairness_test.go (the DP and EO violations are built from them).
 func TestPerGroupHand(t *testing.T) {
 	tests := []struct {
 		name    string

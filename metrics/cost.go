@@ -2,7 +2,7 @@ package metrics
 
 import "fmt"
 
-// EqualCostTau is DPSGD-F's threshold τ = 0.05 (REFERENCE.md §2): privacy
+// EqualCostTau is DPSGD-F's threshold τ = 0.05 (Xu, Du and Wu 2021): privacy
 // costs the groups equally when their accuracy drops differ by at most τ.
 const EqualCostTau = 0.05
 
@@ -30,13 +30,13 @@ type CostReport struct {
 // counts, so a gap that is exactly τ on paper may land an ulp above it.
 const gapSlack = 1e-12
 
-// CostOfPrivacy compares per-group accuracies of a private model with those
-// of a non-private baseline evaluated on the same records (REFERENCE.md §2,
-// DPSGD-F). Groups are matched by name and reported in the order of private;
-// N is the private row's. A group that is empty in either list is reported
-// but left out of MaxGap, since its accuracy means nothing. It panics if a
-// private group has no baseline row of the same name: both lists should come
-// from Evaluate with the same group names.
+// CostOfPrivacy compares per-group accuracies of a private model with those of
+// a non-private baseline evaluated on the same records (DPSGD-F's cost of
+// privacy, Xu, Du and Wu 2021). Groups are matched by name and reported in the
+// order of private; N is the private row's. A group that is empty in either
+// list is reported but left out of MaxGap, since its accuracy means nothing. It
+// panics if a private group has no baseline row of the same name: both lists
+// should come from Evaluate with the same group names.
 func CostOfPrivacy(private, baseline []GroupMetrics, tau float64) CostReport {
 	base := make(map[string]GroupMetrics, len(baseline))
 	for _, g := range baseline {

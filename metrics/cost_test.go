@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestCostOfPrivacyTable1 uses REFERENCE.md §4 "Table 1 of the paper" (DPSGD-F)
-// with the §2 "Cost of privacy" rule: the SGD row is the baseline and the
+// TestCostOfPrivacyTable1 uses Table 1 of the DPSGD-F paper (Xu, Du and Wu 2021)
+// with its "cost of privacy" rule: the SGD row is the baseline and the
 // private accuracies are SGD + the tabulated differences.
 func TestCostOfPrivacyTable1(t *testing.T) {
 	tests := []struct {

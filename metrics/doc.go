@@ -1,6 +1,6 @@
 // Package metrics measures what fairdp promises: accuracy for every group,
 // not only on average, and how far a model is from demographic parity and
-// equalized odds (REFERENCE.md §2).
+// equalized odds (as defined in Lowy et al. 2022, appendix F.1).
 //
 // Every trainer reports through the same few functions so that numbers from
 // DP-FERMI, DPSGD-F, Jagielski et al. and budget tailoring are comparable:

@@ -1,7 +1,7 @@
 package metrics
 
 // ERMIDemographicParity is the exponential Rényi mutual information between
-// soft predictions and the sensitive group (REFERENCE.md §2), the quantity
+// soft predictions and the sensitive group (Lowy et al. 2022), the quantity
 // DP-FERMI regularises:
 //
 //	Σ_j Σ_r p̂(ŷ=j, s=r)² / (p̂(ŷ=j) p̂_S(r)) - 1,  p̂(ŷ=j, s=r) = (1/n) Σ_{i: s_i=r} F_j(x_i).
@@ -22,7 +22,7 @@ func ERMIDemographicParity(probs []float64, s []int, l, k int) float64 {
 	return t.ermi()
 }
 
-// ERMIEqualizedOdds is the conditional ERMI of REFERENCE.md §2, the
+// ERMIEqualizedOdds is the conditional ERMI of Lowy et al. 2022, the
 // equalized-odds form of DP-FERMI's regulariser:
 //
 //	Σ_y p̂(y) · [Σ_j Σ_r p̂(j, r | y)² / (p̂(j | y) p̂(r | y)) - 1],

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestERMIHand checks REFERENCE.md §2 "ERMI (demographic parity)" and
-// "ERMI (equalized odds)" on values worked by hand.
+// TestERMIHand checks ERMI for demographic parity and for equalized odds
+// (Lowy et al. 2022) on values worked by hand.
 func TestERMIHand(t *testing.T) {
 	// Joint masses per group: (1.4, 0.6) and (0.8, 1.2); class marginals
 	// (2.2, 1.8); groups of 2: Σ J²/(M_j N_r) = 2.6/4.4 + 1.8/3.6 = 12/11.
@@ -70,7 +70,7 @@ func randomSoft(rng *rand.Rand, n, l, k int) (probs []float64, y, s []int) {
 }
 
 // chiSquare is the independent χ² form of ERMI on the rows selected by keep:
-// Σ_{j,r} (p̂(j,r) - p̂(j) p̂(r))² / (p̂(j) p̂(r)), which equals the §2 sum
+// Σ_{j,r} (p̂(j,r) - p̂(j) p̂(r))² / (p̂(j) p̂(r)), which equals the ERMI sum
 // minus 1 when the rows are probability vectors.
 func chiSquare(probs []float64, s []int, l, k int, keep func(i int) bool) float64 {
 	n := 0
@@ -144,7 +144,7 @@ func TestERMIChiSquare(t *testing.T) {
 	}
 }
 
-// TestERMIMaximiserIdentity checks REFERENCE.md §3: at W*_{rj} = p̂(j,r) /
+// TestERMIMaximiserIdentity checks Lowy et al. 2022's identity: at W*_{rj} = p̂(j,r) /
 // (sqrt(p̂_S(r)) p̂(j)) the mean of ψ_i equals ERMI. This is the min-max form
 // DP-FERMI optimises, so it is a third, independent path to the number.
 func TestERMIMaximiserIdentity(t *testing.T) {
@@ -189,7 +189,7 @@ func TestERMIMaximiserIdentity(t *testing.T) {
 	}
 }
 
-// TestERMIZeroAtParity: §2 says ERMI is 0 exactly at demographic parity.
+// TestERMIZeroAtParity: ERMI is 0 exactly at demographic parity.
 // Every group holds whole copies of the same base rows (a different number
 // of copies per group), so the mean soft prediction is the same everywhere.
 func TestERMIZeroAtParity(t *testing.T) {

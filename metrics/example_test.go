@@ -57,7 +57,7 @@ func ExampleERMIDemographicParity() {
 
 // DPSGD-F's question: does privacy cost every group about the same?
 func ExampleCostOfPrivacy() {
-	// Adult, DPSGD against SGD (REFERENCE.md §4, Table 1).
+	// Adult, DPSGD against SGD (Xu, Du and Wu 2021, Table 1).
 	baseline := []metrics.GroupMetrics{{Group: "M", N: 6000, Accuracy: .7610}, {Group: "F", N: 3000, Accuracy: .9117}}
 	private := []metrics.GroupMetrics{{Group: "M", N: 6000, Accuracy: .6870}, {Group: "F", N: 3000, Accuracy: .8836}}
 	rep := metrics.CostOfPrivacy(private, baseline, metrics.EqualCostTau)

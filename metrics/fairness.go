@@ -1,6 +1,6 @@
 package metrics
 
-// DemographicParity is the demographic-parity violation of REFERENCE.md §2:
+// DemographicParity is the demographic-parity violation (Lowy et al. 2022, appendix F.1):
 // the largest difference, over classes c and pairs of groups, of
 // P[ŷ=c | s=s1] - P[ŷ=c | s=s2]. For a binary task it equals fairlearn's
 // demographic_parity_difference. Groups without records are ignored; with
@@ -26,7 +26,7 @@ func dpViolation(cms [][]int, classes int) float64 {
 	return worst
 }
 
-// EqualizedOdds is the equalized-odds violation of REFERENCE.md §2: the
+// EqualizedOdds is the equalized-odds violation (Lowy et al. 2022, appendix F.1): the
 // largest difference, over classes c and pairs of groups, of P[ŷ=c | s, y=c]
 // or of P[ŷ=c | s, y≠c]. For a binary task it equals fairlearn's
 // equalized_odds_difference(agg="worst_case"), the larger of the TPR and FPR

@@ -30,8 +30,8 @@ var multiTriples = [][3]int{
 	{2, 0, 0}, {2, 1, 1},
 }
 
-// TestViolationsHand checks the §2 definitions of REFERENCE.md
-// ("Demographic-parity violation", "Equalized-odds violation") on
+// TestViolationsHand checks the definitions of the demographic-parity and
+// equalized-odds violations (Lowy et al. 2022, appendix F.1) on
 // hand-computed cases.
 func TestViolationsHand(t *testing.T) {
 	tests := []struct {
@@ -70,7 +70,7 @@ func TestViolationsHand(t *testing.T) {
 	}
 }
 
-// bruteDP is the literal REFERENCE.md §2 definition: max over c, s1, s2 of
+// bruteDP is the literal definition: max over c, s1, s2 of
 // |P[ŷ=c|s1] - P[ŷ=c|s2]|, each probability counted by a scan of the data.
 func bruteDP(pred, s []int, classes, groups int) float64 {
 	prob := func(c, g int) (float64, bool) {
@@ -100,7 +100,7 @@ func bruteDP(pred, s []int, classes, groups int) float64 {
 	return worst
 }
 
-// bruteEO is the literal §2 equalized-odds definition by scanning the data.
+// bruteEO is the literal equalized-odds definition by scanning the data.
 func bruteEO(pred, y, s []int, classes, groups int) float64 {
 	prob := func(c, g int, sameLabel bool) (float64, bool) {
 		hit, n := 0, 0
@@ -165,7 +165,7 @@ func TestViolationsBruteForce(t *testing.T) {
 	}
 }
 
-// TestViolationsMatchFairlearn checks the binary identities of REFERENCE.md §2:
+// TestViolationsMatchFairlearn checks the binary identities with fairlearn:
 // DP = fairlearn's demographic_parity_difference = max - min selection rate,
 // EO = equalized_odds_difference(agg="worst_case") = max(TPR gap, FPR gap),
 // with the per-group rates taken from PerGroup.

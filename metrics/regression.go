@@ -6,7 +6,7 @@ import (
 )
 
 // MSPE is the mean squared prediction error (1/n) Σ (pred_i - y_i)², the
-// accuracy measure of group-aware budget tailoring (REFERENCE.md §2). It is
+// accuracy measure of group-aware budget tailoring (Alabi and Wiggins 2023). It is
 // NaN for n = 0 (no records, no error to average) and panics if the lengths
 // differ.
 func MSPE(pred, y []float64) float64 {

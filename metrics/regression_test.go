@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestMSPE checks REFERENCE.md §2 "MSPE per group" on hand-computed values.
+// TestMSPE checks the per-group MSPE on hand-computed values.
 func TestMSPE(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -52,8 +52,8 @@ func TestGroupMSPE(t *testing.T) {
 }
 
 // TestEvaluateRegressionJSON: a perfect group still reports "mspe": 0, an
-// empty group reports no mspe, and no classification number appears (issue
-// 27, item 12: "error": 0, "accuracy": 0 read as a perfect classifier).
+// empty group reports no mspe, and no classification number appears
+// ("error": 0, "accuracy": 0 would read as a perfect classifier).
 // Read back, the split is the one written.
 func TestEvaluateRegressionJSON(t *testing.T) {
 	sp := EvaluateRegression([]float64{1, 2, 4}, []float64{1, 2, 2}, []int{0, 0, 2}, []string{"big", "none", "small"})

@@ -10,7 +10,7 @@ import (
 )
 
 // TestEvaluateJSON pins the `train`/`test` object of report.json on the
-// hand-worked binary records (violations from REFERENCE.md §2: DP 0.1,
+// hand-worked binary records (violations: DP 0.1,
 // EO 1/3).
 func TestEvaluateJSON(t *testing.T) {
 	pred, y, s := records(binaryTriples)

@@ -11,7 +11,7 @@ import (
 // Throughput of one full training step in float32 on synthetic inputs
 // (the Step of trainer's SGD and DPSGD and of package fermi's DP-FERMI, as
 // `fairdp train` runs them, then SGD's update), to compare with
-// REFERENCE §9's peer figures (PyTorch tuned 6.62M / 4,193 /
+// the peer figures in bench/RESULTS.md (PyTorch tuned 6.62M / 4,193 /
 // 18.8 samples/s; Opacus DP-SGD 1.20M / 504 / 9.5 for logistic / MNIST CNN /
 // VGG-like). cpu-s/op (user+system CPU per step, all threads) shows what a
 // step costs when other jobs share the machine. Run with
@@ -91,7 +91,7 @@ func (s *stepper) stepFunc(tb testing.TB, kind string) func() {
 }
 
 func benchStep(b *testing.B, spec Spec, batch int, kind string) {
-	backend.SetThreads(1) // nn parallelises over the batch itself (REFERENCE §9 "tuned")
+	backend.SetThreads(1) // nn parallelises over the batch itself (like the "tuned" peer runs)
 	s := newStepper(b, spec, batch)
 	run := s.stepFunc(b, kind)
 	run() // sizes every layer's buffers

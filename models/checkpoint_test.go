@@ -354,7 +354,7 @@ func checkLoad(t *testing.T, data []byte) {
 	}
 }
 
-// TestCustomModelCheckpoint is issue 14's acceptance "a checkpoint of a
+// TestCustomModelCheckpoint checks "a checkpoint of a
 // custom (non-zoo) model round-trips bit-exactly": a network assembled from
 // nn layers saves its layer list and loads back with the same layers and
 // every parameter bit for bit. It includes a convolution with a per-axis

@@ -1,7 +1,8 @@
 // Package models is fairdp's model zoo: the sequential networks the papers
 // train (binary and multinomial logistic regression, an MLP, the 431,080-
 // parameter MNIST CNN of DPSGD-F and the 1.6M-parameter VGG-like CNN of
-// DP-FERMI, REFERENCE §9), built from package nn's layers.
+// DP-FERMI, in the layouts of bench/RESULTS.md's peer figures), built from
+// package nn's layers.
 //
 // It exists so that every trainer builds, initialises, saves and reloads the
 // same networks in the same way: a Spec names a network completely, New builds

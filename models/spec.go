@@ -326,9 +326,10 @@ func (cs *convStack) pool(k int) {
 	cs.h, cs.w = cs.h/k, cs.w/k
 }
 
-// planMNISTCNN is REFERENCE §9's MNIST CNN: Conv(C→20, 5×5), ReLU, MaxPool 2,
-// Conv(20→50, 5×5), ReLU, MaxPool 2, Flatten, Linear(→500), ReLU,
-// Linear(500→Classes). Pools floor odd sizes, so any H, W ≥ 16 works.
+// planMNISTCNN is the classic MNIST CNN (DPSGD-F's 431K network): Conv(C→20,
+// 5×5), ReLU, MaxPool 2, Conv(20→50, 5×5), ReLU, MaxPool 2, Flatten,
+// Linear(→500), ReLU, Linear(500→Classes). Pools floor odd sizes, so any H, W ≥
+// 16 works.
 func (s Spec) planMNISTCNN() ([]layerPlan, error) {
 	c, h, w, err := s.imageShape()
 	if err != nil {
@@ -352,11 +353,12 @@ func (s Spec) planMNISTCNN() ([]layerPlan, error) {
 		layerPlan{kind: kindLinear, in: 500, out: s.Classes}), nil
 }
 
-// planVGG is REFERENCE §9's 9-layer VGG-like CNN: six 3×3 convolutions with
-// padding 1 (32, 32, 64, 64, 128, 128 channels) with MaxPool 2, 2, 4 after
-// each pair, then Linear(→160), Linear(160→64), Linear(64→Classes), ReLU
-// after every hidden layer. H and W must be multiples of 16 (the pools divide
-// by 16); the first Linear layer's width follows the input size.
+// planVGG is the 9-layer VGG-like CNN of bench/RESULTS.md's peer figures
+// (DP-FERMI does not fully specify its own): six 3×3 convolutions with padding
+// 1 (32, 32, 64, 64, 128, 128 channels) with MaxPool 2, 2, 4 after each pair,
+// then Linear(→160), Linear(160→64), Linear(64→Classes), ReLU after every
+// hidden layer. H and W must be multiples of 16 (the pools divide by 16); the
+// first Linear layer's width follows the input size.
 func (s Spec) planVGG() ([]layerPlan, error) {
 	c, h, w, err := s.imageShape()
 	if err != nil {

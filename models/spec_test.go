@@ -9,17 +9,17 @@ import (
 )
 
 // TestParamCounts checks parameter counts computed from the spec alone and
-// counted on the built model. The first two rows are REFERENCE §9's
-// "parameters" column (MNIST CNN 431,080; VGG-like 1,608,777; logistic 103);
+// counted on the built model. The first three rows are the peer layouts' parameter
+// counts (MNIST CNN 431,080, DPSGD-F's "431K"; VGG-like 1,608,777; logistic 103);
 // the others are hand sums of the same layouts.
 func TestParamCounts(t *testing.T) {
 	tests := []struct {
 		spec Spec
 		want int
 	}{
-		{Spec{Arch: "mnist-cnn", InShape: []int{1, 28, 28}, Classes: 10}, 431080}, // REFERENCE §9
-		{Spec{Arch: "vgg", InShape: []int{3, 128, 128}, Classes: 9}, 1608777},     // REFERENCE §9
-		{Spec{Arch: "logistic", InShape: []int{102}, Classes: 2}, 103},            // REFERENCE §9
+		{Spec{Arch: "mnist-cnn", InShape: []int{1, 28, 28}, Classes: 10}, 431080},
+		{Spec{Arch: "vgg", InShape: []int{3, 128, 128}, Classes: 9}, 1608777},
+		{Spec{Arch: "logistic", InShape: []int{102}, Classes: 2}, 103},
 		// multinomial: 102·3 + 3
 		{Spec{Arch: "logistic", InShape: []int{102}, Classes: 3}, 309},
 		// images are flattened: 784 + 1

@@ -24,8 +24,8 @@ func init() { models.LibraryStep = libraryStep }
 
 // libraryStep builds the algorithm algo ("sgd", "dpsgd" or "fermi") as
 // `fairdp train --algo algo` would with the defaults (DP-FERMI: demographic
-// parity, λ = 10, --scope all), C = 1 and σ = 1 (Opacus's setting in
-// REFERENCE §9), on a training set that is exactly the benchmark's batch
+// parity, λ = 10, --scope all), C = 1 and σ = 1 (the Opacus peer runs'
+// setting), on a training set that is exactly the benchmark's batch
 // (q = 1) with a synthetic binary sensitive attribute, and returns one full
 // step: the algorithm's Step (forward, loss, backward, and for the private
 // ones per-sample clipping, noise and the accountant's charge) followed by

@@ -11,7 +11,7 @@ import (
 	"fairdp/nn"
 )
 
-// Benchmarks of the layer sizes of REFERENCE §9 in float32. Each reports
+// Benchmarks of the peer layouts' layer sizes (bench/RESULTS.md) in float32. Each reports
 // samples/s for a training step of the layer (Forward, Backward, ParamGrads)
 // and, under /dp, the DP-SGD step (Forward, Backward, SqNorms,
 // ParamGrads(scale)). Run with

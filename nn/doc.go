@@ -46,6 +46,7 @@
 // The layers are fairdp's own ops rather than Gorgonia graph nodes: Gorgonia
 // v0.9.18 runs everything but GEMM on one core, unrolls whole batches for its
 // convolutions (9 GB for the VGG-like batch) and allocates every step, which
-// made it 4–5× slower than PyTorch here (REFERENCE §9). graph.Export rebuilds
+// made it 4–5× slower than PyTorch here (measured on a 2-core machine with
+// the same layouts). graph.Export rebuilds
 // any model as a Gorgonia graph and the tests check the two agree.
 package nn

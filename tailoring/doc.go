@@ -1,6 +1,6 @@
 // Package tailoring is group-aware privacy-budget tailoring for linear and
 // logistic regression (Alabi and Wiggins, "Privacy Budget Tailoring in
-// Private Data Analysis", TMLR 2023; REFERENCE §7).
+// Private Data Analysis", TMLR 2023).
 //
 // Why: with one budget spread evenly, the Gaussian noise of a private fit is
 // the same for every group, but a small group's statistics are sums over
@@ -43,7 +43,7 @@
 //     named by its method, ρ and index, whatever ran before), and one with other
 //     settings is refused.
 //
-// Choices this implementation makes where REFERENCE §7 leaves room, each
+// Choices this implementation makes where the paper leaves room, each
 // visible in Options or the receipt:
 //
 //   - The paper reads ℓ_k two ways, and Options.Objective picks one.

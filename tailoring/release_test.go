@@ -14,7 +14,7 @@ import (
 	"fairdp/trainer"
 )
 
-// TestRunChargesEveryReleasedFit (issue 27, item 4): report.json's means,
+// TestRunChargesEveryReleasedFit: report.json's means,
 // spreads, extremes and shares are computed from every trial of every
 // method at every ρ, so its receipt composes all those fits (zCDP adds ρ);
 // one fit's receipt is extra.tailoring.fit_privacy. The expected totals

@@ -143,8 +143,8 @@ type Options struct {
 	Steps int
 	// LR is stage 2's step size on the gradient of h (default 0.1).
 	LR float64
-	// GradClip is the per-example gradient norm bound Δ (default 2,
-	// REFERENCE §7).
+	// GradClip is the per-example gradient norm bound Δ (default 2, the
+	// paper's two-group setting).
 	GradClip float64
 	// LossClip bounds each example's loss in the released group losses, their
 	// sensitivity (default Bounds.Y² for squared loss, 10 for logistic).
@@ -406,7 +406,7 @@ func Uniform(k int) []float64 {
 }
 
 // Normalise returns s_k = sqrt(S_k/n_k) / sqrt(Σ_j S_j/n_j), so that
-// Σ s_k² = 1 (REFERENCE §7). It reports false (and returns nil) when some
+// Σ s_k² = 1 (Alabi and Wiggins 2023). It reports false (and returns nil) when some
 // S_k ≤ 0, where the standard error is undefined.
 func Normalise(residuals []float64, sizes []int) ([]float64, bool) {
 	if len(residuals) != len(sizes) {
@@ -426,7 +426,7 @@ func Normalise(residuals []float64, sizes []int) ([]float64, bool) {
 	return s, true
 }
 
-// EstimateStandardErrors is stage 1 (REFERENCE §7), τ-zCDP: τ is cut into
+// EstimateStandardErrors is stage 1 (the paper's Algorithm 1), τ-zCDP: τ is cut into
 // K+1 equal parts; the first buys the pooled DP OLS fit β̃ (half for XᵀX with
 // Analyze-Gauss noise, half for XᵀY, data clipped to Bounds), part k+1 buys
 // the noisy sum S_k of group k's squared residuals (y − xᵀβ̃)², each clipped
@@ -513,7 +513,7 @@ func standardErrors(d *Data, o Options, noisy linear.SufficientStats, ridge floa
 }
 
 // GroupBudgets is stage 2's per-iteration zCDP budget of each group's
-// release: μ s_k² / (2T) (REFERENCE §7) when the gradient and the loss are
+// release: μ s_k² / (2T) (the paper's Algorithm 2) when the gradient and the loss are
 // both released (constraint on), μ s_k² / T for the gradient alone.
 func GroupBudgets(s []float64, mu float64, steps int, releasesPerStep int) []float64 {
 	out := make([]float64, len(s))

@@ -53,7 +53,7 @@ func TestNormalise(t *testing.T) {
 		sizes     []int
 		want      []float64
 	}{
-		// s_k² ∝ S_k/n_k (REFERENCE §7).
+		// s_k² ∝ S_k/n_k (Alabi and Wiggins 2023).
 		{[]float64{4, 9, 1}, []int{1, 1, 1}, []float64{0.5345224838248488, 0.8017837257372732, 0.2672612419124244}},
 		{[]float64{10, 10}, []int{10, 1}, []float64{math.Sqrt(1.0 / 11), math.Sqrt(10.0 / 11)}},
 		{[]float64{2, 2, 2, 2}, []int{5, 5, 5, 5}, []float64{0.5, 0.5, 0.5, 0.5}},
@@ -102,7 +102,7 @@ func TestSharesSumToOne(t *testing.T) {
 }
 
 // TestStageOneSpendsExactlyTau: τ in K+1 equal parts, the first halved
-// between XᵀX and XᵀY (REFERENCE §7).
+// between XᵀX and XᵀY (Alabi and Wiggins 2023, Algorithm 1).
 func TestStageOneSpendsExactlyTau(t *testing.T) {
 	d := newData(t, threeGroups(t, 1), linear.Squared)
 	o := DefaultOptions(10, testBounds)
@@ -794,8 +794,8 @@ func TestWarmStart(t *testing.T) {
 	}
 }
 
-// TestTrialStreamsDoNotRecoverStatistics reproduces the audit's attack
-// (issue 27, item 3): stage 1 first releases the noisy XᵀX and XᵀY, whose
+// TestTrialStreamsDoNotRecoverStatistics reproduces an audit's attack: stage
+// 1 first releases the noisy XᵀX and XᵀY, whose
 // noise is the stream's standard normals times a std ∝ 1/√ρ, so if trial i
 // at ρ and at 4ρ drew from one stream, 2y₄ − y₁ would be the exact
 // statistic. Each fit's stream must be its own: the combination must miss

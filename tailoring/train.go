@@ -134,8 +134,8 @@ func replay(total, stage *accounting.ZCDP) error {
 	return nil
 }
 
-// Train runs stage 1 (DPSE only) and stage 2 (REFERENCE §7): T iterations
-// of projected gradient descent on the Lagrangian
+// Train runs stage 1 (DPSE only) and stage 2 (Alabi and Wiggins 2023,
+// Algorithm 2): T iterations of projected gradient descent on the Lagrangian
 //
 //	h(β) = Σ_k ℓ_k(β) + G·[g ≥ 0]·g,  g = max_k ℓ_k(β) − η,
 //

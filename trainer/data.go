@@ -48,7 +48,8 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 		}
 		opts := loaders.MNISTOptions{}
 		if cfg.Dataset == "mnist-unbalanced" {
-			// DPSGD-F's unbalanced MNIST: class 8 cut to 500 training images (REFERENCE §4).
+			// DPSGD-F's unbalanced MNIST: class 8 cut to 500 training images
+			// (Xu, Du and Wu 2021).
 			opts = loaders.MNISTOptions{KeepClass: 8, KeepN: 500, Rand: r}
 		}
 		train, test, err = loaders.LoadMNIST(dir, opts)

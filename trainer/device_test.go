@@ -42,7 +42,7 @@ func TestDeviceCudaRefusals(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Errorf("sgd-optimizer dpsgd on cuda: %v", err)
 	}
-	// What runs on the device since issue 16's second round: DPSGD-F and
+	// What else runs on the device: DPSGD-F and
 	// Naive, momentum, Adam and weight decay.
 	for _, mutate := range []func(*Config){
 		func(c *Config) { c.Algo = "dpsgdf" },

@@ -16,7 +16,7 @@ import (
 )
 
 // TestDPSGDEmptyBatch: an empty Poisson batch is legal; it still releases
-// noise and is still charged to the accountant (issue 3, Sampling).
+// noise and is still charged to the accountant, as Poisson sampling's analysis assumes.
 func TestDPSGDEmptyBatch(t *testing.T) {
 	job, a := smallDPSGD(t, nil)
 	m, err := models.New[float64](ModelSpec(job.Cfg, job.Train), rand.New(rand.NewPCG(1, 1)))

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestCheckOut is issue 27 item 10's library half: an output directory
+// TestCheckOut, the library half of --out's guard: an output directory
 // holding an earlier run's model or report is refused (naming the file),
 // an empty, missing or unrelated one is not.
 func TestCheckOut(t *testing.T) {
@@ -50,7 +50,7 @@ func TestCheckOut(t *testing.T) {
 	}
 }
 
-// TestStaleTempsRemoved is issue 27 item 14's leftover temporary files: a
+// TestStaleTempsRemoved: a
 // run killed with SIGKILL leaves ".metrics.jsonl.tmpNNN" (and the like) in
 // Config.Out and its checkpoint directory; the next run there removes
 // those of its own files, and nothing else.

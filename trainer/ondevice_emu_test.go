@@ -319,7 +319,7 @@ func TestOnDeviceUnseededReceipt(t *testing.T) {
 	if n := deviceNoiseNote(true); strings.Contains(n, "CSPRNG") {
 		t.Errorf("seeded note claims a CSPRNG: %q", n)
 	}
-	// Issue 27 item 6: the receipt says the sampler is a truncated textbook
+	// The receipt says the sampler is a truncated textbook
 	// one; the bound is Box–Muller's largest draw, u1 = 2⁻⁵³.
 	bound := fmt.Sprintf("truncated at ±%.3gσ", math.Sqrt(-2*math.Log(0x1p-53)))
 	if n := run.rep.Privacy.Note; !strings.Contains(n, bound) || !strings.Contains(n, "not hardened") {

@@ -22,7 +22,7 @@ const (
 	MethodDPSGD  Method = "dpsgd"  // DP-SGD (Abadi et al. 2016)
 	MethodDPSGDF Method = "dpsgdf" // DPSGD-F: group-wise adaptive clipping (Xu et al. 2021)
 	MethodNaive  Method = "naive"  // DP-SGD with noisy group reweighting
-	MethodFERMI  Method = "fermi"  // DP-FERMI: private and fair (Lowy et al. 2023)
+	MethodFERMI  Method = "fermi"  // DP-FERMI: private and fair (Lowy et al. 2022)
 )
 
 // Sampling is how a private run draws its batches.

@@ -16,7 +16,7 @@ import (
 	"fairdp/models"
 )
 
-// TestUnregisteredMethodNamesImport is issue 27's library friction: a
+// TestUnregisteredMethodNamesImport: a
 // Method whose package the program does not import (MethodFERMI without
 // `import _ "fairdp/fermi"`) compiled, passed NewPrivate and Prepare, and
 // failed only in Train with `Algo "fermi" is unknown (known: [dpsgd sgd])`.

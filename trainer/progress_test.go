@@ -41,7 +41,7 @@ func barLines(t *testing.T, seed uint64, exact bool) []string {
 	return frames
 }
 
-// TestProgressBarHidesBatchSizes is issue 27 item 6: the terminal bar of a
+// TestProgressBarHidesBatchSizes: the terminal bar of a
 // private run showed samples/s from the exact Poisson batch sizes, so two
 // runs on the same records with different sampling drew different bars.
 // It now shows the expected batch size's rate: the frames are the same
@@ -56,7 +56,7 @@ func TestProgressBarHidesBatchSizes(t *testing.T) {
 	}
 }
 
-// TestDivergedErrorHidesLosses is issue 27 item 6: the divergence error
+// TestDivergedErrorHidesLosses: the divergence error
 // printed the exact batch losses of a private run; it now says only that
 // the run diverged, unless exact statistics were asked for.
 func TestDivergedErrorHidesLosses(t *testing.T) {

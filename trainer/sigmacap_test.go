@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// TestSigmaCap is issue 27 item 2: a given Privacy.Sigma with a finite
+// TestSigmaCap: a given Privacy.Sigma with a finite
 // Privacy.Epsilon is refused when the accountant shows it spends more (the
 // old code ran it and reported ε = 1 beside a receipt of ε ≈ 50), and runs
 // when it stays within (ε is then a cap). The ε each σ spends is derived

@@ -16,7 +16,7 @@ import (
 	"fairdp/trainer"
 )
 
-// TestSplitRecordFindsHeldOut is issue 27 item 7 in the library: the
+// TestSplitRecordFindsHeldOut, in the library: the
 // model.ckpt of a run records its split, and LoadEvalData on the same data
 // gives back exactly the run's test records, whatever the seed it is
 // given, for Prepare and PrepareCheckpointed, seeded or not; another file
@@ -94,7 +94,7 @@ func TestSplitRecordFindsHeldOut(t *testing.T) {
 	}
 }
 
-// TestReceiptDeclaresDataCounts is issue 27 item 6: the notes train prints
+// TestReceiptDeclaresDataCounts: the notes train prints
 // ("dropped N rows with a missing cell ... before splitting") count the
 // training records too, so a private run's receipt lists them under
 // not_covered; a private run whose data needed no dropping, and a run that

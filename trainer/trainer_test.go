@@ -43,10 +43,10 @@ func quick(t *testing.T, mutate func(*Config)) (*Report, string) {
 func TestDefaultRunWritesTheContract(t *testing.T) {
 	rep, dir := quick(t, func(c *Config) { c.Algo = "sgd" })
 	if rep.Train.N+rep.Test.N != 45222 {
-		t.Errorf("Adult has %d records, want 45,222 (REFERENCE §3)", rep.Train.N+rep.Test.N)
+		t.Errorf("Adult has %d records, want 45,222 (DP-FERMI's Adult)", rep.Train.N+rep.Test.N)
 	}
 	if rep.Test.Error > 0.17 || rep.Test.Error < 0.13 {
-		t.Errorf("test error %.4f, want about 0.15 (REFERENCE §3 ε=∞ λ=0: .1555)", rep.Test.Error)
+		t.Errorf("test error %.4f, want about 0.15 (DP-FERMI reference code, ε=∞ λ=0: .1555)", rep.Test.Error)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
@@ -161,7 +161,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // TestFloat64NoiseNote: a private float64 run's receipt says its noise was
-// not drawn with the hardened sampler (issue 19 item 5); float32 runs and
+// not drawn with the hardened sampler; float32 runs and
 // non-private runs say nothing of it.
 func TestFloat64NoiseNote(t *testing.T) {
 	for _, tc := range []struct {

@@ -50,7 +50,7 @@ func sampleConfigOf(t *testing.T, dir, data string, trainFrac float64) trainer.C
 	return cfg
 }
 
-// TestPrepareResolvesTrainFrac is issue 27 item 9 in the library: a
+// TestPrepareResolvesTrainFrac, in the library: a
 // TrainFrac of 0 takes the data's own (the schema's train_frac, the
 // built-in set's, else DefaultTrainFrac) and the job's Config records the
 // fraction used; a TrainFrac set wins. The old code refused 0 (Validate).

@@ -11,14 +11,13 @@ import (
 const smallGroup = 30
 
 // oneClassShare is the share of the test predictions in one class from
-// which a model counts as predicting one class for everyone (issue 27 item
-// 11): its selection rates are then (nearly) equal in every group whatever
-// the groups are, so DP and EO violations near 0 say nothing about
-// fairness.
+// which a model counts as predicting one class for everyone: its selection
+// rates are then (nearly) equal in every group whatever the groups are, so
+// DP and EO violations near 0 say nothing about fairness.
 const oneClassShare = 0.99
 
 // Warnings are the checks that catch meaningless results a report would
-// otherwise present as normal (issue 13): a classifier worse than always
+// otherwise present as normal: a classifier worse than always
 // predicting the test split's most frequent class, a sensitive attribute
 // with one group (so every fairness violation is 0 by construction), and
 // groups too small for their rates to mean anything, and a model that

@@ -38,7 +38,7 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-// TestOneClassWarning is issue 27 item 11: a classifier that predicts one
+// TestOneClassWarning: a classifier that predicts one
 // class for (almost) every test record has DP and EO violations near 0 by
 // construction; a warning says the fairness figures are vacuous. The
 // splits are scored from predictions by metrics.Evaluate, so the rates the

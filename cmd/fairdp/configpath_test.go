@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestConfigRelativePaths is issue 27 item 14: `train --config report.json`
+// TestConfigRelativePaths: `train --config report.json`
 // run from another directory than the original run read the report's
 // relative schema path from the working directory and failed on the bare
 // file. A path found next to the config is read from there; one found

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestDefaultDeltaRule is issue 13 item 7: every private algorithm's
+// TestDefaultDeltaRule: every private algorithm's
 // default δ is 1/n² of the records its guarantee covers (the training
 // split; for SteFFLe each silo's own records), δ ≥ 1/n is refused unless
 // --allow-large-delta is given, and then the receipt says so.

@@ -16,7 +16,7 @@ import (
 	"fairdp/trainer"
 )
 
-// TestEvalUsesStoredPreprocessing is issue 13 item 2: eval encodes data
+// TestEvalUsesStoredPreprocessing: eval encodes data
 // with the checkpoint's fitted preprocessing, so a schema listing the same
 // columns in another order gives the same result as the original, and a
 // schema whose columns differ is refused naming the difference.
@@ -120,7 +120,7 @@ func reportTest(t *testing.T, path string) (test any, n float64) {
 	return raw["test"], r.Test.Overall.N
 }
 
-// TestEvalScoresTheModelsOwnHeldOutSplit is issue 27 items 7 and 14: eval
+// TestEvalScoresTheModelsOwnHeldOutSplit: eval
 // on the training data scores exactly the records the model did not train
 // on, whatever --seed it is given and also for an unseeded run, reads the
 // model's own data when no --dataset is given (not the built-in Adult), and
@@ -222,7 +222,7 @@ func TestEvalRefusesCheckpointWithoutSplit(t *testing.T) {
 	}
 }
 
-// TestEvalSchemaFilter is issue 27 item 8: a schema whose filter differs
+// TestEvalSchemaFilter: a schema whose filter differs
 // from the one the model was trained with is refused, naming the filter
 // (the old code scored the checkpoint's population under the other
 // filter, without a word); the same filter is applied and said.

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestHostileInputsNeverPanic is issue 13 item 3's rule, "no input a user
+// TestHostileInputsNeverPanic checks the rule "no input a user
 // can give may produce a Go stack trace": odd data and odd flags end in a
 // result or an error, never a panic (a panic fails this test).
 func TestHostileInputsNeverPanic(t *testing.T) {

@@ -2,7 +2,7 @@ package main
 
 // `fairdp train --algo postproc|oracle` and `fairdp sweep --algo
 // postproc|oracle`: the flags and the printing of Jagielski et al.'s DP
-// post-processing and DP oracle learner (REFERENCE §6). The pipeline is
+// post-processing and DP oracle learner (Jagielski et al. 2019). The pipeline is
 // linear.RunFair; sweeps go through trainer.Sweep and its resumable
 // results file.
 

@@ -57,7 +57,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{}, "missing command"},
 		{[]string{"fly"}, "unknown command"},
 		{[]string{"train", "--epochs", "0"}, "--epochs"},
-		// Issue 27 item 14: sgd accepted a batch larger than the data (--limit caps the training records).
+		// sgd used to accept a batch larger than the data (--limit caps the
+		// training records).
 		{[]string{"train", "--algo", "sgd", "--batch", "100000", "--limit", "400", "--quiet"}, "--batch 100000 must be between 1 and the 400 training records"},
 		{[]string{"train", "--algo", "dpsgd", "--batch", "100000", "--limit", "400", "--quiet"}, "--batch 100000 must be between 1 and the 400 training records"},
 		{[]string{"train", "--epsilon", "-1"}, "positive number or inf"},
@@ -74,7 +75,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 }
 
-// TestSchemaFiles is issue 13 item 4: --schema alone trains on the
+// TestSchemaFiles: --schema alone trains on the
 // schema's files and test_files (not on the default built-in data), the
 // README's --dataset + --schema honours the declared test file, and a data
 // file outside the schema's files says the test_files were not used.
@@ -106,7 +107,7 @@ func TestSchemaFiles(t *testing.T) {
 	}
 }
 
-// TestOneGroup is issue 13 item 6: a sensitive column with one group is
+// TestOneGroup: a sensitive column with one group is
 // refused by the algorithms defined over groups and warned about by the
 // others, on screen and in report.json.
 func TestOneGroup(t *testing.T) {
@@ -136,7 +137,7 @@ func TestOneGroup(t *testing.T) {
 }
 
 // TestFieldErrorsNameFlags: the library names Config fields; the command
-// line names the flags that set them (issue 14).
+// line names the flags that set them.
 func TestFieldErrorsNameFlags(t *testing.T) {
 	_, _, err := runCLI(t, "train", "--epochs", "0", "--lr-w", "-1", "--count-noise-ratio", "0")
 	for _, want := range []string{"--epochs must be ≥ 1 (got 0)", "--lr-w must be ≥ 0 (got -1)", "--count-noise-ratio must be > 0"} {
@@ -151,7 +152,7 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 }
 
 // TestModelSpecFile: --model-spec trains a network described in JSON,
-// saves it in a checkpoint that eval reads back (issue 14 item 5).
+// saves it in a checkpoint that eval reads back.
 func TestModelSpecFile(t *testing.T) {
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "net.json")
@@ -179,7 +180,7 @@ func TestModelSpecFile(t *testing.T) {
 		!strings.Contains(err.Error(), "takes 7 inputs") {
 		t.Errorf("a spec that does not fit the data: %v", err)
 	}
-	// Issue 27 item 14: an empty spec said `unknown arch "custom"`.
+	// An empty spec used to say `unknown arch "custom"`.
 	for _, body := range []string{"", "{}", `{"layers": []}`, " \n"} {
 		os.WriteFile(spec, []byte(body), 0o644)
 		_, _, err := runCLI(t, "train", "--algo", "sgd", "--model-spec", spec, "--epochs", "1", "--limit", "300", "--quiet")
@@ -189,7 +190,7 @@ func TestModelSpecFile(t *testing.T) {
 	}
 }
 
-// TestSigmaWithEpsilon is issue 27 item 2 on the command line: --sigma with
+// TestSigmaWithEpsilon, on the command line: --sigma with
 // --epsilon is refused for every σ-taking algorithm when σ spends more,
 // quoting the ε that --sigma alone then spends (its receipt, derived, not
 // hard-coded) and naming the flags that fix it; --sigma alone is uncapped
@@ -227,7 +228,7 @@ func TestSigmaWithEpsilon(t *testing.T) {
 	}
 }
 
-// TestOutRefusesEarlierRun is issue 27 item 10: --out DIR holding an
+// TestOutRefusesEarlierRun: --out DIR holding an
 // earlier run's model and report is refused (the model is left untouched)
 // unless --overwrite, and --resume of a checkpointed run into its own
 // directory still works.
@@ -291,7 +292,7 @@ func TestOtherCommandsRefuseEarlierRun(t *testing.T) {
 	}
 }
 
-// TestBadFlagIsOneLine is issue 27 item 14: a bad flag value is reported
+// TestBadFlagIsOneLine: a bad flag value is reported
 // in one line pointing at -h (the old code printed ~110 lines of usage
 // first), and -h still prints the flags.
 func TestBadFlagIsOneLine(t *testing.T) {

@@ -39,7 +39,7 @@ func containsCount(text string, n int) bool {
 	return regexp.MustCompile(`(^|[^0-9.])` + strconv.Itoa(n) + `([^0-9.]|$)`).MatchString(text)
 }
 
-// TestPrivateRunsReleaseNoTrainingStatistics is issue 19 items 3 and 4:
+// TestPrivateRunsReleaseNoTrainingStatistics:
 // for every private algorithm, report.json, metrics.jsonl and what is
 // printed hold no exact per-group count of the training split, and the
 // receipt's not_covered list names every release outside the guarantee.

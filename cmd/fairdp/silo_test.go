@@ -51,8 +51,8 @@ func TestSiloCerts(t *testing.T) {
 // it replaced gave for the same seed (recorded with commit 139b99a's
 // binary: test error 0.425, DP violation 0.15486896969103636, ε
 // 0.9999999999882463), with the federation in report.json's config.
-// --lr 0.01 and --lambda 1 were the defaults then (issue 17 changed them).
-// Issue 27 item 6 moved W's noise V_t to the floating-point-safe sampler,
+// --lr 0.01 and --lambda 1 were the defaults then (they have changed since).
+// Moving W's noise V_t to the floating-point-safe sampler later
 // which draws the noise stream differently: since then the same seed gives
 // test error 0.437 and DP violation 0.14941326723597026 (ε unchanged).
 func TestSteffleTrainCLI(t *testing.T) {
@@ -271,7 +271,7 @@ func TestFederateOutputs(t *testing.T) {
 }
 
 // TestSiloStateDirMissing: a silo whose --state cannot be written refuses
-// to start, before it listens (issue 13 item 8).
+// to start, before it listens.
 func TestSiloStateDirMissing(t *testing.T) {
 	addr := freeAddr(t)
 	state := filepath.Join(t.TempDir(), "missing", "silo.json")
@@ -286,7 +286,7 @@ func TestSiloStateDirMissing(t *testing.T) {
 	}
 }
 
-// TestSiloRestartOtherScope is issue 27 item 1 at the command line: a silo
+// TestSiloRestartOtherScope, at the command line: a silo
 // first served with --scope sensitive and restarted on the same --state
 // with --scope all (or another --clip) is refused before it listens, with
 // an error naming the flag, and its state file is not modified.

@@ -213,7 +213,7 @@ func TestSweepErrors(t *testing.T) {
 
 // TestDefaultTrainIsFERMI: `fairdp train` without flags is DP-FERMI on
 // Adult at ε = 1 with δ = 1/n² and prints the per-group table and the
-// receipt (issue 5, "The default run"; shortened to one epoch here).
+// receipt (shortened to one epoch here).
 func TestDefaultTrainIsFERMI(t *testing.T) {
 	out, _, err := runCLI(t, "train", "--epochs", "1", "--seed", "3", "--quiet")
 	if err != nil {

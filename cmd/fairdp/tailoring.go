@@ -1,7 +1,7 @@
 package main
 
 // `fairdp train --algo tailoring|dpnose`: the flags and the printing of
-// group-aware privacy-budget tailoring (REFERENCE §7). The pipeline is
+// group-aware privacy-budget tailoring (Alabi and Wiggins 2023). The pipeline is
 // tailoring.Run (Prepare, then Finish).
 
 import (

@@ -430,7 +430,7 @@ func testTailoringSweepResumes(t *testing.T, trainStats bool) {
 	}
 }
 
-// TestTailoringRegressionSplit (issue 27, item 12): a regression report's
+// TestTailoringRegressionSplit: a regression report's
 // test split states no classification number (a consumer read "error": 0,
 // "accuracy": 0 as a perfect classifier) and carries each group's MSPE,
 // the mean over the trials that extra.tailoring.test reports; the schema

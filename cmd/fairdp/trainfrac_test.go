@@ -13,7 +13,7 @@ import (
 	"fairdp/loaders"
 )
 
-// TestTrainFracFromSchema is issue 27 item 9: the schema's train_frac takes
+// TestTrainFracFromSchema: the schema's train_frac takes
 // effect when --train-frac is not given (the old code always split 75/25,
 // the flag's default); a --train-frac given wins, and so does the fraction
 // a --config report recorded.

@@ -1,4 +1,4 @@
-// Package federated is SteFFLe (REFERENCE §5): DP-FERMI trained by N silos
+// Package federated is SteFFLe, after the SteFFLe paper: DP-FERMI trained by N silos
 // (hospitals, banks) that never pool their records. Every round each silo
 // samples its own batch and sends the server one DP-FERMI message — the
 // θ descent direction (non-sensitive part exact or noised per --scope,

@@ -55,10 +55,10 @@ func testJob(t *testing.T, cfg trainer.Config, train *loaders.Dataset) *trainer.
 	return &trainer.Job{Cfg: cfg, Train: train, Test: synthetic(200, 99), Source: src}
 }
 
-// TestHeterogeneous checks the split of REFERENCE §5 on literal cases: h = 1
-// gives each silo its block of the sorted attribute, any h keeps every
-// record exactly once with the block sizes, and h = 0.5 keeps half of each
-// block.
+// TestHeterogeneous checks the SteFFLe paper's heterogeneity split on literal
+// cases: h = 1 gives each silo its block of the sorted attribute, any h keeps
+// every record exactly once with the block sizes, and h = 0.5 keeps half of
+// each block.
 func TestHeterogeneous(t *testing.T) {
 	attr := []float64{5, 3, 1, 4, 2, 0}
 	parts, err := Heterogeneous(attr, 2, 1, rand.New(rand.NewPCG(1, 2)))

@@ -42,7 +42,7 @@ func flatParams(m trainer.Model[float64]) []float64 {
 // the sensitive silo runs with the same batches and noise streams as the
 // horizontal silo would (same seed), so the models are bit-identical; so is
 // a mapping file in which every record's features and sensitive attribute
-// are on the same silo (REFERENCE §5, hybrid modes).
+// are on the same silo (the SteFFLe paper's hybrid modes).
 func TestHybridEqualsHorizontal(t *testing.T) {
 	cfg := testConfig(21)
 	horizontal := Settings{Silos: 3, Heterogeneity: 0.75, SiloAttribute: "age"}

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestSpentSiloSaysSo is issue 27 item 14: a silo whose budget is spent,
+// TestSpentSiloSaysSo: a silo whose budget is spent,
 // asked for round 1 by a new federation over gRPC, answers that its budget
 // is spent (ErrBudget, final), not that the request is malformed; a silo
 // with budget left that is asked for a round it has passed says to resume
@@ -52,7 +52,7 @@ func TestSpentSiloSaysSo(t *testing.T) {
 	}
 }
 
-// TestMismatchedCertificates is issue 27 item 14: a server whose
+// TestMismatchedCertificates: a server whose
 // certificate directory is of another federation is told which
 // certificate failed and why, at once (no retries), instead of "unreachable
 // … resume from the checkpoint". Both directions: the server refusing the

@@ -17,7 +17,7 @@ import (
 )
 
 // Heterogeneous splits records 0..len(attr)-1 over silos by the silo
-// attribute attr with heterogeneity h ∈ [0, 1] (REFERENCE §5): sort the
+// attribute attr with heterogeneity h ∈ [0, 1], as the SteFFLe paper does: sort the
 // records by attr, cut them into silos blocks of (almost) equal size, keep a
 // random fraction h of each block in its silo and deal the rest uniformly
 // at random from the pool of all records not kept. h = 0 is an i.i.d. split,

@@ -8,11 +8,11 @@ import (
 	"fairdp/trainer"
 )
 
-// The SteFFLe authors' public code trains with a step-decayed η_θ and
-// reports test metrics averaged over checkpoints instead of the last
-// iterate's (REFERENCE §5). Both are options here, off by default, so
-// that runs can follow that protocol (preset steffle-credit-authors)
-// without changing what the algorithm computes.
+// The SteFFLe authors' public code trains with a step-decayed η_θ and reports
+// test metrics averaged over checkpoints instead of the last iterate's
+// (bench/results/steffle.md, "Authors' protocol"). Both are options here, off
+// by default, so that runs can follow that protocol (preset
+// steffle-credit-authors) without changing what the algorithm computes.
 
 // StepDecay is a step-decay schedule of the server's θ step size: η_θ is
 // multiplied by Factor after every Every rounds, so round r steps with

@@ -23,7 +23,7 @@ func construct[T nn.Float](job *trainer.Job) (trainer.Algorithm[T], error) {
 	return a, nil
 }
 
-// creditPreset is the paper's SteFFLe setting (REFERENCE §5): Credit card,
+// creditPreset is the SteFFLe paper's setting: Credit card,
 // logistic regression, batch 256, 60 epochs, ε = 1 per silo, plain SGD,
 // sensitive attributes private, N = 3 split by age. Measured choices
 // (bench/results/steffle.md): η_θ = 0.05, as the central fermi presets,
@@ -44,7 +44,7 @@ func creditPreset(c *trainer.Config) {
 }
 
 // creditAuthorsPreset is steffle-credit under the protocol of the SteFFLe
-// authors' public code (REFERENCE §5; bench/results/steffle.md, "Authors'
+// authors' public code (bench/results/steffle.md, "Authors'
 // protocol"): Theorem 6's closed-form noise (Fair.Calibration paper,
 // calibrated per silo with its ñ records and T = epochs·⌈ñ/B⌉ rounds) at
 // δ = 1/n² of all n records, so θ is noised at every λ including 0; η_θ

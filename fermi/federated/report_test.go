@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestFederationReportWarnings is issue 27 item 11 for `fairdp federate`:
+// TestFederationReportWarnings, for `fairdp federate`:
 // its report carries the same warnings as `fairdp train`'s. A server model
 // that predicts class 1 for every test record (zero weights, a large bias)
 // on a test split where class 1 is the minority gets both the
@@ -55,7 +55,7 @@ func TestFederationReportWarnings(t *testing.T) {
 	}
 }
 
-// TestFederationReceiptListsPublicGroupSizes is issue 27 item 6 for
+// TestFederationReceiptListsPublicGroupSizes, for
 // `fairdp federate`: silos that take their exact group sizes as public
 // (Fair.PublicGroupSizes, --public-group-sizes) release them without noise;
 // the federation's receipt lists them under not_covered with the silos

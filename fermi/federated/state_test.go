@@ -68,7 +68,7 @@ func ledgerEpsilon(t *testing.T, delta, countSigma float64, rounds []accounting.
 	return eps
 }
 
-// TestRestartWithOtherFlags is issue 13 item 1: a silo that answered every
+// TestRestartWithOtherFlags: a silo that answered every
 // round of a 2-epoch plan and is restarted with 4 epochs (so a larger σ
 // for the new plan) continues its ledger: the receipt lists both noise
 // levels with their rounds, equals the true composition, and rounds that
@@ -146,7 +146,7 @@ func TestRestartWithOtherFlags(t *testing.T) {
 	}
 }
 
-// TestRepeatedRestartsReuseCounts is issue 19 item 2: a silo restarted
+// TestRepeatedRestartsReuseCounts: a silo restarted
 // several times releases its noisy group counts once, reuses them (the
 // same p̂_S every time), and its receipt is the true total.
 func TestRepeatedRestartsReuseCounts(t *testing.T) {
@@ -296,7 +296,7 @@ func TestStateRefusals(t *testing.T) {
 	}
 }
 
-// TestRestartRefusesOtherReleaseSettings is issue 27 item 1: a silo that
+// TestRestartRefusesOtherReleaseSettings: a silo that
 // answered rounds under one setting and is restarted on the same state
 // with another setting that changes what its messages release (the
 // un-noised loss sum under scope sensitive, the sensitivity, the group
@@ -394,7 +394,7 @@ func TestOldStateVersionRefused(t *testing.T) {
 	}
 }
 
-// TestDoubleFaultResume is issue 13 item 5, over gRPC on loopback: at each
+// TestDoubleFaultResume, over gRPC on loopback: at each
 // phase of a round one silo (or the server) crashes; then both silos and
 // the server are restarted from their files and the federation finishes.
 // No round is lost or answered twice with different noise, and every
