@@ -272,6 +272,9 @@ type DPConfig struct {
 	Sigma float64 `json:"sigma"`
 	// Sampling is "poisson" (default; RDP accounting valid) or "shuffle".
 	Sampling string `json:"sampling"`
+	// Accountant calibrates σ and states the receipt: "pld" (also when
+	// empty: accounting.DefaultAccountant) or "rdp".
+	Accountant string `json:"accountant,omitempty"`
 }
 
 // Defaults is the job `fairdp train` runs with no arguments: DP-FERMI
@@ -335,6 +338,9 @@ func (c *Config) Validate() error {
 	}
 	if p.Sampling != "poisson" && p.Sampling != "shuffle" {
 		errs.add("Privacy.Sampling", "must be poisson or shuffle (got %q)", p.Sampling)
+	}
+	if p.Accountant != "" && p.Accountant != "pld" && p.Accountant != "rdp" {
+		errs.add("Privacy.Accountant", "must be pld or rdp (got %q)", p.Accountant)
 	}
 	if c.Device != "cpu" && c.Device != "cuda" {
 		errs.add("Device", "must be cpu or cuda (got %q)", c.Device)
