@@ -190,7 +190,12 @@ func TestCalibrateRunSigma(t *testing.T) {
 				t.Errorf("PLD σ %v not below RDP's %v", pld, rdp)
 			}
 			// The PLD σ meets the target by the PLD accountant, recomputed.
-			step := SubsampledGaussian(q, JointSigma(append([]float64{pld}, scaled(pld, tc.companions)...)...), 0, "")
+			// (the σ itself when there is no companion, as a run charges it)
+			charged := pld
+			if len(tc.companions) > 0 {
+				charged = JointSigma(append([]float64{pld}, scaled(pld, tc.companions)...)...)
+			}
+			step := SubsampledGaussian(q, charged, 0, "")
 			step.Steps = steps
 			got, err := PLDEpsilon(append([]Mechanism{step}, tc.c.Spent...), delta, PLDOptions{})
 			if err != nil || !(got <= eps) || got < 0.99*eps {
@@ -224,5 +229,34 @@ func TestCalibrateRunSigmaFallsBack(t *testing.T) {
 	}
 	if _, err := CalibrateSigmaPLD(1, 1e-14, 0.01, 100, PLDCalibration{}); !errors.Is(err, ErrPLDRange) {
 		t.Errorf("the test's premise: PLD refuses δ = 1e-14 with ErrPLDRange (got %v)", err)
+	}
+}
+
+// TestCalibrateSigmaPLDChargedSigma checks that the calibrated σ, charged
+// as it is returned, meets the target. DP-FERMI's group counts at ε = 1,
+// δ = 1e-9 once failed it: the search evaluated JointSigma(σ), two ulps
+// above σ, where PLD's grid gave ε = 0.999998, and the run charging σ
+// itself was stated ε = 1.0000011.
+func TestCalibrateSigmaPLDChargedSigma(t *testing.T) {
+	counts := SubsampledGaussian(1, 29.13439242328389, 1, "counts")
+	counts.Steps = 1
+	for _, tc := range []struct {
+		eps, delta, q float64
+		steps         int
+		spent         []Mechanism
+	}{
+		{1, 1e-9, 0.03, 6600, []Mechanism{counts}},
+		{1, 1e-9, 0.03, 6600, nil},
+		{3, 1e-6, 0.007, 2000, nil},
+	} {
+		s, err := CalibrateSigmaPLD(tc.eps, tc.delta, tc.q, tc.steps, PLDCalibration{Spent: tc.spent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := SubsampledGaussian(tc.q, s, 0, "")
+		step.Steps = tc.steps
+		if got, err := PLDEpsilon(append([]Mechanism{step}, tc.spent...), tc.delta, PLDOptions{}); err != nil || got > tc.eps {
+			t.Errorf("%+v: σ %v charged gives ε %v (%v), above the target", tc, s, got, err)
+		}
 	}
 }
