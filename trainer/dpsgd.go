@@ -434,7 +434,7 @@ func (a *DPSGD[T]) SaveState(s *State) error {
 	if err := s.PutRand("dpsgd.noise", a.noiseSrc); err != nil {
 		return err
 	}
-	return PutLedger(s, "dpsgd", a.acc)
+	return PutLedger(s, "dpsgd.accountant", a.acc)
 }
 
 // LoadState implements Resumable.
@@ -442,39 +442,39 @@ func (a *DPSGD[T]) LoadState(s *State) error {
 	if err := s.GetRand("dpsgd.noise", a.noiseSrc); err != nil {
 		return err
 	}
-	return GetLedger(s, "dpsgd", a.acc)
+	return GetLedger(s, "dpsgd.accountant", a.acc)
 }
 
 // ChargeLost implements Resumable: steps more of the step's mechanism.
 func (a *DPSGD[T]) ChargeLost(steps int) error { return a.acc.Step(a.Mechanism(), steps) }
 
-// PutLedger saves a run's ledger in s under prefix: its RDP state where
-// checkpoints always kept it (prefix.accountant), its kind and, for PLD,
-// the PLD state.
-func PutLedger(s *State, prefix string, l *accounting.Ledger) error {
+// PutLedger saves a run's ledger in s: its RDP state under name (where
+// checkpoints always kept the accountant), its kind under name.kind and,
+// for PLD, the PLD state under name.pld.
+func PutLedger(s *State, name string, l *accounting.Ledger) error {
 	st := l.State()
-	if err := s.Put(prefix+".accountant", st.RDP); err != nil {
+	if err := s.Put(name, st.RDP); err != nil {
 		return err
 	}
-	if err := s.Put(prefix+".accountant_kind", st.Accountant); err != nil {
+	if err := s.Put(name+".kind", st.Accountant); err != nil {
 		return err
 	}
 	if st.PLD != nil {
-		return s.Put(prefix+".pld", *st.PLD)
+		return s.Put(name+".pld", *st.PLD)
 	}
 	return nil
 }
 
-// GetLedger restores into l what PutLedger saved under prefix. A
-// checkpoint from before the PLD ledger has no kind: it was kept by RDP.
-// A checkpoint of another accountant than l's is refused, naming it.
-func GetLedger(s *State, prefix string, l *accounting.Ledger) error {
+// GetLedger restores into l what PutLedger saved under name. A checkpoint
+// from before the PLD ledger has no kind: it was kept by RDP. A checkpoint
+// of another accountant than l's is refused, naming it.
+func GetLedger(s *State, name string, l *accounting.Ledger) error {
 	st := accounting.LedgerState{Accountant: accounting.AccountantRDP}
-	if err := s.Get(prefix+".accountant", &st.RDP); err != nil {
+	if err := s.Get(name, &st.RDP); err != nil {
 		return err
 	}
-	if s.Has(prefix + ".accountant_kind") {
-		if err := s.Get(prefix+".accountant_kind", &st.Accountant); err != nil {
+	if s.Has(name + ".kind") {
+		if err := s.Get(name+".kind", &st.Accountant); err != nil {
 			return err
 		}
 	}
@@ -484,7 +484,7 @@ func GetLedger(s *State, prefix string, l *accounting.Ledger) error {
 	}
 	if st.Accountant == accounting.AccountantPLD {
 		st.PLD = &accounting.PLDState{}
-		if err := s.Get(prefix+".pld", st.PLD); err != nil {
+		if err := s.Get(name+".pld", st.PLD); err != nil {
 			return err
 		}
 	}

@@ -98,7 +98,7 @@ func TestDPSGDResumeAccountant(t *testing.T) {
 	}
 
 	old := save(newLedgerDPSGD(t, accounting.AccountantRDP))
-	delete(old.values, "dpsgd.accountant_kind") // as written before the PLD ledger
+	delete(old.values, "dpsgd.accountant.kind") // as written before the PLD ledger
 	if err := newLedgerDPSGD(t, "").LoadState(old); err == nil || !strings.Contains(err.Error(), "resume with accountant rdp") {
 		t.Errorf("a PLD run resumed an RDP checkpoint: %v", err)
 	}
