@@ -64,6 +64,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.String("preset", "", "paper settings to start from: "+strings.Join(trainer.PresetNames(), ", ")+" (flags given after it win)")
 	fs.String("config", "", "repeat a run: its report.json (or a config JSON); flags given with it win")
 	fs.StringVar(&c.Privacy.Sampling, "sampling", c.Privacy.Sampling, "poisson (RDP-valid) or shuffle (paper fidelity; flagged in the receipt)")
+	fs.StringVar(&c.Privacy.Accountant, "accountant", c.Privacy.Accountant, "pld (default when empty: the privacy-loss-distribution accountant, tighter) or rdp: calibrates σ and states the receipt")
 }
 
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
