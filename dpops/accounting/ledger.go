@@ -91,36 +91,57 @@ func (l *Ledger) Step(m Mechanism, steps int) error {
 // History is every distinct mechanism charged, with its total steps.
 func (l *Ledger) History() []Mechanism { return l.rdp.History() }
 
-// Epsilon is ε at delta by the ledger's accountant. Where PLD cannot bound
-// the composition (ErrPLDRange) it is the RDP ε, and fellBack says so.
+// Epsilon is ε at delta by the ledger's accountant. A PLD ledger states
+// the smaller of PLD's and RDP's ε (both are proven upper bounds; RDP's is
+// smaller only far from PLD's range, e.g. ε in the tens), and RDP's where
+// PLD cannot bound the composition (ErrPLDRange); fellBack says that RDP's
+// was stated.
 func (l *Ledger) Epsilon(delta float64) (eps float64, fellBack bool, err error) {
-	if l.pld != nil {
-		eps, err := l.pld.Epsilon(delta)
-		if !errors.Is(err, ErrPLDRange) {
-			return eps, false, err
-		}
+	rdp, _, rerr := EpsilonFromRDP(l.rdp.Orders(), l.rdp.Values(), delta)
+	if l.pld == nil {
+		return rdp, false, rerr
 	}
-	eps, _, err = EpsilonFromRDP(l.rdp.Orders(), l.rdp.Values(), delta)
-	return eps, l.pld != nil, err
+	eps, err = l.pld.Epsilon(delta)
+	switch {
+	case errors.Is(err, ErrPLDRange):
+		return rdp, true, rerr
+	case err != nil:
+		return eps, false, err
+	case rerr == nil && rdp < eps:
+		return rdp, true, nil
+	}
+	return eps, false, nil
 }
 
-// Receipt states the ledger's guarantee at delta: the PLD receipt, or,
-// where PLD cannot bound the run or the ledger is RDP, the RDP receipt.
-// A fallback says why in the note.
+// Receipt states the ledger's guarantee at delta: the PLD receipt, or the
+// RDP receipt where the ledger is RDP, where PLD cannot bound the run, or
+// where RDP's ε is the smaller (see Epsilon). Stating RDP's on a PLD
+// ledger says why in the note.
 func (l *Ledger) Receipt(delta float64, run RunInfo) (Receipt, error) {
-	if l.pld != nil {
-		r, err := l.pld.Receipt(delta, run)
-		if !errors.Is(err, ErrPLDRange) {
-			return r, err
-		}
-		r, rerr := l.rdp.Receipt(delta, run)
-		if rerr != nil {
-			return r, rerr
-		}
-		r.AddNote(fmt.Sprintf("the PLD accountant (the default) cannot bound this run, so this is the RDP accountant's receipt: %v", err))
-		return r, nil
+	if l.pld == nil {
+		return l.rdp.Receipt(delta, run)
 	}
-	return l.rdp.Receipt(delta, run)
+	r, err := l.pld.Receipt(delta, run)
+	var why string
+	switch {
+	case errors.Is(err, ErrPLDRange):
+		why = fmt.Sprintf("the PLD accountant (the default) cannot bound this run, so this is the RDP accountant's receipt: %v", err)
+	case err != nil:
+		return r, err
+	default:
+		rdp, _, rerr := EpsilonFromRDP(l.rdp.Orders(), l.rdp.Values(), delta)
+		if rerr != nil || r.Epsilon == nil || !(rdp < *r.Epsilon) {
+			return r, nil
+		}
+		why = fmt.Sprintf("the RDP accountant's epsilon (%.6g) is below the PLD accountant's (%.6g, the default) for this run, so this is RDP's receipt; both are upper bounds",
+			rdp, *r.Epsilon)
+	}
+	r, err = l.rdp.Receipt(delta, run)
+	if err != nil {
+		return r, err
+	}
+	r.AddNote(why)
+	return r, nil
 }
 
 // LedgerState is a ledger's exact state, what a checkpoint or a silo's
@@ -207,10 +228,11 @@ type SigmaCalibration struct {
 }
 
 // CalibrateRunSigma is the noise multiplier a run calibrates to targetEps
-// with c's accountant: CalibrateSigmaPLD, or CalibrateSigma for RDP. Where
-// PLD cannot bound the run (ErrPLDRange) it calibrates with RDP and
-// returns AccountantRDP in used, so the caller can say so; used is
-// otherwise c's accountant.
+// with c's accountant: CalibrateSigma for RDP; for PLD the smaller of
+// CalibrateSigmaPLD's and CalibrateSigma's (a PLD ledger states the
+// smaller ε, see Ledger.Epsilon), RDP's also where PLD cannot bound the
+// run (ErrPLDRange). used is the accountant whose σ it is, so the caller
+// can say when a PLD run was calibrated by RDP.
 //
 // PLD results are cached (keyed by every input, so a hit is the value a
 // fresh calibration gives, not an approximation): a test suite or a sweep
@@ -224,11 +246,20 @@ func CalibrateRunSigma(targetEps, delta, q float64, steps int, c SigmaCalibratio
 	if kind == AccountantPLD {
 		key := calibrationKey(targetEps, delta, q, steps, c)
 		if s, ok := pldSigmaCache.Load(key); ok {
-			return s.(float64), AccountantPLD, nil
+			c := s.(cachedSigma)
+			return c.sigma, c.used, nil
 		}
 		s, err := CalibrateSigmaPLD(targetEps, delta, q, steps, PLDCalibration{PLDOptions: c.PLD, Companions: c.Companions, Spent: c.Spent})
 		if err == nil {
-			pldSigmaCache.Store(key, s)
+			// Far from PLD's range (ε in the tens, σ well below 1) its
+			// search stops at the smallest σ it can bound, and RDP may need
+			// less noise: take the smaller σ (the ledger then states the
+			// smaller ε, which meets the target).
+			if r, _, rerr := CalibrateRunSigma(targetEps, delta, q, steps, SigmaCalibration{Accountant: AccountantRDP, Companions: c.Companions, Spent: c.Spent}); rerr == nil && r < s {
+				pldSigmaCache.Store(key, cachedSigma{r, AccountantRDP})
+				return r, AccountantRDP, nil
+			}
+			pldSigmaCache.Store(key, cachedSigma{s, AccountantPLD})
 			return s, AccountantPLD, nil
 		}
 		if !errors.Is(err, ErrPLDRange) {
@@ -252,8 +283,14 @@ func CalibrateRunSigma(targetEps, delta, q float64, steps int, c SigmaCalibratio
 	return s, AccountantRDP, err
 }
 
-// pldSigmaCache holds CalibrateRunSigma's PLD results by calibrationKey.
+// pldSigmaCache holds CalibrateRunSigma's PLD-ledger results (a
+// cachedSigma) by calibrationKey.
 var pldSigmaCache sync.Map
+
+type cachedSigma struct {
+	sigma float64
+	used  string
+}
 
 // calibrationKey identifies a PLD calibration exactly: %v writes every
 // float in its shortest form that reads back as the same float.

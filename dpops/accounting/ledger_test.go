@@ -260,3 +260,42 @@ func TestCalibrateSigmaPLDChargedSigma(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerTakesTheSmaller checks a run far from PLD's range (ε = 100,
+// as the fermi-utkface-cpu preset): PLD's search stops at the smallest σ
+// it can bound, above RDP's σ, so the run is calibrated with RDP's σ and
+// its receipt states RDP's (smaller) ε, saying why. Before, the run got
+// PLD's σ: more noise than RDP needs.
+func TestLedgerTakesTheSmaller(t *testing.T) {
+	const eps, delta, q, steps = 100.0, 3.16e-9, 0.05, 200
+	pld, err := CalibrateSigmaPLD(eps, delta, q, steps, PLDCalibration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdp, err := CalibrateSigma(eps, delta, q, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rdp < pld) {
+		t.Fatalf("premise: RDP σ %v below PLD's %v at ε = %v", rdp, pld, eps)
+	}
+	s, used, err := CalibrateRunSigma(eps, delta, q, steps, SigmaCalibration{})
+	if err != nil || s != rdp || used != AccountantRDP {
+		t.Fatalf("σ %v by %q (%v), want RDP's %v", s, used, err, rdp)
+	}
+	l, _ := NewLedger("", PLDOptions{})
+	if err := l.Step(SubsampledGaussian(q, s, 1, ""), steps); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Receipt(delta, RunInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := l.RDP().Epsilon(delta)
+	if r.Accountant != AccountantRDP || r.Epsilon == nil || *r.Epsilon != want || want > eps || !strings.Contains(r.Note, "RDP accountant's") {
+		t.Errorf("receipt %s ε %v (note %q), want RDP's %v ≤ %v with the reason", r.Accountant, r.Epsilon, r.Note, want, eps)
+	}
+	if got, fell, _ := l.Epsilon(delta); got != want || !fell {
+		t.Errorf("Epsilon %v (fell back %v), want RDP's %v", got, fell, want)
+	}
+}
