@@ -299,3 +299,21 @@ func TestLedgerTakesTheSmaller(t *testing.T) {
 		t.Errorf("Epsilon %v (fell back %v), want RDP's %v", got, fell, want)
 	}
 }
+
+// TestLedgerTinySigma checks that a noise multiplier so small that no PLD
+// grid holds its loss (σ = 1e-300, which `fairdp train --sigma` accepts)
+// is a receipt by RDP saying why, not a failed allocation: it panicked
+// with "makeslice: len out of range" before.
+func TestLedgerTinySigma(t *testing.T) {
+	l, _ := NewLedger("", PLDOptions{})
+	if err := l.Step(SubsampledGaussian(0.01, 1e-300, 1, ""), 10); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Receipt(1e-5, RunInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Accountant != AccountantRDP || !strings.Contains(r.Note, "cannot bound") {
+		t.Errorf("receipt %s, note %q; want RDP's, saying PLD cannot bound the run", r.Accountant, r.Note)
+	}
+}
