@@ -23,7 +23,7 @@ const wWeightFactor = 0.25
 
 // countShare is the fraction of the run's privacy budget, measured as the
 // zCDP ρ that (ε, δ) allows, given to the one-off release of the group
-// counts; the gradient noise is then calibrated by the RDP accountant so
+// counts; the gradient noise is then calibrated by the run's accountant so
 // that the composition of both stays within ε. 5 % keeps the counts of
 // Adult's smaller group accurate to about 0.4 % at ε = 1 while costing the
 // gradients little.
@@ -52,8 +52,9 @@ func countSigma(eps, delta float64) float64 {
 // --scope all clips the whole contribution of a record (loss and fairness
 // terms, θ and W jointly), --scope sensitive only the s-dependent terms
 // (the rest is computed exactly). Each step is one subsampled Gaussian
-// mechanism in an RDP accountant, which also holds the one-off release of
-// the group counts behind p̂_S unless they are declared public.
+// mechanism in the run's ledger (PLD by default), which also holds the
+// one-off release of the group counts behind p̂_S unless they are declared
+// public.
 type DPFERMI[T nn.Float] struct {
 	Lambda      float64 // λ ≥ 0
 	LRW         float64 // η_W
@@ -156,7 +157,7 @@ type DPFERMI[T nn.Float] struct {
 }
 
 // New builds DP-FERMI for a prepared job: the group frequencies (noisy
-// counts unless --public-group-sizes), the noise (calibrated by the RDP
+// counts unless --public-group-sizes), the noise (calibrated by the run's
 // accountant, or --calibration paper, or given by --sigma) and W = 0.
 //
 // A job that resumes a checkpoint (trainer.PrepareCheckpointed) reuses the

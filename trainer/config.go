@@ -253,7 +253,7 @@ type FairConfig struct {
 	LRW              float64 `json:"lr_w"`               // ascent learning rate η_W (DP-FERMI)
 	Radius           float64 `json:"radius"`             // D, radius of the Frobenius ball W is projected on; also its clip bound
 	PublicGroupSizes bool    `json:"public_group_sizes"` // treat group frequencies p̂_S as public (no budget spent on them)
-	Calibration      string  `json:"calibration"`        // "accountant" (RDP, default) or "paper" (Theorem 3.3 closed form)
+	Calibration      string  `json:"calibration"`        // "accountant" (Privacy.Accountant's, default) or "paper" (Theorem 3.3 closed form)
 	WeightDecay      float64 `json:"weight_decay"`       // L2 regularisation
 	CountNoiseRatio  float64 `json:"count_noise_ratio"`  // DPSGD-F: σ1 = ratio·σ2 for the clipped/unclipped counts
 }

@@ -425,9 +425,9 @@ func (a *DPSGD[T]) Receipt() (accounting.Receipt, error) {
 	return r, err
 }
 
-// CalibrationFallbackNote is the receipt's note when the PLD accountant
-// could not calibrate σ and RDP did.
-const CalibrationFallbackNote = "sigma was calibrated with the RDP accountant: the PLD accountant (the default) cannot calibrate this run"
+// CalibrationFallbackNote is the receipt's note when a PLD run's σ is
+// RDP's: PLD could not calibrate it, or needed more noise.
+const CalibrationFallbackNote = "sigma was calibrated with the RDP accountant: the PLD accountant (the default) cannot calibrate this run, or needs more noise for it"
 
 // SaveState implements Resumable: the ledger and the noise stream.
 func (a *DPSGD[T]) SaveState(s *State) error {
