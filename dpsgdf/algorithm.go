@@ -48,11 +48,14 @@ type Config struct {
 	Sampling        string   // "poisson" (default) or "shuffle"
 	Groups          []string // group names; K = len(Groups), batch groups are 0..K-1
 	Seed            *uint64  // recorded in the receipt (nil: crypto-seeded)
+	// Accountant calibrates σ2 and keeps the ledger: "pld" (also when
+	// empty: accounting.DefaultAccountant) or "rdp".
+	Accountant string
 }
 
 // Algorithm is DPSGD, Naive or DPSGD-F as a trainer.Algorithm: the
 // trainer's one DP-SGD (trainer.DPSGD: Poisson sampling, per-sample
-// gradients through the model's taps, noise, an RDP accountant charged
+// gradients through the model's taps, noise, a ledger (PLD by default) charged
 // with every release) with this package's clip policy for Naive and
 // Adaptive (Flat is DP-SGD itself, with no policy).
 type Algorithm[T nn.Float] struct {
@@ -93,9 +96,10 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 		return nil, err
 	}
 	opts := trainer.DPSGDOptions{Records: n, Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: cfg.Clip, Sigma: cfg.Sigma,
-		Epsilon: cfg.Epsilon, Delta: cfg.Delta, AllowLargeDelta: cfg.AllowLargeDelta, Sampling: trainer.Sampling(cfg.Sampling), Seed: cfg.Seed}
+		Epsilon: cfg.Epsilon, Delta: cfg.Delta, AllowLargeDelta: cfg.AllowLargeDelta, Sampling: trainer.Sampling(cfg.Sampling), Seed: cfg.Seed,
+		Accountant: cfg.Accountant}
 	if cfg.Policy != Flat {
-		opts.Calibration = []accounting.CalibrateOption{accounting.WithCompanion(cfg.CountNoiseRatio)}
+		opts.Companions = []float64{cfg.CountNoiseRatio}
 	}
 	core, err := trainer.NewDPSGDFrom[T](opts, src)
 	if err != nil {

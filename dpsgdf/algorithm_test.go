@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"fairdp/dpops"
+	"fairdp/dpops/accounting"
 	"fairdp/loaders"
 	"fairdp/models"
 	"fairdp/nn"
@@ -294,7 +295,8 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		policy            Policy
-		improved, classic float64
+		accountant        string
+		improved, classic float64 // improved 0: the PLD ε of the step, computed below
 		mechanisms        int
 	}{
 		// REFERENCE §8 row 10: the counts (σ1 = 8) and the gradients (σ2 =
@@ -302,11 +304,15 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 		// Gaussian with σ_eff = 0.7960: ε = 5.987 at the paper's 12,808
 		// steps, 5.981 at our 60·213 = 12,780 (the additive charge, 5.91,
 		// understated it).
-		{Adaptive, 5.981, 6.624, 1},
-		{Flat, 5.90, 6.55, 1},
+		{Adaptive, accounting.AccountantRDP, 5.981, 6.624, 1},
+		{Flat, accounting.AccountantRDP, 5.90, 6.55, 1},
+		// The default accountant, PLD: the same mechanisms, whose ε the
+		// PLD accountant states on its own (about 8 % below RDP's).
+		{Adaptive, "", 0, 6.624, 1},
+		{Flat, "", 0, 6.55, 1},
 	} {
 		cfg := Config{Policy: tc.policy, Clip: 1, Sigma: 0.8, Delta: 1e-6, CountNoiseRatio: 10, Batch: 256,
-			Epochs: 60, Groups: digits}
+			Epochs: 60, Groups: digits, Accountant: tc.accountant}
 		a, err := New[float32](cfg, 54649, src)
 		if err != nil {
 			t.Fatal(err)
@@ -320,8 +326,19 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if tc.improved == 0 {
+			sigma := 0.8
+			if tc.policy == Adaptive {
+				sigma = accounting.JointSigma(8, 0.8)
+			}
+			step := accounting.SubsampledGaussian(256.0/54649, sigma, 1, "")
+			step.Steps = steps
+			if tc.improved, err = accounting.PLDEpsilon([]accounting.Mechanism{step}, 1e-6, accounting.PLDOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		eps, classic := a.Epsilon()
-		t.Logf("%s: ε = %.4f (Balle 2020), %.4f (classic)", tc.policy, eps, classic)
+		t.Logf("%s %s: ε = %.4f (%s), %.4f (classic)", tc.policy, tc.accountant, eps, tc.accountant, classic)
 		if pe, pc := a.PlannedEpsilon(); math.Abs(pe-eps) > 1e-9 || math.Abs(pc-classic) > 1e-9 {
 			t.Errorf("%s: planned ε %.10f / %.10f, spent %.10f / %.10f", tc.policy, pe, pc, eps, classic)
 		}

@@ -28,7 +28,7 @@ func Example() {
 	bounds, _ := dpsgdf.AdaptiveBounds(0.5, 256, []float64{10, 30}, []float64{90, 20})
 	fmt.Printf("C^Male = %.2f, C^Female = %.2f\n", bounds[0], bounds[1])
 	// Output:
-	// σ2 = 0.951, σ1 = 9.51
+	// σ2 = 0.907, σ1 = 9.07
 	// C^Male = 0.82, C^Female = 2.42
 }
 

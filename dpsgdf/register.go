@@ -34,10 +34,10 @@ func NewForJob[T nn.Float](job *trainer.Job, p Policy) (*Algorithm[T], error) {
 		return nil, fmt.Errorf("%s protects each record's whole gradient: %w", p, trainer.FieldErrors{{Field: "Fair.Scope", Msg: fmt.Sprintf("must be all (got %q)", c.Fair.Scope)}})
 	}
 	if c.Fair.Calibration == "paper" {
-		return nil, fmt.Errorf("%s: %w", p, trainer.FieldErrors{{Field: "Fair.Calibration", Msg: fmt.Sprintf("paper is DP-FERMI's closed form; %s calibrates with the RDP accountant", p)}})
+		return nil, fmt.Errorf("%s: %w", p, trainer.FieldErrors{{Field: "Fair.Calibration", Msg: fmt.Sprintf("paper is DP-FERMI's closed form; %s calibrates with the run's accountant (Privacy.Accountant)", p)}})
 	}
 	cfg := Config{Policy: p, Clip: pr.Clip, Sigma: pr.Sigma, Epsilon: pr.Epsilon, Delta: pr.Delta, AllowLargeDelta: pr.AllowLargeDelta,
-		CountNoiseRatio: c.Fair.CountNoiseRatio, Batch: c.Batch, Epochs: c.Epochs, Sampling: pr.Sampling,
+		CountNoiseRatio: c.Fair.CountNoiseRatio, Batch: c.Batch, Epochs: c.Epochs, Sampling: pr.Sampling, Accountant: pr.Accountant,
 		Groups: job.Train.GroupNames, Seed: c.Seed}
 	a, err := New[T](cfg, job.Train.N(), job.Source)
 	if err != nil {

@@ -23,7 +23,7 @@ const wWeightFactor = 0.25
 
 // countShare is the fraction of the run's privacy budget, measured as the
 // zCDP ρ that (ε, δ) allows, given to the one-off release of the group
-// counts; the gradient noise is then calibrated by the RDP accountant so
+// counts; the gradient noise is then calibrated by the run's accountant so
 // that the composition of both stays within ε. 5 % keeps the counts of
 // Adult's smaller group accurate to about 0.4 % at ε = 1 while costing the
 // gradients little.
@@ -52,8 +52,9 @@ func countSigma(eps, delta float64) float64 {
 // --scope all clips the whole contribution of a record (loss and fairness
 // terms, θ and W jointly), --scope sensitive only the s-dependent terms
 // (the rest is computed exactly). Each step is one subsampled Gaussian
-// mechanism in an RDP accountant, which also holds the one-off release of
-// the group counts behind p̂_S unless they are declared public.
+// mechanism in the run's ledger (PLD by default), which also holds the
+// one-off release of the group counts behind p̂_S unless they are declared
+// public.
 type DPFERMI[T nn.Float] struct {
 	Lambda      float64 // λ ≥ 0
 	LRW         float64 // η_W
@@ -134,16 +135,19 @@ type DPFERMI[T nn.Float] struct {
 	noiseSrc *rand.ChaCha8 // noise's generator (a seeded checkpoint saves it)
 	normals  dpops.Normals // θ's noise drawn during the step (drawAhead)
 	ahead    bool          // during Step: this step's θ noise is in normals
-	acc      *accounting.RDP
-	clipper  dpops.Clipper[T]
-	w        *wBlock[T]
-	probs    []T
-	pass     trainer.Pass[T] // the loss and ∂/∂logits buffers, fairness term added
-	weights  []T
-	coef     []float64 // addFairness's tables (fairTable)
-	dz       []float64
-	wTerm    []float64
-	row      []float64
+	acc      *accounting.Ledger
+	// calibratedBy is the accountant that calibrated σ ("" when σ was
+	// given or came from Theorem 3.3): RDP where the PLD ledger could not.
+	calibratedBy string
+	clipper      dpops.Clipper[T]
+	w            *wBlock[T]
+	probs        []T
+	pass         trainer.Pass[T] // the loss and ∂/∂logits buffers, fairness term added
+	weights      []T
+	coef         []float64 // addFairness's tables (fairTable)
+	dz           []float64
+	wTerm        []float64
+	row          []float64
 
 	publicSizes bool // --public-group-sizes: the exact group frequencies were used
 	// per-epoch statistics for EpochFields, reported only when exact
@@ -153,7 +157,7 @@ type DPFERMI[T nn.Float] struct {
 }
 
 // New builds DP-FERMI for a prepared job: the group frequencies (noisy
-// counts unless --public-group-sizes), the noise (calibrated by the RDP
+// counts unless --public-group-sizes), the noise (calibrated by the run's
 // accountant, or --calibration paper, or given by --sigma) and W = 0.
 //
 // A job that resumes a checkpoint (trainer.PrepareCheckpointed) reuses the
@@ -213,8 +217,13 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 	eo := f.Fairness == "eo"
 	var err error
 	if a.Private {
-		if a.acc, err = accounting.NewRDP(nil); err != nil {
-			return nil, err
+		// --scope sensitive stays the add/remove analysis at sensitivity 2C
+		// (the project's rule, as under RDP), not PLD's replace-one pair:
+		// that pair leaves the record's presence in the batch hidden, but
+		// the sensitive scope adds the sampled records' s-independent terms
+		// exactly, so the batch is not hidden (bench/results/pld_default.md).
+		if a.acc, err = accounting.NewLedger(p.Accountant, accounting.PLDOptions{}); err != nil {
+			return nil, fmt.Errorf("fermi: %w", trainer.FieldErrors{{Field: "Privacy.Accountant", Msg: err.Error()}})
 		}
 		a.noiseSrc = job.Source.DeriveChaCha8("noise")
 		a.noise = rand.New(a.noiseSrc)
@@ -313,8 +322,7 @@ func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public b
 			}
 		}
 		a.released = slices.Clone(counts)
-		mech := accounting.SubsampledGaussian(1, a.CountSigma, a.CountSensitivity, "group counts behind p̂_S (released once)")
-		if err := a.acc.Step(mech, 1); err != nil {
+		if err := a.acc.Step(a.countMechanism(), 1); err != nil {
 			return nil, err
 		}
 	}
@@ -339,7 +347,7 @@ func (a *DPFERMI[T]) groupFrequencies(d *loaders.Dataset, k, l int, eo, public b
 // form with --calibration paper, else the smallest multiplier whose
 // composition with the count release meets --epsilon.
 func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
-	countRDP := a.countRDP()
+	counts := a.countRelease()
 	switch {
 	case sigma > 0:
 		a.Sigma = sigma
@@ -364,43 +372,45 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 			a.WSensitivity = 2 * math.Sqrt(2/rho)
 		}
 		a.Sigma = 1 / math.Hypot(a.Sensitivity/a.StdTheta, a.Lambda*a.WSensitivity/a.StdW)
-		eps, err := projectedEpsilon(a.Q, a.Sigma, a.Steps, countRDP, a.Delta)
+		eps, err := projectedEpsilon(a.acc.Kind(), a.Q, a.Sigma, a.Steps, counts, a.Delta)
 		if err != nil {
 			return err
 		}
 		if eps > a.target {
-			return fmt.Errorf("fermi: Theorem 3.3's noise (σ_θ = %.4g, σ_W = %.4g) gives ε = %.4g at Fair.Lambda %v by the RDP accountant, above Privacy.Epsilon %v; use Fair.Calibration accountant",
-				st, sw, eps, a.Lambda, a.target)
+			return fmt.Errorf("fermi: Theorem 3.3's noise (σ_θ = %.4g, σ_W = %.4g) gives ε = %.4g at Fair.Lambda %v by the %s accountant, above Privacy.Epsilon %v; use Fair.Calibration accountant",
+				st, sw, eps, a.Lambda, a.acc.Kind(), a.target)
 		}
 		return nil
 	}
-	var spent []accounting.CalibrateOption
-	if countRDP != nil { // the one-off group-count release shares the budget
-		spent = append(spent, accounting.WithSpent(countRDP))
-	}
-	s, err := accounting.CalibrateSigma(a.target, a.Delta, a.Q, a.Steps, spent...)
-	if err != nil && countRDP != nil {
+	// The one-off group-count release shares the budget.
+	s, used, err := accounting.CalibrateRunSigma(a.target, a.Delta, a.Q, a.Steps,
+		accounting.SigmaCalibration{Accountant: a.acc.Kind(), Spent: counts})
+	if err != nil && counts != nil {
 		return fmt.Errorf("fermi: %w (the noisy group counts share the budget: give Fair.PublicGroupSizes or a larger Privacy.Epsilon)", err)
 	} else if err != nil {
 		return err
 	}
-	a.Sigma = s
+	a.Sigma, a.calibratedBy = s, used
 	a.StdTheta, a.StdW = s*a.Sensitivity, s*a.Sensitivity/a.WWeight
 	a.WNoise = a.Lambda * a.StdW / float64(a.Batch)
 	return nil
 }
 
-// countRDP is the RDP (at accounting.OpacusOrders) of the one-off noisy
-// group-count release, nil when the group sizes are public.
-func (a *DPFERMI[T]) countRDP() []float64 {
+// countMechanism is the one-off noisy group-count release as the ledger
+// charges it (Steps 0).
+func (a *DPFERMI[T]) countMechanism() accounting.Mechanism {
+	return accounting.SubsampledGaussian(1, a.CountSigma, a.CountSensitivity, "group counts behind p̂_S (released once)")
+}
+
+// countRelease is the group-count release with its one step, what the
+// gradient steps compose with; nil when the group sizes are public.
+func (a *DPFERMI[T]) countRelease() []accounting.Mechanism {
 	if a.CountSigma == 0 {
 		return nil
 	}
-	var rdp []float64
-	for _, order := range accounting.OpacusOrders() {
-		rdp = append(rdp, accounting.SubsampledGaussianRDP(1, a.CountSigma, order))
-	}
-	return rdp
+	m := a.countMechanism()
+	m.Steps = 1
+	return []accounting.Mechanism{m}
 }
 
 // PlannedRunEpsilon implements trainer.EpsilonPlanner: the ε, at the run's
@@ -409,23 +419,17 @@ func (a *DPFERMI[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 	if !a.Private {
 		return 0, 0, errors.New("fermi: a non-private run spends no ε")
 	}
-	eps, err := projectedEpsilon(a.Q, a.Sigma, a.Steps, a.countRDP(), a.Delta)
+	eps, err := projectedEpsilon(a.acc.Kind(), a.Q, a.Sigma, a.Steps, a.countRelease(), a.Delta)
 	return eps, a.Delta, err
 }
 
-// projectedEpsilon is the ε the accountant will report after steps steps
-// of rate q and multiplier sigma composed with a fixed RDP spend.
-func projectedEpsilon(q, sigma float64, steps int, fixed []float64, delta float64) (float64, error) {
-	orders := accounting.OpacusOrders()
-	rdp := make([]float64, len(orders))
-	for i, a := range orders {
-		rdp[i] = float64(steps) * accounting.SubsampledGaussianRDP(q, sigma, a)
-		if fixed != nil {
-			rdp[i] += fixed[i]
-		}
-	}
-	eps, _, err := accounting.EpsilonFromRDP(orders, rdp, delta)
-	return eps, err
+// projectedEpsilon is the ε the accountant of the given kind will report
+// after steps steps of rate q and multiplier sigma composed with the
+// releases already spent.
+func projectedEpsilon(kind string, q, sigma float64, steps int, spent []accounting.Mechanism, delta float64) (float64, error) {
+	m := accounting.SubsampledGaussian(q, sigma, 0, "")
+	m.Steps = steps
+	return accounting.PlanEpsilon(kind, accounting.PLDOptions{}, delta, append([]accounting.Mechanism{m}, spent...)...)
 }
 
 // Name implements trainer.Algorithm.
@@ -894,6 +898,9 @@ func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 		note += fmt.Sprintf("; group counts released once with noise multiplier %.4g", a.CountSigma)
 	} else {
 		note += "; group sizes declared public (--public-group-sizes): no budget spent on them"
+	}
+	if a.calibratedBy != "" && a.calibratedBy != a.acc.Kind() {
+		note += "; " + trainer.CalibrationFallbackNote
 	}
 	if r.Note != "" {
 		note = r.Note + "; " + note

@@ -353,7 +353,7 @@ func TestPaperSigmas(t *testing.T) {
 	if math.Abs(a.StdTheta-1024*wantT) > 1e-9*a.StdTheta || math.Abs(a.StdW-1024*wantW) > 1e-9*a.StdW {
 		t.Errorf("paper calibration: noise std on the sums %v, %v; want B·σ = %v, %v", a.StdTheta, a.StdW, 1024*wantT, 1024*wantW)
 	}
-	eps, err := projectedEpsilon(a.Q, a.Sigma, a.Steps, countRDPOf(a.CountSigma), a.Delta)
+	eps, err := projectedEpsilon(accounting.AccountantPLD, a.Q, a.Sigma, a.Steps, countRelease(a.CountSigma), a.Delta)
 	if err != nil || eps > 1 {
 		t.Errorf("paper calibration: accountant ε = %v (%v), want ≤ 1", eps, err)
 	}
@@ -371,6 +371,13 @@ func countRDPOf(sigma float64) []float64 {
 		out = append(out, accounting.SubsampledGaussianRDP(1, sigma, a))
 	}
 	return out
+}
+
+// countRelease is the group-count release at multiplier sigma, once.
+func countRelease(sigma float64) []accounting.Mechanism {
+	m := accounting.SubsampledGaussian(1, sigma, 1, "")
+	m.Steps = 1
+	return []accounting.Mechanism{m}
 }
 
 // TestCalibrateWithGroupCounts: the σ DP-FERMI calibrates with the noisy
@@ -391,10 +398,22 @@ func TestCalibrateWithGroupCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		at, _ := projectedEpsilon(tc.q, s, tc.steps, fixed, tc.delta)
-		below, _ := projectedEpsilon(tc.q, 0.999*s, tc.steps, fixed, tc.delta)
+		counts := countRelease(countSigma(tc.eps, tc.delta))
+		at, _ := projectedEpsilon(accounting.AccountantRDP, tc.q, s, tc.steps, counts, tc.delta)
+		below, _ := projectedEpsilon(accounting.AccountantRDP, tc.q, 0.999*s, tc.steps, counts, tc.delta)
 		if at > tc.eps || below <= tc.eps || s <= plain {
 			t.Errorf("%+v with counts: σ = %v gives ε %v (0.999σ: %v); σ without counts %v", tc, s, at, below, plain)
+		}
+		// The default PLD ledger: the same, by PLD's own projection, with
+		// less noise than RDP's.
+		p, used, err := accounting.CalibrateRunSigma(tc.eps, tc.delta, tc.q, tc.steps, accounting.SigmaCalibration{Spent: counts})
+		if err != nil || used != accounting.AccountantPLD {
+			t.Fatalf("%+v: PLD calibration %v by %q: %v", tc, p, used, err)
+		}
+		at, _ = projectedEpsilon(accounting.AccountantPLD, tc.q, p, tc.steps, counts, tc.delta)
+		below, _ = projectedEpsilon(accounting.AccountantPLD, tc.q, 0.999*p, tc.steps, counts, tc.delta)
+		if at > tc.eps || below <= tc.eps || p >= s {
+			t.Errorf("%+v with counts, PLD: σ = %v gives ε %v (0.999σ: %v); RDP's σ %v", tc, p, at, below, s)
 		}
 	}
 	if _, err := accounting.CalibrateSigma(0.1, 1e-9, 0.03, 100, accounting.WithSpent(countRDPOf(1))); err == nil {

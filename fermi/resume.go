@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"fairdp/dpops/accounting"
 	"fairdp/trainer"
 )
 
@@ -41,7 +40,7 @@ func (a *DPFERMI[T]) SaveState(s *trainer.State) error {
 		if err := s.PutRand(stateNoise, a.noiseSrc); err != nil {
 			return err
 		}
-		if err := s.Put(stateAccountant, a.acc.State()); err != nil {
+		if err := trainer.PutLedger(s, stateAccountant, a.acc); err != nil {
 			return err
 		}
 	}
@@ -57,11 +56,7 @@ func (a *DPFERMI[T]) LoadState(s *trainer.State) error {
 		if err := s.GetRand(stateNoise, a.noiseSrc); err != nil {
 			return err
 		}
-		var acc accounting.RDPState
-		if err := s.Get(stateAccountant, &acc); err != nil {
-			return err
-		}
-		if err := a.acc.Restore(acc); err != nil {
+		if err := trainer.GetLedger(s, stateAccountant, a.acc); err != nil {
 			return err
 		}
 	}

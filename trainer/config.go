@@ -280,7 +280,7 @@ type FairConfig struct {
 	LRW              float64 `json:"lr_w"`               // ascent learning rate η_W (DP-FERMI)
 	Radius           float64 `json:"radius"`             // D, radius of the Frobenius ball W is projected on; also its clip bound
 	PublicGroupSizes bool    `json:"public_group_sizes"` // treat group frequencies p̂_S as public (no budget spent on them)
-	Calibration      string  `json:"calibration"`        // "accountant" (RDP, default) or "paper" (Theorem 3.3 closed form)
+	Calibration      string  `json:"calibration"`        // "accountant" (Privacy.Accountant's, default) or "paper" (Theorem 3.3 closed form)
 	WeightDecay      float64 `json:"weight_decay"`       // L2 regularisation
 	CountNoiseRatio  float64 `json:"count_noise_ratio"`  // DPSGD-F: σ1 = ratio·σ2 for the clipped/unclipped counts
 }
@@ -299,6 +299,9 @@ type DPConfig struct {
 	Sigma float64 `json:"sigma"`
 	// Sampling is "poisson" (default; RDP accounting valid) or "shuffle".
 	Sampling string `json:"sampling"`
+	// Accountant calibrates σ and states the receipt: "pld" (also when
+	// empty: accounting.DefaultAccountant) or "rdp".
+	Accountant string `json:"accountant,omitempty"`
 }
 
 // Defaults is the job `fairdp train` runs with no arguments: DP-FERMI
@@ -400,6 +403,9 @@ func (c *Config) Validate() error {
 	}
 	if p.Sampling != "poisson" && p.Sampling != "shuffle" {
 		errs.add("Privacy.Sampling", "must be poisson or shuffle (got %q)", p.Sampling)
+	}
+	if p.Accountant != "" && p.Accountant != "pld" && p.Accountant != "rdp" {
+		errs.add("Privacy.Accountant", "must be pld or rdp (got %q)", p.Accountant)
 	}
 	if c.Device != "cpu" && c.Device != "cuda" {
 		errs.add("Device", "must be cpu or cuda (got %q)", c.Device)

@@ -13,7 +13,8 @@ import (
 // DPSGD is DP-SGD (Abadi et al. 2016): Poisson-sampled batches, each
 // sample's whole gradient clipped to Clip, Gaussian noise of std Sigma·Clip
 // added to the clipped sum, divided by the expected batch size q·n. Every
-// step is charged to an RDP accountant.
+// step is charged to the run's ledger (the PLD accountant unless RDP is
+// asked for), which calibrated σ and states the receipt.
 //
 // It is the one DP-SGD: DPSGD-F and Naïve (package dpsgdf) are this
 // algorithm with a ClipPolicy that sets each sample's clip factor from its
@@ -41,7 +42,7 @@ type DPSGD[T nn.Float] struct {
 	// the device tests replace it by the device's Philox noise on the CPU
 	// to compare a CPU run with a device run.
 	release func(r *rand.Rand, params []*nn.Param[T], std, scale float64) error
-	acc     *accounting.RDP
+	acc     *accounting.Ledger
 	// normals draws a large model's noise while the step computes its
 	// gradients (prefetchNoise).
 	normals dpops.Normals
@@ -51,6 +52,9 @@ type DPSGD[T nn.Float] struct {
 	scale   []T
 	// above and atMost are a policy's per-group counts of the step.
 	above, atMost []int
+	// calibratedBy is the accountant that calibrated σ ("" when σ was
+	// given): RDP where the PLD ledger could not calibrate it.
+	calibratedBy string
 	// device, when set, runs the step's gradient work on a device
 	// (trainer/ondevice.go); sampling, the policy's decisions, the noise
 	// stream and the accountant stay here.
@@ -112,10 +116,13 @@ type DPSGDOptions struct {
 	AllowLargeDelta bool
 	Sampling        Sampling // SamplingPoisson when empty, or SamplingShuffle
 	Seed            *uint64  // recorded in the receipt (nil: crypto-seeded)
-	// Calibration adds options to the σ calibration, e.g.
-	// accounting.WithCompanion for a policy that releases counts from the
-	// same sample.
-	Calibration []accounting.CalibrateOption
+	// Companions are the noise-multiplier ratios of releases a policy makes
+	// every step from the same sample (accounting.WithCompanion), for the σ
+	// calibration.
+	Companions []float64
+	// Accountant calibrates σ and keeps the ledger: accounting.AccountantPLD
+	// ("" means accounting.DefaultAccountant) or AccountantRDP.
+	Accountant string
 }
 
 // NewDPSGD builds DP-SGD for a job, calibrating σ to Privacy.Epsilon when
@@ -125,7 +132,7 @@ func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
 	p := cfg.Privacy
 	return NewDPSGDFrom[T](DPSGDOptions{Records: job.Train.N(), Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: p.Clip,
 		Sigma: p.Sigma, Epsilon: p.Epsilon, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta, Sampling: Sampling(p.Sampling),
-		Seed: cfg.Seed}, job.Source)
+		Seed: cfg.Seed, Accountant: p.Accountant}, job.Source)
 }
 
 // NewDPSGDFrom builds DP-SGD from its options, with the gradient noise
@@ -155,20 +162,21 @@ func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], erro
 		return nil, FieldErrors{{Field: "Privacy.Clip", Msg: fmt.Sprintf("%v must be a positive number", o.Clip)}}
 	}
 	a.Q = float64(o.Batch) / float64(n)
+	var err error
+	if a.acc, err = accounting.NewLedger(o.Accountant, accounting.PLDOptions{}); err != nil {
+		return nil, FieldErrors{{Field: "Privacy.Accountant", Msg: err.Error()}}
+	}
 	if a.Sigma == 0 {
 		if math.IsInf(o.Epsilon, 1) {
 			return nil, FieldErrors{{Field: "Privacy.Epsilon", Msg: "must be finite, or Privacy.Sigma given: dpsgd is a private algorithm"}}
 		}
 		steps := o.Epochs * a.StepsPerEpoch()
-		s, err := accounting.CalibrateSigma(o.Epsilon, a.Delta, a.Q, steps, o.Calibration...)
+		s, used, err := accounting.CalibrateRunSigma(o.Epsilon, a.Delta, a.Q, steps,
+			accounting.SigmaCalibration{Accountant: a.acc.Kind(), Companions: o.Companions})
 		if err != nil {
 			return nil, fmt.Errorf("calibrating σ for ε = %v, δ = %v, q = %.4g, %d steps: %w", o.Epsilon, a.Delta, a.Q, steps, err)
 		}
-		a.Sigma = s
-	}
-	var err error
-	if a.acc, err = accounting.NewRDP(nil); err != nil {
-		return nil, err
+		a.Sigma, a.calibratedBy = s, used
 	}
 	a.noiseSrc = src.DeriveChaCha8("noise")
 	a.noise = rand.New(a.noiseSrc)
@@ -366,14 +374,20 @@ func (a *DPSGD[T]) Mechanism() accounting.Mechanism {
 	return accounting.SubsampledGaussian(a.Q, a.Sigma, a.Clip, "each record's whole gradient")
 }
 
-// PlannedEpsilon is the ε (Balle et al. 2020 and classic conversions, at
-// the run's δ) that a run of epochs epochs will spend.
+// PlannedEpsilon is the ε, at the run's δ, that a run of epochs epochs
+// will spend: by the run's accountant (the one its receipt uses), and by
+// RDP with the classic conversion.
 func (a *DPSGD[T]) PlannedEpsilon(epochs int) (improved, classic float64) {
-	plan := &accounting.RDP{}
-	if err := plan.Step(a.Mechanism(), epochs*a.StepsPerEpoch()); err != nil {
+	m := a.Mechanism()
+	m.Steps = epochs * a.StepsPerEpoch()
+	improved, err := accounting.PlanEpsilon(a.acc.Kind(), accounting.PLDOptions{}, a.Delta, m)
+	if err != nil {
 		return math.NaN(), math.NaN()
 	}
-	improved, _ = plan.Epsilon(a.Delta)
+	plan := &accounting.RDP{}
+	if err := plan.Step(m, m.Steps); err != nil {
+		return math.NaN(), math.NaN()
+	}
 	classic, _ = plan.EpsilonClassic(a.Delta)
 	return improved, classic
 }
@@ -388,11 +402,14 @@ func (a *DPSGD[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 	return eps, a.Delta, nil
 }
 
-// Epsilon is the ε spent so far at the run's δ with the conversion of Balle
-// et al. 2020 and with the classic one (REFERENCE §8).
+// Epsilon is the ε spent so far at the run's δ by the run's accountant,
+// and by RDP with the classic conversion (REFERENCE §8).
 func (a *DPSGD[T]) Epsilon() (improved, classic float64) {
-	improved, _ = a.acc.Epsilon(a.Delta)
-	classic, _ = a.acc.EpsilonClassic(a.Delta)
+	improved, _, err := a.acc.Epsilon(a.Delta)
+	if err != nil {
+		improved = math.NaN()
+	}
+	classic, _ = a.acc.RDP().EpsilonClassic(a.Delta)
 	return improved, classic
 }
 
@@ -401,15 +418,23 @@ func (a *DPSGD[T]) Charges() []accounting.Mechanism { return a.acc.History() }
 
 // Receipt implements Algorithm.
 func (a *DPSGD[T]) Receipt() (accounting.Receipt, error) {
-	return a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
+	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
+	if err == nil && a.calibratedBy != "" && a.calibratedBy != a.acc.Kind() {
+		r.AddNote(CalibrationFallbackNote)
+	}
+	return r, err
 }
 
-// SaveState implements Resumable: the accountant and the noise stream.
+// CalibrationFallbackNote is the receipt's note when a PLD run's σ is
+// RDP's: PLD could not calibrate it, or needed more noise.
+const CalibrationFallbackNote = "sigma was calibrated with the RDP accountant: the PLD accountant (the default) cannot calibrate this run, or needs more noise for it"
+
+// SaveState implements Resumable: the ledger and the noise stream.
 func (a *DPSGD[T]) SaveState(s *State) error {
 	if err := s.PutRand("dpsgd.noise", a.noiseSrc); err != nil {
 		return err
 	}
-	return s.Put("dpsgd.accountant", a.acc.State())
+	return PutLedger(s, "dpsgd.accountant", a.acc)
 }
 
 // LoadState implements Resumable.
@@ -417,12 +442,58 @@ func (a *DPSGD[T]) LoadState(s *State) error {
 	if err := s.GetRand("dpsgd.noise", a.noiseSrc); err != nil {
 		return err
 	}
-	var acc accounting.RDPState
-	if err := s.Get("dpsgd.accountant", &acc); err != nil {
-		return err
-	}
-	return a.acc.Restore(acc)
+	return GetLedger(s, "dpsgd.accountant", a.acc)
 }
 
 // ChargeLost implements Resumable: steps more of the step's mechanism.
 func (a *DPSGD[T]) ChargeLost(steps int) error { return a.acc.Step(a.Mechanism(), steps) }
+
+// PutLedger saves a run's ledger in s: its RDP state under name (where
+// checkpoints always kept the accountant), its kind under name.kind and,
+// for PLD, the PLD state under name.pld.
+func PutLedger(s *State, name string, l *accounting.Ledger) error {
+	st := l.State()
+	if err := s.Put(name, st.RDP); err != nil {
+		return err
+	}
+	if err := s.Put(name+".kind", st.Accountant); err != nil {
+		return err
+	}
+	if st.PLD != nil {
+		return s.Put(name+".pld", *st.PLD)
+	}
+	return nil
+}
+
+// GetLedger restores into l what PutLedger saved under name. A checkpoint
+// from before the PLD ledger has no kind: it was kept by RDP. A checkpoint
+// of another accountant than l's is refused, naming it.
+func GetLedger(s *State, name string, l *accounting.Ledger) error {
+	st := accounting.LedgerState{Accountant: accounting.AccountantRDP}
+	if err := s.Get(name, &st.RDP); err != nil {
+		return err
+	}
+	if s.Has(name + ".kind") {
+		if err := s.Get(name+".kind", &st.Accountant); err != nil {
+			return err
+		}
+	}
+	if st.Accountant != l.Kind() {
+		return FieldErrors{{Field: "Privacy.Accountant", Msg: fmt.Sprintf("the checkpoint's spent budget was kept by the %s accountant, this run asks for %s: resume with accountant %s",
+			st.Accountant, l.Kind(), st.Accountant)}}
+	}
+	if st.Accountant == accounting.AccountantPLD {
+		st.PLD = &accounting.PLDState{}
+		if err := s.Get(name+".pld", st.PLD); err != nil {
+			return err
+		}
+	}
+	return l.Restore(st)
+}
+
+// Has reports whether Put saved something under name (a checkpoint from
+// an older version may lack a later addition).
+func (s *State) Has(name string) bool {
+	_, ok := s.values[name]
+	return ok
+}

@@ -43,6 +43,13 @@ type SweepTotal struct {
 	Epsilon *float64 `json:"epsilon"`
 	Delta   float64  `json:"delta"`
 	Method  string   `json:"method"`
+	// Accountant is the analysis behind Epsilon: "rdp" when the runs'
+	// mechanisms were RDP-composed across runs, else the accountants of
+	// the receipts whose ε were added (e.g. "pld", "pld+rdp"), after
+	// "rdp+" for method rdp+basic. RunAccountants lists every accountant
+	// the runs' own receipts used (PLD by default).
+	Accountant     string   `json:"accountant,omitempty"`
+	RunAccountants []string `json:"run_accountants,omitempty"`
 	// Order is the Rényi order attaining Epsilon (methods rdp, rdp+basic).
 	Order *float64 `json:"order,omitempty"`
 	// RDPRuns is how many runs were RDP-composed; the rest were added by
@@ -209,6 +216,7 @@ func (p *SweepPrivacy) Total() SweepTotal {
 	basicEps, basicDelta := 0.0, 0.0
 	rdpSum := make([]float64, len(p.orders))
 	rdpDelta, restEps, restDelta := 0.0, 0.0, 0.0
+	var allAccts, restAccts []string
 	for _, k := range p.keys {
 		r := p.runs[k]
 		for _, n := range r.rec.NotCovered {
@@ -231,7 +239,9 @@ func (p *SweepPrivacy) Total() SweepTotal {
 		eps, delta := *r.rec.Epsilon, r.rec.Delta
 		basicEps += eps
 		basicDelta += delta
+		allAccts = addAccountant(allAccts, r.rec.Accountant)
 		if r.curve == nil {
+			restAccts = addAccountant(restAccts, r.rec.Accountant)
 			notRDP = append(notRDP, fmt.Sprintf("%s (%s)", k, r.why))
 			restEps += eps
 			restDelta += delta
@@ -277,6 +287,19 @@ func (p *SweepPrivacy) Total() SweepTotal {
 	}
 	if t.Method == SweepTotalBasic {
 		t.RDPRuns = 0
+	}
+	t.RunAccountants = allAccts
+	switch t.Method {
+	case SweepTotalRDP:
+		t.Accountant = accounting.AccountantRDP
+	case SweepTotalRDPBasic:
+		t.Accountant = accounting.AccountantRDP + "+" + strings.Join(restAccts, "+")
+	default:
+		t.Accountant = strings.Join(allAccts, "+")
+	}
+	if t.Method != SweepTotalBasic && slices.ContainsFunc(allAccts, func(a string) bool { return a != accounting.AccountantRDP }) {
+		notes = append(notes, fmt.Sprintf("the runs' receipts are by %s; the total composes their mechanisms across runs by RDP "+
+			"(smaller than the sum of their ε here)", strings.Join(allAccts, "+")))
 	}
 	if len(notRDP) > 0 && t.Method != SweepTotalBasic {
 		notes = append(notes, fmt.Sprintf("added by basic composition: %s", listKeys(notRDP)))
@@ -423,4 +446,16 @@ func cutTornLine(path string, raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s: removing a torn last line: %w", path, err)
 	}
 	return raw[:cut], nil
+}
+
+// addAccountant adds a receipt's accountant to a sorted set of names ("" as
+// "unknown": a receipt written before it was recorded).
+func addAccountant(set []string, acct string) []string {
+	if acct == "" {
+		acct = "unknown"
+	}
+	if i, found := slices.BinarySearch(set, acct); !found {
+		set = slices.Insert(set, i, acct)
+	}
+	return set
 }

@@ -12,15 +12,16 @@ import (
 )
 
 const privacyUsage = `usage:
-  fairdp privacy epsilon --sigma S --sample-rate Q --steps T --delta D [--accountant rdp|pld] [--classic] [--orders opacus|tf] [--relation add-remove|replace-one] [--json]
+  fairdp privacy epsilon --sigma S --sample-rate Q --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--orders opacus|tf] [--json]
       ε spent by T steps of the Poisson-subsampled Gaussian mechanism with noise multiplier S
-  fairdp privacy sigma --epsilon E --sample-rate Q --steps T --delta D [--accountant rdp|pld] [--classic] [--tolerance TOL] [--orders opacus|tf] [--relation add-remove|replace-one] [--json]
+  fairdp privacy sigma --epsilon E --sample-rate Q --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--tolerance TOL] [--orders opacus|tf] [--json]
       the smallest noise multiplier whose ε is at most E
 
-Both use the RDP accountant (Mironov et al. 2019) and Balle et al. 2020's conversion to (ε, δ) unless
---classic is given. --accountant pld uses the privacy-loss-distribution accountant instead (pessimistic
-discretisation, a proven upper bound 5-12 % below RDP); where it cannot bound the run it says why and
-falls back to RDP. They assume Poisson sampling with rate Q; shuffled fixed-size batches are not covered.
+Both use the privacy-loss-distribution accountant (pessimistic discretisation, a proven upper bound
+5-12 % below RDP), as training does by default; where it cannot bound the run it says why and falls
+back to RDP. --accountant rdp uses the RDP accountant (Mironov et al. 2019) with Balle et al. 2020's
+conversion to (ε, δ), or the classic one with --classic (--classic, --orders and --tolerance are RDP's).
+They assume Poisson sampling with rate Q; shuffled fixed-size batches are not covered.
 Run 'fairdp privacy epsilon -h' or 'fairdp privacy sigma -h' for the flags.
 `
 
@@ -64,7 +65,7 @@ func (p *privacyQuery) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.delta, "delta", 0, "target δ in (0,1) (required)")
 	fs.BoolVar(&p.classic, "classic", false, "use the classic RDP conversion (Mironov 2017; pre-2020 papers) instead of Balle et al. 2020")
 	fs.StringVar(&p.orders, "orders", "opacus", "Rényi orders to optimise over: opacus (1.1…10.9, 12…63) or tf (TF-Privacy's list)")
-	fs.StringVar(&p.accountant, "accountant", accounting.AccountantRDP, "rdp, or pld: the privacy-loss-distribution accountant (tighter; falls back to rdp, saying why, where it cannot bound the run)")
+	fs.StringVar(&p.accountant, "accountant", accounting.DefaultAccountant, "pld: the privacy-loss-distribution accountant (tighter; falls back to rdp, saying why, where it cannot bound the run), or rdp")
 	fs.StringVar(&p.relation, "relation", accounting.RelationAddRemove, "pld only: neighbouring data sets differ by a record added or removed (add-remove), or by one record's value (replace-one, for --scope sensitive; sigma is then relative to the sensitivity 2C)")
 	fs.BoolVar(&p.json, "json", false, "print one JSON object instead of text")
 }
@@ -95,6 +96,9 @@ func (p *privacyQuery) check(fs *flag.FlagSet, required ...string) ([]float64, e
 		}
 	case accounting.AccountantPLD:
 		for _, name := range []string{"classic", "orders", "tolerance"} {
+			if given[name] && !given["accountant"] {
+				return nil, fmt.Errorf("privacy %s: --%s applies to the RDP accountant only, and the default is pld: add --accountant rdp", fs.Name(), name)
+			}
 			if given[name] {
 				return nil, fmt.Errorf("privacy %s: --%s applies to --accountant rdp only", fs.Name(), name)
 			}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"fairdp/dpops/accounting"
 )
 
 func runPrivacyArgs(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -19,16 +21,17 @@ func runPrivacyArgs(t *testing.T, args ...string) (stdout, stderr string, err er
 }
 
 // TestPrivacyEpsilonAcceptance checks Opacus's test_rdp_accountant vector:
-// σ = 1.5, q = 0.04, 2250 steps, δ = 1e-5 → 7.3291.
+// σ = 1.5, q = 0.04, 2250 steps, δ = 1e-5 → 7.3291 (by RDP, which that
+// vector states).
 func TestPrivacyEpsilonAcceptance(t *testing.T) {
-	out, _, err := runPrivacyArgs(t, "epsilon", "--sigma", "1.5", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5")
+	out, _, err := runPrivacyArgs(t, "epsilon", "--sigma", "1.5", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--accountant", "rdp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "ε = 7.3291 at RDP order 3.9") || !strings.Contains(out, "balle2020") {
 		t.Errorf("output = %q, want ε = 7.3291 at order 3.9", out)
 	}
-	out, _, err = runPrivacyArgs(t, "epsilon", "--sigma", "1.5", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--classic")
+	out, _, err = runPrivacyArgs(t, "epsilon", "--sigma", "1.5", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--accountant", "rdp", "--classic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestPrivacyEpsilonAcceptance(t *testing.T) {
 func TestPrivacyEpsilonJSON(t *testing.T) {
 	// TF-Privacy's compute_dp_sgd_privacy test (its orders): ε =
 	// 0.7242234026109595 at order 19.
-	out, _, err := runPrivacyArgs(t, "epsilon", "--sigma=1.3", "--sample-rate=0.0025", "--steps=6000", "--delta=1e-5", "--orders=tf", "--json")
+	out, _, err := runPrivacyArgs(t, "epsilon", "--sigma=1.3", "--sample-rate=0.0025", "--steps=6000", "--delta=1e-5", "--accountant=rdp", "--orders=tf", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +64,7 @@ func TestPrivacyEpsilonJSON(t *testing.T) {
 // TestPrivacySigma checks Opacus's get_noise_multiplier vectors (σ ≈ 1.416 for
 // 2250 steps, σ ≈ 1.3562 for 2000) through the command line.
 func TestPrivacySigma(t *testing.T) {
-	out, _, err := runPrivacyArgs(t, "sigma", "--epsilon", "8", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--tolerance", "0.01", "--json")
+	out, _, err := runPrivacyArgs(t, "sigma", "--epsilon", "8", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--accountant", "rdp", "--tolerance", "0.01", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func TestPrivacySigma(t *testing.T) {
 	if math.Abs(got.Sigma-1.416) > 5e-5 || got.Epsilon > 8 || got.Epsilon < 7.99 {
 		t.Errorf("row 2: σ = %v (ε %v), want 1.416 with ε in [7.99, 8]", got.Sigma, got.Epsilon)
 	}
-	out, _, err = runPrivacyArgs(t, "sigma", "--epsilon", "8", "--sample-rate", "0.04", "--steps", "2000", "--delta", "1e-5")
+	out, _, err = runPrivacyArgs(t, "sigma", "--epsilon", "8", "--sample-rate", "0.04", "--steps", "2000", "--delta", "1e-5", "--accountant", "rdp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +105,11 @@ func TestPrivacyErrors(t *testing.T) {
 		{"q too large", []string{"epsilon", "--sigma", "1", "--sample-rate", "1.5", "--steps", "10", "--delta", "1e-5"}, "--sample-rate must be in (0,1]"},
 		{"steps zero", []string{"epsilon", "--sigma", "1", "--sample-rate", "0.5", "--steps", "0", "--delta", "1e-5"}, "--steps must be ≥ 1"},
 		{"delta one", []string{"epsilon", "--sigma", "1", "--sample-rate", "0.5", "--steps", "3", "--delta", "1"}, "--delta must be in (0,1)"},
-		{"bad orders", with("epsilon", "--sigma", "1", "--orders", "mine"), "--orders must be opacus or tf"},
+		{"bad orders", with("epsilon", "--sigma", "1", "--accountant", "rdp", "--orders", "mine"), "--orders must be opacus or tf"},
+		{"rdp flag with the default", with("epsilon", "--sigma", "1", "--classic"), "the default is pld: add --accountant rdp"},
 		{"epsilon negative", with("sigma", "--epsilon", "-1"), "--epsilon must be a positive number"},
-		{"bad tolerance", with("sigma", "--epsilon", "1", "--tolerance", "-0.1"), "--tolerance must be ≥ 0"},
-		{"unreachable", with("sigma", "--epsilon", "0.01", "--classic"), "unreachable"},
+		{"bad tolerance", with("sigma", "--epsilon", "1", "--accountant", "rdp", "--tolerance", "-0.1"), "--tolerance must be ≥ 0"},
+		{"unreachable", with("sigma", "--epsilon", "0.01", "--accountant", "rdp", "--classic"), "unreachable"},
 		{"stray argument", with("epsilon", "--sigma", "1", "extra"), "unexpected argument"},
 	}
 	for _, c := range cases {
@@ -116,6 +120,36 @@ func TestPrivacyErrors(t *testing.T) {
 		}
 		if !strings.Contains(err.Error()+stderr, c.msg) {
 			t.Errorf("%s: error %q (stderr %q), want it to mention %q", c.name, err, stderr, c.msg)
+		}
+	}
+}
+
+// TestPrivacyDefaultPLD checks that both subcommands answer with the PLD
+// accountant when --accountant is not given, as training calibrates: the
+// same answer as --accountant pld, which is the accounting API's value.
+func TestPrivacyDefaultPLD(t *testing.T) {
+	row := []string{"--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--json"}
+	for _, sub := range [][]string{{"epsilon", "--sigma", "1.5"}, {"sigma", "--epsilon", "8"}} {
+		def, _, err := runPrivacyArgs(t, append(slices.Clone(sub), row...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pld, _, err := runPrivacyArgs(t, append(append(slices.Clone(sub), row...), "--accountant", "pld")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got privacyAnswer
+		if err := json.Unmarshal([]byte(def), &got); err != nil {
+			t.Fatal(err)
+		}
+		m := accounting.SubsampledGaussian(0.04, got.Sigma, 0, "")
+		m.Steps = 2250
+		want, err := accounting.PLDEpsilon([]accounting.Mechanism{m}, 1e-5, accounting.PLDOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if def != pld || got.Accountant != "pld" || got.Epsilon != want {
+			t.Errorf("%s by default: %s\nwith --accountant pld: %s\nwant accountant pld, ε = %v", sub[0], def, pld, want)
 		}
 	}
 }
@@ -183,7 +217,7 @@ func TestPrivacyPLD(t *testing.T) {
 	if !strings.HasPrefix(out, "σ = 1.00001 gives ε = 2.8201 ≤ 2.8202 by PLD") {
 		t.Errorf("sigma output %q, want σ = 1.00001", out)
 	}
-	rdpOut, _, err := runPrivacyArgs(t, append(target, row[:6]...)...)
+	rdpOut, _, err := runPrivacyArgs(t, append(append(target, row[:6]...), "--accountant", "rdp")...)
 	if err != nil || !strings.Contains(rdpOut, "at RDP order") || !strings.HasPrefix(rdpOut, "σ = 1.0") || strings.HasPrefix(rdpOut, "σ = 1.00001") {
 		t.Errorf("rdp sigma output %q (err %v), want a larger σ at an RDP order", rdpOut, err)
 	}
@@ -233,7 +267,7 @@ func TestPrivacyPLDErrors(t *testing.T) {
 		{[]string{"--accountant", "prv"}, "--accountant must be rdp or pld"},
 		{[]string{"--accountant", "pld", "--classic"}, "--classic applies to --accountant rdp only"},
 		{[]string{"--accountant", "pld", "--orders", "tf"}, "--orders applies to --accountant rdp only"},
-		{[]string{"--relation", "replace-one"}, "--relation applies to --accountant pld only"},
+		{[]string{"--accountant", "rdp", "--relation", "replace-one"}, "--relation applies to --accountant pld only"},
 		{[]string{"--accountant", "pld", "--relation", "swap"}, "--relation must be add-remove or replace-one"},
 	} {
 		_, _, err := runPrivacyArgs(t, append(slices.Clone(base), c.extra...)...)

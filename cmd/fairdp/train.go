@@ -59,12 +59,13 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Float64Var(&c.Fair.LRW, "lr-w", c.Fair.LRW, "ascent learning rate η_W of the fairness player (DP-FERMI)")
 	fs.Float64Var(&c.Fair.Radius, "radius", c.Fair.Radius, "radius D of the ball W is projected on (DP-FERMI)")
 	fs.BoolVar(&c.Fair.PublicGroupSizes, "public-group-sizes", c.Fair.PublicGroupSizes, "treat group frequencies as public (spend no budget on them)")
-	fs.StringVar(&c.Fair.Calibration, "calibration", c.Fair.Calibration, "noise calibration: accountant (RDP) or paper (DP-FERMI Theorem 3.3)")
+	fs.StringVar(&c.Fair.Calibration, "calibration", c.Fair.Calibration, "noise calibration: accountant (--accountant's, PLD by default) or paper (DP-FERMI Theorem 3.3)")
 	fs.Float64Var(&c.Fair.WeightDecay, "weight-decay", c.Fair.WeightDecay, "L2 regularisation")
 	fs.Float64Var(&c.Fair.CountNoiseRatio, "count-noise-ratio", c.Fair.CountNoiseRatio, "DPSGD-F: σ1 = ratio·σ2 on the clipped/unclipped counts")
 	fs.String("preset", "", "paper settings to start from: "+strings.Join(trainer.PresetNames(), ", ")+" (flags given after it win)")
 	fs.String("config", "", "repeat a run: its report.json (or a config JSON); flags given with it win")
 	fs.StringVar(&c.Privacy.Sampling, "sampling", c.Privacy.Sampling, "poisson (RDP-valid) or shuffle (paper fidelity; flagged in the receipt)")
+	fs.StringVar(&c.Privacy.Accountant, "accountant", c.Privacy.Accountant, "pld (default when empty: the privacy-loss-distribution accountant, tighter) or rdp: calibrates σ and states the receipt")
 }
 
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {

@@ -91,6 +91,14 @@ func WithSpent(rdp []float64) CalibrateOption {
 // jointSigma is the noise multiplier charged per step when the main release
 // has multiplier sigma: σ_eff of it and its companions.
 func (c *calibration) jointSigma(sigma float64) float64 {
+	if len(c.companions) == 0 {
+		// Exactly the σ a run charges: JointSigma(σ) = 1/√(1/σ²) can be
+		// an ulp or two off, and PLD's discretisation is not continuous
+		// in σ at that scale (its grid follows the loss scale), so ε at
+		// the σ the search saw could meet the target while ε at the σ
+		// the run charges exceeds it by 1e-6.
+		return sigma
+	}
 	sigmas := []float64{sigma}
 	for _, ratio := range c.companions {
 		sigmas = append(sigmas, ratio*sigma)

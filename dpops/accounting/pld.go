@@ -244,6 +244,14 @@ func pldDirections(mechs []Mechanism, opts PLDOptions, only int) (directions [2]
 			// cap the atoms, trading tightness for time.
 			lo, hi := model.lossRange(tail)
 			fine = math.Max(fine, (hi-lo)/pldMaxFineAtoms)
+			if atoms := (hi - lo) / math.Min(h, fine); !(atoms <= pldMaxFFT) {
+				// A release with almost no noise (σ = 1e-300 is accepted
+				// input) has a loss range no grid can hold: refuse it
+				// before allocating, as a composition too wide for the FFT
+				// is refused.
+				return directions, false, fmt.Errorf("accounting: one release's privacy loss spans [%.4g, %.4g], %.3g grid intervals (limit %d; noise multiplier %v): %w",
+					lo, hi, atoms, pldMaxFFT, m.NoiseMultiplier, ErrPLDRange)
+			}
 			if opts.singleGrid || fine >= h {
 				directions[d] = append(directions[d], pldPart{pmf: discretise(model, h, tail, true), steps: m.Steps})
 				continue

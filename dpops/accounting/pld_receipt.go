@@ -62,8 +62,13 @@ func (a *PLD) Receipt(delta float64, run RunInfo) (Receipt, error) {
 	if err != nil {
 		return Receipt{}, err
 	}
+	// rdp_valid keeps its meaning for tools that read it (trainer's sweep
+	// totals): the subsampled-Gaussian analysis, here PLD's, covers the
+	// sampling only when it was Poisson.
+	valid := run.Sampling == SamplingPoisson
+	h := a.Options().Interval
 	r := Receipt{Epsilon: finite(eps), Delta: delta, Accountant: AccountantPLD, Conversion: ConversionPLD,
-		Mechanisms: slices.Clone(a.History())}
+		Mechanisms: slices.Clone(a.History()), RDPValid: &valid, PLDInterval: &h, Relation: a.Options().Relation}
 	r.setRun(run)
 	r.addNote(fmt.Sprintf("PLD accountant: %s neighbouring data sets, privacy loss discretised pessimistically at interval %g; "+
 		"epsilon is an upper bound", a.Options().Relation, a.Options().Interval))

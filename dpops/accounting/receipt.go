@@ -75,10 +75,14 @@ type Receipt struct {
 	Mechanisms     []Mechanism `json:"mechanisms,omitempty"`
 	Scope          string      `json:"scope,omitempty"`
 	Sampling       string      `json:"sampling,omitempty"`
-	RDPValid       *bool       `json:"rdp_valid,omitempty"` // RDP receipts: false when sampling is not Poisson
-	Note           string      `json:"note,omitempty"`
-	Seeded         bool        `json:"seeded"`
-	Seed           *uint64     `json:"seed,omitempty"`
+	RDPValid       *bool       `json:"rdp_valid,omitempty"` // RDP and PLD receipts: false when sampling is not Poisson, which neither analysis covers
+	// PLDInterval and Relation are a PLD receipt's discretisation interval
+	// h and neighbouring relation, which its ε depends on.
+	PLDInterval *float64 `json:"pld_interval,omitempty"`
+	Relation    string   `json:"relation,omitempty"`
+	Note        string   `json:"note,omitempty"`
+	Seeded      bool     `json:"seeded"`
+	Seed        *uint64  `json:"seed,omitempty"`
 	// NotCovered lists what the run released or assumed that the guarantee
 	// above does not cover (exact test metrics, preprocessing fitted on the
 	// training data, a non-private baseline, …), so no release goes

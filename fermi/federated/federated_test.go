@@ -140,6 +140,7 @@ func TestMapping(t *testing.T) {
 // reproduces central DP-FERMI").
 func TestOneSiloIsCentralDPFERMI(t *testing.T) {
 	cfg := testConfig(7)
+	cfg.Privacy.Accountant = accounting.AccountantRDP // what silos keep, so central σ is calibrated the same way
 	train := synthetic(500, 1)
 	central, err := fermi.New[float64](testJob(t, cfg, train))
 	if err != nil {

@@ -168,8 +168,20 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 		return nil, fmt.Errorf("silo %d: the state was written by a silo that was %s; restart it with the same privacy setting",
 			opts.Index, map[bool]string{true: "private", false: "not private"}[st.Private])
 	}
+	// A silo keeps an RDP ledger whatever the default: it states its ε
+	// after every round (Message.Epsilon, the budget check), which the PLD
+	// accountant recomputes from the whole history at ~0.1 s a round. Its
+	// DP-FERMI calibrates σ with the same accountant, or the ledger would
+	// find the budget spent before the planned rounds end.
+	switch cfg.Privacy.Accountant {
+	case "", accounting.AccountantRDP:
+		cfg.Privacy.Accountant = accounting.AccountantRDP
+	default:
+		return nil, fmt.Errorf("silo %d: %w", opts.Index, trainer.FieldErrors{{Field: "Privacy.Accountant",
+			Msg: fmt.Sprintf("%s is not available to SteFFLe's silos, which keep an RDP ledger (they state ε after every round): give rdp", cfg.Privacy.Accountant)}})
+	}
 	spec := trainer.ModelSpec(cfg, data)
-	release := ReleaseSettings{Scope: cfg.Fair.Scope, Fairness: cfg.Fair.Fairness, Clip: cfg.Privacy.Clip, Lambda: cfg.Fair.Lambda,
+	release := ReleaseSettings{Accountant: cfg.Privacy.Accountant, Scope: cfg.Fair.Scope, Fairness: cfg.Fair.Fairness, Clip: cfg.Privacy.Clip, Lambda: cfg.Fair.Lambda,
 		Calibration: cfg.Fair.Calibration, PublicGroupSizes: cfg.Fair.PublicGroupSizes, Sampling: cfg.Privacy.Sampling, Model: spec.String()}
 	if !private {
 		release.Sampling = accounting.SamplingShuffle // non-private DP-FERMI shuffles whatever the flag says

@@ -2,6 +2,7 @@ package federated
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -72,7 +73,9 @@ type SiloState struct {
 // sensitivity and how the noise is split between θ and W; Fairness and
 // PublicGroupSizes decide which group counts exist and whether they were
 // released with noise at all; Sampling decides which accountant formula
-// holds; Model decides what θ and the messages are. The σ itself (from
+// holds; Model decides what θ and the messages are; Accountant is the
+// analysis the ledger and σ's calibration use ("" in a state file from
+// before it was recorded: rdp, the only one silos have used). The σ itself (from
 // epochs, ε or an explicit σ) may change: the ledger records every σ.
 type ReleaseSettings struct {
 	Scope            string  `json:"scope"`
@@ -83,6 +86,7 @@ type ReleaseSettings struct {
 	PublicGroupSizes bool    `json:"public_group_sizes"`
 	Sampling         string  `json:"sampling"`
 	Model            string  `json:"model"`
+	Accountant       string  `json:"accountant,omitempty"`
 }
 
 // releaseDiff names every release setting of now that differs from the
@@ -119,6 +123,9 @@ func releaseDiff(saved *SiloState, now SiloState) trainer.FieldErrors {
 	}
 	if a.Model != b.Model {
 		add("Model", a.Model, b.Model)
+	}
+	if acc := cmp.Or(a.Accountant, accounting.AccountantRDP); acc != cmp.Or(b.Accountant, accounting.AccountantRDP) {
+		add("Privacy.Accountant", acc, b.Accountant)
 	}
 	if saved.Delta != now.Delta {
 		add("Privacy.Delta", saved.Delta, now.Delta)

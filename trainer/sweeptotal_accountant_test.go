@@ -1,0 +1,73 @@
+package trainer
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"fairdp/dpops/accounting"
+)
+
+// pldReceipt is rdpReceipt's run receipted by the PLD accountant, the
+// default.
+func pldReceipt(t *testing.T, q, sigma float64, steps int, delta float64) accounting.Receipt {
+	t.Helper()
+	l, err := accounting.NewLedger(accounting.AccountantPLD, accounting.PLDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Step(accounting.SubsampledGaussian(q, sigma, 1, "gradients"), steps); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Receipt(delta, accounting.RunInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestSweepTotalAccountant checks that a sweep total says which accountant
+// its ε comes from and which the runs' receipts used: PLD runs are
+// RDP-composed across runs from their mechanisms (the same total as their
+// RDP receipts give), and a single run's total is its own PLD receipt.
+func TestSweepTotalAccountant(t *testing.T) {
+	const delta = 1e-5
+	p1, p2 := pldReceipt(t, 0.01, 1.1, 1000, delta), pldReceipt(t, 0.02, 0.9, 500, delta)
+	r1 := rdpReceipt(t, 0.01, 1.1, 1000, delta)
+	rdp12, _ := composedRDP(t, delta, p1, p2)
+	legacyEps := 0.7
+	legacy := accounting.Receipt{Epsilon: &legacyEps, Delta: 3e-6}
+	for _, tc := range []struct {
+		name                string
+		runs                []accounting.Receipt
+		method, accountant  string
+		runAccountants      []string
+		eps                 float64
+		noteSays, noteLacks string
+	}{
+		{"two PLD runs: RDP across runs", []accounting.Receipt{p1, p2}, SweepTotalRDP, "rdp", []string{"pld"}, rdp12, "receipts are by pld", ""},
+		{"one PLD run: its receipt", []accounting.Receipt{p1}, SweepTotalBasic, "pld", []string{"pld"}, *p1.Epsilon, "", "receipts are by"},
+		{"PLD and RDP runs", []accounting.Receipt{p1, r1}, SweepTotalRDP, "rdp", []string{"pld", "rdp"}, 0, "receipts are by pld+rdp", ""},
+		{"RDP runs say nothing more", []accounting.Receipt{r1, rdpReceipt(t, 0.02, 0.9, 500, delta)}, SweepTotalRDP, "rdp", []string{"rdp"}, 0, "", "receipts are by"},
+		{"a legacy row added by basic composition", []accounting.Receipt{p1, p2, legacy}, SweepTotalRDPBasic, "rdp+unknown", []string{"pld", "unknown"}, rdp12 + legacyEps, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSweepPrivacy(SweepTotalOptions{})
+			for i, r := range tc.runs {
+				s.Add(fmt.Sprint("k", i), r)
+			}
+			got := s.Total()
+			if got.Method != tc.method || got.Accountant != tc.accountant || !slices.Equal(got.RunAccountants, tc.runAccountants) {
+				t.Errorf("method %s, accountant %q, runs' %v; want %s, %q, %v", got.Method, got.Accountant, got.RunAccountants,
+					tc.method, tc.accountant, tc.runAccountants)
+			}
+			if tc.eps != 0 && (got.Epsilon == nil || *got.Epsilon != tc.eps) {
+				t.Errorf("total %s, want ε = %v", got, tc.eps)
+			}
+			if !strings.Contains(got.Note, tc.noteSays) || tc.noteLacks != "" && strings.Contains(got.Note, tc.noteLacks) {
+				t.Errorf("note %q: want %q, not %q", got.Note, tc.noteSays, tc.noteLacks)
+			}
+		})
+	}
+}
