@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"time"
 
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
@@ -347,6 +348,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	q, steps := map[tuneShape]float64{}, map[tuneShape]int{}
 	for _, b := range space.Batch {
 		for _, e := range space.Epochs {
@@ -409,6 +411,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err != nil {
 		return nil, err
 	}
+	rep.Seconds = time.Since(start).Seconds() // the whole search's
 	if cfg.Out != "" {
 		if err := writeModelOutputs(cfg.Out, rep, bestModel, job); err != nil {
 			return nil, err

@@ -134,6 +134,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&ck.Dir, "checkpoint", "", "directory to save the run in after every epoch (resumable; refused if it holds a checkpoint, unless --resume)")
 	fs.BoolVar(&ck.Resume, "resume", false, "with --checkpoint: continue the run the directory holds, or start it if it holds none")
 	overwrite := fs.Bool("overwrite", false, "replace the model.ckpt and report.json an earlier run left in --out (refused otherwise)")
+	tune := tuneFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -162,7 +163,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, n := range job.Train.Notes {
 		fmt.Fprintln(stdout, "data:", n)
 	}
-	rep, err := trainer.Train(ctx, job)
+	rep, err := trainOrTune(ctx, job, tune, ck.Dir, stdout)
 	if errors.Is(err, context.Canceled) && ck.Dir != "" {
 		return fmt.Errorf("%w (the run is saved after its last completed epoch: the same command with --resume continues it)", err)
 	}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"fairdp/trainer"
+)
+
+// tuneFlagValues are `fairdp train --tune` and its options.
+type tuneFlagValues struct {
+	on   bool
+	opts trainer.TuneOptions
+}
+
+func init() {
+	// The options' fields, named by trainer's errors, and their flags.
+	for field, name := range map[string]string{"Tune.MeanTrials": "--tune-trials", "Tune.ValidFrac": "--tune-valid-frac",
+		"Tune.Eta": "--tune-eta"} {
+		fieldFlags[field] = name
+	}
+}
+
+// tuneFlags registers --tune and its options on fs.
+func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
+	t := &tuneFlagValues{}
+	fs.BoolVar(&t.on, "tune", false, "choose --lr, --epochs, --batch and --clip by private random search (Papernot & Steinke 2022): "+
+		"a random number of complete private trials, each scored with noise on held-out training records, the best one returned; "+
+		"the receipt's ε (--epsilon) covers the whole search (dpsgd)")
+	fs.Float64Var(&t.opts.MeanTrials, "tune-trials", 10, "with --tune: expected number of trials (the number itself is random: its law is part of the privacy analysis)")
+	fs.Float64Var(&t.opts.Eta, "tune-eta", 0, "with --tune: η of the number of trials' truncated negative binomial law (0: logarithmic, 1: geometric)")
+	fs.Float64Var(&t.opts.ValidFrac, "tune-valid-frac", 0.2, "with --tune: share of the training records held out to score the trials")
+	return t
+}
+
+// trainOrTune trains job, by private search when --tune is given, and
+// says which setting the search chose (part of what its receipt covers).
+func trainOrTune(ctx context.Context, job *trainer.Job, t *tuneFlagValues, checkpoint string, stdout io.Writer) (*trainer.Report, error) {
+	if !t.on {
+		return trainer.Train(ctx, job)
+	}
+	if checkpoint != "" {
+		return nil, fmt.Errorf("--tune cannot be combined with --checkpoint: a search runs whole or not at all")
+	}
+	rep, err := trainer.Tune(ctx, job, t.opts)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	res := rep.Extra["tune"].(trainer.TuneResult)
+	c := res.Chosen
+	fmt.Fprintf(stdout, "tune: chose --lr %g --epochs %d --batch %d --clip %g (σ = %.4g) after %d trials\n",
+		c.LR, c.Epochs, c.Batch, c.Clip, c.Sigma, res.Trials)
+	return rep, nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestTrainTune drives `fairdp train --tune` on 2,000 records of the
+// embedded Adult data: the report validates, its receipt is the search's
+// (ε at most --epsilon, RDP by Papernot–Steinke Theorem 2), extra.tune
+// names the chosen setting, and the output says which setting won.
+func TestTrainTune(t *testing.T) {
+	dir := t.TempDir()
+	out, _, err := runCLI(t, "train", "--algo", "dpsgd", "--limit", "2000", "--seed", "5", "--epsilon", "2", "--tune",
+		"--tune-trials", "3", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tune: chose --lr", "Theorem 2", "not covered (tuning_split)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	doc := validateReport(t, dir, "dpsgd")
+	priv := doc["privacy"].(map[string]any)
+	if eps, ok := priv["epsilon"].(float64); !ok || eps > 2 || eps < 1.98 || priv["accountant"] != "rdp" {
+		t.Errorf("receipt %v: want the search's ε ≤ 2 (calibrated to it) from the RDP accountant", priv)
+	}
+	tune := doc["extra"].(map[string]any)["tune"].(map[string]any)
+	chosen := tune["chosen"].(map[string]any)
+	cfg := doc["config"].(map[string]any)
+	if chosen["lr"] != cfg["lr"] || chosen["batch"] != cfg["batch"] {
+		t.Errorf("config (lr %v, batch %v) is not the chosen setting %v", cfg["lr"], cfg["batch"], chosen)
+	}
+}
+
+// TestTrainTuneErrors: bad --tune combinations get one line naming the flag.
+func TestTrainTuneErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--algo", "fermi"}, "--algo fermi cannot be tuned privately yet"},
+		{[]string{"--algo", "dpsgd", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
+		{[]string{"--algo", "dpsgd", "--tune-valid-frac", "1"}, "--tune-valid-frac must be in (0, 1)"},
+		{[]string{"--algo", "dpsgd", "--epsilon", "1", "--sigma", "2"}, "--sigma is set by the tuning's calibration"},
+		{[]string{"--algo", "dpsgd", "--epsilon", "inf"}, "--epsilon must be finite to tune"},
+		{[]string{"--algo", "dpsgd", "--checkpoint", "x"}, "--tune cannot be combined with --checkpoint"},
+	} {
+		args := append([]string{"train", "--limit", "300", "--quiet", "--seed", "1", "--tune"}, tc.args...)
+		if slices.Contains(tc.args, "--checkpoint") {
+			args[len(args)-1] = t.TempDir()
+		}
+		_, _, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v, want one line containing %q", tc.args, err, tc.want)
+		}
+	}
+}
