@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -133,7 +134,9 @@ type TuneChoice struct {
 	Epochs int     `json:"epochs"`
 	Batch  int     `json:"batch"`
 	Clip   float64 `json:"clip"`
-	Sigma  float64 `json:"sigma"`
+	// Sigma is the trial's Privacy.Sigma (σ2 for DPSGD-F and Naïve, see
+	// trialSigma).
+	Sigma float64 `json:"sigma"`
 }
 
 // TuneResult is report.json's extra.tune: how the search ran and what it
@@ -161,7 +164,22 @@ type TuneResult struct {
 
 // tunable are the algorithms Tune can search: those whose whole release is
 // one Poisson-subsampled Gaussian per step with a σ the plan sets.
-var tunable = []string{string(MethodDPSGD)}
+var tunable = []string{string(MethodDPSGD), string(MethodDPSGDF), string(MethodNaive)}
+
+// trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
+// the planned noise multiplier sigma per step. DPSGD-F and Naïve release
+// their group counts (σ1 = ratio·σ2) from the same Poisson sample as the
+// gradient (σ2): one joint mechanism with σ_eff = (σ1⁻² + σ2⁻²)^(-1/2) =
+// σ2/sqrt(1 + ratio⁻²) (accounting.JointSubsampledGaussian), so σ2 is
+// σ_eff·sqrt(1 + ratio⁻²).
+func trialSigma(cfg Config, sigma float64) float64 {
+	switch cfg.Algo {
+	case string(MethodDPSGDF), string(MethodNaive):
+		r := cfg.Fair.CountNoiseRatio
+		return sigma * math.Sqrt(1+1/(r*r))
+	}
+	return sigma
+}
 
 // Tune trains job's algorithm by private random search (Papernot and
 // Steinke 2022): it holds out opts.ValidFrac of the training records, draws
@@ -387,12 +405,12 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		c := TuneChoice{LR: space.LR[choose.IntN(len(space.LR))], Epochs: space.Epochs[choose.IntN(len(space.Epochs))],
 			Batch: space.Batch[choose.IntN(len(space.Batch))], Clip: space.Clip[choose.IntN(len(space.Clip))]}
 		sh := tuneShape{c.Batch, c.Epochs}
-		c.Sigma = plan.sigma[sh]
+		c.Sigma = trialSigma(cfg, plan.sigma[sh])
 		rep, m, correct, err := tuneTrial[T](ctx, job, train, valid, c, delta, i)
 		if err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
-		if err := checkTrialReceipt(rep.Privacy, plan.q[sh], c.Sigma, plan.steps[sh]); err != nil {
+		if err := checkTrialReceipt(rep.Privacy, plan.q[sh], plan.sigma[sh], plan.steps[sh]); err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
 		noisy, err := dpops.ScalarGaussian(scoreNoise, float64(correct), 1, plan.scoreSigma)
@@ -457,16 +475,18 @@ func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.
 }
 
 // checkTrialReceipt holds a trial to the plan: its receipt may list only
-// Poisson-subsampled Gaussian steps at the planned rate and σ, at most the
-// planned number. A trial that spent anything else would void the search's
-// guarantee, so its result is refused rather than published.
+// Poisson-subsampled Gaussian steps at the planned rate and at least the
+// planned σ (up to rounding, 1e-12 relative: a joint mechanism's σ_eff is
+// recomputed from its parts), at most the planned number. A trial that
+// spent anything else would void the search's guarantee, so its result is
+// refused rather than published.
 func checkTrialReceipt(r accounting.Receipt, q, sigma float64, steps int) error {
 	if !r.Private() {
 		return fmt.Errorf("the trial's receipt is not private")
 	}
 	total := 0
 	for _, m := range r.Mechanisms {
-		if m.Kind != accounting.KindSubsampledGaussian || m.SampleRate != q || m.NoiseMultiplier != sigma {
+		if m.Kind != accounting.KindSubsampledGaussian || m.SampleRate != q || !(m.NoiseMultiplier >= sigma*(1-1e-12)) {
 			return fmt.Errorf("the trial released %s (q = %v, σ = %v), outside the tuning plan (q = %v, σ = %v)",
 				m.Kind, m.SampleRate, m.NoiseMultiplier, q, sigma)
 		}
@@ -519,6 +539,10 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rep.Privacy = rc
 	rep.TrainRecords = job.Train.N()
-	rep.Extra = map[string]any{"tune": res}
+	rep.Extra = maps.Clone(best.Extra) // the chosen trial's own results (DPSGD-F's), covered as its output
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
+	rep.Extra["tune"] = res
 	return &rep, nil
 }

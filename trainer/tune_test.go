@@ -238,6 +238,7 @@ func TestCheckTrialReceipt(t *testing.T) {
 		{"fewer steps", rec(sg(0.1, 2, 60)), ""},
 		{"more steps", rec(sg(0.1, 2, 60), sg(0.1, 2, 41)), "101 noisy steps"},
 		{"other sigma", rec(sg(0.1, 1.9, 100)), "outside the tuning plan"},
+		{"more noise", rec(sg(0.1, 2.1, 100)), ""},
 		{"other rate", rec(sg(0.2, 2, 100)), "outside the tuning plan"},
 		{"laplace", rec(accounting.Mechanism{Kind: accounting.KindLaplace, Epsilon: 0.1}), "outside the tuning plan"},
 		{"not private", accounting.NotPrivate(), "not private"},

@@ -11,27 +11,30 @@ import (
 // (ε at most --epsilon, RDP by Papernot–Steinke Theorem 2), extra.tune
 // names the chosen setting, and the output says which setting won.
 func TestTrainTune(t *testing.T) {
-	dir := t.TempDir()
-	out, _, err := runCLI(t, "train", "--algo", "dpsgd", "--limit", "2000", "--seed", "5", "--epsilon", "2", "--tune",
-		"--tune-trials", "3", "--out", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"tune: chose --lr", "Theorem 2", "not covered (tuning_split)"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	for _, algo := range []string{"dpsgd", "dpsgdf"} {
+		dir := t.TempDir()
+		out, _, err := runCLI(t, "train", "--algo", algo, "--limit", "2000", "--seed", "5", "--epsilon", "2", "--tune",
+			"--tune-trials", "3", "--out", dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	doc := validateReport(t, dir, "dpsgd")
-	priv := doc["privacy"].(map[string]any)
-	if eps, ok := priv["epsilon"].(float64); !ok || eps > 2 || eps < 1.98 || priv["accountant"] != "rdp" {
-		t.Errorf("receipt %v: want the search's ε ≤ 2 (calibrated to it) from the RDP accountant", priv)
-	}
-	tune := doc["extra"].(map[string]any)["tune"].(map[string]any)
-	chosen := tune["chosen"].(map[string]any)
-	cfg := doc["config"].(map[string]any)
-	if chosen["lr"] != cfg["lr"] || chosen["batch"] != cfg["batch"] {
-		t.Errorf("config (lr %v, batch %v) is not the chosen setting %v", cfg["lr"], cfg["batch"], chosen)
+		for _, want := range []string{"tune: chose --lr", "Theorem 2", "not covered (tuning_split)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", algo, want, out)
+			}
+		}
+		doc := validateReport(t, dir, algo)
+		priv := doc["privacy"].(map[string]any)
+		if eps, ok := priv["epsilon"].(float64); !ok || eps > 2 || eps < 1.98 || priv["accountant"] != "rdp" {
+			t.Errorf("%s: receipt %v: want the search's ε ≤ 2 (calibrated to it) from the RDP accountant", algo, priv)
+		}
+		tune := doc["extra"].(map[string]any)["tune"].(map[string]any)
+		chosen := tune["chosen"].(map[string]any)
+		cfg := doc["config"].(map[string]any)
+		sigma := cfg["privacy"].(map[string]any)["sigma"]
+		if chosen["lr"] != cfg["lr"] || chosen["batch"] != cfg["batch"] || chosen["sigma"] != sigma {
+			t.Errorf("%s: config (lr %v, batch %v, σ %v) is not the chosen setting %v", algo, cfg["lr"], cfg["batch"], sigma, chosen)
+		}
 	}
 }
 
