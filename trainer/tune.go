@@ -80,23 +80,23 @@ type TuneSpace struct {
 }
 
 // DefaultTuneSpace is the search space for n training records (those a
-// trial trains on) around cfg's settings: the learning rate from half to
-// 20 times cfg.LR (noisy gradients usually want a larger step than exact
-// ones, and the optimizer's scale is kept), sampling rates of 4, 10 and
-// 25 % (small tables need large batches to lift the signal above the
-// noise), 5 to 40 epochs and the clip bound at cfg's and a tenth of it.
+// trial trains on) around cfg's settings, which for a default run are
+// already the data-aware ones (AdaptToData): the learning rate from a sixth
+// to 3 times cfg.LR, sampling rates of 5, 10 and 25 % (the two regimes of
+// the data-aware rule and between), 10 to 40 epochs and the clip bound
+// from a third to 3 times cfg's.
 func DefaultTuneSpace(cfg Config, n int) TuneSpace {
-	s := TuneSpace{Epochs: []int{5, 15, 40}}
-	for _, f := range []float64{0.5, 2, 6, 20} {
+	s := TuneSpace{Epochs: []int{10, 20, 40}}
+	for _, f := range []float64{1.0 / 6, 0.5, 1, 3} {
 		s.LR = append(s.LR, cfg.LR*f)
 	}
-	for _, q := range []float64{0.04, 0.1, 0.25} {
+	for _, q := range []float64{0.05, 0.1, 0.25} {
 		b := min(n, max(8, int(math.Round(q*float64(n)))))
 		if !slices.Contains(s.Batch, b) {
 			s.Batch = append(s.Batch, b)
 		}
 	}
-	s.Clip = []float64{cfg.Privacy.Clip, cfg.Privacy.Clip / 10}
+	s.Clip = []float64{cfg.Privacy.Clip / 3, cfg.Privacy.Clip, cfg.Privacy.Clip * 3}
 	return s
 }
 

@@ -145,7 +145,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkOut(cfg.Out, *overwrite, ck); err != nil {
 		return err
 	}
-	job, err := prepareTrain(cfg, stdout, ck)
+	job, err := prepareAdapted(fs, cfg, stdout, ck)
 	if err != nil {
 		return err
 	}

@@ -61,3 +61,39 @@ func TestTrainTuneErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainDataAwareDefaults: a default private run takes the data-aware
+// batch, epochs, learning rate and clip (issue 28 item 4) and says so; a
+// flag the user gave is kept.
+func TestTrainDataAwareDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		flags         []string
+		batch, epochs float64
+		lr, clip      float64
+		note          bool
+	}{
+		// --limit 1000 leaves 1,000 training records; at ε = 1, ε·n < 2000, so q = 0.25 (batch 250),
+		// 20 epochs, η = 0.1, clip 1/10.
+		{nil, 250, 20, 0.1, 0.1, true},
+		{[]string{"--batch", "50", "--clip", "1"}, 50, 20, 0.1, 1, true},
+		// ε = 3: ε·n ≥ 2000, so q = 0.05 (batch 50), 40 epochs, η = 0.03, clip 1.
+		{[]string{"--epsilon", "3"}, 50, 40, 0.03, 1, true},
+		{[]string{"--batch", "64", "--epochs", "20", "--lr", "0.005", "--clip", "1"}, 64, 20, 0.005, 1, false},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"train", "--algo", "dpsgd", "--limit", "1000", "--seed", "2", "--quiet", "--out", dir}, tc.flags...)
+		out, _, err := runCLI(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "defaults adapted to the 1000 training records") != tc.note {
+			t.Errorf("%v: output %q, want the adaptation note: %v", tc.flags, out, tc.note)
+		}
+		cfg := validateReport(t, dir, "dpsgd")["config"].(map[string]any)
+		clip := cfg["privacy"].(map[string]any)["clip"]
+		if cfg["batch"] != tc.batch || cfg["epochs"] != tc.epochs || cfg["lr"] != tc.lr || clip != tc.clip {
+			t.Errorf("%v: batch %v epochs %v lr %v clip %v, want %v %v %v %v", tc.flags, cfg["batch"], cfg["epochs"], cfg["lr"], clip,
+				tc.batch, tc.epochs, tc.lr, tc.clip)
+		}
+	}
+}
