@@ -81,13 +81,15 @@ type TuneSpace struct {
 
 // DefaultTuneSpace is the search space for n training records (those a
 // trial trains on) around cfg's settings, which for a default run are
-// already the data-aware ones (AdaptToData): the learning rate from a sixth
+// already the data-aware ones (AdaptToData): the learning rate from a third
 // to 3 times cfg.LR, sampling rates of 5, 10 and 25 % (the two regimes of
-// the data-aware rule and between), 10 to 40 epochs and the clip bound
-// from a third to 3 times cfg's.
+// the data-aware rule and between), 20 or 40 epochs and the clip bound
+// from a third to 3 times cfg's. It stays near the rule's settings because
+// a trial is drawn at random and K is often small (P[K = 1] ≈ 0.27 for the
+// default law): every point of the space must be a reasonable run.
 func DefaultTuneSpace(cfg Config, n int) TuneSpace {
-	s := TuneSpace{Epochs: []int{10, 20, 40}}
-	for _, f := range []float64{1.0 / 6, 0.5, 1, 3} {
+	s := TuneSpace{Epochs: []int{20, 40}}
+	for _, f := range []float64{1.0 / 3, 1, 3} {
 		s.LR = append(s.LR, cfg.LR*f)
 	}
 	for _, q := range []float64{0.05, 0.1, 0.25} {
@@ -430,6 +432,9 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		return nil, err
 	}
 	rep.Seconds = time.Since(start).Seconds() // the whole search's
+	if w := scoreNoiseWarning(plan.scoreSigma, valid.N()); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	if cfg.Out != "" {
 		if err := writeModelOutputs(cfg.Out, rep, bestModel, job); err != nil {
 			return nil, err
@@ -545,4 +550,21 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rep.Extra["tune"] = res
 	return &rep, nil
+}
+
+// maxScoreNoise is the largest standard deviation of a trial's noisy
+// validation accuracy at which the search can still tell settings apart
+// (private DP-SGD settings on a table typically differ by a few points).
+const maxScoreNoise = 0.05
+
+// scoreNoiseWarning says when the scores' noise (std sigma correct
+// predictions out of valid) is too large for the search to choose better
+// than at random. It depends on n, ε and the options only, never on the
+// records, so it may be published.
+func scoreNoiseWarning(sigma float64, valid int) string {
+	if std := sigma / float64(valid); std > maxScoreNoise {
+		return fmt.Sprintf("the trials' validation accuracies carry noise of standard deviation %.3f, too much for the search "+
+			"to tell settings apart at this number of records and ε: the data-aware defaults (no tuning) are likely as good", std)
+	}
+	return ""
 }

@@ -274,3 +274,17 @@ func TestTuneSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreNoiseWarning: the warning appears exactly when the score's
+// standard deviation, σ/m, exceeds maxScoreNoise.
+func TestScoreNoiseWarning(t *testing.T) {
+	for _, c := range []struct {
+		sigma float64
+		valid int
+		warn  bool
+	}{{23.7, 200, true}, {24, 4500, false}, {10, 200, false}, {10.01, 200, true}} {
+		if got := scoreNoiseWarning(c.sigma, c.valid) != ""; got != c.warn {
+			t.Errorf("σ = %v on %d records (std %.4f): warning %v, want %v", c.sigma, c.valid, c.sigma/float64(c.valid), got, c.warn)
+		}
+	}
+}
