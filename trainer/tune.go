@@ -317,18 +317,28 @@ func planTune(q map[tuneShape]float64, steps map[tuneShape]int, law accounting.T
 }
 
 // tuneSplit divides the training records into the part the trials train
-// on and the part that scores them, by a permutation drawn from r
-// (independently of the data).
-func tuneSplit(d *loaders.Dataset, frac float64, r interface{ Perm(int) []int }) (train, valid *loaders.Dataset, err error) {
-	n := d.N()
-	nv := int(math.Round(frac * float64(n)))
-	if nv < 1 || n-nv < 2 {
-		return nil, nil, FieldErrors{{Field: "Tune.ValidFrac", Msg: fmt.Sprintf("%v of %d training records leaves no validation or training records", frac, n)}}
+// on and the part that scores them: each record goes to the scoring part
+// with probability frac, independently of the others and of the data (as
+// Poisson sampling draws batches). A record added to or removed from the
+// data then changes one part by that record and leaves the law of the
+// others' assignment alone, which is the adjacency the trials' RDP curves
+// (and the score's Gaussian, charged on top) are computed for; given the
+// split, the trials are independent runs of one algorithm, as Theorem 2
+// needs, and the split's own randomness is a data-independent mixture,
+// whose RDP is at most the largest of its parts'.
+func tuneSplit(d *loaders.Dataset, frac float64, r interface{ Float64() float64 }) (train, valid *loaders.Dataset, err error) {
+	var ti, vi []int
+	for i := range d.N() {
+		if r.Float64() < frac {
+			vi = append(vi, i)
+		} else {
+			ti = append(ti, i)
+		}
 	}
-	perm := r.Perm(n)
-	vi, ti := slices.Clone(perm[:nv]), slices.Clone(perm[nv:])
-	slices.Sort(vi)
-	slices.Sort(ti)
+	if len(vi) < 1 || len(ti) < 2 {
+		return nil, nil, FieldErrors{{Field: "Tune.ValidFrac", Msg: fmt.Sprintf("%v of %d training records left %d to score the trials and %d to train them: "+
+			"too few records to tune", frac, d.N(), len(vi), len(ti))}}
+	}
 	return loaders.Subset(d, ti), loaders.Subset(d, vi), nil
 }
 
