@@ -110,6 +110,26 @@
 // SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI are Resumable; SteFFLe and
 // device runs are refused.
 //
+// # Defaults that follow the data, and private tuning
+//
+// A private SGD-family run (dpsgd, dpsgdf, naive; Adam; tables) with the
+// batch, epochs, learning rate or clip left unset takes them from the
+// budget per record ε·n (AdaptToData): below 2,000, q = 0.25, 20 epochs,
+// η = 0.1, clip C/10; above, q = 0.05, 40 epochs, η = 0.03, clip C. The
+// rule comes from a sweep on synthetic tables, credit and adult at
+// ε = 0.3, 1 and 3 (datadefaults.go gives the numbers); the fixed defaults
+// it replaces (batch 256, η = 0.005) took too few, too small steps on small
+// tables and predicted the majority class. It reads n and ε only: the class
+// balance would be a release of the labels, so it is not used.
+//
+// Tune searches the same settings privately (Papernot and Steinke 2022):
+// K ~ truncated negative binomial trials, each a complete private run on
+// the training records minus a held-out fifth that scores it with
+// Gaussian noise; only the best trial is published, and the receipt's ε is
+// Theorem 2's bound on the whole search, accounted in RDP because the
+// theorem is an RDP statement (accounting.TunedRDP). Each trial's σ is
+// calibrated downward until the search meets the target ε.
+//
 // # Where this deviates from DESIGN.md
 //
 //   - DESIGN's package table has no trainer: the loop, the report and the

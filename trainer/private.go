@@ -56,12 +56,14 @@ type PrivateOptions struct {
 	// AllowLargeDelta accepts a δ ≥ 1/n, a weak guarantee (it allows
 	// publishing a whole record); the receipt then says so.
 	AllowLargeDelta bool
-	Clip            float64  // per-sample clip bound C (0: 1)
+	Clip            float64  // per-sample clip bound C (0: data-aware)
 	Sampling        Sampling // SamplingPoisson when empty
 
-	Epochs int     // passes over the training data (0: 20)
-	Batch  int     // expected batch size (0: 256)
-	LR     float64 // learning rate of Adam (0: 0.005)
+	// A zero Epochs, Batch, LR or Clip takes the data-aware default
+	// (AdaptToData, with Defaults() where it does not apply).
+	Epochs int     // passes over the training data (0: data-aware)
+	Batch  int     // expected batch size (0: data-aware)
+	LR     float64 // learning rate of Adam (0: data-aware)
 	// Lambda is DP-FERMI's fairness weight λ (MethodFERMI only; 0 trains
 	// without the fairness term).
 	Lambda float64
@@ -123,6 +125,12 @@ func NewPrivate(opts PrivateOptions) (*Private, error) {
 	job, err := Prepare(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	var note string
+	job.Cfg, note = AdaptToData(job.Cfg, job.Train, map[string]bool{"Epochs": opts.Epochs > 0, "Batch": opts.Batch > 0,
+		"LR": opts.LR > 0, "Privacy.Clip": opts.Clip > 0})
+	if note != "" {
+		fmt.Fprintln(log, note)
 	}
 	return &Private{Train: job.Train, Test: job.Test, job: job}, nil
 }

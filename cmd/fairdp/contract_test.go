@@ -235,7 +235,7 @@ func TestConfigReadsOldReports(t *testing.T) {
 	}
 	fresh := t.TempDir()
 	if _, _, err := runCLI(t, "train", "--algo", "dpsgd", "--epochs", "1", "--limit", "1200", "--seed", "9", "--epsilon", "3",
-		"--lr", "0.01", "--lambda", "1", "--quiet", "--out", fresh); err != nil {
+		"--lr", "0.01", "--batch", "256", "--lambda", "1", "--quiet", "--out", fresh); err != nil { // the old defaults, stated (a default run's batch now follows the data)
 		t.Fatal(err)
 	}
 	a, b := validateReport(t, dir, "dpsgd"), validateReport(t, fresh, "dpsgd")

@@ -26,8 +26,9 @@ func TestResumeCommand(t *testing.T) {
 	if _, _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "--resume is needed") {
 		t.Errorf("second run into the checkpoint: %v, want --resume is needed", err)
 	}
+	// The checkpointed run's --lr is the data-aware default (2,000 records at ε = 1).
 	if _, _, err := runCLI(t, append(args, "--resume", "--lr", "0.1", "--epsilon", "3")...); err == nil ||
-		!strings.Contains(err.Error(), "--lr is 0.005 in the run checkpointed") || !strings.Contains(err.Error(), "--epsilon is 1 in") {
+		!strings.Contains(err.Error(), "--lr is 0.03 in the run checkpointed") || !strings.Contains(err.Error(), "--epsilon is 1 in") {
 		t.Errorf("resume with other settings: %v", err)
 	}
 	if _, _, err := runCLI(t, "train", "--resume"); err == nil || !strings.Contains(err.Error(), "--checkpoint") {

@@ -198,6 +198,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&ck.Dir, "checkpoint", "", "directory to save the run in after every epoch (resumable; refused if it holds a checkpoint, unless --resume)")
 	fs.BoolVar(&ck.Resume, "resume", false, "with --checkpoint: continue the run the directory holds, or start it if it holds none")
 	overwrite := overwriteFlag(fs)
+	tune := tuneFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkOut(cfg.Out, *overwrite, ck); err != nil {
 		return err
 	}
-	job, err := prepareTrain(cfg, stdout, ck)
+	job, err := prepareAdapted(fs, cfg, stdout, ck)
 	if err != nil {
 		return err
 	}
@@ -230,7 +231,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, n := range job.Train.Notes {
 		fmt.Fprintln(stdout, "data:", n)
 	}
-	rep, err := trainer.Train(ctx, job)
+	rep, err := trainOrTune(ctx, job, tune, ck.Dir, stdout)
 	if errors.Is(err, context.Canceled) && ck.Dir != "" {
 		return fmt.Errorf("%w (the run is saved after its last completed epoch: the same command with --resume continues it)", err)
 	}

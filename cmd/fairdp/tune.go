@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"fairdp/trainer"
+)
+
+// tuneFlagValues are `fairdp train --tune` and its options.
+type tuneFlagValues struct {
+	on   bool
+	opts trainer.TuneOptions
+}
+
+func init() {
+	// The options' fields, named by trainer's errors, and their flags.
+	for field, name := range map[string]string{"Tune.MeanTrials": "--tune-trials", "Tune.ValidFrac": "--tune-valid-frac",
+		"Tune.Eta": "--tune-eta"} {
+		fieldFlags[field] = name
+	}
+}
+
+// tuneFlags registers --tune and its options on fs.
+func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
+	t := &tuneFlagValues{}
+	fs.BoolVar(&t.on, "tune", false, "choose --lr, --epochs, --batch and --clip by private random search (Papernot & Steinke 2022): "+
+		"a random number of complete private trials, each scored with noise on held-out training records, the best one returned; "+
+		"the receipt's ε (--epsilon) covers the whole search (dpsgd, dpsgdf, naive)")
+	fs.Float64Var(&t.opts.MeanTrials, "tune-trials", 10, "with --tune: expected number of trials (the number itself is random: its law is part of the privacy analysis)")
+	fs.Float64Var(&t.opts.Eta, "tune-eta", 0, "with --tune: η of the number of trials' truncated negative binomial law (0: logarithmic, 1: geometric)")
+	fs.Float64Var(&t.opts.ValidFrac, "tune-valid-frac", 0.2, "with --tune: share of the training records held out to score the trials")
+	return t
+}
+
+// trainOrTune trains job, by private search when --tune is given, and
+// says which setting the search chose (part of what its receipt covers).
+func trainOrTune(ctx context.Context, job *trainer.Job, t *tuneFlagValues, checkpoint string, stdout io.Writer) (*trainer.Report, error) {
+	if !t.on {
+		return trainer.Train(ctx, job)
+	}
+	if checkpoint != "" {
+		return nil, fmt.Errorf("--tune cannot be combined with --checkpoint: a search runs whole or not at all")
+	}
+	rep, err := trainer.Tune(ctx, job, t.opts)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	res := rep.Extra["tune"].(trainer.TuneResult)
+	c := res.Chosen
+	fmt.Fprintf(stdout, "tune: chose --lr %g --epochs %d --batch %d --clip %g (σ = %.4g) after %d trials\n",
+		c.LR, c.Epochs, c.Batch, c.Clip, c.Sigma, res.Trials)
+	return rep, nil
+}
+
+// prepareAdapted is prepareTrain with the data-aware defaults
+// (trainer.AdaptToData) for the settings no flag gave; a --config or
+// --preset run keeps its settings. A checkpointed run is prepared with the
+// adapted settings, so that a resumed run finds them equal to its
+// checkpoint's (the data, and so the adaptation, are the same).
+func prepareAdapted(fs *flag.FlagSet, cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOptions) (*trainer.Job, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["config"] || set["preset"] || !trainer.AdaptsToData(cfg) {
+		return prepareTrain(cfg, stdout, ck)
+	}
+	fixed := map[string]bool{"Batch": set["batch"], "Epochs": set["epochs"], "LR": set["lr"], "Privacy.Clip": set["clip"]}
+	if ck.Dir == "" {
+		job, err := prepareTrain(cfg, stdout, ck)
+		if err != nil {
+			return nil, err
+		}
+		var note string
+		if job.Cfg, note = trainer.AdaptToData(job.Cfg, job.Train, fixed); note != "" {
+			fmt.Fprintln(stdout, note)
+		}
+		return job, nil
+	}
+	probe, err := trainer.Prepare(cfg, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	var note string
+	if cfg, note = trainer.AdaptToData(cfg, probe.Train, fixed); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	return prepareTrain(cfg, stdout, ck)
+}

@@ -1,0 +1,580 @@
+package trainer
+
+// Private hyperparameter tuning (Papernot and Steinke, "Hyperparameter
+// Tuning with Rényi Differential Privacy", ICLR 2022). Choosing a learning
+// rate by looking at test or training results is itself a release of the
+// private records; a search that runs a random number K of complete private
+// trials, scores each privately on held-out TRAINING records and publishes
+// only the best one is private with a modest overhead (Theorem 2), so a
+// tuned run's receipt covers the choice of its hyperparameters too.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"fairdp/dpops"
+	"fairdp/dpops/accounting"
+	"fairdp/loaders"
+	"fairdp/nn"
+)
+
+// TuneOptions configure Tune. Zero values take the defaults.
+type TuneOptions struct {
+	// MeanTrials is E[K], the expected number of trials (0: 10). K itself
+	// is random and unbounded: its law is part of the privacy analysis, so
+	// the search is never cut short.
+	MeanTrials float64
+	// Eta is η of K's truncated negative binomial law; 0 (the default) is
+	// the logarithmic law, which at E[K] = 10 leaves each trial about 0.59
+	// of a total ε = 1 against 0.48 for the geometric law (η = 1).
+	Eta float64
+	// ValidFrac is the share of the training records held out to score the
+	// trials (0: 0.2). The test split is never used to choose.
+	ValidFrac float64
+	// ScoreShare is the share of a trial's Rényi DP (at the order that
+	// attains the search's ε) spent on its noisy validation score (0: 0.1).
+	ScoreShare float64
+	// Space is the search space; nil: DefaultTuneSpace from the data and
+	// the job's settings.
+	Space *TuneSpace
+}
+
+func (o TuneOptions) withDefaults() (TuneOptions, error) {
+	if o.MeanTrials == 0 {
+		o.MeanTrials = 10
+	}
+	if o.ValidFrac == 0 {
+		o.ValidFrac = 0.2
+	}
+	if o.ScoreShare == 0 {
+		o.ScoreShare = 0.1
+	}
+	var errs FieldErrors
+	if !(o.MeanTrials > 1) || math.IsInf(o.MeanTrials, 1) {
+		errs.add("Tune.MeanTrials", "must be a finite number > 1 (got %v): it is the expected number of trials", o.MeanTrials)
+	}
+	if !(o.Eta > -1) || math.IsInf(o.Eta, 1) {
+		errs.add("Tune.Eta", "must be a finite number > −1 (got %v; 0: logarithmic law, 1: geometric)", o.Eta)
+	}
+	if !(o.ValidFrac > 0 && o.ValidFrac < 1) {
+		errs.add("Tune.ValidFrac", "must be in (0, 1) (got %v)", o.ValidFrac)
+	}
+	if !(o.ScoreShare > 0 && o.ScoreShare < 1) {
+		errs.add("Tune.ScoreShare", "must be in (0, 1) (got %v)", o.ScoreShare)
+	}
+	return o, errs.err()
+}
+
+// TuneSpace is the grid a trial draws its settings from, uniformly and
+// independently of the data.
+type TuneSpace struct {
+	LR     []float64 `json:"lr"`
+	Epochs []int     `json:"epochs"`
+	Batch  []int     `json:"batch"`
+	Clip   []float64 `json:"clip"`
+}
+
+// DefaultTuneSpace is the search space for n training records (those a
+// trial trains on) around cfg's settings, which for a default run are
+// already the data-aware ones (AdaptToData): the learning rate from a third
+// to 3 times cfg.LR, sampling rates of 5, 10 and 25 % (the two regimes of
+// the data-aware rule and between), 20 or 40 epochs and the clip bound
+// from a third to 3 times cfg's. It stays near the rule's settings because
+// a trial is drawn at random and K is often small (P[K = 1] ≈ 0.27 for the
+// default law): every point of the space must be a reasonable run.
+func DefaultTuneSpace(cfg Config, n int) TuneSpace {
+	s := TuneSpace{Epochs: []int{20, 40}}
+	for _, f := range []float64{1.0 / 3, 1, 3} {
+		s.LR = append(s.LR, cfg.LR*f)
+	}
+	for _, q := range []float64{0.05, 0.1, 0.25} {
+		b := min(n, max(8, int(math.Round(q*float64(n)))))
+		if !slices.Contains(s.Batch, b) {
+			s.Batch = append(s.Batch, b)
+		}
+	}
+	s.Clip = []float64{cfg.Privacy.Clip / 3, cfg.Privacy.Clip, cfg.Privacy.Clip * 3}
+	return s
+}
+
+func (s TuneSpace) check(n int) error {
+	var errs FieldErrors
+	if len(s.LR) == 0 || len(s.Epochs) == 0 || len(s.Batch) == 0 || len(s.Clip) == 0 {
+		errs.add("Tune.Space", "needs at least one learning rate, epoch count, batch size and clip bound")
+	}
+	for _, v := range s.LR {
+		if !(v > 0) || math.IsInf(v, 1) {
+			errs.add("Tune.Space.LR", "%v: want finite numbers > 0", v)
+		}
+	}
+	for _, v := range s.Clip {
+		if !(v > 0) || math.IsInf(v, 1) {
+			errs.add("Tune.Space.Clip", "%v: want finite numbers > 0", v)
+		}
+	}
+	for _, v := range s.Epochs {
+		if v < 1 {
+			errs.add("Tune.Space.Epochs", "%d: want integers ≥ 1", v)
+		}
+	}
+	for _, v := range s.Batch {
+		if v < 1 || v > n {
+			errs.add("Tune.Space.Batch", "%d: want sizes between 1 and the %d records a trial trains on", v, n)
+		}
+	}
+	return errs.err()
+}
+
+// TuneChoice is the setting of one trial.
+type TuneChoice struct {
+	LR     float64 `json:"lr"`
+	Epochs int     `json:"epochs"`
+	Batch  int     `json:"batch"`
+	Clip   float64 `json:"clip"`
+	// Sigma is the trial's Privacy.Sigma (σ2 for DPSGD-F and Naïve, see
+	// trialSigma).
+	Sigma float64 `json:"sigma"`
+}
+
+// TuneResult is report.json's extra.tune: how the search ran and what it
+// chose. It holds nothing of the trials that were not chosen: the analysis
+// covers publishing the best trial alone.
+type TuneResult struct {
+	Trials     int     `json:"trials"` // K, drawn independently of the data
+	MeanTrials float64 `json:"mean_trials"`
+	Eta        float64 `json:"eta"`
+	Gamma      float64 `json:"gamma"`
+	// TrialEpsilon is the ε (at the search's δ, RDP) that the costliest
+	// trial alone would spend, score included.
+	TrialEpsilon float64 `json:"trial_epsilon"`
+	TrainRecords int     `json:"train_records"`      // what a trial trains on
+	ValidRecords int     `json:"validation_records"` // held-out training records that score it
+	// ScoreNoise is the standard deviation of the Gaussian noise added to
+	// a trial's count of correct validation predictions.
+	ScoreNoise float64    `json:"score_noise_std"`
+	Chosen     TuneChoice `json:"chosen"`
+	// Score is the chosen trial's noisy validation accuracy (part of what
+	// the analysis lets the search publish).
+	Score float64   `json:"chosen_noisy_validation_accuracy"`
+	Space TuneSpace `json:"space"`
+}
+
+// tunable are the algorithms Tune can search: those whose whole release is
+// one Poisson-subsampled Gaussian per step with a σ the plan sets.
+var tunable = []string{string(MethodDPSGD), string(MethodDPSGDF), string(MethodNaive)}
+
+// trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
+// the planned noise multiplier sigma per step. DPSGD-F and Naïve release
+// their group counts (σ1 = ratio·σ2) from the same Poisson sample as the
+// gradient (σ2): one joint mechanism with σ_eff = (σ1⁻² + σ2⁻²)^(-1/2) =
+// σ2/sqrt(1 + ratio⁻²) (accounting.JointSubsampledGaussian), so σ2 is
+// σ_eff·sqrt(1 + ratio⁻²).
+func trialSigma(cfg Config, sigma float64) float64 {
+	switch cfg.Algo {
+	case string(MethodDPSGDF), string(MethodNaive):
+		r := cfg.Fair.CountNoiseRatio
+		return sigma * math.Sqrt(1+1/(r*r))
+	}
+	return sigma
+}
+
+// Tune trains job's algorithm by private random search (Papernot and
+// Steinke 2022): it holds out opts.ValidFrac of the training records, draws
+// K from a truncated negative binomial law, runs K complete private trials
+// on the rest, each with settings drawn from the space, its own noise and
+// its validation accuracy released with Gaussian noise, and returns the
+// report of the trial with the best noisy score. The noise of every trial
+// is calibrated so that the WHOLE search spends job's Privacy.Epsilon at
+// its δ (Theorem 2, converted with Balle et al. 2020); the receipt states
+// that guarantee. Nothing of the other trials leaves Tune: progress lines
+// say how many trials are done and the ε the search spends.
+func Tune(ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
+	if job.Cfg.DType == "float64" {
+		return tune[float64](ctx, job, opts)
+	}
+	return tune[float32](ctx, job, opts)
+}
+
+func checkTunable(job *Job) error {
+	cfg := job.Cfg
+	var errs FieldErrors
+	if !slices.Contains(tunable, cfg.Algo) {
+		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, tunable)
+	}
+	if !(cfg.Privacy.Epsilon > 0) || math.IsInf(cfg.Privacy.Epsilon, 1) {
+		errs.add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", cfg.Privacy.Epsilon)
+	}
+	if cfg.Privacy.Sigma != 0 {
+		errs.add("Privacy.Sigma", "is set by the tuning's calibration: leave it 0")
+	}
+	if cfg.Privacy.Sampling != string(SamplingPoisson) && cfg.Privacy.Sampling != "" {
+		errs.add("Privacy.Sampling", "must be poisson to tune (the RDP analysis does not cover %s)", cfg.Privacy.Sampling)
+	}
+	if cfg.Baseline {
+		errs.add("Baseline", "cannot be combined with tuning")
+	}
+	if cfg.Device != "cpu" && cfg.Device != "" {
+		errs.add("Device", "tuning runs on the cpu so far")
+	}
+	if job.Model != nil || job.checkpoint != nil {
+		errs.add("Model", "tuning builds a fresh model per trial and keeps no checkpoint: leave Job.Model and the checkpoint unset")
+	}
+	return errs.err()
+}
+
+// tuneShape is what a trial's accounting depends on.
+type tuneShape struct{ batch, epochs int }
+
+// tunePlan is the calibrated search: each shape's σ and RDP curve, the
+// score's noise, and the guarantee of the whole search.
+type tunePlan struct {
+	law        accounting.TruncatedNegativeBinomial
+	orders     []float64
+	sigma      map[tuneShape]float64
+	steps      map[tuneShape]int
+	q          map[tuneShape]float64
+	scoreSigma float64 // noise multiplier of the correct-count (sensitivity 1)
+	scoreRho   float64
+	trialEps   float64
+	eps, order float64
+}
+
+// planTune finds the largest per-trial ε τ (every shape's σ calibrated to
+// τ at δ) for which the search, scores included, spends at most target at
+// δ, by bisection: a larger τ gives every shape a smaller σ and so a larger
+// curve at every order.
+func planTune(q map[tuneShape]float64, steps map[tuneShape]int, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64) (tunePlan, error) {
+	p := tunePlan{law: law, orders: accounting.TuningOrders(), q: q, steps: steps}
+	eval := func(tau float64) (tunePlan, error) {
+		pl := p
+		pl.sigma = map[tuneShape]float64{}
+		worst := make([]float64, len(pl.orders))
+		for sh := range q {
+			s, err := accounting.CalibrateSigma(tau, delta, q[sh], steps[sh], accounting.WithOrders(pl.orders))
+			if err != nil {
+				return pl, err
+			}
+			pl.sigma[sh] = s
+			c, err := accounting.ComposedRDP(q[sh], s, steps[sh], pl.orders)
+			if err != nil {
+				return pl, err
+			}
+			for i := range worst {
+				worst[i] = math.Max(worst[i], c[i])
+			}
+		}
+		_, a0, err := accounting.EpsilonFromRDP(pl.orders, worst, delta)
+		if err != nil {
+			return pl, err
+		}
+		i0 := slices.Index(pl.orders, a0)
+		pl.scoreRho = scoreShare / (1 - scoreShare) * worst[i0] / a0
+		pl.scoreSigma = 1 / math.Sqrt(2*pl.scoreRho)
+		for i, a := range pl.orders {
+			worst[i] += a * pl.scoreRho
+		}
+		if pl.trialEps, _, err = accounting.EpsilonFromRDP(pl.orders, worst, delta); err != nil {
+			return pl, err
+		}
+		pl.eps, pl.order, err = accounting.TunedEpsilon(law, pl.orders, worst, delta)
+		return pl, err
+	}
+	// The largest feasible τ is below target (the search costs more than
+	// one trial): halve from target/2 until the search fits.
+	tooSmall := FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
+		"(the search alone costs more): raise it or lower Tune.MeanTrials", target, law.Mean())}}
+	lo, hi := target/2, target
+	var best tunePlan
+	for {
+		pl, err := eval(lo)
+		if err != nil || lo < target/1e4 {
+			return pl, tooSmall
+		}
+		if pl.eps <= target {
+			best = pl
+			break
+		}
+		lo, hi = lo/2, lo
+	}
+	for range 40 {
+		mid := math.Sqrt(lo * hi)
+		pl, err := eval(mid)
+		if err == nil && pl.eps <= target {
+			lo, best = mid, pl
+		} else {
+			hi = mid
+		}
+		if hi/lo < 1+1e-4 {
+			break
+		}
+	}
+	return best, nil
+}
+
+// tuneSplit divides the training records into the part the trials train
+// on and the part that scores them: each record goes to the scoring part
+// with probability frac, independently of the others and of the data (as
+// Poisson sampling draws batches). A record added to or removed from the
+// data then changes one part by that record and leaves the law of the
+// others' assignment alone, which is the adjacency the trials' RDP curves
+// (and the score's Gaussian, charged on top) are computed for; given the
+// split, the trials are independent runs of one algorithm, as Theorem 2
+// needs, and the split's own randomness is a data-independent mixture,
+// whose RDP is at most the largest of its parts'.
+func tuneSplit(d *loaders.Dataset, frac float64, r interface{ Float64() float64 }) (train, valid *loaders.Dataset, err error) {
+	var ti, vi []int
+	for i := range d.N() {
+		if r.Float64() < frac {
+			vi = append(vi, i)
+		} else {
+			ti = append(ti, i)
+		}
+	}
+	if len(vi) < 1 || len(ti) < 2 {
+		return nil, nil, FieldErrors{{Field: "Tune.ValidFrac", Msg: fmt.Sprintf("%v of %d training records left %d to score the trials and %d to train them: "+
+			"too few records to tune", frac, d.N(), len(vi), len(ti))}}
+	}
+	return loaders.Subset(d, ti), loaders.Subset(d, vi), nil
+}
+
+func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
+	if err := checkTunable(job); err != nil {
+		return nil, err
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg := job.Cfg
+	log := job.Log
+	if log == nil || cfg.Quiet {
+		log = io.Discard
+	}
+	trainAll := job.Train
+	delta := cfg.Privacy.Delta
+	if delta == 0 {
+		delta = accounting.DefaultDelta(trainAll.N())
+	}
+	if err := accounting.CheckDelta(delta, trainAll.N(), cfg.Privacy.AllowLargeDelta); err != nil {
+		return nil, err
+	}
+	train, valid, err := tuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split"))
+	if err != nil {
+		return nil, err
+	}
+	space := DefaultTuneSpace(cfg, train.N())
+	if opts.Space != nil {
+		space = *opts.Space
+	}
+	if err := space.check(train.N()); err != nil {
+		return nil, err
+	}
+	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	q, steps := map[tuneShape]float64{}, map[tuneShape]int{}
+	for _, b := range space.Batch {
+		for _, e := range space.Epochs {
+			a, err := NewDPSGDFrom[T](DPSGDOptions{Records: train.N(), Batch: b, Epochs: e, Clip: 1, Sigma: 1, Delta: delta,
+				AllowLargeDelta: true}, job.Source)
+			if err != nil {
+				return nil, err
+			}
+			sh := tuneShape{b, e}
+			q[sh], steps[sh] = a.Q, e*a.StepsPerEpoch()
+		}
+	}
+	plan, err := planTune(q, steps, law, delta, cfg.Privacy.Epsilon, opts.ScoreShare)
+	if err != nil {
+		return nil, err
+	}
+	k, err := law.Sample(job.Source.Derive("tune/trials"))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each trains on %d records and is scored on %d held-out training records; "+
+		"the whole search spends ε = %.4g at δ = %.3g, charged before the first trial\n",
+		k, opts.MeanTrials, train.N(), valid.N(), plan.eps, delta)
+	choose := job.Source.Derive("tune/choice")
+	scoreNoise := job.Source.Derive("tune/score")
+	var (
+		bestRep    *Report
+		bestModel  Model[T]
+		bestChoice TuneChoice
+		bestScore  = math.Inf(-1)
+	)
+	for i := range k {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c := TuneChoice{LR: space.LR[choose.IntN(len(space.LR))], Epochs: space.Epochs[choose.IntN(len(space.Epochs))],
+			Batch: space.Batch[choose.IntN(len(space.Batch))], Clip: space.Clip[choose.IntN(len(space.Clip))]}
+		sh := tuneShape{c.Batch, c.Epochs}
+		c.Sigma = trialSigma(cfg, plan.sigma[sh])
+		rep, m, correct, err := tuneTrial[T](ctx, job, train, valid, c, delta, i)
+		if err != nil {
+			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+		}
+		if err := checkTrialReceipt(rep.Privacy, plan.q[sh], plan.sigma[sh], plan.steps[sh]); err != nil {
+			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+		}
+		noisy, err := dpops.ScalarGaussian(scoreNoise, float64(correct), 1, plan.scoreSigma)
+		if err != nil {
+			return nil, err
+		}
+		if score := noisy / float64(valid.N()); score > bestScore {
+			bestRep, bestModel, bestChoice, bestScore = rep, m, c, score
+		}
+		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
+			i+1, k, plan.eps, cfg.Privacy.Epsilon)
+	}
+	res := TuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
+		TrainRecords: train.N(), ValidRecords: valid.N(), ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestScore, Space: space}
+	rep, err := tunedReport(bestRep, job, plan, res, delta)
+	if err != nil {
+		return nil, err
+	}
+	rep.Seconds = time.Since(start).Seconds() // the whole search's
+	if w := scoreNoiseWarning(plan.scoreSigma, valid.N()); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
+	if cfg.Out != "" {
+		if err := writeModelOutputs(cfg.Out, rep, bestModel, job); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// tuneTrial is one complete private run of the search: a fresh model
+// trained on train with setting c (σ fixed by the plan), and its count of
+// correct predictions on valid (exact: the caller noises it).
+func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.Dataset, c TuneChoice, delta float64, i int) (*Report, Model[T], int, error) {
+	cfg := job.Cfg
+	cfg.Epochs, cfg.Batch, cfg.LR, cfg.Privacy.Clip, cfg.Privacy.Sigma = c.Epochs, c.Batch, c.LR, c.Clip, c.Sigma
+	// σ is set by the plan, whose guarantee is the search's: ε +Inf runs it
+	// uncapped (checkTrialReceipt then holds the trial to the plan).
+	cfg.Privacy.Epsilon, cfg.Privacy.Delta, cfg.Privacy.AllowLargeDelta = math.Inf(1), delta, true
+	cfg.Out, cfg.Quiet = "", true
+	var seed *uint64
+	if job.Source.Seeded {
+		s := job.Source.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
+		seed = &s
+	}
+	cfg.Seed = seed
+	r, src := dpops.NewRand(seed)
+	tj := &Job{Cfg: cfg, Train: train, Test: job.Test, Preprocess: job.Preprocess, Rand: r, Source: src, Log: io.Discard}
+	m, err := jobModel[T](tj, ModelSpec(cfg, train))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	rep, err := TrainModel(ctx, tj, m)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	pred := newEvaluator(m).predict(valid)
+	correct := 0
+	for j, p := range pred {
+		if p == valid.Labels[j] {
+			correct++
+		}
+	}
+	return rep, m, correct, nil
+}
+
+// checkTrialReceipt holds a trial to the plan: its receipt may list only
+// Poisson-subsampled Gaussian steps at the planned rate and at least the
+// planned σ (up to rounding, 1e-12 relative: a joint mechanism's σ_eff is
+// recomputed from its parts), at most the planned number. A trial that
+// spent anything else would void the search's guarantee, so its result is
+// refused rather than published.
+func checkTrialReceipt(r accounting.Receipt, q, sigma float64, steps int) error {
+	if !r.Private() {
+		return fmt.Errorf("the trial's receipt is not private")
+	}
+	total := 0
+	for _, m := range r.Mechanisms {
+		if m.Kind != accounting.KindSubsampledGaussian || m.SampleRate != q || !(m.NoiseMultiplier >= sigma*(1-1e-12)) {
+			return fmt.Errorf("the trial released %s (q = %v, σ = %v), outside the tuning plan (q = %v, σ = %v)",
+				m.Kind, m.SampleRate, m.NoiseMultiplier, q, sigma)
+		}
+		total += m.Steps
+	}
+	if total > steps {
+		return fmt.Errorf("the trial took %d noisy steps, more than the %d the tuning plan charged", total, steps)
+	}
+	return nil
+}
+
+// tunedReport is the chosen trial's report with the search's receipt: its
+// guarantee is Theorem 2's, its mechanisms the chosen trial's plus its
+// score's, and the config the chosen setting (repeating it retrains that
+// setting once, not the search).
+func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta float64) (*Report, error) {
+	rep := *best
+	cfg := job.Cfg
+	cfg.Epochs, cfg.Batch, cfg.LR = res.Chosen.Epochs, res.Chosen.Batch, res.Chosen.LR
+	cfg.Privacy.Clip, cfg.Privacy.Sigma, cfg.Privacy.Delta = res.Chosen.Clip, res.Chosen.Sigma, delta
+	rep.Config, rep.Epochs, rep.Batch, rep.LR = cfg, cfg.Epochs, cfg.Batch, cfg.LR
+	rep.Train, rep.TrainNotPrivate = nil, false
+	eps, order, valid := plan.eps, plan.order, true
+	mechs := slices.Clone(best.Privacy.Mechanisms)
+	mechs = append(mechs, accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
+		Steps: 1, Rho: plan.scoreRho, Protects: "the trial's count of correct predictions on the held-out training records"})
+	rc := accounting.Receipt{
+		Epsilon: &eps, Delta: delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
+		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: accounting.SamplingPoisson, RDPValid: &valid,
+		Seeded: job.Source.Seeded,
+	}
+	if job.Source.Seeded {
+		s := job.Source.Seed
+		rc.Seed = &s
+	}
+	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
+		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, σ calibrated so that "+
+		"the costliest alone spends ε = %.4g) scored by its Gaussian-noised accuracy on %d held-out training records; only the "+
+		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
+		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
+		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, res.ValidRecords, plan.order))
+	if best.Privacy.Note != "" {
+		rc.AddNote(best.Privacy.Note)
+	}
+	DeclareNotCovered(&rc, job.Train.N(), job.Preprocess, cfg)
+	rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
+		"are treated as public, as the record count is", res.TrainRecords, res.ValidRecords))
+	for _, n := range best.Privacy.NotCovered {
+		rc.AddNotCovered(n.Item, n.Detail)
+	}
+	rep.Privacy = rc
+	rep.TrainRecords = job.Train.N()
+	rep.Extra = maps.Clone(best.Extra) // the chosen trial's own results (DPSGD-F's), covered as its output
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
+	rep.Extra["tune"] = res
+	return &rep, nil
+}
+
+// maxScoreNoise is the largest standard deviation of a trial's noisy
+// validation accuracy at which the search can still tell settings apart
+// (private DP-SGD settings on a table typically differ by a few points).
+const maxScoreNoise = 0.05
+
+// scoreNoiseWarning says when the scores' noise (std sigma correct
+// predictions out of valid) is too large for the search to choose better
+// than at random. It depends on n, ε and the options only, never on the
+// records, so it may be published.
+func scoreNoiseWarning(sigma float64, valid int) string {
+	if std := sigma / float64(valid); std > maxScoreNoise {
+		return fmt.Sprintf("the trials' validation accuracies carry noise of standard deviation %.3f, too much for the search "+
+			"to tell settings apart at this number of records and ε: the data-aware defaults (no tuning) are likely as good", std)
+	}
+	return ""
+}

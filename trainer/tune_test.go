@@ -1,0 +1,278 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"fairdp/dpops"
+	"fairdp/dpops/accounting"
+	"fairdp/loaders"
+)
+
+// syntheticTable is n records of dim standard-normal features whose label
+// follows a logistic model with intercept bias (negative: the positive
+// class is the minority), in two groups.
+func syntheticTable(n, dim int, bias float64, r *rand.Rand) *loaders.Dataset {
+	d := &loaders.Dataset{Name: "synthetic-table", Dim: dim, LabelNames: []string{"neg", "pos"}, GroupNames: []string{"g0", "g1"}}
+	w := []float64{1.5, -1, 0.5, 0.8, -0.6, 0.3, 0.2, -0.2}
+	for i := range n {
+		s := bias
+		for j := range dim {
+			x := r.NormFloat64()
+			d.X = append(d.X, x)
+			s += w[j%len(w)] * x
+		}
+		y := 0
+		if u := r.Float64(); s+math.Log(u/(1-u)) > 0 {
+			y = 1
+		}
+		d.Labels, d.Groups = append(d.Labels, y), append(d.Groups, i%2)
+		d.FeatureNames = nil
+	}
+	for j := range dim {
+		d.FeatureNames = append(d.FeatureNames, "x"+string(rune('a'+j)))
+	}
+	return d
+}
+
+// tableJob is a seeded job on a synthetic table (train and test drawn
+// independently).
+func tableJob(t *testing.T, algo string, nTrain, dim int, bias float64, log *bytes.Buffer) *Job {
+	t.Helper()
+	cfg := Defaults()
+	seed := uint64(11)
+	cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Model = algo, &seed, false, "logistic"
+	r, src := dpops.NewRand(&seed)
+	data := rand.New(rand.NewPCG(3, 4))
+	return &Job{Cfg: cfg, Train: syntheticTable(nTrain, dim, bias, data), Test: syntheticTable(2000, dim, bias, data),
+		Rand: r, Source: src, Log: log}
+}
+
+// majorityError is the error of always predicting d's larger class.
+func majorityError(d *loaders.Dataset) float64 {
+	c := d.LabelCounts()
+	return 1 - float64(slices.Max(c))/float64(d.N())
+}
+
+// TestTuneDPSGDSyntheticTable runs the private search end to end on a
+// 1,000-record table (70 % one class) at ε = 1: the receipt states the
+// search's ε, no more than asked and calibrated close to it; the returned
+// model beats the majority class; the report and the progress hold nothing
+// of the trials that were not chosen.
+func TestTuneDPSGDSyntheticTable(t *testing.T) {
+	var log bytes.Buffer
+	job := tableJob(t, "dpsgd", 1000, 5, -1.2, &log)
+	rep, err := Tune(context.Background(), job, TuneOptions{MeanTrials: 4,
+		Space: &TuneSpace{LR: []float64{0.01, 0.05}, Epochs: []int{5, 15}, Batch: []int{40, 100}, Clip: []float64{1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := *rep.Privacy.Epsilon
+	if eps > 1 || eps < 0.99 {
+		t.Errorf("the search's ε = %v, want at most 1 and calibrated within 1 %% of it", eps)
+	}
+	if rep.Privacy.Accountant != accounting.AccountantRDP || !strings.Contains(rep.Privacy.Note, "Theorem 2") {
+		t.Errorf("receipt %+v does not say the tuning was accounted in RDP by Theorem 2", rep.Privacy)
+	}
+	if maj := majorityError(job.Test); !(rep.Test.Error < maj-0.02) {
+		t.Errorf("tuned test error %.4f, not better than the majority class's %.4f", rep.Test.Error, maj)
+	}
+	res := rep.Extra["tune"].(TuneResult)
+	if res.TrialEpsilon >= eps || res.Trials < 1 || res.ValidRecords+res.TrainRecords != 1000 || math.Abs(float64(res.ValidRecords)-200) > 5*math.Sqrt(160) {
+		t.Errorf("tune result %+v: want a trial ε below the search's %v, K ≥ 1, about 200 of the 1000 records scoring", res, eps)
+	}
+	if rep.Config.LR != res.Chosen.LR || rep.Config.Privacy.Sigma != res.Chosen.Sigma || rep.Config.Epochs != res.Chosen.Epochs {
+		t.Errorf("config %+v does not repeat the chosen setting %+v", rep.Config, res.Chosen)
+	}
+	// extra.tune's keys: the search's settings and the chosen trial only.
+	raw, _ := json.Marshal(rep.Extra["tune"])
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"chosen", "chosen_noisy_validation_accuracy", "eta", "gamma", "mean_trials", "score_noise_std", "space",
+		"train_records", "trial_epsilon", "trials", "validation_records"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("extra.tune keys %v, want %v", keys, want)
+	}
+	line := regexp.MustCompile(`^tune: (\d+ trials \(K drawn with E\[K\] = 4\), each trains on \d+ records and is scored on \d+ held-out ` +
+		`training records; the whole search spends ε = [0-9.]+ at δ = [0-9.e-]+, charged before the first trial|` +
+		`trial \d+ of \d+ done; ε spent: [0-9.]+ of 1 \(the search's bound holds whatever K is\))$`)
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != res.Trials+1 {
+		t.Errorf("%d progress lines for %d trials", len(lines), res.Trials)
+	}
+	for _, l := range lines {
+		if !line.MatchString(l) {
+			t.Errorf("progress line %q says more than trials done and ε spent", l)
+		}
+	}
+}
+
+// TestPlanTuneAccounting recomputes a plan's guarantee independently: the
+// pointwise largest RDP curve of the planned trials plus the score's
+// Gaussian (αρ), Theorem 2 evaluated term by term at every pair of orders
+// (λ, λ̂), converted by Balle et al. 2020; it must equal the plan's ε, which
+// must not exceed the target and must exceed one trial's ε.
+func TestPlanTuneAccounting(t *testing.T) {
+	q := map[tuneShape]float64{{40, 5}: 0.05, {100, 15}: 0.125}
+	steps := map[tuneShape]int{{40, 5}: 100, {100, 15}: 120}
+	for _, c := range []struct{ eta, mean, target, delta float64 }{{0, 10, 1, 1e-6}, {1, 5, 3, 1e-5}, {0.5, 20, 0.5, 1e-6}} {
+		law, err := accounting.TNBWithMean(c.eta, c.mean)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := planTune(q, steps, law, c.delta, c.target, 0.1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orders := accounting.TuningOrders()
+		worst := make([]float64, len(orders))
+		for sh := range q {
+			curve, err := accounting.ComposedRDP(q[sh], plan.sigma[sh], steps[sh], orders)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range worst {
+				worst[i] = math.Max(worst[i], curve[i]) + 0
+			}
+		}
+		for i, a := range orders {
+			worst[i] += a * plan.scoreRho
+		}
+		if math.Abs(plan.scoreRho-1/(2*plan.scoreSigma*plan.scoreSigma)) > 1e-12*plan.scoreRho {
+			t.Errorf("score ρ %v and σ %v disagree", plan.scoreRho, plan.scoreSigma)
+		}
+		// E[K] by the paper's formula, written out here.
+		g := law.Gamma
+		meanK := (1/g - 1) / math.Log(1/g)
+		if c.eta != 0 {
+			meanK = c.eta * (1 - g) / (g * (1 - math.Pow(g, c.eta)))
+		}
+		tuned := make([]float64, len(orders))
+		for i, l := range orders {
+			best := math.Inf(1)
+			for j, h := range orders {
+				best = math.Min(best, worst[i]+(1+c.eta)*(1-1/h)*worst[j]+(1+c.eta)*math.Log(1/g)/h+math.Log(meanK)/(l-1))
+			}
+			tuned[i] = best
+		}
+		eps, _, err := accounting.EpsilonFromRDP(orders, tuned, c.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(eps-plan.eps) > 1e-9*eps {
+			t.Errorf("%+v: plan ε %v, recomputed %v", c, plan.eps, eps)
+		}
+		if !(plan.eps <= c.target && plan.eps > 0.99*c.target) {
+			t.Errorf("%+v: plan ε %v, want in (0.99, 1]·target", c, plan.eps)
+		}
+		one, _, _ := accounting.EpsilonFromRDP(orders, worst, c.delta)
+		if !(one < plan.eps) || math.Abs(one-plan.trialEps) > 1e-12 {
+			t.Errorf("%+v: one trial's ε %v (plan says %v) should be below the search's %v", c, one, plan.trialEps, plan.eps)
+		}
+	}
+}
+
+// TestTuneRefuses: what the search cannot account is refused with the
+// field at fault.
+func TestTuneRefuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Job)
+		opts   TuneOptions
+		want   string
+	}{
+		{"algo", func(j *Job) { j.Cfg.Algo = "fermi" }, TuneOptions{}, "Algo fermi cannot be tuned privately yet"},
+		{"sigma", func(j *Job) { j.Cfg.Privacy.Sigma = 2 }, TuneOptions{}, "Privacy.Sigma is set by the tuning"},
+		{"inf", func(j *Job) { j.Cfg.Privacy.Epsilon = math.Inf(1) }, TuneOptions{}, "Privacy.Epsilon must be finite"},
+		{"shuffle", func(j *Job) { j.Cfg.Privacy.Sampling = "shuffle" }, TuneOptions{}, "Privacy.Sampling must be poisson"},
+		{"mean", nil, TuneOptions{MeanTrials: 1}, "Tune.MeanTrials must be a finite number > 1"},
+		{"frac", nil, TuneOptions{ValidFrac: 1.5}, "Tune.ValidFrac must be in (0, 1)"},
+		{"space", nil, TuneOptions{Space: &TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{5000}, Clip: []float64{1}}},
+			"Tune.Space.Batch 5000: want sizes between 1 and the"},
+		{"tiny epsilon", func(j *Job) { j.Cfg.Privacy.Epsilon = 1e-4 }, TuneOptions{}, "too small to tune"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			job := tableJob(t, "dpsgd", 100, 3, 0, &bytes.Buffer{})
+			if c.mutate != nil {
+				c.mutate(job)
+			}
+			_, err := Tune(context.Background(), job, c.opts)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestCheckTrialReceipt: a trial that spent more than the plan charged
+// (more steps, another σ or rate, another mechanism) is refused.
+func TestCheckTrialReceipt(t *testing.T) {
+	eps := 0.5
+	rec := func(ms ...accounting.Mechanism) accounting.Receipt {
+		return accounting.Receipt{Epsilon: &eps, Delta: 1e-5, Mechanisms: ms}
+	}
+	sg := func(q, s float64, steps int) accounting.Mechanism {
+		return accounting.Mechanism{Kind: accounting.KindSubsampledGaussian, SampleRate: q, NoiseMultiplier: s, Steps: steps}
+	}
+	cases := []struct {
+		name string
+		r    accounting.Receipt
+		want string // "" accepted
+	}{
+		{"as planned", rec(sg(0.1, 2, 100)), ""},
+		{"fewer steps", rec(sg(0.1, 2, 60)), ""},
+		{"more steps", rec(sg(0.1, 2, 60), sg(0.1, 2, 41)), "101 noisy steps"},
+		{"other sigma", rec(sg(0.1, 1.9, 100)), "outside the tuning plan"},
+		{"more noise", rec(sg(0.1, 2.1, 100)), ""},
+		{"other rate", rec(sg(0.2, 2, 100)), "outside the tuning plan"},
+		{"laplace", rec(accounting.Mechanism{Kind: accounting.KindLaplace, Epsilon: 0.1}), "outside the tuning plan"},
+		{"not private", accounting.NotPrivate(), "not private"},
+	}
+	for _, c := range cases {
+		err := checkTrialReceipt(c.r, 0.1, 2, 100)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestTuneSplit: the trials' training and validation parts partition the
+// training records, each record scoring with probability frac (the count
+// within 5 standard deviations of frac·n); the test split is not among them.
+func TestTuneSplit(t *testing.T) {
+	const n, frac = 2000, 0.2
+	d := syntheticTable(n, 2, 0, rand.New(rand.NewPCG(1, 1)))
+	train, valid, err := tuneSplit(d, frac, rand.New(rand.NewPCG(5, 6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sd := math.Sqrt(n * frac * (1 - frac)); train.N()+valid.N() != n || math.Abs(float64(valid.N())-n*frac) > 5*sd {
+		t.Fatalf("split %d/%d, want %d records with about %v scoring", train.N(), valid.N(), n, n*frac)
+	}
+	seen := map[[2]float64]int{}
+	for _, p := range []*loaders.Dataset{train, valid} {
+		for i := range p.N() {
+			seen[[2]float64{p.X[2*i], p.X[2*i+1]}]++
+		}
+	}
+	for i := range d.N() {
+		if seen[[2]float64{d.X[2*i], d.X[2*i+1]}] != 1 {
+			t.Fatalf("record %d appears %d times in the two parts", i, seen[[2]float64{d.X[2*i], d.X[2*i+1]}])
+		}
+	}
+}
