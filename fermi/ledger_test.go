@@ -80,3 +80,23 @@ func TestAccountantReceipt(t *testing.T) {
 		}
 	}
 }
+
+// TestSensitiveScopeDeclaresSampling: under --scope sensitive the sampled
+// records' s-independent terms are added without noise, so the receipt must
+// not let the subsampling's hiding of who was sampled pass unsaid.
+func TestSensitiveScopeDeclaresSampling(t *testing.T) {
+	for _, scope := range []string{accounting.ScopeAll, accounting.ScopeSensitive} {
+		job := syntheticJob(t, func(c *trainer.Config) { c.Fair.Scope = scope })
+		a, err := New[float64](job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, nc := range a.NotCovered() {
+			found = found || nc.Item == "sampling_hidden"
+		}
+		if found != (scope == accounting.ScopeSensitive) {
+			t.Errorf("scope %s: sampling_hidden declared %v", scope, found)
+		}
+	}
+}
