@@ -129,8 +129,8 @@ func TestPaperSchema(t *testing.T) {
 	}
 }
 
-// TestPaperDataCounts checks the split sizes on the real files (REFERENCE
-// §4: Adult 80 % of 45,222 = 36,177 training records).
+// TestPaperDataCounts checks the split sizes on the real files (Xu, Du and
+// Wu 2021 split 80/20: Adult 80 % of 45,222 = 36,177 training records).
 func TestPaperDataCounts(t *testing.T) {
 	dir := os.Getenv(loaders.DataDirEnv)
 	if dir == "" {
