@@ -36,7 +36,7 @@
 //     ClipPolicy, the one copy of its maths) returns a bound and a weight per
 //     group, and the device clips with them. DeviceConv is its convolution
 //     layer (forward, input gradient, per-sample norms, clipped sum).
-//   - DeviceFermi runs DP-FERMI's steps (package fermi, REFERENCE §3) on a
+//   - DeviceFermi runs DP-FERMI's steps (package fermi; Lowy et al. 2022) on a
 //     DeviceNet: kernels/fermi.cu computes the ERMI regularizer's per-sample
 //     gradients with respect to the logits and to the small matrix W from
 //     the logits the forward pass left on the device, W's share of the joint

@@ -20,7 +20,7 @@ import (
 // uploads the policy's bound and weight per group: nothing per sample
 // leaves the device.
 //
-// It is the device-resident half of issue 16 (NewDeviceMLP builds fairdp's
+// It keeps the whole training step on the device (NewDeviceMLP builds fairdp's
 // logistic model and MLP; a CNN is its convolution, ReLU and pool layers);
 // the trainer's Device "cuda" runs its SGD, DP-SGD, DPSGD-F and Naive on
 // one (package trainer, ondevice.go; see bench/results/cuda.md), and

@@ -311,8 +311,9 @@ func (a *Algorithm[T]) record(perGroup []float64) {
 // gradient sum (σ2) they release the group counts (σ1, L2 sensitivity 1:
 // one record changes one count by one) computed on the same Poisson
 // sample, so the two are one joint mechanism with
-// σ_eff = (σ1⁻² + σ2⁻²)^(-1/2), subsampled once (REFERENCE §8 row 10);
-// charging them as two independently sampled mechanisms would understate ε.
+// σ_eff = (σ1⁻² + σ2⁻²)^(-1/2), subsampled once; charging them as two
+// independently sampled mechanisms would understate ε (at the paper's MNIST
+// settings, 5.921 instead of 5.987).
 func (a *Algorithm[T]) stepMechanism() accounting.Mechanism {
 	return accounting.JointSubsampledGaussian(a.core.Q, a.countPart(), a.gradientPart())
 }
@@ -346,7 +347,7 @@ func (a *Algorithm[T]) Core() *trainer.DPSGD[T] { return a.core }
 func (a *Algorithm[T]) Receipt() (accounting.Receipt, error) { return a.core.Receipt() }
 
 // Epsilon is the ε spent so far at the run's δ with the conversion of Balle
-// et al. 2020 and with the classic one (REFERENCE §8).
+// et al. 2020 and with the classic one (Mironov 2017).
 func (a *Algorithm[T]) Epsilon() (improved, classic float64) { return a.core.Epsilon() }
 
 // LastBounds is the per-group vector of the last step: C^k for Adaptive,

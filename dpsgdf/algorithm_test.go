@@ -182,7 +182,8 @@ func finiteGrads(t *testing.T, what string, m *models.Model[float64]) {
 // TestDivisionGuards: an empty batch and a batch from one group only must
 // give finite bounds and weights (C^k = C0 for the empty and absent groups
 // with exact counts), finite noised gradients, and a charge of both
-// releases (REFERENCE §4: "Guard the divisions").
+// releases: Xu, Du and Wu 2021 do not say how they guard the divisions by
+// noisy counts, so fairdp's guards are tested here.
 func TestDivisionGuards(t *testing.T) {
 	job := synthJob(t, 5, func(c *trainer.Config) { c.Privacy.Clip = 0.05 })
 	var onlyGroup0 []int
@@ -277,13 +278,13 @@ func TestCountNoise(t *testing.T) {
 	}
 }
 
-// TestMNISTPresetEpsilon is the accounting acceptance test against
-// REFERENCE §8 row 10 (σ2 = 0.8 on gradients plus σ1 = 8 on counts,
-// 60 epochs, δ = 1e-6: ε ≈ 5.90 gradients alone, ≈ 5.91 both) and the §4
-// classic value 6.550. fairdp's Poisson sampler runs round(1/q) = 213 steps
-// per epoch for q = 256/54,649, so 12,780 steps rather than §4's 12,808
-// (60·n/b) or row 10's 12,840 (q = 1/214); the differences are below the
-// tolerance (0.05). The steps run through Step on empty batches, the code
+// TestMNISTPresetEpsilon checks the charge at the unbalanced-MNIST settings
+// of Xu, Du and Wu 2021 (σ2 = 0.8 on gradients plus σ1 = 8 on counts,
+// 60 epochs, δ = 1e-6: ε ≈ 5.90 gradients alone, ≈ 5.91 both) and the
+// classic value 6.550 behind the paper's Table 1 ε. fairdp's Poisson sampler
+// runs round(1/q) = 213 steps per epoch for q = 256/54,649, so 12,780 steps
+// rather than the paper's 12,808 (60·n/b) or 12,840 (q = 1/214); the
+// differences are below the tolerance (0.05). The steps run through Step on empty batches, the code
 // path training uses, so this checks what a run actually charges.
 func TestMNISTPresetEpsilon(t *testing.T) {
 	seed := uint64(1)
@@ -299,7 +300,7 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 		improved, classic float64 // improved 0: the PLD ε of the step, computed below
 		mechanisms        int
 	}{
-		// REFERENCE §8 row 10: the counts (σ1 = 8) and the gradients (σ2 =
+		// The counts (σ1 = 8) and the gradients (σ2 =
 		// 0.8) share each Poisson sample, so they are one subsampled
 		// Gaussian with σ_eff = 0.7960: ε = 5.987 at the paper's 12,808
 		// steps, 5.981 at our 60·213 = 12,780 (the additive charge, 5.91,
@@ -343,7 +344,7 @@ func TestMNISTPresetEpsilon(t *testing.T) {
 			t.Errorf("%s: planned ε %.10f / %.10f, spent %.10f / %.10f", tc.policy, pe, pc, eps, classic)
 		}
 		if math.Abs(eps-tc.improved) > 0.01 || math.Abs(classic-tc.classic) > 0.01 {
-			t.Errorf("%s: ε = %.4f / classic %.4f, want %.3f / %.3f ± 0.01 (REFERENCE §8 row 10, §4)",
+			t.Errorf("%s: ε = %.4f / classic %.4f, want %.3f / %.3f ± 0.01 (Xu, Du and Wu 2021 settings)",
 				tc.policy, eps, classic, tc.improved, tc.classic)
 		}
 		r, err := a.Receipt()

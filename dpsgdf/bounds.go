@@ -2,7 +2,7 @@ package dpsgdf
 
 import "math"
 
-// AdaptiveBounds returns DPSGD-F's per-group clip bounds (REFERENCE §4)
+// AdaptiveBounds returns DPSGD-F's per-group clip bounds (Xu, Du and Wu 2021)
 //
 //	C^k = C0 · (1 + (m̃^k / b̃^k) / (m̃ / b)),  b̃^k = m̃^k + õ^k,  m̃ = Σ_k m̃^k,
 //
@@ -51,7 +51,7 @@ func groupFraction(m, size float64) float64 {
 
 // NaiveWeights returns Naïve's per-group weights θ^k = (b/K) / b̃^k from the
 // noisy group counts b̃^k of the batch and the expected batch size b
-// (REFERENCE §4): each group then contributes as if it held b/K samples.
+// (Xu, Du and Wu 2021): each group then contributes as if it held b/K samples.
 //
 // Division guard: a noisy count below 1 is raised to 1 before dividing. A
 // group that contributes a sample to the batch has at least one member, so

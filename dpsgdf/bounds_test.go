@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestAdaptiveBounds checks C^k = C0(1 + (m̃^k/b̃^k)/(m̃/b)) (REFERENCE §4)
+// TestAdaptiveBounds checks C^k = C0(1 + (m̃^k/b̃^k)/(m̃/b)) (Xu, Du and Wu 2021)
 // and its division guards against values computed by hand.
 func TestAdaptiveBounds(t *testing.T) {
 	tests := []struct {
@@ -85,7 +85,7 @@ func TestAdaptiveBoundsFromNorms(t *testing.T) {
 	}
 }
 
-// TestNaiveWeights checks θ^k = (b/K)/b̃^k (REFERENCE §4) and its guard
+// TestNaiveWeights checks θ^k = (b/K)/b̃^k (Xu, Du and Wu 2021) and its guard
 // (noisy counts below 1 count as 1).
 func TestNaiveWeights(t *testing.T) {
 	tests := []struct {

@@ -25,7 +25,7 @@ func init() {
 // PaperSchema returns a compact encoding of Adult or Dutch, closer to the
 // paper's 40 and 35 features than the built-in schemas (102 and 59). The
 // paper does not publish its preprocessing beyond normalising numerical
-// attributes to [0, 1] (REFERENCE §4), so numeric columns are min-max
+// attributes to [0, 1], so numeric columns are min-max
 // scaled with the training split's minimum and maximum
 // (loaders.ScaleMinMax); otherwise it follows one rule: ordinal and binary
 // columns become one number, nominal columns are one-hot, and survey

@@ -1,5 +1,5 @@
-// Package dpsgdf trains with DPSGD, Naïve and DPSGD-F (Xu, Du and Wu 2021,
-// REFERENCE §4): one training loop with three clipping policies, for users
+// Package dpsgdf trains with DPSGD, Naïve and DPSGD-F (Xu, Du and Wu 2021):
+// one training loop with three clipping policies, for users
 // whose DP-SGD model loses much more accuracy on a minority group than on
 // the majority and who need the cost of privacy shared evenly.
 //

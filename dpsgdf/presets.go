@@ -14,7 +14,7 @@ type Preset struct {
 	Apply func(*trainer.Config)
 }
 
-// Paper settings shared by the presets (REFERENCE §4).
+// Paper settings shared by the presets (Xu, Du and Wu 2021).
 const (
 	paperBatch      = 256
 	paperDelta      = 1e-6

@@ -17,7 +17,7 @@ import (
 	"fairdp/trainer"
 )
 
-// TestPresets checks the REFERENCE §4 settings each preset applies.
+// TestPresets checks the Xu, Du and Wu 2021 settings each preset applies.
 func TestPresets(t *testing.T) {
 	tests := []struct {
 		name, dataset, model string
@@ -129,8 +129,8 @@ func TestPaperSchema(t *testing.T) {
 	}
 }
 
-// TestPaperDataCounts checks the split sizes on the real files (REFERENCE
-// §4: Adult 80 % of 45,222 = 36,177 training records).
+// TestPaperDataCounts checks the split sizes on the real files (Xu, Du and
+// Wu 2021 split 80/20: Adult 80 % of 45,222 = 36,177 training records).
 func TestPaperDataCounts(t *testing.T) {
 	dir := os.Getenv(loaders.DataDirEnv)
 	if dir == "" {
@@ -235,7 +235,7 @@ func TestTrainWritesBoundsAndCost(t *testing.T) {
 // TestEqualEpsilonEpochs: the paper's unbalanced-MNIST settings (n =
 // 54,649, batch 256, σ2 = 0.8, σ1 = 8, δ = 1e-6, 60 epochs) give DPSGD-F
 // and Naïve the largest whole number of epochs whose joint charge (σ_eff =
-// (σ2⁻² + σ1⁻²)^-½, REFERENCE §8 row 10) stays within DPSGD's ε, computed
+// (σ2⁻² + σ1⁻²)^-½: both releases share each Poisson sample) stays within DPSGD's ε, computed
 // here from the RDP formula directly: 58 (59 would overspend).
 func TestEqualEpsilonEpochs(t *testing.T) {
 	const n, batch = 54649, 256

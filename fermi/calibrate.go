@@ -5,8 +5,8 @@ import (
 	"math"
 )
 
-// PaperSigmas is the closed-form noise of the paper's Theorem 3.3
-// (REFERENCE §3, sensitive attributes private): the standard deviations of
+// PaperSigmas is the closed-form noise of Lowy et al. 2022, Theorem 3.3
+// (sensitive attributes private): the standard deviations of
 // the Gaussian noise added to the mean θ gradient and the mean W gradient,
 //
 //	σ_θ = sqrt(16 L_θ² D² ln(1/δ) T / (ε² n² ρ)),   σ_W = sqrt(16 ln(1/δ) T / (ε² n² ρ)),

@@ -39,7 +39,7 @@ func countSigma(eps, delta float64) float64 {
 	return 1 / math.Sqrt(2*countShare*rho)
 }
 
-// DPFERMI is DP-FERMI's Algorithm 1 (DP-SGDA, REFERENCE §3) as a
+// DPFERMI is DP-FERMI's Algorithm 1 (DP-SGDA, Lowy et al. 2022) as a
 // trainer.Algorithm: each step writes the descent direction for θ,
 // mean_B[∇ℓ + λ∇_θψ] (+ noise), into the model's gradients for the
 // trainer's optimizer, and itself takes Algorithm 1's projected ascent
@@ -355,7 +355,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 		a.WNoise = a.Lambda * a.StdW / float64(a.Batch)
 		return nil
 	case a.Calibration == "paper":
-		T := epochs * ((n + a.Batch - 1) / a.Batch) // REFERENCE §3: T = epochs · ceil(n/m)
+		T := epochs * ((n + a.Batch - 1) / a.Batch) // T = epochs · ceil(n/m), as the paper's reference code counts steps
 		rho := a.Reg.MinFreq()
 		st, sw, err := PaperSigmas(n, rho, T, a.Clip, a.Radius, a.target, a.Delta)
 		if err != nil {

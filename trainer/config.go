@@ -83,7 +83,7 @@ type ObjPertConfig struct {
 }
 
 // JagielskiConfig is the part of Config only DP post-processing and the DP
-// oracle learner read (REFERENCE §6; package linear runs them). They use
+// oracle learner read (Jagielski et al. 2019; package linear runs them). They use
 // Config's data settings (Dataset, Schema, DataDir, TrainFrac, Limit,
 // Seed), Privacy.Epsilon (ε for the sensitive attribute), and for the
 // oracle Privacy.Delta (0: 1/n² of the training records) and
@@ -140,7 +140,7 @@ type ScoresConfig struct {
 
 // TailoringConfig is the part of Config only privacy-budget tailoring
 // (Algo "tailoring", the paper's DPSE) and its baseline ("dpnose") read
-// (REFERENCE §7; package tailoring runs them). They use Config's Dataset
+// (Alabi and Wiggins 2023; package tailoring runs them). They use Config's Dataset
 // ("synthetic" or a CSV with Schema), TrainFrac (0: the schema's, else
 // 0.75), Seed, Privacy.Delta (0: 1/n²), Privacy.AllowLargeDelta and
 // Privacy.Clip (the per-example gradient clip Δ). Privacy.Epsilon is
@@ -198,7 +198,7 @@ const (
 )
 
 // FederationConfig says how SteFFLe splits the training set over silos
-// (REFERENCE §5). It lives in Config so that --algo steffle runs through
+// (the SteFFLe paper). It lives in Config so that --algo steffle runs through
 // the ordinary Train path and its settings land in report.json.
 type FederationConfig struct {
 	Silos         int     `json:"silos"`         // N silos holding records (features and labels)

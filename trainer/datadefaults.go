@@ -1,6 +1,6 @@
 package trainer
 
-// Data-aware defaults (issue 28 item 4). Defaults() was tuned on Adult
+// Data-aware defaults. Defaults() was tuned on Adult
 // (34,000 training records) for DP-FERMI; a private SGD-family run with it
 // on a small table takes too few, too small steps: on 750 records, batch
 // 256 is 3 steps an epoch, 60 steps in all at η = 0.005, and the model

@@ -9,7 +9,7 @@ import (
 	"fairdp/loaders"
 )
 
-// TestDefaultsDoNotCollapse is issue 28 item 4: a default private run on a
+// TestDefaultsDoNotCollapse: a default private run on a
 // small table (750 training records, 30 % minority class) must learn
 // something. With the old fixed defaults (batch 256, 20 epochs, η = 0.005)
 // DP-SGD's test error was 0.303, 0.262 and 0.266 at ε = 0.3, 1 and 3,

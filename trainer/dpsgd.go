@@ -403,7 +403,8 @@ func (a *DPSGD[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 }
 
 // Epsilon is the ε spent so far at the run's δ by the run's accountant,
-// and by RDP with the classic conversion (REFERENCE §8).
+// and by RDP with the classic conversion (Mironov 2017), which papers before
+// 2020 report.
 func (a *DPSGD[T]) Epsilon() (improved, classic float64) {
 	improved, _, err := a.acc.Epsilon(a.Delta)
 	if err != nil {

@@ -63,8 +63,8 @@ func TestTrainTuneErrors(t *testing.T) {
 }
 
 // TestTrainDataAwareDefaults: a default private run takes the data-aware
-// batch, epochs, learning rate and clip (issue 28 item 4) and says so; a
-// flag the user gave is kept.
+// batch, epochs, learning rate and clip (see trainer's datadefaults.go) and
+// says so; a flag the user gave is kept.
 func TestTrainDataAwareDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		flags         []string

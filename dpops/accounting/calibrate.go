@@ -33,7 +33,7 @@ func WithClassic() CalibrateOption {
 
 // WithEpsilonTolerance switches to Opacus's get_noise_multiplier search:
 // bisect σ in [0, 10·2^k] and stop at the first σ whose ε lies in
-// [target - tol, target]. Opacus's default is 0.01 (REFERENCE §8 rows 2, 3).
+// [target - tol, target]. Opacus's default is 0.01.
 // Without this option σ is found to relative precision 1e-10.
 func WithEpsilonTolerance(tol float64) CalibrateOption {
 	return func(c *calibration) error {

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestCalibrateOpacusRows is REFERENCE §8 rows 2 and 3 (Opacus
-// get_noise_multiplier with its default ε tolerance 0.01; Opacus asserts
-// them to 4 places).
+// TestCalibrateOpacusRows reproduces Opacus's get_noise_multiplier test
+// values (σ ≈ 1.416 and 1.3562 with its default ε tolerance 0.01; Opacus
+// asserts them to 4 places).
 func TestCalibrateOpacusRows(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -65,14 +65,14 @@ func TestCalibrateExact(t *testing.T) {
 			t.Errorf("%+v: σ = %.12g gives ε %.12g, σ(1-1e-8) gives %.12g; want ε(σ) ≤ %v < ε(σ-)", c, sigma, at, below, c.target)
 		}
 	}
-	// Rows 2 and 3 of REFERENCE §8 bracket the exact answers from above.
+	// Opacus's tolerance-0.01 answers bracket the exact answers from above.
 	if s, _ := CalibrateSigma(8, 1e-5, 0.04, 2250); !(s < 1.416015625 && s > 1.41) {
 		t.Errorf("exact σ for row 2 = %v, want just below Opacus's 1.416015625", s)
 	}
 }
 
 // TestCalibrateCompanionAndClassic: DPSGD-F's counts mechanism (σ1 = 10σ,
-// REFERENCE §4) needs a little more noise; the classic conversion needs more.
+// Xu, Du and Wu 2021) needs a little more noise; the classic conversion needs more.
 func TestCalibrateCompanionAndClassic(t *testing.T) {
 	const target, delta, q, steps = 5.0, 1e-6, 256.0 / 54649, 12808
 	plain, err := CalibrateSigma(target, delta, q, steps)

@@ -8,7 +8,7 @@ import (
 // DefaultDelta is δ when the user gives none, for every fairdp algorithm:
 // 1/n², where n is the number of records the guarantee covers (the training
 // records; a SteFFLe silo's own records). It is the choice of the DP-FERMI
-// and SteFFLe papers (REFERENCE §3, §5), and far below 1/n, which δ must be
+// and SteFFLe papers (Lowy et al. 2022 and the SteFFLe paper), and far below 1/n, which δ must be
 // for (ε, δ)-DP to mean anything: a mechanism that publishes one random
 // record in full is (0, 1/n)-DP. Presets that reproduce a paper keep the
 // paper's explicit δ (DPSGD-F's 1e-6, Jagielski's 1e-7).

@@ -66,7 +66,7 @@ func TestJointSubsampledGaussianDirect(t *testing.T) {
 			t.Errorf("α = %v: additive charge %.10g should understate the direct %.10g", alpha, additive, direct)
 		}
 	}
-	// At α = 2 the gap has a closed form (issue 19): with a = e^{1/σ1²}-1,
+	// At α = 2 the gap has a closed form: with a = e^{1/σ1²}-1,
 	// b = e^{1/σ2²}-1 the joint A-1 = q²(a+b+ab), the additive
 	// (1+q²a)(1+q²b)-1 = q²(a+b)+q⁴ab.
 	a, b := math.Expm1(1/(sigma1*sigma1)), math.Expm1(1/(sigma2*sigma2))
@@ -75,8 +75,8 @@ func TestJointSubsampledGaussianDirect(t *testing.T) {
 	}
 }
 
-// TestJointReferenceRow10 reproduces REFERENCE §8 row 10 with the joint
-// charge: MNIST-unbalanced (σ2 = 0.8, σ1 = 8, q = 256/54,649, 12,808 steps,
+// TestJointReferenceRow10 reproduces the DPSGD-F settings of Xu, Du and
+// Wu 2021 with the joint charge: MNIST-unbalanced (σ2 = 0.8, σ1 = 8, q = 256/54,649, 12,808 steps,
 // δ = 1e-6) ε = 5.987 and Adult (σ2 = 1, σ1 = 10, q = 256/36,177, 2,820
 // steps) ε = 2.688, where the additive charge gave 5.921 and 2.666.
 func TestJointReferenceRow10(t *testing.T) {

@@ -72,7 +72,7 @@ type Part struct {
 // are one Gaussian mechanism whose per-record sensitivity, in units of each
 // part's noise, is sqrt(Σ 1/σ_i²), i.e. one Gaussian with noise multiplier
 // σ_eff = (Σ σ_i⁻²)^(-1/2), subsampled once (as in adaptive-clipping
-// accounting, Andrew et al. 2021; REFERENCE §8 row 10). The returned
+// accounting, Andrew et al. 2021). The returned
 // mechanism carries σ_eff as its NoiseMultiplier, so every accountant and
 // calibration treats it as one subsampled Gaussian, and lists the parts for
 // the receipt.

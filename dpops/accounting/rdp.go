@@ -23,7 +23,7 @@ func OpacusOrders() []float64 {
 
 // TFOrders returns TF-Privacy's order list (1.25, 1.5, 1.75, 2, 2.25, 2.5, 3,
 // 3.5, 4, 4.5, 5, 6, …, 63, 128, 256, 512), needed to reproduce TF-Privacy's
-// compute_dp_sgd_privacy numbers (REFERENCE §8 rows 5–7).
+// compute_dp_sgd_privacy test and tutorial numbers.
 func TFOrders() []float64 {
 	orders := []float64{1.25, 1.5, 1.75, 2, 2.25, 2.5, 3, 3.5, 4, 4.5}
 	for a := 5; a < 64; a++ {
@@ -65,7 +65,8 @@ func SubsampledGaussianRDP(q, sigma, alpha float64) float64 {
 }
 
 // logAIntegerOrder is ln A_α = ln Σ_{i=0..α} C(α,i) q^i (1-q)^{α-i}
-// exp((i²-i)/(2σ²)) for integer α, summed in log space (REFERENCE §8).
+// exp((i²-i)/(2σ²)) for integer α (Mironov, Talwar and Zhang 2019), summed
+// in log space so that large orders do not overflow.
 func logAIntegerOrder(q, sigma, alpha float64) float64 {
 	n := int(alpha)
 	logQ, log1mQ := math.Log(q), math.Log1p(-q)
@@ -246,8 +247,8 @@ func EpsilonFromRDP(orders, rdp []float64, delta float64) (eps, order float64, e
 
 // EpsilonFromRDPClassic is the conversion of Mironov 2017 (Proposition 3),
 // ε = min_α [RDP(α) + ln(1/δ)/(α-1)], which gives a larger ε than
-// EpsilonFromRDP; papers before 2020 (and REFERENCE §4's DPSGD-F table)
-// report this one.
+// EpsilonFromRDP; papers before 2020 (among them Xu, Du and Wu 2021,
+// Table 1) report this one.
 func EpsilonFromRDPClassic(orders, rdp []float64, delta float64) (eps, order float64, err error) {
 	return convertRDP(orders, rdp, delta, classicEpsilon)
 }

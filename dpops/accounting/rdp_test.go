@@ -64,8 +64,10 @@ func composedEpsilons(t *testing.T, orders []float64, delta float64, runs ...gau
 	return eps, order, classic
 }
 
-// TestReferenceEpsilons checks REFERENCE §8 rows 1, 4–7 and 10 and the two ε
-// pairs of REFERENCE §4 (DPSGD-F paper settings).
+// TestReferenceEpsilons checks the published ε of Opacus's test_rdp_accountant
+// and rdp docstring, TF-Privacy's compute_dp_sgd_privacy test and tutorial,
+// DPSGD-F's gradients and counts composed per order, and the two ε pairs
+// behind Xu, Du and Wu 2021, Table 1 (MNIST and Adult).
 func TestReferenceEpsilons(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -78,23 +80,23 @@ func TestReferenceEpsilons(t *testing.T) {
 		classic   float64 // 0: not checked
 		classicTo float64 // absolute
 	}{
-		// §8 row 1: Opacus test_rdp_accountant.
+		// Opacus test_rdp_accountant.
 		{"row1", nil, 1e-5, []gaussianRun{{0.04, 1.5, 2250}}, 7.32911117143, 1e-6, 0, 0, 0},
-		// §8 row 4: Opacus rdp docstring, two mechanisms, orders 2..32, ε ≈ 0.336 at order 23.
+		// Opacus rdp docstring, two mechanisms, orders 2..32, ε ≈ 0.336 at order 23.
 		{"row4", intOrders(2, 32), 1e-5, []gaussianRun{{1e-5, 1.0, 10}, {1e-4, 3.0, 4}}, 0.336, 1.5e-3, 23, 0, 0},
-		// §8 row 5: TF-Privacy, n=60000, batch 150, σ=1.3, 15 epochs → 6000 steps, order 19.
+		// TF-Privacy, n=60000, batch 150, σ=1.3, 15 epochs → 6000 steps, order 19.
 		{"row5", TFOrders(), 1e-5, []gaussianRun{{150.0 / 60000, 1.3, 6000}}, 0.7242234026109595, 1e-6, 19, 0, 0},
-		// §8 row 6: TF-Privacy, n=100000, batch 100, σ=1.0, 30 epochs → 30000 steps, order 13.
+		// TF-Privacy, n=100000, batch 100, σ=1.0, 30 epochs → 30000 steps, order 13.
 		{"row6", TFOrders(), 1e-7, []gaussianRun{{100.0 / 100000, 1.0, 30000}}, 1.4154988495444842, 1e-6, 13, 0, 0},
-		// §8 row 7: TF-Privacy tutorial, q=256/60000, σ=1.1, 60 epochs → ceil(14062.5) steps: 3.01 old, ≈2.597 new.
+		// TF-Privacy tutorial, q=256/60000, σ=1.1, 60 epochs → ceil(14062.5) steps: 3.01 old, ≈2.597 new.
 		{"row7", TFOrders(), 1e-5, []gaussianRun{{256.0 / 60000, 1.1, 14063}}, 2.597, 2e-4, 0, 3.01, 0.005},
-		// §8 row 10: DPSGD-F on MNIST-unbalanced, q=1/214, 60 epochs = 12840 steps: gradients alone ≈ 5.90.
+		// DPSGD-F on MNIST-unbalanced, q=1/214, 60 epochs = 12840 steps: gradients alone ≈ 5.90.
 		{"row10-gradients", nil, 1e-6, []gaussianRun{{1.0 / 214, 0.8, 12840}}, 5.90, 1e-3, 0, 0, 0},
-		// §8 row 10: gradients (σ=0.8) plus counts (σ1=8) composed per order ≈ 5.91.
+		// DPSGD-F: gradients (σ=0.8) plus counts (σ1=8) composed per order ≈ 5.91.
 		{"row10-both", nil, 1e-6, []gaussianRun{{1.0 / 214, 0.8, 12840}, {1.0 / 214, 8, 12840}}, 5.91, 1e-3, 0, 0, 0},
-		// §4: MNIST q=256/54649, 12808 steps, σ=0.8: 5.911 improved, 6.550 classic.
+		// Xu, Du and Wu 2021, Table 1: MNIST q=256/54649, 12808 steps, σ=0.8: 5.911 improved, 6.550 classic.
 		{"sec4-mnist", nil, 1e-6, []gaussianRun{{256.0 / 54649, 0.8, 12808}}, 5.911, 2e-4, 0, 6.550, 0.0005},
-		// §4: Adult q=256/36177, 2820 steps, σ=1: 2.660 improved, 3.075 classic.
+		// Xu, Du and Wu 2021, Table 1: Adult q=256/36177, 2820 steps, σ=1: 2.660 improved, 3.075 classic.
 		{"sec4-adult", nil, 1e-6, []gaussianRun{{256.0 / 36177, 1, 2820}}, 2.660, 2e-4, 0, 3.075, 0.0005},
 	}
 	for _, c := range cases {
@@ -116,8 +118,8 @@ func TestReferenceEpsilons(t *testing.T) {
 	}
 }
 
-// TestConstantRDPConversion is REFERENCE §8 row 8 (dp_accounting test): RDP
-// ≡ 1.1 at orders 2..32, δ = 1e-5 → ε = 1.32783806176 at order 32.
+// TestConstantRDPConversion reproduces a dp_accounting test: RDP ≡ 1.1 at
+// orders 2..32, δ = 1e-5 → ε = 1.32783806176 at order 32.
 func TestConstantRDPConversion(t *testing.T) {
 	orders := intOrders(2, 32)
 	rdp := make([]float64, len(orders))
@@ -165,7 +167,7 @@ func TestSpecialCases(t *testing.T) {
 }
 
 // directIntegerRDP is the slow path for integer orders: the binomial sum of
-// REFERENCE §8 in plain float64 with exact binomial coefficients (only for
+// Mironov, Talwar and Zhang 2019 in plain float64 with exact binomial coefficients (only for
 // small α and σ, where nothing overflows).
 func directIntegerRDP(q, sigma float64, alpha int) float64 {
 	var sum float64

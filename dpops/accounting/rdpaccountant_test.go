@@ -14,7 +14,7 @@ func TestRDPZeroValueUsesOpacusOrders(t *testing.T) {
 	if eps, _ := a.Epsilon(1e-5); eps != 0 {
 		t.Errorf("nothing composed: ε = %v, want 0", eps)
 	}
-	// REFERENCE §8 row 1 on the zero value.
+	// Opacus's test_rdp_accountant vector on the zero value.
 	if err := a.Step(SubsampledGaussian(0.04, 1.5, 1, "gradients"), 2250); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestRDPZeroValueUsesOpacusOrders(t *testing.T) {
 
 // TestStepPerStepEqualsBulk: calling Step every step (as a trainer does)
 // gives the same total as one call with all steps, and the history merges
-// the calls. Interleaved DPSGD-F mechanisms (REFERENCE §4) stay separate.
+// the calls. Interleaved DPSGD-F mechanisms stay separate.
 func TestStepPerStepEqualsBulk(t *testing.T) {
 	grads := SubsampledGaussian(1.0/214, 0.8, 1, "gradients")
 	counts := SubsampledGaussian(1.0/214, 8, 0, "group counts")

@@ -30,7 +30,8 @@ func row1Accountant(t *testing.T) *RDP {
 	return &a
 }
 
-// TestRDPReceiptJSON: the receipt of REFERENCE §8 row 1 carries the fields
+// TestRDPReceiptJSON: the receipt of Opacus's test_rdp_accountant vector
+// (σ = 1.5, q = 0.04, 2250 steps) carries the fields
 // DESIGN's privacy model asks for, with the right values.
 func TestRDPReceiptJSON(t *testing.T) {
 	r, err := row1Accountant(t).Receipt(1e-5, RunInfo{})
@@ -245,7 +246,7 @@ func TestReceiptText(t *testing.T) {
 	if !strings.Contains(shuffled.String(), "NOT A GUARANTEE") {
 		t.Errorf("shuffle headline = %q, want the caveat", shuffled.String())
 	}
-	// Issue 19: a seeded run says it is not secure on the guarantee's line;
+	// A seeded run says it is not secure on the guarantee's line;
 	// a crypto-seeded one does not.
 	if first := strings.SplitN(text, "\n", 2)[0]; !strings.Contains(first, "(ε = 7.329, δ = 1e-05)-DP") ||
 		!strings.Contains(first, "NOT secure (seeded)") {

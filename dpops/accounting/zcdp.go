@@ -17,7 +17,7 @@ var ErrBudgetExceeded = errors.New("accounting: privacy budget exceeded")
 const budgetSlack = 1e-12
 
 // GaussianRho is the zCDP cost ρ = Δ²/(2σ²) of one Gaussian mechanism with
-// L2 sensitivity Δ and noise standard deviation σ (REFERENCE §7); +Inf when
+// L2 sensitivity Δ and noise standard deviation σ (Bun and Steinke 2016); +Inf when
 // σ = 0 (no noise, no privacy).
 func GaussianRho(sensitivity, std float64) float64 {
 	return sensitivity * sensitivity / (2 * std * std)
@@ -45,7 +45,7 @@ func PureToRho(eps float64) float64 { return eps * eps / 2 }
 // (Proposition 12), computed as OpenDP's cdp_epsilon does:
 // ε = min_α αρ + (ln(1/δ) + (α-1) ln((α-1)/α) - ln α)/(α-1), the minimising α
 // found by bisection on the sign of the derivative ρ + ln(αδ)/(α-1)² over
-// α ≥ 1.01 (REFERENCE §8 row 9).
+// α ≥ 1.01.
 func ZCDPToEpsilon(rho, delta float64) (float64, error) {
 	if err := checkRhoDelta(rho, delta); err != nil {
 		return 0, err

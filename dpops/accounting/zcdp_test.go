@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestZCDPConversionsRow9 is REFERENCE §8 row 9 (OpenDP): ρ = 1/32,
+// TestZCDPConversionsRow9 reproduces OpenDP's cdp_epsilon: ρ = 1/32,
 // δ = 1e-3 → optimal ε = 0.6880024554878085, Bun–Steinke ≈ 0.96048.
 func TestZCDPConversionsRow9(t *testing.T) {
 	eps, err := ZCDPToEpsilon(1.0/32, 1e-3)
@@ -26,7 +26,7 @@ func TestZCDPConversionsRow9(t *testing.T) {
 }
 
 // zcdpObjective is ε(α) = αρ + ln((α-1)/α) - (ln δ + ln α)/(α-1), the RDP →
-// (ε,δ) bound applied to RDP(α) = ρα (REFERENCE §8).
+// (ε,δ) bound of Balle et al. 2020 applied to RDP(α) = ρα.
 func zcdpObjective(rho, delta, a float64) float64 {
 	return a*rho + math.Log((a-1)/a) - (math.Log(delta)+math.Log(a))/(a-1)
 }
@@ -95,8 +95,8 @@ func mustF(x float64, err error) float64 {
 	return x
 }
 
-// TestGaussianRho checks ρ = Δ²/(2σ²) (REFERENCE §7), its inverse, and
-// pure ε → ε²/2 (REFERENCE §8).
+// TestGaussianRho checks ρ = Δ²/(2σ²), its inverse, and pure ε → ε²/2
+// (Bun and Steinke 2016).
 func TestGaussianRho(t *testing.T) {
 	cases := []struct{ sens, std, rho float64 }{
 		{1, 1, 0.5}, {2, 1, 2}, {1, 2, 0.125}, {0.5, 4, 1.0 / 128},
@@ -126,7 +126,7 @@ func TestGaussianRho(t *testing.T) {
 	}
 }
 
-// TestZCDPBudget: a τ/μ split (REFERENCE §7, τ = 0.2ρ, μ = 0.8ρ) with K+1
+// TestZCDPBudget: a τ/μ split (Alabi and Wiggins 2023, τ = 0.2ρ, μ = 0.8ρ) with K+1
 // equal stage-1 shares fits exactly; one more charge is refused and leaves
 // the total unchanged.
 func TestZCDPBudget(t *testing.T) {
