@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"fairdp/dpops"
+	"fairdp/dpops/accounting"
 	"fairdp/fermi"
 	"fairdp/fermi/federated"
 	"fairdp/trainer"
@@ -150,7 +151,10 @@ func steffleCfg(p steffleParams, s steffleSetting, seed uint64) trainer.Config {
 	case "sgd":
 		c.Algo, c.Privacy.Epsilon, c.Fair.Lambda = "sgd", math.Inf(1), 0
 	case "central":
-		c.Algo = fermi.Name
+		// SteFFLe's silos account by RDP (they state ε every round), so
+		// central DP-FERMI is compared under the same accountant: one silo
+		// is then the central algorithm, σ included.
+		c.Algo, c.Privacy.Accountant = fermi.Name, accounting.AccountantRDP
 	}
 	return c
 }
