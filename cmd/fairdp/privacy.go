@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -217,12 +216,6 @@ func (p *privacyQuery) how(a privacyAnswer) string {
 	return fmt.Sprintf("at RDP order %g", a.Order)
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func runPrivacyEpsilon(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("epsilon", "privacy epsilon --sigma S --sample-rate Q --steps T --delta D [flags]", stderr)
 	var q privacyQuery
@@ -338,14 +331,4 @@ func (q *privacyQuery) calibrate(orders []float64, target, tolerance float64) (s
 	}
 	sigma, err = accounting.CalibrateSigma(target, q.delta, q.sampleRate, q.steps, opts...)
 	return sigma, fallback, err
-}
-
-// roundUp rounds x > 0 up to the given number of significant digits.
-func roundUp(x float64, digits int) float64 {
-	scale := math.Pow(10, float64(digits-1)-math.Floor(math.Log10(x)))
-	up := math.Ceil(x*scale) / scale
-	if up < x { // the division rounded below x
-		up = math.Nextafter(up, math.Inf(1))
-	}
-	return up
 }
