@@ -96,15 +96,7 @@ func BenchmarkDeviceNetStep(b *testing.B) {
 	if !ok {
 		b.Skip("needs a device: -tags cudaemu, or a GPU with -tags cuda (make bench-gpu)")
 	}
-	conv := func(outC, k, pad int) ConvGeom { return ConvGeom{OutC: outC, K: k, Stride: 1, Pad: pad} }
-	for _, plan := range []cnnPlan{
-		{name: "logistic", c: 108, h: 1, w: 1, classes: 1},
-		{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1},
-		{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
-			hidden: []int{500}, classes: 10},
-		{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
-			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9},
-	} {
+	for _, plan := range stepPlans() {
 		for _, dp := range []bool{false, true} {
 			for _, n := range []int{64, 256} {
 				algo := map[bool]string{false: "plain", true: "dpsgd"}[dp]

@@ -145,16 +145,7 @@ func TestGPUCounts(t *testing.T) {
 	if os.Getenv("FAIRDP_GPU_COUNTS") != "1" {
 		t.Skip("set FAIRDP_GPU_COUNTS=1 (make gpu-counts) to print the step counts")
 	}
-	conv := func(outC, k, pad int) ConvGeom { return ConvGeom{OutC: outC, K: k, Stride: 1, Pad: pad} }
-	plans := []cnnPlan{
-		{name: "logistic", c: 108, h: 1, w: 1, classes: 1},
-		{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1},
-		{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
-			hidden: []int{500}, classes: 10},
-		{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
-			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9},
-	}
-	for _, plan := range plans {
+	for _, plan := range stepPlans() {
 		for _, algo := range []string{"sgd", "dpsgd", "dpsgdf", "fermi"} {
 			for _, n := range []int{64, 256} {
 				dev := newCountDevice()
@@ -207,5 +198,20 @@ func TestGPUCounts(t *testing.T) {
 				net.Close()
 			}
 		}
+	}
+}
+
+// stepPlans are the four models whose device step the benchmark times and
+// make gpu-counts counts: the logistic model, an MLP, the MNIST CNN and the
+// VGG-like CNN at 3×128×128, as the CPU benchmark table has them.
+func stepPlans() []cnnPlan {
+	conv := func(outC, k, pad int) ConvGeom { return ConvGeom{OutC: outC, K: k, Stride: 1, Pad: pad} }
+	return []cnnPlan{
+		{name: "logistic", c: 108, h: 1, w: 1, classes: 1},
+		{name: "mlp", c: 108, h: 1, w: 1, hidden: []int{64, 32}, classes: 1},
+		{name: "mnist-cnn", c: 1, h: 28, w: 28, convs: []ConvGeom{conv(20, 5, 0), conv(50, 5, 0)}, pools: []int{2, 2},
+			hidden: []int{500}, classes: 10},
+		{name: "vgg", c: 3, h: 128, w: 128, convs: []ConvGeom{conv(32, 3, 1), conv(32, 3, 1), conv(64, 3, 1), conv(64, 3, 1),
+			conv(128, 3, 1), conv(128, 3, 1)}, pools: []int{1, 2, 1, 2, 1, 4}, hidden: []int{160, 64}, classes: 9},
 	}
 }
