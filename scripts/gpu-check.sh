@@ -10,7 +10,7 @@
 #                             plain and DP-SGD, batch 64 and 256 (samples/s, device-MB)
 #   gpu-mem.csv               nvidia-smi's memory.used sampled every 100 ms during bench-gpu
 #   bench-cpu.txt             the CPU benchmark table on every core (models' TestBenchTable)
-#   bench-peer.txt            PyTorch and Opacus on the same GPU, when `import opacus` works
+#   bench-peer.txt            PyTorch (and Opacus when `import opacus` works) on the same GPU
 #   summary.txt               the table printed at the end
 # Without a GPU (no driver, no device) it says so and skips the GPU parts;
 # the CPU benchmark still runs. Exit status: 1 if a test failed, else 0.
@@ -113,10 +113,10 @@ fi
 	-test.run '^TestBenchTable$' -test.v -test.timeout 0) >"$out/bench-cpu.txt" 2>&1 || say "bench-cpu: exit $? (see bench-cpu.txt; a time limit of ${T_CPU}s)"
 
 # 6. PyTorch and Opacus on the same GPU
-if [ "$gpu" = yes ] && python3 -c 'import opacus, torch' >/dev/null 2>&1; then
+if [ "$gpu" = yes ] && python3 -c 'import torch' >/dev/null 2>&1; then
 	timeout "$T_PEER" python3 "$here/bench/peer/peer.py" >"$out/bench-peer.txt" 2>&1 || say "bench-peer: exit $? (see bench-peer.txt)"
 else
-	echo "SKIPPED: $([ "$gpu" = yes ] && echo "python3 -c 'import opacus, torch' fails" || echo "no device")" >"$out/bench-peer.txt"
+	echo "SKIPPED: $([ "$gpu" = yes ] && echo "python3 -c 'import torch' fails" || echo "no device")" >"$out/bench-peer.txt"
 	say "peer (PyTorch/Opacus): $(cat "$out/bench-peer.txt")"
 fi
 

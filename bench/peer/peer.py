@@ -7,7 +7,10 @@ gpu-check.sh can put fairdp's samples/s beside theirs on the same GPU.
 One line per case, as gpu-check.sh reads it:
     PEER <model> <plain|dpsgd> <batch> <samples/s> <peak MB>
 peak MB is torch.cuda.max_memory_allocated during the case. Synthetic data;
-the first STEPS_WARM steps are not timed. Needs torch and opacus; no network.
+the first STEPS_WARM steps are not timed. Needs torch; no network. DP-SGD is
+Opacus's when `import opacus` works, else the same step written with torch.func
+(per-sample gradients by vmap(grad), flat clip, Gaussian noise), which is how
+Opacus's functorch mode computes them; the first line says which ran.
 """
 import sys
 import time
@@ -44,14 +47,50 @@ def models():
     ]
 
 
-def run(name, shape, classes, build, dp, n, dev):
-    from opacus import GradSampleModule
-    from opacus.optimizers import DPOptimizer
+def have_opacus():
+    try:
+        import opacus  # noqa: F401
+        return True
+    except ImportError:
+        return False
 
+
+class FuncDPSGD:
+    """DP-SGD without Opacus: per-sample gradients by torch.func.vmap(grad),
+    each clipped to norm 1, summed, plus N(0, 1) noise per coordinate, divided
+    by the batch size; then plain SGD. Stands in for DPOptimizer where Opacus
+    is not installed."""
+
+    def __init__(self, model, loss_fn, lr, clip=1.0, sigma=1.0):
+        from torch.func import functional_call, grad, vmap
+        self.model, self.lr, self.clip, self.sigma = model, lr, clip, sigma
+        self.params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def loss_one(p, x, y):
+            out = functional_call(model, p, (x.unsqueeze(0),))
+            return loss_fn(out, y.unsqueeze(0))
+
+        self.per_sample = vmap(grad(loss_one), in_dims=(None, 0, 0))
+
+    def step(self, x, y):
+        g = self.per_sample(self.params, x, y)
+        n = x.shape[0]
+        norms = torch.sqrt(sum(t.reshape(n, -1).pow(2).sum(1) for t in g.values()))
+        f = (self.clip / (norms + 1e-6)).clamp(max=1.0)
+        for k, t in g.items():
+            s = torch.einsum("b,b...->...", f, t)
+            s += torch.randn_like(s) * (self.sigma * self.clip)
+            self.params[k] -= self.lr * s / n
+
+
+def run(name, shape, classes, build, dp, n, dev):
     torch.manual_seed(0)
     model = build().to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    if dp:
+    func = None
+    if dp and have_opacus():
+        from opacus import GradSampleModule
+        from opacus.optimizers import DPOptimizer
         model = GradSampleModule(model)
         opt = DPOptimizer(opt, noise_multiplier=1.0, max_grad_norm=1.0, expected_batch_size=n)
     x = torch.randn((n,) + shape, device=dev)
@@ -61,12 +100,17 @@ def run(name, shape, classes, build, dp, n, dev):
     else:
         y = torch.arange(n, device=dev) % classes
         loss_fn = nn.CrossEntropyLoss()
+    if dp and not have_opacus():
+        func = FuncDPSGD(model, loss_fn, 0.01)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     for i in range(STEPS_WARM + STEPS):
         if i == STEPS_WARM:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
+        if func is not None:
+            func.step(x, y)
+            continue
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
@@ -81,7 +125,8 @@ def main():
         print("peer: torch sees no CUDA device", file=sys.stderr)
         return 1
     dev = torch.device("cuda:0")
-    print(f"peer: torch {torch.__version__}, {torch.cuda.get_device_name(0)}", flush=True)
+    engine = "opacus" if have_opacus() else "torch.func (opacus not installed)"
+    print(f"peer: torch {torch.__version__}, {torch.cuda.get_device_name(0)}; DP-SGD by {engine}", flush=True)
     for name, shape, classes, build in models():
         for dp in (False, True):
             for n in (64, 256):
