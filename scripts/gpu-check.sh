@@ -23,7 +23,8 @@ summary=$out/summary.txt
 : >"$summary"
 say() { echo "gpu-check: $*" | tee -a "$summary"; }
 failed=0
-# Time limits per part (seconds), together inside 8 minutes.
+# Time limits per part (seconds), together inside 8 minutes. FAIRDP_FULL=1 adds the larger CNN
+# comparisons to the trainer's on-device tests (seconds on a GPU, minutes on the emulator).
 T_TESTS=${T_TESTS:-120}
 T_GPU=${T_GPU:-90}
 T_CPU=${T_CPU:-120}
@@ -61,7 +62,7 @@ if [ "$gpu" = yes ]; then
 		run=""
 		[ "$p" != cuda ] && run="-test.run OnDevice|DeviceCuda"
 		log=$out/test-$(echo "$p" | tr / -).txt
-		(cd "$here/tree/$p" && FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 timeout "$T_TESTS" "./$bin" -test.count=1 -test.v $run) >"$log" 2>&1
+		(cd "$here/tree/$p" && FAIRDP_FULL=${FAIRDP_FULL:-1} FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 timeout "$T_TESTS" "./$bin" -test.count=1 -test.v $run) >"$log" 2>&1
 		rc=$?
 		n_pass=$(grep -c '^--- PASS' "$log")
 		n_fail=$(grep -c '^--- FAIL' "$log")
