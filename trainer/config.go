@@ -67,6 +67,14 @@ type Config struct {
 	// ObjPert holds the settings of private logistic regression by
 	// objective perturbation (Algo "objpert"; package linear runs it).
 	ObjPert ObjPertConfig `json:"objpert,omitzero"`
+
+	// ImageMean and ImageStd, when given (one value per channel), feed
+	// image models (p/255 − ImageMean[c]) / ImageStd[c] instead of the data
+	// set's own scaling (p/255; ImageNet's constants for UTKFace), e.g.
+	// 0.1307 and 0.3081 for MNIST as Bagdasaryan et al. 2019's code does.
+	// They are public constants, not fitted on the data: no privacy spent.
+	ImageMean []float64 `json:"image_mean,omitempty"`
+	ImageStd  []float64 `json:"image_std,omitempty"`
 }
 
 // ObjPertConfig is the part of Config only objective perturbation
@@ -388,6 +396,7 @@ func (c *Config) Validate() error {
 	if c.Limit < 0 {
 		errs.add("Limit", "must be ≥ 0")
 	}
+	errs = append(errs, validateImageNorm(c.ImageMean, c.ImageStd)...)
 	p := c.Privacy
 	if !(p.Epsilon > 0) {
 		errs.add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)

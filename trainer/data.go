@@ -70,9 +70,11 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 			return nil, nil, nil, err
 		}
 		all.Notes = append(all.Notes, fmt.Sprintf("UTKFace: %d images loaded, %d files skipped%s", stats.Loaded, len(stats.Skipped),
-			skippedList(stats.Skipped)),
-			"pixels standardised with ImageNet's public channel means and deviations (no privacy spent)")
-		all.Standardise, all.Mean, all.Std = true, slices.Clone(loaders.ImageNetMean), slices.Clone(loaders.ImageNetStd)
+			skippedList(stats.Skipped)))
+		if len(cfg.ImageMean) == 0 { // given constants replace ImageNet's (applyImageNorm)
+			all.Notes = append(all.Notes, "pixels standardised with ImageNet's public channel means and deviations (no privacy spent)")
+			all.Standardise, all.Mean, all.Std = true, slices.Clone(loaders.ImageNetMean), slices.Clone(loaders.ImageNetStd)
+		}
 		train, test = loaders.Split(all, cfg.TrainFrac, r)
 	case isBuiltin(cfg.Dataset):
 		var p *loaders.Preprocessor
@@ -111,6 +113,9 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 		if prep, err = json.Marshal(p); err != nil {
 			return nil, nil, nil, err
 		}
+	}
+	if err := applyImageNorm(cfg, train, test); err != nil {
+		return nil, nil, nil, err
 	}
 	if cfg.Limit > 0 {
 		train = limit(train, cfg.Limit)

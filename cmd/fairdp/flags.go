@@ -134,7 +134,7 @@ var fieldFlags = map[string]string{
 	"Tailoring.YBound": "--y-bound", "Tailoring.Ridge": "--ridge", "Tailoring.NoiseRidge": "--noise-ridge",
 	// Named by a resume whose settings differ from its checkpoint's.
 	"Seed": "--seed", "SplitSeed": "--split-seed", "Model": "--model", "Hidden": "--hidden", "ModelSpecFile": "--model-spec",
-	"ImageSize": "--image-size", "ReportTrainStats": "--report-train-stats", "Tau": "--tau",
+	"ImageSize": "--image-size", "ImageMean": "--image-mean", "ImageStd": "--image-std", "ReportTrainStats": "--report-train-stats", "Tau": "--tau",
 	"CheckpointOptions.Resume": "--resume", "CheckpointOptions.Dir": "--checkpoint",
 	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
 	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2",
@@ -147,7 +147,7 @@ var fieldFlagNames = func() *strings.Replacer {
 	for f := range fieldFlags {
 		// Dotted paths, and the few plain names that cannot be part of
 		// another word in a message ("LR" would hit "LRW").
-		if strings.Contains(f, ".") || slices.Contains([]string{"Optimizer", "Momentum", "Schema", "DataDir"}, f) {
+		if strings.Contains(f, ".") || slices.Contains([]string{"Optimizer", "Momentum", "Schema", "DataDir", "ImageMean", "ImageStd"}, f) {
 			names = append(names, f)
 		}
 	}

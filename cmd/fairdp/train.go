@@ -21,6 +21,8 @@ func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the built-in data (default $FAIRDP_DATA, then ../shared/data; Adult is embedded)")
 	fs.Float64Var(&c.TrainFrac, "train-frac", c.TrainFrac, "fraction of records in the training split (not given: the schema's train_frac, else the built-in data set's, else this)")
 	fs.IntVar(&c.ImageSize, "image-size", c.ImageSize, "UTKFace images are resized to this many pixels square")
+	fs.Var(floatsFlag{p: &c.ImageMean}, "image-mean", "image data: per-channel mean m, inputs become (p/255 - m)/sd (e.g. 0.1307 for MNIST; needs --image-std; default: p/255)")
+	fs.Var(floatsFlag{p: &c.ImageStd}, "image-std", "image data: per-channel deviation sd for --image-mean (e.g. 0.3081 for MNIST)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "use at most this many records (0: all), for quick runs")
 	fs.Var(seedFlag{&c.Seed}, "seed", "seed for a bit-reproducible run (default: crypto-seeded, not reproducible)")
 	fs.Var(seedFlag{&c.SplitSeed}, "split-seed", "seed of the train/test split alone (default: from --seed); a sweep row's run is --seed ROW_SEED --split-seed SWEEP_SEED")
