@@ -191,6 +191,27 @@ def epsilon(fairdp, sigma, q, steps, delta):
         return ""
 
 
+def command_args(argv):
+    """The run's arguments for the CSV's command column: no machine paths
+    (--data becomes MNIST_DIR) and none of the options that only say where
+    to write or how long to try (--row-file, --fairdp, --budget)."""
+    out, skip = [], False
+    for i, s in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name = s.split("=", 1)[0]
+        if name in ("--row-file", "--fairdp", "--budget"):
+            skip = "=" not in s
+            continue
+        if name == "--data":
+            out += ["--data", "MNIST_DIR"]
+            skip = "=" not in s
+            continue
+        out.append(shlex.quote(s))
+    return " ".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", help="folder of the four MNIST IDX files (raw or .gz)")
@@ -240,8 +261,7 @@ def main():
         label = a.regime + ("(" + "+".join(over) + ")" if over else "")
     dev = torch.device("cuda" if a.device == "auto" and torch.cuda.is_available() else
                        ("cpu" if a.device == "auto" else a.device))
-    command = "python3 bench/peer/bagdasaryan_mnist.py " + " ".join(
-        shlex.quote(s) for s in sys.argv[1:] if not s.startswith("--row-file") and s != a.row_file)
+    command = "python3 bench/peer/bagdasaryan_mnist.py " + command_args(sys.argv[1:])
 
     if not a.data:
         raise SystemExit("--data DIR is needed")
