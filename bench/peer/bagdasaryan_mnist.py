@@ -124,20 +124,43 @@ def dp_step_fn(model, clip, sigma, denom):
         return F.nll_loss(out, y.unsqueeze(0))
 
     per_sample = vmap(grad(loss_one), in_dims=(None, 0, 0))
+    use_loop = []
+
+    def clipped_sum(x, y):
+        params = tuple(p.detach() for p in model.parameters())
+        if not len(y):  # an empty Poisson batch still releases noise
+            return [torch.zeros_like(p) for p in params]
+        if not use_loop:
+            try:
+                grads = per_sample(params, x, y)
+                sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads)
+                factor = (clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+                return [(g * factor.view(-1, *([1] * (g.dim() - 1)))).sum(0) for g in grads]
+            except RuntimeError as e:  # an unsupported vmap rule: their own loop, slower
+                print(f"# vmap per-sample gradients failed ({e}); using their per-sample loop", file=sys.stderr)
+                use_loop.append(True)
+        return loop_clipped_sum(model, x, y, clip)
 
     def step(x, y):
-        params = tuple(p.detach() for p in model.parameters())
-        if len(y):
-            grads = per_sample(params, x, y)
-            sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads)
-            factor = (clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
-            sums = [(g * factor.view(-1, *([1] * (g.dim() - 1)))).sum(0) for g in grads]
-        else:  # an empty Poisson batch still releases noise
-            sums = [torch.zeros_like(p) for p in params]
+        sums = clipped_sum(x, y)
         for p, s in zip(model.parameters(), sums):
             p.grad = (s + torch.randn_like(s) * (sigma * clip)) / denom
 
     return step
+
+
+def loop_clipped_sum(model, x, y, clip):
+    """Their train_dp loop (playing.py:144–168): one backward per sample,
+    clip_grad_norm_ to clip, summed."""
+    sums = [torch.zeros_like(p) for p in model.parameters()]
+    for i in range(len(y)):
+        model.zero_grad()
+        F.nll_loss(model(x[i:i + 1]), y[i:i + 1]).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        for s, p in zip(sums, model.parameters()):
+            s += p.grad
+    model.zero_grad(set_to_none=True)
+    return sums
 
 
 def check_dp_step(dev):
@@ -151,13 +174,7 @@ def check_dp_step(dev):
     x[1] *= 50  # a gradient far above the clip bound
     dp_step_fn(model, 1.0, 0.0, 6)(x, y)
     fast = [p.grad.clone() for p in model.parameters()]
-    slow = [torch.zeros_like(p) for p in model.parameters()]
-    for i in range(len(y)):
-        model.zero_grad()
-        F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        for s, p in zip(slow, model.parameters()):
-            s += p.grad
+    slow = loop_clipped_sum(model, x, y, 1.0)
     return max(((f - s / 6).norm() / (s / 6).norm().clamp(min=1e-12)).item() for f, s in zip(fast, slow))
 
 
