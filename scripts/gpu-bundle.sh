@@ -39,7 +39,7 @@ cp -r cuda/kernels cuda/ptx "$b/tree/cuda/"
 cp -r trainer/testdata "$b/tree/trainer/"
 cp -r loaders/testdata "$b/tree/loaders/"
 cp -r bench/peer "$b/bench/"
-cp scripts/gpu-check.sh "$b/"
+cp scripts/gpu-check.sh scripts/regime-check.sh "$b/"
 cat >"$b/README" <<EOT
 fairdp GPU bundle $version ($(git rev-parse --short HEAD 2>/dev/null || echo unknown), built $(date -u +%Y-%m-%d)).
 On a CUDA host (NVIDIA driver R520+, compute capability 7.0+, cuBLAS 11, 12 or 13 on the

@@ -1,6 +1,7 @@
 #!/bin/sh
 # regime-check.sh OUTDIR: which training regime moves DPSGD's class-8 accuracy on the DPSGD-F paper's unbalanced
-# MNIST (class 8 cut to 500 training images). One command for a GPU host, run from the repository root; it stops
+# MNIST (class 8 cut to 500 training images). One command for a GPU host, run from the repository root (or from the
+# unpacked GPU bundle's folder, which carries it, bench/peer and bin/fairdp); it stops
 # itself within REGIME_WALL seconds (default 400) and always leaves what it measured:
 #
 #   OUTDIR/dpsgdf_mnist_regimes.csv  method,regime,epochs,seed,epsilon,total,class2,class8,command
@@ -20,7 +21,7 @@
 #     rows; a run cut anyway is stopped with SIGINT and keeps a resumable checkpoint (status.txt says how).
 #
 # Environment: FAIRDP_MNIST the folder of the four MNIST IDX files (default ../shared/data/mnist); FAIRDP_BIN
-# (default: dist/fairdp-gpu-*/bin/fairdp, else fairdp on PATH); FAIRDP_DEVICE cuda (default) or cpu; PYTHON
+# (default: dist/fairdp-gpu-*/bin/fairdp, else bin/fairdp, else fairdp on PATH); FAIRDP_DEVICE cuda (default) or cpu; PYTHON
 # (python3); PEER=0 skips the PyTorch parts, FAIRDP=0 the fairdp parts; REGIME_WALL seconds (400);
 # FAIRDP_EPOCHS (59), PEER_EPOCHS (59), REGIME_LIMIT (0: all records; e.g. 2000 for a smoke test), PEER_DEVICE
 # (auto). fairdp uses the RDP accountant (Balle et al. 2020 conversion) so that its ε compares with
@@ -50,7 +51,8 @@ fi
 mnist=$(cd "$mnist" && pwd)
 bin=${FAIRDP_BIN:-}
 if [ -z "$bin" ]; then
-	for b in dist/fairdp-gpu-*/bin/fairdp; do [ -x "$b" ] && bin=$b; done
+	# The repository root with the bundle unpacked under dist/, or the bundle's own folder.
+	for b in bin/fairdp dist/fairdp-gpu-*/bin/fairdp; do [ -x "$b" ] && bin=$b; done
 fi
 [ -n "$bin" ] || bin=$(command -v fairdp || true)
 if [ -n "$bin" ] && [ -x "$bin" ]; then bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin"); else bin=; fi
@@ -181,7 +183,7 @@ elif [ "${FAIRDP:-1}" != 0 ]; then
 		e=$(((l - 30) * 10 / (per * 12)))
 		[ "$e" -gt "$fe" ] && e=$fe
 		note "fairdp: pilot epoch ${per} s, ${l} s left: full runs of $e epochs"
-		if [ "$e" -ge 2 ]; then
+		if [ "$e" -gt 2 ]; then # 2 epochs: the pilots are those runs
 			fairdp_run a "$e" "" &
 			fairdp_run b "$e" "$theirs_flags" &
 			wait
