@@ -18,7 +18,8 @@
 #     --sampling shuffle --momentum 0.5 --image-mean 0.1307 --image-std 0.3081. A 2-epoch pilot of each, run while
 #     the peer runs, measures the epoch time; both then run the largest number of epochs (at most FAIRDP_EPOCHS, 59)
 #     that ends before the deadline. fairdp writes its report only at the end, so this choice is what keeps its
-#     rows; a run cut anyway is stopped with SIGINT and keeps a resumable checkpoint (status.txt says how).
+#     rows; a run cut anyway is stopped with SIGINT and keeps a resumable checkpoint (status.txt says how). If a
+#     pilot fails on the GPU, both regimes run on the CPU engine instead (status.txt says so).
 #
 # Environment: FAIRDP_MNIST the folder of the four MNIST IDX files (default ../shared/data/mnist); FAIRDP_BIN
 # (default: dist/fairdp-gpu-*/bin/fairdp, else bin/fairdp, else fairdp on PATH); FAIRDP_DEVICE cuda (default) or cpu; PYTHON
@@ -134,7 +135,7 @@ fairdp_run() { # name epochs extra-flags; prints nothing, leaves runs/NAME and l
 	name=$1 epochs=$2 extra=$3
 	l=$(left)
 	t0=$(date +%s)
-	rm -rf "$out/runs/$name"
+	rm -rf "$out/runs/$name" "$out/runs/$name.ck"
 	# SIGINT: fairdp saves the last completed epoch in the checkpoint and exits.
 	timeout -s INT -k 20 $((l > 25 ? l - 15 : 10)) "$bin" train --preset dpsgdf-mnist --algo dpsgd --epochs "$epochs" \
 		--seed 1 --data-dir "$data" --device "$dev" --accountant rdp $lim $extra --quiet \
@@ -162,22 +163,35 @@ if [ "${FAIRDP:-1}" != 0 ] && [ -z "$bin" ]; then
 elif [ "${FAIRDP:-1}" != 0 ]; then
 	(
 		# Pilots: two epochs of each regime, side by side, under the peer's load (which starts while their
-		# first epoch runs): the slowest epoch sets the pace.
-		fairdp_run pilot-a 2 "" &
-		fairdp_run pilot-b 2 "$theirs_flags" &
-		wait
-		per=0
-		for p in pilot-a pilot-b; do
-			s=$("$PYTHON" -c 'import json,sys; print(int(max(json.loads(l)["seconds"] for l in open(sys.argv[1]))) + 1)' \
-				"$out/runs/$p/metrics.jsonl" 2>/dev/null || echo 0)
-			[ "$s" -gt "$per" ] && per=$s
-		done
-		fairdp_row pilot-a fairdp ""
-		fairdp_row pilot-b theirs "$theirs_flags"
+		# first epoch runs): the slowest epoch sets the pace (per, seconds; 0 when a pilot failed).
+		pilots() {
+			fairdp_run pilot-a 2 "" &
+			fairdp_run pilot-b 2 "$theirs_flags" &
+			wait
+			per=0
+			for p in pilot-a pilot-b; do
+				s=$("$PYTHON" -c 'import json,sys; json.load(open(sys.argv[2])); print(int(max(json.loads(l)["seconds"] for l in open(sys.argv[1]))) + 1)' \
+					"$out/runs/$p/metrics.jsonl" "$out/runs/$p/report.json" 2>/dev/null || echo 0)
+				if [ "$s" -eq 0 ]; then
+					per=0
+					break
+				fi
+				[ "$s" -gt "$per" ] && per=$s
+			done
+		}
+		pilots
+		if [ "$per" -eq 0 ] && [ "$dev" != cpu ]; then
+			note "fairdp: a pilot on $dev failed (logs/fairdp-pilot-*.log, kept as *.$dev.log); trying the CPU engine"
+			for p in pilot-a pilot-b; do mv "$out/logs/fairdp-$p.log" "$out/logs/fairdp-$p.$dev.log"; done
+			dev=cpu
+			pilots
+		fi
 		if [ "$per" -eq 0 ]; then
 			note "fairdp: a pilot failed (logs/fairdp-pilot-*.log); no full runs"
 			exit 0
 		fi
+		fairdp_row pilot-a fairdp ""
+		fairdp_row pilot-b theirs "$theirs_flags"
 		# Load and set-up took the pilot's wall time less its training seconds; allow 20 % for changing load.
 		l=$(left)
 		e=$(((l - 30) * 10 / (per * 12)))
