@@ -28,7 +28,7 @@ func (f floatsFlag) String() string {
 	}
 	s := make([]string, len(*f.p))
 	for i, v := range *f.p {
-		s[i] = formatGridValue(v)
+		s[i] = trainer.FormatSweepValue(v)
 	}
 	return strings.Join(s, ",")
 }

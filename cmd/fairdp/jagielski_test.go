@@ -11,6 +11,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -238,9 +240,12 @@ func TestJagielskiSweep(t *testing.T) {
 	for _, r := range rows[1:] {
 		byKey[strings.Join(r[:4], ",")] = r
 	}
+	// Run i of a cell has the library's per-cell seed from the base seed
+	// (0 without --seed).
 	for _, e := range []string{"1", "inf"} {
 		for _, g := range []string{"0", "0.05"} {
-			for _, seed := range []string{"1", "2"} {
+			for i := range 2 {
+				seed := strconv.FormatUint(trainer.SweepSeed(0, "postproc,"+e+","+g, i), 10)
 				r, ok := byKey["postproc,"+e+","+g+","+seed]
 				if !ok || e == "inf" && r[13] != "inf" || e == "1" && r[13] != "1" {
 					t.Errorf("run ε %s γ %s seed %s: row %v", e, g, seed, r)
@@ -273,6 +278,15 @@ func TestJagielskiSweep(t *testing.T) {
 	}
 	if !strings.Contains(out, "ε = inf") {
 		t.Errorf("summary lacks the ε = inf curve:\n%s", out)
+	}
+	// A sweep made before per-cell seeds (its runs used seeds S+i+1) is
+	// refused, not extended with runs of another seed rule.
+	path := filepath.Join(dir, "sweep.json")
+	raw, _ := os.ReadFile(path)
+	os.WriteFile(path, regexp.MustCompile(`,\s*"seed_derivation": "[^"]*"`).ReplaceAll(raw, nil), 0o644)
+	if _, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
+		"--limit", "6000", "--out", dir); err == nil || !strings.Contains(err.Error(), "S+i+1") {
+		t.Errorf("resuming a sweep of the old seed rule: %v", err)
 	}
 }
 
