@@ -313,8 +313,8 @@ func jagPrivatePost(t *testing.T, d *linear.FairData, gamma, eps float64, seeds 
 		row.spent = *rec.Epsilon
 	}
 	ok := float64(len(trains))
-	row.train, row.trainSD = meanSD(trains)
-	row.test, row.testSD = meanSD(tests)
+	row.train, row.trainSD = trainer.MeanSD(trains)
+	row.test, row.testSD = trainer.MeanSD(tests)
 	row.testEO /= ok
 	row.slack /= ok
 	return row
@@ -430,10 +430,10 @@ func jagOracleReport(t *testing.T, w io.Writer, cells []*jagOracleCell, unTest l
 			fmt.Fprintf(w, "| %s | %g | – | – | – | – | – | 0 (%d) |\n", jagEps(c.eps), c.gamma, c.failed)
 			continue
 		}
-		tr, _ := meanSD(c.trainErr)
-		trEO, _ := meanSD(c.trainEO)
-		te, teSD := meanSD(c.testErr)
-		teEO, teEOSD := meanSD(c.testEO)
+		tr, _ := trainer.MeanSD(c.trainErr)
+		trEO, _ := trainer.MeanSD(c.trainEO)
+		te, teSD := trainer.MeanSD(c.testErr)
+		teEO, teEOSD := trainer.MeanSD(c.testEO)
 		pr := "–"
 		if c.perRound > 0 {
 			pr = fmt.Sprintf("%.4f", c.perRound)

@@ -12,6 +12,7 @@ import (
 	"fairdp/dpops/accounting"
 	"fairdp/linear"
 	"fairdp/metrics"
+	"fairdp/trainer"
 )
 
 // Variant says which stage 2 runs.
@@ -239,7 +240,7 @@ func ReleaseReceipt(sums []*Summary, delta float64, run accounting.RunInfo) (acc
 // the label still depends on nothing but the fit, so a seeded run is
 // reproducible whatever ran before it.
 func trialLabel(o Options, i int) string {
-	return fmt.Sprintf("%s rho %s trial %d", o.Method, rhoKey(o.Rho), i)
+	return fmt.Sprintf("%s rho %s trial %d", o.Method, trainer.FormatSweepValue(o.Rho), i)
 }
 
 // seedOf is the receipt's view of the run's seed.
