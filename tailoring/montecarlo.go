@@ -58,6 +58,9 @@ type GroupStats struct {
 	Share float64
 }
 
+// Overall reports whether g is the row of all groups together.
+func (g GroupStats) Overall() bool { return g.Group == metrics.OverallName }
+
 // Summary is a Monte Carlo evaluation of a method: the same data fitted
 // Trials times with independent noise. Every number in it (means, spreads,
 // extremes, budget shares, the failure and fallback counts) is computed

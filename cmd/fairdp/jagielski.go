@@ -17,10 +17,8 @@ import (
 	"runtime"
 	"time"
 
-	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/linear"
-	"fairdp/metrics"
 	"fairdp/trainer"
 )
 
@@ -103,7 +101,7 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if err != nil {
 		return err
 	}
-	_, src := dpops.NewRand(c.Seed)
+	src := trainer.NoiseSource(c.Seed)
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records, %d groups), γ = %g, ε = %s, %s\n",
 		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), c.Jagielski.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
 	rep, err := linear.RunFair(ctx, d, c)
@@ -123,10 +121,10 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if !c.Quiet {
 		if rep.Train != nil {
 			fmt.Fprintln(stdout)
-			metrics.WriteTable(stdout, trainTableTitle("train (randomised predictions)", rep.TrainNotPrivate), *rep.Train)
+			rep.Train.WriteTable(stdout, trainTableTitle("train (randomised predictions)", rep.TrainNotPrivate))
 		}
 		fmt.Fprintln(stdout)
-		metrics.WriteTable(stdout, "test (randomised predictions)", rep.Test)
+		rep.Test.WriteTable(stdout, "test (randomised predictions)")
 		fmt.Fprintln(stdout)
 	}
 	fmt.Fprint(stdout, "expected over the classifier's coins: ")
