@@ -334,7 +334,7 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, ""
-	rep.Config.Federation, rep.Config.Jagielski = trainer.FederationConfig{}, trainer.JagielskiConfig{}
+	rep.Config.Federation, rep.Config.Postproc = trainer.FederationConfig{}, trainer.PostprocConfig{}
 	return rep, nil
 }
 

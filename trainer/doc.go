@@ -75,11 +75,11 @@
 // One results contract: Report is report.json for every algorithm and entry
 // point, the SGD family here, DP-FERMI and SteFFLe (fermi, fermi/federated,
 // also `fairdp federate`), DP post-processing and the oracle learner
-// (linear.RunJagielski), budget tailoring and DPNoSE (tailoring.Run) and
+// (linear.RunPostproc), budget tailoring and DPNoSE (tailoring.Run) and
 // `fairdp eval` (EvalReport). Its JSON Schema is report.schema.json
 // (ReportSchema); tests validate every algorithm's output against it.
 // Report.Config is the configuration actually run, with snake_case keys
-// (Config's json tags; JagielskiConfig and TailoringConfig hold the
+// (Config's json tags; PostprocConfig and TailoringConfig hold the
 // pipelines' own settings), so ReadConfig repeats a run from its report;
 // DecodeConfig also reads the Go field names reports had before. Extra
 // holds each family's typed results under its key (extra.fermi,

@@ -52,7 +52,7 @@ var federationColumns = []string{"silos", "heterogeneity"}
 // runSweep is `fairdp sweep`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if algo, _ := flagValue(args, "algo"); algo == "postproc" || algo == "oracle" {
-		return runJagielskiSweep(ctx, args, stdout, stderr)
+		return runPostprocSweep(ctx, args, stdout, stderr)
 	}
 	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {

@@ -121,7 +121,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runTailoring(ctx, cfg, args, stdout, stderr)
 	case "postproc", "oracle":
 		cfg.Algo = algo
-		return runJagielski(ctx, cfg, args, stdout, stderr)
+		return runPostproc(ctx, cfg, args, stdout, stderr)
 	case "objpert":
 		cfg.Algo = algo
 		return runObjPert(ctx, cfg, args, stdout, stderr)

@@ -22,19 +22,19 @@ import (
 	"fairdp/trainer"
 )
 
-// jagielskiDefaults is cfg with the post-processing and oracle defaults.
-func jagielskiDefaults(cfg trainer.Config) trainer.Config {
-	if cfg.Jagielski == (trainer.JagielskiConfig{}) {
-		cfg.Jagielski = linear.JagielskiDefaults()
+// postprocDefaults is cfg with the post-processing and oracle defaults.
+func postprocDefaults(cfg trainer.Config) trainer.Config {
+	if cfg.Postproc == (trainer.PostprocConfig{}) {
+		cfg.Postproc = linear.PostprocDefaults()
 	}
 	return cfg
 }
 
-// jagielskiFlags registers the flags shared by train and sweep (not
+// postprocFlags registers the flags shared by train and sweep (not
 // --gamma and --epsilon, whose forms differ). delta is --delta's value:
 // -1 (default) keeps cfg's.
-func jagielskiFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
-	j := &c.Jagielski
+func postprocFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
+	j := &c.Postproc
 	dataFlags(fs, c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "postproc (DP post-processing) or oracle (DP oracle learner)")
 	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates) or fpr (equal false-positive rates)")
@@ -65,25 +65,25 @@ func jagielskiFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
 }
 
-// setJagielskiDelta applies --delta when it was given: -1 is the default
+// setPostprocDelta applies --delta when it was given: -1 is the default
 // δ, 0 basic composition.
-func setJagielskiDelta(fs *flag.FlagSet, c *trainer.Config, delta float64) {
+func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, delta float64) {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "delta" })
 	if !given {
 		return
 	}
-	c.Privacy.Delta, c.Jagielski.BasicComposition = max(delta, 0), delta == 0
+	c.Privacy.Delta, c.Postproc.BasicComposition = max(delta, 0), delta == 0
 }
 
-// runJagielski is `fairdp train --algo postproc|oracle ...` from cfg (the
+// runPostproc is `fairdp train --algo postproc|oracle ...` from cfg (the
 // defaults, or the --config file's settings); args are the train flags.
-func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
-	c := jagielskiDefaults(cfg)
+func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
+	c := postprocDefaults(cfg)
 	fs := newFlagSet("train", "train --algo postproc|oracle --gamma G --epsilon E [--dataset adult] [--fairness eo|fpr] [--seed S] [--out D]", stderr)
 	var delta float64
-	jagielskiFlags(fs, &c, &delta)
-	fs.Float64Var(&c.Jagielski.Gamma, "gamma", c.Jagielski.Gamma, "allowed difference γ of the equalised rates")
+	postprocFlags(fs, &c, &delta)
+	fs.Float64Var(&c.Postproc.Gamma, "gamma", c.Postproc.Gamma, "allowed difference γ of the equalised rates")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for the sensitive attribute (inf: not private)")
 	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -92,7 +92,7 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if err := checkOut(c.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
 		return err
 	}
-	setJagielskiDelta(fs, &c, delta)
+	setPostprocDelta(fs, &c, delta)
 	dataOwnTrainFrac(fs, args, &c)
 	if err := configRelativePaths(fs, args, &c); err != nil {
 		return err
@@ -103,7 +103,7 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	}
 	src := trainer.NoiseSource(c.Seed)
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records, %d groups), γ = %g, ε = %s, %s\n",
-		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), c.Jagielski.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
+		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), c.Postproc.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
 	rep, err := linear.RunFair(ctx, d, c)
 	if err != nil {
 		return err
@@ -143,21 +143,21 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	return nil
 }
 
-// runJagielskiSweep is `fairdp sweep --algo postproc|oracle --gamma g1,g2,..
+// runPostprocSweep is `fairdp sweep --algo postproc|oracle --gamma g1,g2,..
 // --epsilon e1,..,inf --seeds N --out D`: every (ε, γ) with N noise seeds
 // through the library's grid sweep (trainer.OpenSweep: its seed rule,
 // resumable sweep.csv and privacy total), and pareto.png with expected
 // test error against expected test EO violation, one curve per ε (the
 // paper's Figure 1). The data split (and the base classifier) come from
 // --seed S (default 0).
-func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := jagielskiDefaults(trainer.Defaults())
+func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := postprocDefaults(trainer.Defaults())
 	gammas := []float64{0, 0.01, 0.02, 0.05, 0.1}
 	epsilons := []float64{1, 5, 20, math.Inf(1)}
 	seeds, workers := 5, runtime.GOMAXPROCS(0)
 	fs := newFlagSet("sweep", "sweep --algo postproc|oracle --gamma g1,g2,.. --epsilon e1,..,inf --seeds N --out D", stderr)
 	var delta float64
-	jagielskiFlags(fs, &c, &delta)
+	postprocFlags(fs, &c, &delta)
 	fs.Var(floatsFlag{p: &gammas, unique: true, check: nonNegative}, "gamma", "values of γ, comma-separated")
 	fs.Var(floatsFlag{p: &epsilons, allowInf: true, unique: true, check: positiveOrInf}, "epsilon", "values of ε, comma-separated (inf: not private)")
 	fs.IntVar(&seeds, "seeds", seeds, "noise seeds per (ε, γ)")
@@ -165,7 +165,7 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	setJagielskiDelta(fs, &c, delta)
+	setPostprocDelta(fs, &c, delta)
 	switch {
 	case c.Out == "":
 		return errors.New("sweep: --out D is required (sweep.csv and pareto.png go there)")
@@ -178,20 +178,20 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 	if c.Seed != nil {
 		base = *c.Seed
 	}
-	c.SplitSeed, c.Jagielski.Gamma, c.Privacy.Epsilon = &base, gammas[0], epsilons[0]
+	c.SplitSeed, c.Postproc.Gamma, c.Privacy.Epsilon = &base, gammas[0], epsilons[0]
 	d, err := linear.LoadFairData(c)
 	if err != nil {
 		return err
 	}
 	out := c.Out
 	neutral := c
-	neutral.Out, neutral.Quiet, neutral.Jagielski.Gamma, neutral.Privacy.Epsilon, neutral.Seed = "", false, 0, 1, nil
+	neutral.Out, neutral.Quiet, neutral.Postproc.Gamma, neutral.Privacy.Epsilon, neutral.Seed = "", false, 0, 1, nil
 	grid := trainer.SweepGrid{Prefix: []string{c.Algo}, Seeds: seeds,
 		Axes: []trainer.SweepAxis{{Column: "epsilon", Values: epsilons}, {Column: "gamma", Values: gammas}}}
 	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns, Settings: neutral, Seed: &base,
 		Configure: func(cell []float64) trainer.Config {
 			r := c
-			r.Out, r.Privacy.Epsilon, r.Jagielski.Gamma = "", cell[0], cell[1]
+			r.Out, r.Privacy.Epsilon, r.Postproc.Gamma = "", cell[0], cell[1]
 			return r
 		},
 		Row: func(run trainer.SweepRun, rep *trainer.Report) []string { return linear.FairSweepRow(run.Cfg, rep) },
