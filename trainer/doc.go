@@ -85,12 +85,20 @@
 // holds each family's typed results under its key (extra.fermi,
 // extra.steffle, extra.jagielski, extra.tailoring, extra.eval).
 //
-// One sweep runner: Sweep runs a grid Workers at a time, training SGD-family
-// runs itself or calling Sweep.Pipeline for the pipelines that are not
-// Algorithms (post-processing, the oracle learner, budget tailoring's ρ
-// comparison); SweepLog is the resumable, fsynced sweep.csv (tailoring's
-// rho_runs.csv) and CheckSweepSettings the sweep.json that keeps a resumed
-// sweep on the same settings.
+// One sweep runner: OpenSweep opens a grid sweep (SweepGrid, one seed
+// rule: SweepPlan's doc), with its resumable, fsynced sweep.csv (SweepLog),
+// the sweep.json that keeps a resumed sweep on the same settings
+// (CheckSweepSettings) and the receipts and privacy total of every
+// published run (SweepPrivacy); SweepPlan.Run trains the runs still to do
+// on a Sweep, Workers at a time, training SGD-family runs itself or calling
+// Sweep.Pipeline for the pipelines that are not Algorithms
+// (post-processing, the oracle learner). SweepPlan.Summary,
+// WriteSweepTable, SweepCurves and PlotSweep are the summary, table and
+// plot of every sweep. Budget tailoring's ρ comparison is one run's
+// release, not a grid of runs: it runs its ρ values on Sweep with its own
+// log (rho_runs.csv) and one receipt for every fit.
+//
+// Evaluation: EvaluateCheckpoint scores a saved model (`fairdp eval`).
 //
 // # Resumable runs
 //
