@@ -141,29 +141,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		neutral.Federation.Silos, neutral.Federation.Heterogeneity = 0, 0
 	}
 	grid := ax.grid(seeds)
-	opts := trainer.SweepOptions{Dir: dir, Grid: grid, Columns: trainer.SweepColumns, Settings: neutral, Seed: cfg.Seed,
-		Configure: func(cell []float64) trainer.Config {
-			c := base
-			if ax.federated {
-				c.Federation.Silos, c.Federation.Heterogeneity = int(cell[0]), cell[1]
-				cell = cell[2:]
-			}
-			c.Privacy.Epsilon, c.Fair.Lambda = cell[0], cell[1]
-			return c
-		},
-		Row: trainer.SweepRow,
-		Legacy: func(row []string) (accounting.Receipt, bool) {
-			// Rows of sweeps made before receipts were kept: their ε and δ.
-			k := grid.KeyColumns()
-			return trainer.LegacySweepReceipt(row[k+2], row[k+3])
-		},
-	}
-	if ax.federated {
-		opts.Columns = append(slices.Clone(federationColumns), trainer.SweepColumns...)
-		opts.Total.BasicOnly = federatedBasicOnly
-		opts.LogHint = fmt.Sprintf("a --algo steffle sweep.csv starts with the columns %s (sweeps made before they existed cannot be resumed: use another --out)",
-			strings.Join(federationColumns, ","))
-	}
+	opts := ax.options(dir, grid, base, neutral, cfg.Seed)
 	plan, err := trainer.OpenSweep(opts)
 	if err != nil {
 		return err
@@ -240,4 +218,34 @@ func (a sweepAxes) grid(seeds int) trainer.SweepGrid {
 		g.Axes = append([]trainer.SweepAxis{{Column: "silos", Values: silos}, {Column: "heterogeneity", Values: a.hets}}, g.Axes...)
 	}
 	return g
+}
+
+// options are the library's sweep options for the grid: each cell is base
+// with the cell's N, h, ε and λ; neutral (base without the axes) goes to
+// sweep.json.
+func (a sweepAxes) options(dir string, grid trainer.SweepGrid, base, neutral trainer.Config, seed *uint64) trainer.SweepOptions {
+	opts := trainer.SweepOptions{Dir: dir, Grid: grid, Columns: trainer.SweepColumns, Settings: neutral, Seed: seed,
+		Configure: func(cell []float64) trainer.Config {
+			c := base
+			if a.federated {
+				c.Federation.Silos, c.Federation.Heterogeneity = int(cell[0]), cell[1]
+				cell = cell[2:]
+			}
+			c.Privacy.Epsilon, c.Fair.Lambda = cell[0], cell[1]
+			return c
+		},
+		Row: trainer.SweepRow,
+		Legacy: func(row []string) (accounting.Receipt, bool) {
+			// Rows of sweeps made before receipts were kept: their ε and δ.
+			k := grid.KeyColumns()
+			return trainer.LegacySweepReceipt(row[k+2], row[k+3])
+		},
+	}
+	if a.federated {
+		opts.Columns = append(slices.Clone(federationColumns), trainer.SweepColumns...)
+		opts.Total.BasicOnly = federatedBasicOnly
+		opts.LogHint = fmt.Sprintf("a --algo steffle sweep.csv starts with the columns %s (sweeps made before they existed cannot be resumed: use another --out)",
+			strings.Join(federationColumns, ","))
+	}
+	return opts
 }
