@@ -248,9 +248,9 @@ func fermiTable(t *testing.T, c fermiCase, cfg trainer.Config, cells []*fermiCel
 		c.name, cfg.Dataset, cfg.Fair.Scope, cfg.Privacy.Clip, cfg.Epochs, cfg.Batch, cfg.Optimizer, cfg.LR, cfg.Fair.LRW)
 	fmt.Fprintf(&b, "| ε | λ | runs | test error | %s | test ERMI | spent ε | reference code (error / DP violation) |\n|---|---|---|---|---|---|---|---|\n", viol)
 	for _, cell := range cells {
-		e, esd := meanSD(cell.errs)
-		v, vsd := meanSD(cell.viols)
-		m, _ := meanSD(cell.ermi)
+		e, esd := trainer.MeanSD(cell.errs)
+		v, vsd := trainer.MeanSD(cell.viols)
+		m, _ := trainer.MeanSD(cell.ermi)
 		ref := ""
 		if p, ok := fermiReferenceCode[cfg.Dataset][cell.eps][cell.lambda]; ok && cfg.Fair.Fairness == "dp" {
 			ref = fmt.Sprintf("%.4f / %.4f", p[0], p[1])
@@ -279,8 +279,8 @@ func fermiCheck(t *testing.T, cells []*fermiCell, eps, lambda float64, what stri
 	for _, c := range cells {
 		if c.eps == eps && c.lambda == lambda {
 			if !f(c) {
-				e, _ := meanSD(c.errs)
-				v, _ := meanSD(c.viols)
+				e, _ := trainer.MeanSD(c.errs)
+				v, _ := trainer.MeanSD(c.viols)
 				t.Errorf("ε=%v λ=%v: %s (error %.4f, violation %.4f, spent %s)", eps, lambda, what, e, v, fermiSpent(c.spent))
 			}
 			return
@@ -289,7 +289,7 @@ func fermiCheck(t *testing.T, cells []*fermiCell, eps, lambda float64, what stri
 	t.Errorf("no cell ε=%v λ=%v", eps, lambda)
 }
 
-func cellMean(c *fermiCell, v []float64) float64 { m, _ := meanSD(v); return m }
+func cellMean(c *fermiCell, v []float64) float64 { m, _ := trainer.MeanSD(v); return m }
 
 // fermiDirection asserts the effect of λ: the largest λ cuts the violation
 // below factor times λ = 0's, within the budget.
@@ -689,8 +689,8 @@ func TestFERMIReferenceRegulariser(t *testing.T) {
 					e, v := fermiRefEval(test, fermiRefSGDA(train, reg, l, lr, seed+1))
 					c.errs, c.viols = append(c.errs, e), append(c.viols, v)
 				}
-				e, esd := meanSD(c.errs)
-				v, vsd := meanSD(c.viols)
+				e, esd := trainer.MeanSD(c.errs)
+				v, vsd := trainer.MeanSD(c.viols)
 				got[fmt.Sprint(reg.name, lr, l)] = cell{e, v}
 				fmt.Fprintf(&b, "| %s | %g | %g | %.4f ± %.4f | %.4f ± %.4f |\n", reg.name, lr, l, e, esd, v, vsd)
 			}
@@ -839,8 +839,8 @@ func fermiTradeoffPlot(t *testing.T, dir, dataset, notion string, epsilons []flo
 			for _, r := range runs {
 				errs, viols = append(errs, r[0]), append(viols, r[1])
 			}
-			me, se := meanSD(errs)
-			mv, sv := meanSD(viols)
+			me, se := trainer.MeanSD(errs)
+			mv, sv := trainer.MeanSD(viols)
 			c.Points = append(c.Points, metrics.Point{X: mv, Y: me, XErr: sv, YErr: se})
 			used += len(runs)
 			top = max(top, l)

@@ -140,19 +140,3 @@ func trainReport(t *testing.T, cfg trainer.Config) *trainer.Report {
 	}
 	return rep
 }
-
-// meanSD is the mean and sample standard deviation (n − 1) of v, the
-// "mean ± sd over seeds" every bench table prints.
-func meanSD(v []float64) (mean, sd float64) {
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	for _, x := range v {
-		sd += (x - mean) * (x - mean)
-	}
-	if len(v) > 1 {
-		sd = math.Sqrt(sd / float64(len(v)-1))
-	}
-	return mean, sd
-}

@@ -58,7 +58,7 @@ type jagSplit = linear.FairSplit
 // attribute, L2 1e-4); the bench runs the library calls the command runs.
 func jagConfig(seed uint64) trainer.Config {
 	cfg := trainer.Defaults()
-	cfg.Algo, cfg.Jagielski, cfg.Seed = "postproc", linear.JagielskiDefaults(), &seed
+	cfg.Algo, cfg.Postproc, cfg.Seed = "postproc", linear.PostprocDefaults(), &seed
 	// With no data directory the loader reads the copy of Adult embedded
 	// in fairdp, so this benchmark never needs to skip.
 	cfg.DataDir = sharedData()
@@ -85,7 +85,7 @@ func jagAdult(tb testing.TB, seed uint64) *linear.FairData {
 func jagPost(tb testing.TB, d *linear.FairData, bins int, gamma, eps float64, seed uint64) (*linear.PostProcessResult, *linear.ExpectedRates, *linear.ExpectedRates) {
 	tb.Helper()
 	cfg := jagConfig(seed)
-	cfg.Jagielski.Bins, cfg.Jagielski.Gamma, cfg.Privacy.Epsilon = bins, gamma, eps
+	cfg.Postproc.Bins, cfg.Postproc.Gamma, cfg.Privacy.Epsilon = bins, gamma, eps
 	rep, err := linear.RunFair(context.Background(), d, cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -313,8 +313,8 @@ func jagPrivatePost(t *testing.T, d *linear.FairData, gamma, eps float64, seeds 
 		row.spent = *rec.Epsilon
 	}
 	ok := float64(len(trains))
-	row.train, row.trainSD = meanSD(trains)
-	row.test, row.testSD = meanSD(tests)
+	row.train, row.trainSD = trainer.MeanSD(trains)
+	row.test, row.testSD = trainer.MeanSD(tests)
 	row.testEO /= ok
 	row.slack /= ok
 	return row
@@ -350,7 +350,7 @@ func jagOracle(t *testing.T, d *linear.FairData, epsilons, gammas []float64, see
 			}
 			for s := range n {
 				cfg := jagConfig(uint64(2000 + s))
-				cfg.Algo, cfg.Jagielski.Gamma, cfg.Privacy.Epsilon, cfg.Privacy.Delta = "oracle", g, e, 1e-5
+				cfg.Algo, cfg.Postproc.Gamma, cfg.Privacy.Epsilon, cfg.Privacy.Delta = "oracle", g, e, 1e-5
 				key := strings.Join(linear.FairSweepRow(cfg, nil), ",")
 				byKey[key] = c
 				runs = append(runs, trainer.SweepRun{Key: key, Cfg: cfg})
@@ -430,10 +430,10 @@ func jagOracleReport(t *testing.T, w io.Writer, cells []*jagOracleCell, unTest l
 			fmt.Fprintf(w, "| %s | %g | – | – | – | – | – | 0 (%d) |\n", jagEps(c.eps), c.gamma, c.failed)
 			continue
 		}
-		tr, _ := meanSD(c.trainErr)
-		trEO, _ := meanSD(c.trainEO)
-		te, teSD := meanSD(c.testErr)
-		teEO, teEOSD := meanSD(c.testEO)
+		tr, _ := trainer.MeanSD(c.trainErr)
+		trEO, _ := trainer.MeanSD(c.trainEO)
+		te, teSD := trainer.MeanSD(c.testErr)
+		teEO, teEOSD := trainer.MeanSD(c.testEO)
 		pr := "–"
 		if c.perRound > 0 {
 			pr = fmt.Sprintf("%.4f", c.perRound)

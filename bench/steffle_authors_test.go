@@ -26,6 +26,7 @@ import (
 	"gonum.org/v1/gonum/mathext"
 
 	"fairdp/metrics"
+	"fairdp/trainer"
 )
 
 // authorsCell is one setting of the grid; authorsRow one run of it.
@@ -71,7 +72,7 @@ func readAuthorsCSV(t *testing.T, path string) map[authorsCell][]authorsRow {
 // interval (Student's t with len(v)−1 degrees of freedom; NaN for one
 // value).
 func ci95(v []float64) (mean, half float64) {
-	mean, sd := meanSD(v)
+	mean, sd := trainer.MeanSD(v)
 	if len(v) < 2 {
 		return mean, math.NaN()
 	}
@@ -275,7 +276,7 @@ func TestCI95(t *testing.T) {
 	for i := range v {
 		v[i] = float64(i)
 	}
-	_, sd := meanSD(v)
+	_, sd := trainer.MeanSD(v)
 	if _, h := ci95(v); math.Abs(h-2.1448*sd/math.Sqrt(15)) > 1e-3 {
 		t.Errorf("ci95(0..14) half-width %v, want %v", h, 2.1448*sd/math.Sqrt(15))
 	}

@@ -375,9 +375,9 @@ func steffleTable(w io.Writer, settings []steffleSetting, res map[steffleSetting
 			fmt.Fprintf(w, "| %s | %v | %v | %v | refused (the noise does not meet ε by the accountant) | | | | | | |\n", s.variant, s.eps, s.h, s.lambda)
 			continue
 		}
-		em, esd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.err }))
-		vm, vsd := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.viol }))
-		sec, _ := meanSD(steffleField(rs, func(r steffleResult) float64 { return r.seconds }))
+		em, esd := trainer.MeanSD(steffleField(rs, func(r steffleResult) float64 { return r.err }))
+		vm, vsd := trainer.MeanSD(steffleField(rs, func(r steffleResult) float64 { return r.viol }))
+		sec, _ := trainer.MeanSD(steffleField(rs, func(r steffleResult) float64 { return r.seconds }))
 		spent := slices.Max(steffleField(rs, func(r steffleResult) float64 { return r.spent }))
 		name := s.variant
 		if s.silos() > 0 {
@@ -410,7 +410,7 @@ func steffleDiff(a, b []steffleResult, f func(steffleResult) float64) string {
 	for i := range a {
 		d[i] = f(a[i]) - f(b[i])
 	}
-	m, sd := meanSD(d)
+	m, sd := trainer.MeanSD(d)
 	return fmt.Sprintf("%+.4f ± %.4f", m, sd/math.Sqrt(float64(len(d))))
 }
 

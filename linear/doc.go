@@ -25,7 +25,7 @@
 //     lets a noise-dominated round answer with a constant classifier, so
 //     the private learner need not err far above the majority class.
 //     Post-processing's base classifier may itself be private
-//     (Jagielski.Base "objpert"): then the pipeline protects whole records
+//     (Postproc.Base "objpert"): then the pipeline protects whole records
 //     and one receipt composes the two budgets (privateBaseReceipt).
 //   - objpert.go, objpert_pipeline.go: private logistic regression by
 //     objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011,
@@ -35,7 +35,7 @@
 //     zoo "logistic" checkpoint that `fairdp eval` scores.
 //   - pipeline.go: those two as the library calls the command line and the
 //     bench run: LoadFairData (split, base classifier or external scores),
-//     RunFair (one run, a trainer.Report with extra.jagielski), RunJagielski
+//     RunFair (one run, a trainer.Report with extra.jagielski), RunPostproc
 //     (both, and the files); sweep.go is a sweep's sweep.csv row, written
 //     through trainer's resumable sweep runner.
 //

@@ -140,7 +140,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.ObjPert = trainer.ObjPertConfig{RowBound: bound, L2: res.L2}
 	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon}
-	rep.Config.Federation, rep.Config.Jagielski, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.JagielskiConfig{}, trainer.TailoringConfig{}
+	rep.Config.Federation, rep.Config.Postproc, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.PostprocConfig{}, trainer.TailoringConfig{}
 	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
 		return nil, err
 	}

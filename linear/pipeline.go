@@ -30,10 +30,10 @@ import (
 	"fairdp/trainer"
 )
 
-// JagielskiDefaults is the command line's starting point for the
-// post-processing and oracle settings (Config.Jagielski).
-func JagielskiDefaults() trainer.JagielskiConfig {
-	return trainer.JagielskiConfig{Gamma: 0.05, Fairness: "eo", Beta: DefaultBeta, Bins: 2, Threshold: 0.5, L2: 1e-4,
+// PostprocDefaults is the command line's starting point for the
+// post-processing and oracle settings (Config.Postproc).
+func PostprocDefaults() trainer.PostprocConfig {
+	return trainer.PostprocConfig{Gamma: 0.05, Fairness: "eo", Beta: DefaultBeta, Bins: 2, Threshold: 0.5, L2: 1e-4,
 		Scores: trainer.ScoresConfig{ScoreColumn: "score", GroupColumn: "group", LabelColumn: "label", Positive: "1"},
 		Rounds: DefaultOracleRounds, Bound: DefaultOracleBound, Eta: DefaultOracleLearningRate, CountShare: DefaultCountShare}
 }
@@ -51,7 +51,7 @@ type FairData struct {
 	Preprocess json.RawMessage
 	Base       *LinearClassifier
 	// PrivateBase is the base fitted by objective perturbation
-	// (Jagielski.Base "objpert"; Base holds its weights): RunFair charges
+	// (Postproc.Base "objpert"; Base holds its weights): RunFair charges
 	// its budget in the run's receipt.
 	PrivateBase *ObjPertResult
 }
@@ -69,48 +69,48 @@ type FairSplit struct {
 // N is the number of records.
 func (s *FairSplit) N() int { return len(s.Label) }
 
-// validateJagielski checks the settings the pipeline reads.
-func validateJagielski(cfg trainer.Config) (Fairness, error) {
+// validatePostproc checks the settings the pipeline reads.
+func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	var errs trainer.FieldErrors
 	add := func(field, format string, a ...any) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
 	}
-	j := cfg.Jagielski
+	j := cfg.Postproc
 	if cfg.Algo != "postproc" && cfg.Algo != "oracle" {
 		add("Algo", "must be postproc or oracle (got %q)", cfg.Algo)
 	}
 	f, err := ParseFairness(j.Fairness)
 	if err != nil {
-		add("Jagielski.Fairness", "%v", err)
+		add("Postproc.Fairness", "%v", err)
 	}
 	if j.Scores.File != "" && cfg.Algo == "oracle" {
-		add("Jagielski.Scores.File", "is for post-processing only (the oracle learner trains on features)")
+		add("Postproc.Scores.File", "is for post-processing only (the oracle learner trains on features)")
 	}
 	if j.Bins < 2 {
-		add("Jagielski.Bins", "must be ≥ 2 (got %d)", j.Bins)
+		add("Postproc.Bins", "must be ≥ 2 (got %d)", j.Bins)
 	}
 	switch j.Base {
 	case "":
 		if j.BaseEpsilon != 0 {
-			add("Jagielski.BaseEpsilon", "is read only with Jagielski.Base objpert (got %v)", j.BaseEpsilon)
+			add("Postproc.BaseEpsilon", "is read only with Postproc.Base objpert (got %v)", j.BaseEpsilon)
 		}
 	case "objpert":
 		if cfg.Algo != "postproc" || j.Scores.File != "" {
-			add("Jagielski.Base", "objpert is the base classifier of post-processing on a data set, not of the oracle or of external scores")
+			add("Postproc.Base", "objpert is the base classifier of post-processing on a data set, not of the oracle or of external scores")
 		}
 		if !(j.BaseEpsilon > 0 && j.BaseEpsilon < cfg.Privacy.Epsilon) || math.IsInf(cfg.Privacy.Epsilon, 1) {
-			add("Jagielski.BaseEpsilon", "must be > 0 and below the total Privacy.Epsilon with a private base, which leaves the rest "+
+			add("Postproc.BaseEpsilon", "must be > 0 and below the total Privacy.Epsilon with a private base, which leaves the rest "+
 				"to post-processing (got %v of %v)", j.BaseEpsilon, cfg.Privacy.Epsilon)
 		}
 		// Quantile bins would be read off the private scores.
 		if j.Bins != 2 {
-			add("Jagielski.Bins", "must be 2 with a private base (quantile bin edges would be statistics of the private records)")
+			add("Postproc.Bins", "must be 2 with a private base (quantile bin edges would be statistics of the private records)")
 		}
 	default:
-		add("Jagielski.Base", "must be empty (non-private logistic regression) or objpert (got %q)", j.Base)
+		add("Postproc.Base", "must be empty (non-private logistic regression) or objpert (got %q)", j.Base)
 	}
 	if !(j.Gamma >= 0) || math.IsInf(j.Gamma, 1) {
-		add("Jagielski.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
+		add("Postproc.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
 	}
 	if !(cfg.Privacy.Epsilon > 0) {
 		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
@@ -131,10 +131,10 @@ func validateJagielski(cfg trainer.Config) (Fairness, error) {
 }
 
 // LoadFairData loads the data set cfg names and, for post-processing, fits
-// the base classifier (or reads the external scores, cfg.Jagielski.Scores).
+// the base classifier (or reads the external scores, cfg.Postproc.Scores).
 // The split comes from cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded).
 func LoadFairData(cfg trainer.Config) (*FairData, error) {
-	if _, err := validateJagielski(cfg); err != nil {
+	if _, err := validatePostproc(cfg); err != nil {
 		return nil, err
 	}
 	seed := cfg.Seed
@@ -143,8 +143,8 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	}
 	_, src := dpops.NewRand(seed)
 	r := src.Derive("data")
-	if cfg.Jagielski.Scores.File != "" {
-		return readScores(cfg.Jagielski.Scores, cfg.TrainFrac, r)
+	if cfg.Postproc.Scores.File != "" {
+		return readScores(cfg.Postproc.Scores, cfg.TrainFrac, r)
 	}
 	train, test, prep, err := trainer.LoadData(cfg, r)
 	if err != nil {
@@ -170,17 +170,17 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	// The base classifier never sees the sensitive attribute: loaders keep
 	// it out of the features.
 	var base LinearClassifier
-	if cfg.Jagielski.Base == "objpert" {
+	if cfg.Postproc.Base == "objpert" {
 		// Its noise comes from the run's seed, not the split's.
 		_, noise := dpops.NewRand(cfg.Seed)
 		pb, err := ObjectivePerturbation(noise.Derive("base"), d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label,
-			ObjPertOptions{Epsilon: cfg.Jagielski.BaseEpsilon, RowBound: DefaultRowBound(d.Train.Dim)})
+			ObjPertOptions{Epsilon: cfg.Postproc.BaseEpsilon, RowBound: DefaultRowBound(d.Train.Dim)})
 		if err != nil {
 			return nil, fmt.Errorf("private base classifier: %w", err)
 		}
 		base.W = append([]float64{pb.Intercept}, pb.Weights...)
 		d.PrivateBase = pb
-	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, cfg.Jagielski.L2); err != nil {
+	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, cfg.Postproc.L2); err != nil {
 		return nil, fmt.Errorf("base classifier: %w", err)
 	}
 	for _, s := range []*FairSplit{d.Train, d.Test} {
@@ -209,19 +209,19 @@ func readScores(sc trainer.ScoresConfig, trainFrac float64, r *rand.Rand) (*Fair
 		}
 		return j, nil
 	}
-	js, err := col(sc.ScoreColumn, "Jagielski.Scores.ScoreColumn", true)
+	js, err := col(sc.ScoreColumn, "Postproc.Scores.ScoreColumn", true)
 	if err != nil {
 		return nil, err
 	}
-	jg, err := col(sc.GroupColumn, "Jagielski.Scores.GroupColumn", true)
+	jg, err := col(sc.GroupColumn, "Postproc.Scores.GroupColumn", true)
 	if err != nil {
 		return nil, err
 	}
-	jl, err := col(sc.LabelColumn, "Jagielski.Scores.LabelColumn", true)
+	jl, err := col(sc.LabelColumn, "Postproc.Scores.LabelColumn", true)
 	if err != nil {
 		return nil, err
 	}
-	jt, err := col(sc.SplitColumn, "Jagielski.Scores.SplitColumn", false)
+	jt, err := col(sc.SplitColumn, "Postproc.Scores.SplitColumn", false)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +256,7 @@ func readScores(sc trainer.ScoresConfig, trainFrac float64, r *rand.Rand) (*Fair
 		case v == sc.Positive:
 			y = 1
 		case sc.Positive == "1" && v != "0":
-			return nil, bad(i, sc.LabelColumn, fmt.Sprintf("%q, expected 0 or 1 (or set Jagielski.Scores.Positive to the positive label)", v))
+			return nil, bad(i, sc.LabelColumn, fmt.Sprintf("%q, expected 0 or 1 (or set Postproc.Scores.Positive to the positive label)", v))
 		}
 		if jt >= 0 {
 			switch strings.ToLower(row[jt]) {
@@ -324,12 +324,12 @@ func FairExtra(rep *trainer.Report) *FairResult {
 }
 
 // RunFair runs cfg.Algo ("postproc" or "oracle") on loaded data with
-// cfg.Jagielski.Gamma, cfg.Privacy.Epsilon and noise seed cfg.Seed (nil:
+// cfg.Postproc.Gamma, cfg.Privacy.Epsilon and noise seed cfg.Seed (nil:
 // crypto-seeded), and returns the report (extra.jagielski holds a
 // *FairResult). A failure of the private LP is a result (FairResult.Failed),
 // not an error: the budget was spent.
 func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Report, error) {
-	fair, err := validateJagielski(cfg)
+	fair, err := validatePostproc(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +337,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		return nil, err
 	}
 	start := time.Now()
-	j, epsilon, seed := cfg.Jagielski, cfg.Privacy.Epsilon, cfg.Seed
+	j, epsilon, seed := cfg.Postproc, cfg.Privacy.Epsilon, cfg.Seed
 	if d.PrivateBase != nil {
 		// A private base spent its share of the total ε already.
 		if cfg.Algo != "postproc" || j.Base != "objpert" || j.BaseEpsilon != d.PrivateBase.Epsilon {
@@ -460,7 +460,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	}
 	trainer.DeclareNotCovered(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
 	if cfg.Algo == "postproc" && rec.Private() && d.PrivateBase == nil {
-		what := "the external model's scores (Jagielski.Scores) are taken as given"
+		what := "the external model's scores (Postproc.Scores) are taken as given"
 		if d.Base != nil {
 			what = "the base logistic regression was fitted on the training records WITHOUT privacy"
 		}
@@ -567,11 +567,11 @@ func baseRates(s *FairSplit, threshold float64, groupNames []string) metrics.Spl
 // failed: the report is written and says so, and the budget was spent.
 var ErrFairFailed = errors.New("linear: the private post-processing LP or oracle game failed")
 
-// RunJagielski is the whole pipeline in one call: LoadFairData, RunFair,
+// RunPostproc is the whole pipeline in one call: LoadFairData, RunFair,
 // and with cfg.Out set WriteFairOutputs. A failed private LP or oracle
 // game returns the report (written, saying so) and an error wrapping
 // ErrFairFailed.
-func RunJagielski(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
+func RunPostproc(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
 	d, err := LoadFairData(cfg)
 	if err != nil {
 		return nil, err

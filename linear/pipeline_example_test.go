@@ -14,12 +14,12 @@ import (
 // whose group-label statistics are released with ε = 2. The report is
 // fairdp's results contract: the receipt, the configuration run, and
 // extra.jagielski with the rates expected over the classifier's coins.
-func ExampleRunJagielski() {
+func ExampleRunPostproc() {
 	seed := uint64(3)
 	cfg := trainer.Defaults()
-	cfg.Algo, cfg.Jagielski, cfg.Seed, cfg.Limit = "postproc", linear.JagielskiDefaults(), &seed, 20000
-	cfg.Jagielski.Gamma, cfg.Privacy.Epsilon = 0.01, 2
-	rep, err := linear.RunJagielski(context.Background(), cfg)
+	cfg.Algo, cfg.Postproc, cfg.Seed, cfg.Limit = "postproc", linear.PostprocDefaults(), &seed, 20000
+	cfg.Postproc.Gamma, cfg.Privacy.Epsilon = 0.01, 2
+	rep, err := linear.RunPostproc(context.Background(), cfg)
 	if err != nil {
 		fmt.Println(err)
 		return

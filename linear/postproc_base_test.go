@@ -17,12 +17,12 @@ func privateBaseConfig() trainer.Config {
 	seed := uint64(5)
 	cfg.Algo, cfg.Limit, cfg.Seed = "postproc", 3000, &seed
 	cfg.Privacy.Epsilon = 2
-	cfg.Jagielski = JagielskiDefaults()
-	cfg.Jagielski.Base, cfg.Jagielski.BaseEpsilon = "objpert", 0.5
+	cfg.Postproc = PostprocDefaults()
+	cfg.Postproc.Base, cfg.Postproc.BaseEpsilon = "objpert", 0.5
 	return cfg
 }
 
-// TestPostProcPrivateBase: with Jagielski.Base "objpert" the base is
+// TestPostProcPrivateBase: with Postproc.Base "objpert" the base is
 // objective perturbation's model (same noise stream, same weights), and the
 // one receipt protects whole records at the total ε: the base's share plus
 // the cell counts' rest, with no "base classifier not private" caveat.
@@ -73,8 +73,8 @@ func TestPostProcPrivateBase(t *testing.T) {
 	}
 	// The non-private base keeps the paper's receipt.
 	plain := privateBaseConfig()
-	plain.Jagielski.Base, plain.Jagielski.BaseEpsilon = "", 0
-	prep, err := RunJagielski(context.Background(), plain)
+	plain.Postproc.Base, plain.Postproc.BaseEpsilon = "", 0
+	prep, err := RunPostproc(context.Background(), plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +85,13 @@ func TestPostProcPrivateBase(t *testing.T) {
 
 func TestPostProcPrivateBaseRefuses(t *testing.T) {
 	for name, mutate := range map[string]func(c *trainer.Config){
-		"unknown base":           func(c *trainer.Config) { c.Jagielski.Base = "sgd" },
-		"base ε not below total": func(c *trainer.Config) { c.Jagielski.BaseEpsilon = 2 },
-		"base ε zero":            func(c *trainer.Config) { c.Jagielski.BaseEpsilon = 0 },
+		"unknown base":           func(c *trainer.Config) { c.Postproc.Base = "sgd" },
+		"base ε not below total": func(c *trainer.Config) { c.Postproc.BaseEpsilon = 2 },
+		"base ε zero":            func(c *trainer.Config) { c.Postproc.BaseEpsilon = 0 },
 		"not private":            func(c *trainer.Config) { c.Privacy.Epsilon = math.Inf(1) },
-		"quantile bins":          func(c *trainer.Config) { c.Jagielski.Bins = 4 },
+		"quantile bins":          func(c *trainer.Config) { c.Postproc.Bins = 4 },
 		"oracle":                 func(c *trainer.Config) { c.Algo = "oracle" },
-		"base ε without a base":  func(c *trainer.Config) { c.Jagielski.Base = "" },
+		"base ε without a base":  func(c *trainer.Config) { c.Postproc.Base = "" },
 	} {
 		cfg := privateBaseConfig()
 		mutate(&cfg)

@@ -6,7 +6,7 @@ import "fairdp/trainer"
 // from a trainer.Config (trainer.RunConfig, `fairdp train --algo
 // postproc|oracle|objpert`).
 func init() {
-	trainer.RegisterPipeline("postproc", RunJagielski)
-	trainer.RegisterPipeline("oracle", RunJagielski)
+	trainer.RegisterPipeline("postproc", RunPostproc)
+	trainer.RegisterPipeline("oracle", RunPostproc)
 	trainer.RegisterPipeline("objpert", RunObjPert)
 }

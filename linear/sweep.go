@@ -1,7 +1,6 @@
 package linear
 
 import (
-	"math"
 	"strconv"
 
 	"fairdp/trainer"
@@ -17,7 +16,9 @@ var FairSweepColumns = []string{"algorithm", "epsilon", "gamma", "seed", "failed
 // statistics are not released: their cells stay empty.
 func FairSweepRow(cfg trainer.Config, rep *trainer.Report) []string {
 	f := FormatSweepCell
-	key := []string{cfg.Algo, sweepEpsilon(cfg.Privacy.Epsilon), f(cfg.Jagielski.Gamma), strconv.FormatUint(*cfg.Seed, 10)}
+	// The key cells are written as trainer's grid sweep writes a run's key.
+	g := trainer.FormatSweepValue
+	key := []string{cfg.Algo, g(cfg.Privacy.Epsilon), g(cfg.Postproc.Gamma), strconv.FormatUint(*cfg.Seed, 10)}
 	if rep == nil {
 		return key
 	}
@@ -42,10 +43,3 @@ func FairSweepRow(cfg trainer.Config, rep *trainer.Report) []string {
 
 // FormatSweepCell writes a number of sweep.csv.
 func FormatSweepCell(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
-
-func sweepEpsilon(e float64) string {
-	if math.IsInf(e, 1) {
-		return "inf"
-	}
-	return strconv.FormatFloat(e, 'g', -1, 64)
-}

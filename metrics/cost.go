@@ -1,6 +1,10 @@
 package metrics
 
-import "fmt"
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
 
 // EqualCostTau is DPSGD-F's threshold τ = 0.05 (Xu, Du and Wu 2021): privacy
 // costs the groups equally when their accuracy drops differ by at most τ.
@@ -64,4 +68,24 @@ func CostOfPrivacy(private, baseline []GroupMetrics, tau float64) CostReport {
 	rep.MaxGap = deltas.width()
 	rep.Equal = rep.MaxGap <= tau+gapSlack
 	return rep
+}
+
+// WriteText prints the report for people: one row per group, then the
+// largest gap against τ and the verdict.
+func (c *CostReport) WriteText(w io.Writer) error {
+	fmt.Fprintln(w, "\ncost of privacy (test accuracy, private − non-private baseline)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "group\tn\tprivate\tbaseline\tdelta")
+	for _, g := range c.Groups {
+		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%+.4f\n", g.Group, g.N, g.AccuracyPrivate, g.AccuracyBaseline, g.Delta)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verdict := "unequal"
+	if c.Equal {
+		verdict = "equal"
+	}
+	_, err := fmt.Fprintf(w, "max gap %.4f (tau %.2f): %s\n", c.MaxGap, c.Tau, verdict)
+	return err
 }

@@ -81,7 +81,11 @@ func EvaluateRegression(pred, y []float64, s []int, groupNames []string) Split {
 // WriteTable prints a split for people: a title line, one aligned row per
 // group and an overall row, then the error and both violations (or, for a
 // regression split, n and MSPE per group). Undefined rates print as "-".
-func WriteTable(w io.Writer, title string, sp Split) error {
+func WriteTable(w io.Writer, title string, sp Split) error { return sp.WriteTable(w, title) }
+
+// WriteTable is the package's WriteTable of sp, so that a caller holding a
+// report's split prints it without naming this package.
+func (sp Split) WriteTable(w io.Writer, title string) error {
 	var buf bytes.Buffer
 	fmt.Fprintln(&buf, title)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)

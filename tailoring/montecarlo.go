@@ -12,6 +12,7 @@ import (
 	"fairdp/dpops/accounting"
 	"fairdp/linear"
 	"fairdp/metrics"
+	"fairdp/trainer"
 )
 
 // Variant says which stage 2 runs.
@@ -56,6 +57,9 @@ type GroupStats struct {
 	// Share is the mean stage-2 budget share s_k² of the group.
 	Share float64
 }
+
+// Overall reports whether g is the row of all groups together.
+func (g GroupStats) Overall() bool { return g.Group == metrics.OverallName }
 
 // Summary is a Monte Carlo evaluation of a method: the same data fitted
 // Trials times with independent noise. Every number in it (means, spreads,
@@ -239,7 +243,7 @@ func ReleaseReceipt(sums []*Summary, delta float64, run accounting.RunInfo) (acc
 // the label still depends on nothing but the fit, so a seeded run is
 // reproducible whatever ran before it.
 func trialLabel(o Options, i int) string {
-	return fmt.Sprintf("%s rho %s trial %d", o.Method, rhoKey(o.Rho), i)
+	return fmt.Sprintf("%s rho %s trial %d", o.Method, trainer.FormatSweepValue(o.Rho), i)
 }
 
 // seedOf is the receipt's view of the run's seed.

@@ -334,7 +334,7 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, ""
-	rep.Config.Federation, rep.Config.Jagielski = trainer.FederationConfig{}, trainer.JagielskiConfig{}
+	rep.Config.Federation, rep.Config.Postproc = trainer.FederationConfig{}, trainer.PostprocConfig{}
 	return rep, nil
 }
 
@@ -390,7 +390,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	index := map[string]int{}
 	for i, rho := range rhos {
 		if rows[i] == nil {
-			key := rhoKey(rho)
+			key := trainer.FormatSweepValue(rho)
 			index[key] = i
 			runs = append(runs, trainer.SweepRun{Key: key, Cfg: trainer.Config{Tailoring: trainer.TailoringConfig{Rho: []float64{rho}}}})
 		}
@@ -483,8 +483,8 @@ func runReceipt(sums, earlier []*Summary, ex *ReportExtra, cfg trainer.Config) (
 	if len(earlier) > 0 {
 		var rhos []string
 		for _, s := range earlier {
-			if !slices.Contains(rhos, rhoKey(s.Rho)) {
-				rhos = append(rhos, rhoKey(s.Rho))
+			if !slices.Contains(rhos, trainer.FormatSweepValue(s.Rho)) {
+				rhos = append(rhos, trainer.FormatSweepValue(s.Rho))
 			}
 		}
 		rec.AddNote(fmt.Sprintf("the total includes the fits at ρ = %s, whose summaries an earlier run logged in %s "+
@@ -549,7 +549,7 @@ func openRhoLog(out string, cfg trainer.Config) (*trainer.SweepLog, error) {
 func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bool) (rows [][]*Summary, others []*Summary, err error) {
 	rows = make([][]*Summary, len(rhos))
 	for _, rec := range log.Rows() {
-		i := slices.IndexFunc(rhos, func(rho float64) bool { return rec[0] == rhoKey(rho) })
+		i := slices.IndexFunc(rhos, func(rho float64) bool { return rec[0] == trainer.FormatSweepValue(rho) })
 		row, err := decodeRow(rec[1])
 		if err == nil && slices.ContainsFunc(row, func(s *Summary) bool {
 			return s == nil || !(s.FitRho > 0) || s.Trials < 1 || (i >= 0 && (len(s.Test) == 0 || (withTrain && len(s.Train) == 0)))
@@ -570,9 +570,6 @@ func loggedRows(log *trainer.SweepLog, rhos []float64, methods int, withTrain bo
 	}
 	return rows, others, nil
 }
-
-// rhoKey names a ρ exactly (shortest round-trip form).
-func rhoKey(rho float64) string { return strconv.FormatFloat(rho, 'g', -1, 64) }
 
 // encodeRow is a ρ's summaries as one log cell, in JSON: Go writes every
 // float in its shortest exact form, so a resumed run reports the same

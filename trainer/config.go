@@ -58,11 +58,14 @@ type Config struct {
 	// over silos; other algorithms ignore it, and sweeps of them zero it so
 	// it is left out of their settings JSON.
 	Federation FederationConfig `json:"federation,omitzero"`
-	// Jagielski holds the settings of Jagielski et al.'s DP
+	// Postproc holds the settings of Jagielski et al.'s DP
 	// post-processing (Algo "postproc") and DP oracle learner ("oracle");
 	// Tailoring those of budget tailoring ("tailoring", "dpnose"). The
 	// other algorithms leave them zero, and report.json leaves them out.
-	Jagielski JagielskiConfig `json:"jagielski,omitzero"`
+	// Postproc keeps the JSON key "jagielski" that every report.json and
+	// sweep.json written so far carries, so `--config report.json` still
+	// repeats those runs.
+	Postproc  PostprocConfig  `json:"jagielski,omitzero"`
 	Tailoring TailoringConfig `json:"tailoring,omitzero"`
 	// ObjPert holds the settings of private logistic regression by
 	// objective perturbation (Algo "objpert"; package linear runs it).
@@ -90,13 +93,13 @@ type ObjPertConfig struct {
 	L2 float64 `json:"l2"`
 }
 
-// JagielskiConfig is the part of Config only DP post-processing and the DP
+// PostprocConfig is the part of Config only DP post-processing and the DP
 // oracle learner read (Jagielski et al. 2019; package linear runs them). They use
 // Config's data settings (Dataset, Schema, DataDir, TrainFrac, Limit,
 // Seed), Privacy.Epsilon (ε for the sensitive attribute), and for the
 // oracle Privacy.Delta (0: 1/n² of the training records) and
 // Privacy.AllowLargeDelta.
-type JagielskiConfig struct {
+type PostprocConfig struct {
 	Gamma    float64 `json:"gamma"`     // allowed difference γ of the equalised rates
 	Fairness string  `json:"fairness"`  // "eo" (false- and true-positive rates) or "fpr" (false-positive rates)
 	AllPairs bool    `json:"all_pairs"` // constrain every pair of groups, not every group against group 0

@@ -75,22 +75,30 @@
 // One results contract: Report is report.json for every algorithm and entry
 // point, the SGD family here, DP-FERMI and SteFFLe (fermi, fermi/federated,
 // also `fairdp federate`), DP post-processing and the oracle learner
-// (linear.RunJagielski), budget tailoring and DPNoSE (tailoring.Run) and
+// (linear.RunPostproc), budget tailoring and DPNoSE (tailoring.Run) and
 // `fairdp eval` (EvalReport). Its JSON Schema is report.schema.json
 // (ReportSchema); tests validate every algorithm's output against it.
 // Report.Config is the configuration actually run, with snake_case keys
-// (Config's json tags; JagielskiConfig and TailoringConfig hold the
+// (Config's json tags; PostprocConfig and TailoringConfig hold the
 // pipelines' own settings), so ReadConfig repeats a run from its report;
 // DecodeConfig also reads the Go field names reports had before. Extra
 // holds each family's typed results under its key (extra.fermi,
 // extra.steffle, extra.jagielski, extra.tailoring, extra.eval).
 //
-// One sweep runner: Sweep runs a grid Workers at a time, training SGD-family
-// runs itself or calling Sweep.Pipeline for the pipelines that are not
-// Algorithms (post-processing, the oracle learner, budget tailoring's ρ
-// comparison); SweepLog is the resumable, fsynced sweep.csv (tailoring's
-// rho_runs.csv) and CheckSweepSettings the sweep.json that keeps a resumed
-// sweep on the same settings.
+// One sweep runner: OpenSweep opens a grid sweep (SweepGrid, one seed
+// rule: SweepPlan's doc), with its resumable, fsynced sweep.csv (SweepLog),
+// the sweep.json that keeps a resumed sweep on the same settings
+// (CheckSweepSettings) and the receipts and privacy total of every
+// published run (SweepPrivacy); SweepPlan.Run trains the runs still to do
+// on a Sweep, Workers at a time, training SGD-family runs itself or calling
+// Sweep.Pipeline for the pipelines that are not Algorithms
+// (post-processing, the oracle learner). SweepPlan.Summary,
+// WriteSweepTable, SweepCurves and PlotSweep are the summary, table and
+// plot of every sweep. Budget tailoring's ρ comparison is one run's
+// release, not a grid of runs: it runs its ρ values on Sweep with its own
+// log (rho_runs.csv) and one receipt for every fit.
+//
+// Evaluation: EvaluateCheckpoint scores a saved model (`fairdp eval`).
 //
 // # Resumable runs
 //

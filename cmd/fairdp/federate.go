@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"fairdp/fermi/federated"
-	"fairdp/metrics"
-	"fairdp/nn"
 	"fairdp/trainer"
 )
 
@@ -124,7 +122,7 @@ type federation struct {
 	stdout    io.Writer
 }
 
-func federate[T nn.Float](ctx context.Context, f federation) error {
+func federate[T float32 | float64](ctx context.Context, f federation) error {
 	out := ""
 	if f.job != nil {
 		out = f.job.Cfg.Out
@@ -182,7 +180,7 @@ func federate[T nn.Float](ctx context.Context, f federation) error {
 		return err
 	}
 	fmt.Fprintln(f.stdout)
-	metrics.WriteTable(f.stdout, "test ("+f.job.Test.Name+")", rep.Test)
+	rep.Test.WriteTable(f.stdout, "test ("+f.job.Test.Name+")")
 	fmt.Fprintln(f.stdout)
 	rep.Privacy.WriteText(f.stdout)
 	printWarnings(f.stdout, rep.Warnings)

@@ -28,7 +28,7 @@ func (f floatsFlag) String() string {
 	}
 	s := make([]string, len(*f.p))
 	for i, v := range *f.p {
-		s[i] = formatGridValue(v)
+		s[i] = trainer.FormatSweepValue(v)
 	}
 	return strings.Join(s, ",")
 }
@@ -95,8 +95,8 @@ func flagError(err error) error {
 		}
 		return errors.New(strings.Replace(err.Error(), fields.Error(), strings.Join(s, "; "), 1))
 	}
-	if err != nil && strings.Contains(err.Error(), "Jagielski.") {
-		// e.g. a --scores file without the column "Jagielski.Scores.ScoreColumn" names
+	if err != nil && strings.Contains(err.Error(), "Postproc.") {
+		// e.g. a --scores file without the column "Postproc.Scores.ScoreColumn" names
 		return fmt.Errorf("%s", fieldFlagNames.Replace(err.Error()))
 	}
 	return err
@@ -118,13 +118,13 @@ var fieldFlags = map[string]string{
 	"Federation.Mode": "--federation", "Federation.LRDecay": "--lr-decay", "Federation.LRDecayEvery": "--lr-decay-every",
 	"Federation.AverageEvery": "--average-every", "Federation.AverageFrom": "--average-from",
 	// Post-processing and the oracle learner (their own flag set).
-	"Jagielski.Gamma": "--gamma", "Jagielski.Fairness": "--fairness", "Jagielski.AllPairs": "--all-pairs",
-	"Jagielski.Beta": "--beta", "Jagielski.Bins": "--bins", "Jagielski.Threshold": "--threshold", "Jagielski.L2": "--l2",
-	"Jagielski.Scores.File": "--scores", "Jagielski.Scores.ScoreColumn": "--score-column",
-	"Jagielski.Scores.GroupColumn": "--group-column", "Jagielski.Scores.LabelColumn": "--label-column",
-	"Jagielski.Scores.SplitColumn": "--split-column", "Jagielski.Scores.Positive": "--positive",
-	"Jagielski.Rounds": "--rounds", "Jagielski.Bound": "--bound", "Jagielski.Eta": "--eta",
-	"Jagielski.CountShare": "--count-share", "Jagielski.Ridge": "--ridge", "Jagielski.Fallback": "--fallback",
+	"Postproc.Gamma": "--gamma", "Postproc.Fairness": "--fairness", "Postproc.AllPairs": "--all-pairs",
+	"Postproc.Beta": "--beta", "Postproc.Bins": "--bins", "Postproc.Threshold": "--threshold", "Postproc.L2": "--l2",
+	"Postproc.Scores.File": "--scores", "Postproc.Scores.ScoreColumn": "--score-column",
+	"Postproc.Scores.GroupColumn": "--group-column", "Postproc.Scores.LabelColumn": "--label-column",
+	"Postproc.Scores.SplitColumn": "--split-column", "Postproc.Scores.Positive": "--positive",
+	"Postproc.Rounds": "--rounds", "Postproc.Bound": "--bound", "Postproc.Eta": "--eta",
+	"Postproc.CountShare": "--count-share", "Postproc.Ridge": "--ridge", "Postproc.Fallback": "--fallback",
 	// Budget tailoring (its own flag set).
 	"Tailoring.Task": "--task", "Tailoring.Rho": "--rho", "Tailoring.Trials": "--trials", "Tailoring.Groups": "--groups",
 	"Tailoring.Slopes": "--slopes", "Tailoring.Noise": "--noise", "Tailoring.Model": "--model", "Tailoring.Variant": "--variant",
@@ -138,7 +138,7 @@ var fieldFlags = map[string]string{
 	"CheckpointOptions.Resume": "--resume", "CheckpointOptions.Dir": "--checkpoint",
 	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
 	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2",
-	"Jagielski.Base": "--base", "Jagielski.BaseEpsilon": "--base-epsilon",
+	"Postproc.Base": "--base", "Postproc.BaseEpsilon": "--base-epsilon",
 }
 
 // fieldFlagNames rewrites field names inside messages as flags.

@@ -21,7 +21,7 @@ import (
 	"os"
 	"os/signal"
 
-	"fairdp/backend"
+	"fairdp/trainer"
 )
 
 const usage = `fairdp: differentially private and fair model training
@@ -79,7 +79,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return runFederate(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "fairdp", versionString())
-		fmt.Fprintln(stdout, "matrix products:", backend.Describe())
+		fmt.Fprintln(stdout, "matrix products:", trainer.MatrixBackend())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"fairdp/fermi/federated"
-	"fairdp/nn"
 	"fairdp/trainer"
 )
 
@@ -132,7 +131,7 @@ func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // serveSilo builds the silo (which writes its state file first, so a silo
 // that cannot record its spending never listens) and serves it.
-func serveSilo[T nn.Float](ctx context.Context, cfg trainer.Config, job *trainer.Job, index int, st *federated.SiloState, statePath, listen string,
+func serveSilo[T float32 | float64](ctx context.Context, cfg trainer.Config, job *trainer.Job, index int, st *federated.SiloState, statePath, listen string,
 	tlsCfg *tls.Config, stdout io.Writer) error {
 	gen := 0
 	if st != nil {

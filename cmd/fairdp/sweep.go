@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,74 +49,10 @@ value while pareto-eps-E.png holds the same plot for each ε E.
 // they name a run.
 var federationColumns = []string{"silos", "heterogeneity"}
 
-// sweepAxes is a sweep's grid: (N, h) only for --algo steffle.
-type sweepAxes struct {
-	federated         bool
-	silos             []int
-	hets              []float64
-	epsilons, lambdas []float64
-}
-
-// gridCell is one (N, h, ε, λ) of the grid; N and h are 0 except for
-// --algo steffle.
-type gridCell struct {
-	silos                int
-	het, epsilon, lambda float64
-}
-
-// cells lists the grid in sweep order: N, then h, ε and λ.
-func (a sweepAxes) cells() []gridCell {
-	var out []gridCell
-	for _, n := range a.silos {
-		for _, h := range a.hets {
-			for _, e := range a.epsilons {
-				for _, l := range a.lambdas {
-					out = append(out, gridCell{silos: n, het: h, epsilon: e, lambda: l})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// key is the cell's leading sweep.csv cells, before the seed.
-func (a sweepAxes) key(g gridCell) []string {
-	key := []string{formatGridValue(g.epsilon), formatGridValue(g.lambda)}
-	if a.federated {
-		key = append([]string{strconv.Itoa(g.silos), formatGridValue(g.het)}, key...)
-	}
-	return key
-}
-
-// keyCells is the number of leading sweep.csv cells that name a run.
-func (a sweepAxes) keyCells() int {
-	if a.federated {
-		return len(federationColumns) + 3
-	}
-	return 3
-}
-
-// columns is sweep.csv's header for the grid.
-func (a sweepAxes) columns() []string {
-	if a.federated {
-		return append(slices.Clone(federationColumns), trainer.SweepColumns...)
-	}
-	return trainer.SweepColumns
-}
-
-// formatGridValue writes a grid value the same way every time (it is part
-// of a run's key in sweep.csv).
-func formatGridValue(v float64) string {
-	if math.IsInf(v, 1) {
-		return "inf"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
 // runSweep is `fairdp sweep`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if algo, _ := flagValue(args, "algo"); algo == "postproc" || algo == "oracle" {
-		return runJagielskiSweep(ctx, args, stdout, stderr)
+		return runPostprocSweep(ctx, args, stdout, stderr)
 	}
 	cfg := defaultsFor(args)
 	if err := applyPreset(&cfg, args); err != nil {
@@ -201,92 +135,39 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := base.Validate(); err != nil {
 		return err
 	}
-	settings := trainer.SweepSettings{Version: trainer.Version, Seeded: cfg.Seed != nil}
-	if cfg.Seed != nil {
-		settings.BaseSeed = *cfg.Seed
-		settings.SeedDerivation = trainer.SweepSeedDerivation
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
-	}
 	neutral := base // the settings without the grid axes
 	neutral.Fair.Lambda, neutral.Privacy.Epsilon = 0, math.Inf(1)
 	if ax.federated {
 		neutral.Federation.Silos, neutral.Federation.Heterogeneity = 0, 0
 	}
-	if err := trainer.CheckSweepSettings(dir, neutral, &settings); err != nil {
-		return err
-	}
-	log, err := trainer.OpenSweepLog(filepath.Join(dir, "sweep.csv"), ax.columns(), ax.keyCells())
-	if err != nil {
-		if ax.federated {
-			err = fmt.Errorf("%w; a --algo steffle sweep.csv starts with the columns %s (sweeps made before they existed cannot be resumed: use another --out)",
-				err, strings.Join(federationColumns, ","))
-		}
-		return err
-	}
-	defer log.Close()
-	ledger, err := openSweepLedger(dir, log, ax.federated, func(row []string) (accounting.Receipt, bool) {
-		// Rows of sweeps made before receipts were kept: their ε and δ.
-		k := ax.keyCells()
-		return legacyReceipt(row[k+2], row[k+3])
-	})
+	grid := ax.grid(seeds)
+	opts := ax.options(dir, grid, base, neutral, cfg.Seed)
+	plan, err := trainer.OpenSweep(opts)
 	if err != nil {
 		return err
 	}
-	defer ledger.Close()
-
-	var runs []trainer.SweepRun
-	for _, g := range ax.cells() {
-		for i := range seeds {
-			c := base
-			c.Privacy.Epsilon, c.Fair.Lambda = g.epsilon, g.lambda
-			if ax.federated {
-				c.Federation.Silos, c.Federation.Heterogeneity = g.silos, g.het
-			}
-			seed := uint64(i)
-			if settings.Seeded {
-				seed = settings.BaseSeed + uint64(i) // sweeps made before per-cell seeds
-				if settings.SeedDerivation != "" {
-					seed = trainer.SweepSeed(settings.BaseSeed, strings.Join(ax.key(g), ","), i)
-					split := settings.BaseSeed
-					c.SplitSeed = &split
-				}
-				c.Seed = &seed
-			}
-			if k := strings.Join(append(ax.key(g), strconv.FormatUint(seed, 10)), ","); !log.Done(k) {
-				runs = append(runs, trainer.SweepRun{Key: k, Cfg: c})
-			}
-		}
-	}
-	total := len(ax.silos) * len(ax.hets) * len(epsilons) * len(lambdas) * seeds
-	sw, err := trainer.NewSweep(base, settings.BaseSeed, workers)
+	defer plan.Close()
+	total, runs := grid.Size(), len(plan.Pending())
+	sw, err := trainer.NewSweep(base, plan.Settings().BaseSeed, workers)
 	if err != nil {
 		return err
 	}
-	grid := ""
+	gridText := ""
 	if ax.federated {
-		grid = fmt.Sprintf("%d N × %d h × ", len(ax.silos), len(ax.hets))
+		gridText = fmt.Sprintf("%d N × %d h × ", len(ax.silos), len(ax.hets))
 	}
 	fmt.Fprintf(stdout, "fairdp sweep: %s on %s (%d train / %d test), %s%d ε × %d λ × %d seeds = %d runs, %d already in %s, %d workers\n",
-		base.Algo, sw.Train.Name, sw.Train.N(), sw.Test.N(), grid, len(epsilons), len(lambdas), seeds, total,
-		total-len(runs), filepath.Join(dir, "sweep.csv"), min(workers, max(1, len(runs))))
-	start, done, failed := time.Now(), total-len(runs), 0
-	err = sw.Run(ctx, runs, func(r trainer.SweepResult) error {
+		base.Algo, sw.Train.Name, sw.Train.N(), sw.Test.N(), gridText, len(epsilons), len(lambdas), seeds, total,
+		total-runs, filepath.Join(dir, "sweep.csv"), min(workers, max(1, runs)))
+	start, done, failed := time.Now(), total-runs, 0
+	err = plan.Run(ctx, sw, func(r trainer.SweepResult, row []string) error {
 		if r.Err != nil {
 			failed++
 			fmt.Fprintf(stdout, "run %s failed: %v\n", r.Run.Key, r.Err)
 			return nil
 		}
-		row := trainer.SweepRow(r.Run, r.Report)
-		if err := ledger.publish(r.Run.Key, r.Report.Privacy); err != nil {
-			return err
-		}
-		if err := log.Append(row); err != nil {
-			return err
-		}
 		done++
-		k, cell := ax.keyCells(), ""
+		k, cell := grid.KeyColumns(), ""
 		if ax.federated {
 			cell = fmt.Sprintf("N=%s h=%s ", row[0], row[1])
 		}
@@ -300,9 +181,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	summary := summarizeSweep(log.Rows(), ax)
+	summary, err := plan.Summary(trainer.SweepSummaryOptions{Metrics: []string{"error", "violation"}, Spent: "spent_epsilon"})
+	if err != nil {
+		return err
+	}
 	printSweepSummary(stdout, summary, base.Fair.Fairness, ax.federated)
-	printSweepTotal(stdout, ledger.total())
+	printSweepTotal(stdout, plan.Total())
 	plots, err := plotSweep(dir, base, ax, summary)
 	if err != nil {
 		return err
@@ -312,4 +196,56 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("sweep: %d runs failed (see above); run the same command to retry them", failed)
 	}
 	return nil
+}
+
+// sweepAxes are the values of a sweep's grid flags: (N, h) only for
+// --algo steffle.
+type sweepAxes struct {
+	federated         bool
+	silos             []int
+	hets              []float64
+	epsilons, lambdas []float64
+}
+
+// grid is the library's grid: N, h (--algo steffle only), ε, λ.
+func (a sweepAxes) grid(seeds int) trainer.SweepGrid {
+	g := trainer.SweepGrid{Seeds: seeds, Axes: []trainer.SweepAxis{{Column: "epsilon", Values: a.epsilons}, {Column: "lambda", Values: a.lambdas}}}
+	if a.federated {
+		silos := make([]float64, len(a.silos))
+		for i, n := range a.silos {
+			silos[i] = float64(n)
+		}
+		g.Axes = append([]trainer.SweepAxis{{Column: "silos", Values: silos}, {Column: "heterogeneity", Values: a.hets}}, g.Axes...)
+	}
+	return g
+}
+
+// options are the library's sweep options for the grid: each cell is base
+// with the cell's N, h, ε and λ; neutral (base without the axes) goes to
+// sweep.json.
+func (a sweepAxes) options(dir string, grid trainer.SweepGrid, base, neutral trainer.Config, seed *uint64) trainer.SweepOptions {
+	opts := trainer.SweepOptions{Dir: dir, Grid: grid, Columns: trainer.SweepColumns, Settings: neutral, Seed: seed,
+		Configure: func(cell []float64) trainer.Config {
+			c := base
+			if a.federated {
+				c.Federation.Silos, c.Federation.Heterogeneity = int(cell[0]), cell[1]
+				cell = cell[2:]
+			}
+			c.Privacy.Epsilon, c.Fair.Lambda = cell[0], cell[1]
+			return c
+		},
+		Row: trainer.SweepRow,
+		Legacy: func(row []string) (accounting.Receipt, bool) {
+			// Rows of sweeps made before receipts were kept: their ε and δ.
+			k := grid.KeyColumns()
+			return trainer.LegacySweepReceipt(row[k+2], row[k+3])
+		},
+	}
+	if a.federated {
+		opts.Columns = append(slices.Clone(federationColumns), trainer.SweepColumns...)
+		opts.Total.BasicOnly = federatedBasicOnly
+		opts.LogHint = fmt.Sprintf("a --algo steffle sweep.csv starts with the columns %s (sweeps made before they existed cannot be resumed: use another --out)",
+			strings.Join(federationColumns, ","))
+	}
+	return opts
 }

@@ -524,11 +524,11 @@ func TestSweepPrivacyTotal(t *testing.T) {
 	}
 }
 
-// TestJagielskiSweepPrivacyTotal: a post-processing sweep's runs are pure
+// TestPostprocSweepPrivacyTotal: a post-processing sweep's runs are pure
 // ε-DP (δ = 0), so the total is the sum of their ε.
-func TestJagielskiSweepPrivacyTotal(t *testing.T) {
+func TestPostprocSweepPrivacyTotal(t *testing.T) {
 	dir := t.TempDir()
-	out, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,2", "--seeds", "1",
+	out, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,2", "--seeds", "1",
 		"--limit", "3000", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
-	"fairdp/metrics"
 	"fairdp/tailoring"
 	"fairdp/trainer"
 )
@@ -132,7 +131,7 @@ func printTailoringSummary(w io.Writer, s *tailoring.Summary) {
 	fmt.Fprintf(tw, "group\tn\tbudget share\ttest %s (mean)\tsd\tmin\tmax\n", s.Metric)
 	for _, g := range s.Test {
 		share := fmt.Sprintf("%.3f", g.Share)
-		if g.Group == metrics.OverallName {
+		if g.Overall() {
 			share = ""
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\n", g.Group, g.N, share, g.Mean, g.Std, g.Min, g.Max)

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"fairdp/fermi/federated"
-	"fairdp/metrics"
 	"fairdp/trainer"
 )
 
@@ -125,7 +123,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runTailoring(ctx, cfg, args, stdout, stderr)
 	case "postproc", "oracle":
 		cfg.Algo = algo
-		return runJagielski(ctx, cfg, args, stdout, stderr)
+		return runPostproc(ctx, cfg, args, stdout, stderr)
 	case "objpert":
 		cfg.Algo = algo
 		return runObjPert(ctx, cfg, args, stdout, stderr)
@@ -179,7 +177,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	printReport(stdout, rep)
 	if rep.CostOfPrivacy != nil {
-		printCost(stdout, rep.CostOfPrivacy)
+		rep.CostOfPrivacy.WriteText(stdout)
 	}
 	if cfg.Out != "" {
 		fmt.Fprintf(stdout, "wrote %s/report.json, metrics.jsonl and model.ckpt\n", cfg.Out)
@@ -201,10 +199,10 @@ func prepareTrain(cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOpt
 func printReport(w io.Writer, rep *trainer.Report) {
 	if rep.Train != nil {
 		fmt.Fprintln(w)
-		metrics.WriteTable(w, trainTableTitle("train", rep.TrainNotPrivate), *rep.Train)
+		rep.Train.WriteTable(w, trainTableTitle("train", rep.TrainNotPrivate))
 	}
 	fmt.Fprintln(w)
-	metrics.WriteTable(w, "test", rep.Test)
+	rep.Test.WriteTable(w, "test")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s, %s (%d parameters), %.1f s\n", rep.Algorithm, rep.Model, rep.Params, rep.Seconds)
 	rep.Privacy.WriteText(w) // the full receipt: guarantee, mechanisms, assumptions
@@ -227,21 +225,6 @@ func trainTableTitle(title string, notPrivate bool) string {
 		return title + " — NOT PRIVATE: exact statistics of the private training data (--report-train-stats)"
 	}
 	return title
-}
-
-func printCost(w io.Writer, c *metrics.CostReport) {
-	fmt.Fprintln(w, "\ncost of privacy (test accuracy, private − non-private baseline)")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "group\tn\tprivate\tbaseline\tdelta")
-	for _, g := range c.Groups {
-		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%+.4f\n", g.Group, g.N, g.AccuracyPrivate, g.AccuracyBaseline, g.Delta)
-	}
-	tw.Flush()
-	verdict := "unequal"
-	if c.Equal {
-		verdict = "equal"
-	}
-	fmt.Fprintf(w, "max gap %.4f (tau %.2f): %s\n", c.MaxGap, c.Tau, verdict)
 }
 
 // defaultsFor is trainer.Defaults adjusted for the --algo in args: SteFFLe's

@@ -11,6 +11,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,14 +20,14 @@ import (
 	"fairdp/trainer"
 )
 
-func runJagielskiArgs(t *testing.T, sweep bool, args ...string) (string, error) {
+func runPostprocArgs(t *testing.T, sweep bool, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	var err error
 	if sweep {
-		err = flagError(runJagielskiSweep(context.Background(), args, &out, &errb))
+		err = flagError(runPostprocSweep(context.Background(), args, &out, &errb))
 	} else {
-		err = flagError(runJagielski(context.Background(), trainer.Defaults(), args, &out, &errb))
+		err = flagError(runPostproc(context.Background(), trainer.Defaults(), args, &out, &errb))
 	}
 	return out.String() + errb.String(), err
 }
@@ -70,7 +72,7 @@ type jagielskiExtra struct {
 	} `json:"postprocessing"`
 }
 
-func readJagielskiReport(t *testing.T, dir string) jagielskiReport {
+func readPostprocReport(t *testing.T, dir string) jagielskiReport {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
@@ -83,18 +85,18 @@ func readJagielskiReport(t *testing.T, dir string) jagielskiReport {
 	return rep
 }
 
-// TestJagielskiTrainPostproc post-processes logistic regression on the
+// TestPostprocTrainPostproc post-processes logistic regression on the
 // (embedded) Adult data: non-private, the expected training EO violation is
 // at most γ and the expected error is the LP optimum; private, the receipt
 // is ε-DP for the sensitive attribute.
-func TestJagielskiTrainPostproc(t *testing.T) {
+func TestPostprocTrainPostproc(t *testing.T) {
 	dir := t.TempDir()
-	out, err := runJagielskiArgs(t, false, "--algo", "postproc", "--gamma", "0.02", "--epsilon", "inf",
+	out, err := runPostprocArgs(t, false, "--algo", "postproc", "--gamma", "0.02", "--epsilon", "inf",
 		"--seed", "3", "--limit", "8000", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	rep := readJagielskiReport(t, dir)
+	rep := readPostprocReport(t, dir)
 	if rep.Algorithm != "postproc" || !strings.HasPrefix(rep.Dataset, "adult") || rep.Train.N != 8000 || len(rep.Train.Groups) != 2 ||
 		rep.Privacy.Epsilon != nil || !strings.Contains(rep.Model, "logistic") {
 		t.Errorf("report %+v", rep)
@@ -112,27 +114,27 @@ func TestJagielskiTrainPostproc(t *testing.T) {
 		t.Error(err)
 	}
 
-	out, err = runJagielskiArgs(t, false, "--algo", "postproc", "--gamma", "0.05", "--epsilon", "1",
+	out, err = runPostprocArgs(t, false, "--algo", "postproc", "--gamma", "0.05", "--epsilon", "1",
 		"--seed", "3", "--limit", "8000", "--out", dir, "--quiet", "--overwrite")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	rep = readJagielskiReport(t, dir)
+	rep = readPostprocReport(t, dir)
 	if rep.Privacy.Epsilon == nil || *rep.Privacy.Epsilon != 1 || rep.Privacy.Scope != "sensitive" || !rep.Privacy.Seeded ||
 		rep.Extra.Jagielski.PostProcessing.Slack <= 0 {
 		t.Errorf("private report %+v", rep)
 	}
 }
 
-// TestJagielskiTrainOracle runs a short private oracle learner.
-func TestJagielskiTrainOracle(t *testing.T) {
+// TestPostprocTrainOracle runs a short private oracle learner.
+func TestPostprocTrainOracle(t *testing.T) {
 	dir := t.TempDir()
-	out, err := runJagielskiArgs(t, false, "--algo", "oracle", "--gamma", "0.05", "--epsilon", "5", "--rounds", "10",
+	out, err := runPostprocArgs(t, false, "--algo", "oracle", "--gamma", "0.05", "--epsilon", "5", "--rounds", "10",
 		"--seed", "4", "--limit", "6000", "--out", dir, "--fairness", "fpr")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	rep := readJagielskiReport(t, dir)
+	rep := readPostprocReport(t, dir)
 	// With 10 rounds basic composition beats advanced: δ = 0 in the receipt.
 	if rep.Algorithm != "oracle" || rep.Privacy.Epsilon == nil || *rep.Privacy.Epsilon > 5 || *rep.Privacy.Epsilon < 4.99 ||
 		rep.Privacy.Conversion != "basic" || rep.Test.N == 0 {
@@ -171,18 +173,18 @@ func writeScoresCSV(t *testing.T, path string, n int, noPositivesIn string) {
 	}
 }
 
-// TestJagielskiScoresCSV post-processes scores read from a CSV column.
-func TestJagielskiScoresCSV(t *testing.T) {
+// TestPostprocScoresCSV post-processes scores read from a CSV column.
+func TestPostprocScoresCSV(t *testing.T) {
 	dir := t.TempDir()
 	scores := filepath.Join(dir, "scores.csv")
 	writeScoresCSV(t, scores, 4000, "")
 	args := []string{"--algo", "postproc", "--scores", scores, "--score-column", "score", "--group-column", "sex",
 		"--label-column", "income", "--split-column", "part", "--gamma", "0.01", "--epsilon", "inf", "--bins", "5", "--out", dir}
-	out, err := runJagielskiArgs(t, false, args...)
+	out, err := runPostprocArgs(t, false, args...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	rep := readJagielskiReport(t, dir)
+	rep := readPostprocReport(t, dir)
 	if rep.Dataset != "scores.csv" || rep.Train.N != 3000 || rep.Test.N != 1000 || rep.Extra.Jagielski.ExpectedTrain.EOViolation > 0.01+1e-6 ||
 		!strings.Contains(rep.Model, "scores from scores.csv") {
 		t.Errorf("report %+v", rep)
@@ -191,31 +193,31 @@ func TestJagielskiScoresCSV(t *testing.T) {
 	// A group without positives makes equalized odds undefined: the run
 	// fails, says why, and still writes its report.
 	writeScoresCSV(t, scores, 400, "b")
-	out, err = runJagielskiArgs(t, false, append(args, "--overwrite")...)
+	out, err = runPostprocArgs(t, false, append(args, "--overwrite")...)
 	if err == nil || !strings.Contains(err.Error(), "failed") {
 		t.Fatalf("err = %v, want a failure\n%s", err, out)
 	}
-	if rep := readJagielskiReport(t, dir); !rep.Extra.Jagielski.Failed || rep.Extra.Jagielski.Reason == "" {
+	if rep := readPostprocReport(t, dir); !rep.Extra.Jagielski.Failed || rep.Extra.Jagielski.Reason == "" {
 		t.Errorf("failed run's report %+v", rep.Extra.Jagielski)
 	}
 
 	// Errors name the file, the line and the column.
 	bad := filepath.Join(dir, "bad.csv")
 	os.WriteFile(bad, []byte("score,group,label\n0.5,a,1\n0.2,b,yes\n"), 0o644)
-	_, err = runJagielskiArgs(t, false, "--algo", "postproc", "--scores", bad, "--epsilon", "inf")
+	_, err = runPostprocArgs(t, false, "--algo", "postproc", "--scores", bad, "--epsilon", "inf")
 	if err == nil || !strings.Contains(err.Error(), "bad.csv:3") || !strings.Contains(err.Error(), `"label"`) {
 		t.Errorf("bad label: %v", err)
 	}
-	_, err = runJagielskiArgs(t, false, "--algo", "postproc", "--scores", bad, "--score-column", "p", "--epsilon", "inf")
+	_, err = runPostprocArgs(t, false, "--algo", "postproc", "--scores", bad, "--score-column", "p", "--epsilon", "inf")
 	if err == nil || !strings.Contains(err.Error(), `no column "p"`) || !strings.Contains(err.Error(), "--score-column") {
 		t.Errorf("missing column: %v", err)
 	}
 }
 
-// TestJagielskiSweep writes sweep.csv and pareto.png.
-func TestJagielskiSweep(t *testing.T) {
+// TestPostprocSweep writes sweep.csv and pareto.png.
+func TestPostprocSweep(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new") // --out is created
-	out, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
+	out, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
 		"--limit", "6000", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -238,9 +240,12 @@ func TestJagielskiSweep(t *testing.T) {
 	for _, r := range rows[1:] {
 		byKey[strings.Join(r[:4], ",")] = r
 	}
+	// Run i of a cell has the library's per-cell seed from the base seed
+	// (0 without --seed).
 	for _, e := range []string{"1", "inf"} {
 		for _, g := range []string{"0", "0.05"} {
-			for _, seed := range []string{"1", "2"} {
+			for i := range 2 {
+				seed := strconv.FormatUint(trainer.SweepSeed(0, "postproc,"+e+","+g, i), 10)
 				r, ok := byKey["postproc,"+e+","+g+","+seed]
 				if !ok || e == "inf" && r[13] != "inf" || e == "1" && r[13] != "1" {
 					t.Errorf("run ε %s γ %s seed %s: row %v", e, g, seed, r)
@@ -251,7 +256,7 @@ func TestJagielskiSweep(t *testing.T) {
 
 	// Run again: every run is done, nothing is redone and the rows stay.
 	before, _ := os.ReadFile(filepath.Join(dir, "sweep.csv"))
-	if out, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
+	if out, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
 		"--limit", "6000", "--out", dir); err != nil || !strings.Contains(out, "(0 to do)") {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
@@ -259,7 +264,7 @@ func TestJagielskiSweep(t *testing.T) {
 		t.Errorf("a finished sweep changed when resumed:\n%s\n%s", before, after)
 	}
 	// Other settings in the same directory are refused.
-	if _, err := runJagielskiArgs(t, true, "--algo", "postproc", "--gamma", "0", "--epsilon", "1", "--seeds", "1",
+	if _, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0", "--epsilon", "1", "--seeds", "1",
 		"--limit", "5000", "--out", dir); err == nil || !strings.Contains(err.Error(), "other settings") {
 		t.Errorf("resume with another --limit: %v", err)
 	}
@@ -274,9 +279,18 @@ func TestJagielskiSweep(t *testing.T) {
 	if !strings.Contains(out, "ε = inf") {
 		t.Errorf("summary lacks the ε = inf curve:\n%s", out)
 	}
+	// A sweep made before per-cell seeds (its runs used seeds S+i+1) is
+	// refused, not extended with runs of another seed rule.
+	path := filepath.Join(dir, "sweep.json")
+	raw, _ := os.ReadFile(path)
+	os.WriteFile(path, regexp.MustCompile(`,\s*"seed_derivation": "[^"]*"`).ReplaceAll(raw, nil), 0o644)
+	if _, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
+		"--limit", "6000", "--out", dir); err == nil || !strings.Contains(err.Error(), "S+i+1") {
+		t.Errorf("resuming a sweep of the old seed rule: %v", err)
+	}
 }
 
-func TestJagielskiErrors(t *testing.T) {
+func TestPostprocErrors(t *testing.T) {
 	for _, tc := range []struct {
 		sweep bool
 		args  []string
@@ -293,7 +307,7 @@ func TestJagielskiErrors(t *testing.T) {
 		{true, []string{"--algo", "postproc", "--gamma", "0,x", "--out", "d"}, "separated by commas"},
 		{true, []string{"--algo", "postproc", "--epsilon", "0,1", "--out", "d"}, "positive numbers or inf"},
 	} {
-		_, err := runJagielskiArgs(t, tc.sweep, tc.args...)
+		_, err := runPostprocArgs(t, tc.sweep, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}

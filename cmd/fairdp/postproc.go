@@ -13,33 +13,28 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
-	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/linear"
-	"fairdp/metrics"
 	"fairdp/trainer"
 )
 
-// jagielskiDefaults is cfg with the post-processing and oracle defaults.
-func jagielskiDefaults(cfg trainer.Config) trainer.Config {
-	if cfg.Jagielski == (trainer.JagielskiConfig{}) {
-		cfg.Jagielski = linear.JagielskiDefaults()
+// postprocDefaults is cfg with the post-processing and oracle defaults.
+func postprocDefaults(cfg trainer.Config) trainer.Config {
+	if cfg.Postproc == (trainer.PostprocConfig{}) {
+		cfg.Postproc = linear.PostprocDefaults()
 	}
 	return cfg
 }
 
-// jagielskiFlags registers the flags shared by train and sweep (not
+// postprocFlags registers the flags shared by train and sweep (not
 // --gamma and --epsilon, whose forms differ). delta is --delta's value:
 // -1 (default) keeps cfg's.
-func jagielskiFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
-	j := &c.Jagielski
+func postprocFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
+	j := &c.Postproc
 	dataFlags(fs, c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "postproc (DP post-processing) or oracle (DP oracle learner)")
 	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates) or fpr (equal false-positive rates)")
@@ -70,25 +65,25 @@ func jagielskiFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
 }
 
-// setJagielskiDelta applies --delta when it was given: -1 is the default
+// setPostprocDelta applies --delta when it was given: -1 is the default
 // δ, 0 basic composition.
-func setJagielskiDelta(fs *flag.FlagSet, c *trainer.Config, delta float64) {
+func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, delta float64) {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "delta" })
 	if !given {
 		return
 	}
-	c.Privacy.Delta, c.Jagielski.BasicComposition = max(delta, 0), delta == 0
+	c.Privacy.Delta, c.Postproc.BasicComposition = max(delta, 0), delta == 0
 }
 
-// runJagielski is `fairdp train --algo postproc|oracle ...` from cfg (the
+// runPostproc is `fairdp train --algo postproc|oracle ...` from cfg (the
 // defaults, or the --config file's settings); args are the train flags.
-func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
-	c := jagielskiDefaults(cfg)
+func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
+	c := postprocDefaults(cfg)
 	fs := newFlagSet("train", "train --algo postproc|oracle --gamma G --epsilon E [--dataset adult] [--fairness eo|fpr] [--seed S] [--out D]", stderr)
 	var delta float64
-	jagielskiFlags(fs, &c, &delta)
-	fs.Float64Var(&c.Jagielski.Gamma, "gamma", c.Jagielski.Gamma, "allowed difference γ of the equalised rates")
+	postprocFlags(fs, &c, &delta)
+	fs.Float64Var(&c.Postproc.Gamma, "gamma", c.Postproc.Gamma, "allowed difference γ of the equalised rates")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for the sensitive attribute (inf: not private)")
 	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -97,7 +92,7 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if err := checkOut(c.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
 		return err
 	}
-	setJagielskiDelta(fs, &c, delta)
+	setPostprocDelta(fs, &c, delta)
 	dataOwnTrainFrac(fs, args, &c)
 	if err := configRelativePaths(fs, args, &c); err != nil {
 		return err
@@ -106,9 +101,9 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if err != nil {
 		return err
 	}
-	_, src := dpops.NewRand(c.Seed)
+	src := trainer.NoiseSource(c.Seed)
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records, %d groups), γ = %g, ε = %s, %s\n",
-		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), c.Jagielski.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
+		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), c.Postproc.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
 	rep, err := linear.RunFair(ctx, d, c)
 	if err != nil {
 		return err
@@ -126,10 +121,10 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if !c.Quiet {
 		if rep.Train != nil {
 			fmt.Fprintln(stdout)
-			metrics.WriteTable(stdout, trainTableTitle("train (randomised predictions)", rep.TrainNotPrivate), *rep.Train)
+			rep.Train.WriteTable(stdout, trainTableTitle("train (randomised predictions)", rep.TrainNotPrivate))
 		}
 		fmt.Fprintln(stdout)
-		metrics.WriteTable(stdout, "test (randomised predictions)", rep.Test)
+		rep.Test.WriteTable(stdout, "test (randomised predictions)")
 		fmt.Fprintln(stdout)
 	}
 	fmt.Fprint(stdout, "expected over the classifier's coins: ")
@@ -148,23 +143,21 @@ func runJagielski(ctx context.Context, cfg trainer.Config, args []string, stdout
 	return nil
 }
 
-// runJagielskiSweep is `fairdp sweep --algo postproc|oracle --gamma g1,g2,..
-// --epsilon e1,..,inf --seeds N --out D`: every (ε, γ) with N noise seeds,
-// sweep.csv with one row per run (appended and synced as each run ends; the
-// same command resumes) and pareto.png with expected test error against
-// expected test EO violation, one curve per ε (the paper's Figure 1). The
-// data split (and the base classifier) come from --seed S (default 0); run
-// i of a cell uses noise seed S + i + 1, the run of `fairdp train --seed
-// S+i+1 --split-seed S`. Like the SGD sweep it keeps every run's receipt
-// and states the total of publishing them all (sweep.json privacy_total).
-func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := jagielskiDefaults(trainer.Defaults())
+// runPostprocSweep is `fairdp sweep --algo postproc|oracle --gamma g1,g2,..
+// --epsilon e1,..,inf --seeds N --out D`: every (ε, γ) with N noise seeds
+// through the library's grid sweep (trainer.OpenSweep: its seed rule,
+// resumable sweep.csv and privacy total), and pareto.png with expected
+// test error against expected test EO violation, one curve per ε (the
+// paper's Figure 1). The data split (and the base classifier) come from
+// --seed S (default 0).
+func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := postprocDefaults(trainer.Defaults())
 	gammas := []float64{0, 0.01, 0.02, 0.05, 0.1}
 	epsilons := []float64{1, 5, 20, math.Inf(1)}
 	seeds, workers := 5, runtime.GOMAXPROCS(0)
 	fs := newFlagSet("sweep", "sweep --algo postproc|oracle --gamma g1,g2,.. --epsilon e1,..,inf --seeds N --out D", stderr)
 	var delta float64
-	jagielskiFlags(fs, &c, &delta)
+	postprocFlags(fs, &c, &delta)
 	fs.Var(floatsFlag{p: &gammas, unique: true, check: nonNegative}, "gamma", "values of γ, comma-separated")
 	fs.Var(floatsFlag{p: &epsilons, allowInf: true, unique: true, check: positiveOrInf}, "epsilon", "values of ε, comma-separated (inf: not private)")
 	fs.IntVar(&seeds, "seeds", seeds, "noise seeds per (ε, γ)")
@@ -172,7 +165,7 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	setJagielskiDelta(fs, &c, delta)
+	setPostprocDelta(fs, &c, delta)
 	switch {
 	case c.Out == "":
 		return errors.New("sweep: --out D is required (sweep.csv and pareto.png go there)")
@@ -185,132 +178,92 @@ func runJagielskiSweep(ctx context.Context, args []string, stdout, stderr io.Wri
 	if c.Seed != nil {
 		base = *c.Seed
 	}
-	c.SplitSeed, c.Jagielski.Gamma, c.Privacy.Epsilon = &base, gammas[0], epsilons[0]
+	c.SplitSeed, c.Postproc.Gamma, c.Privacy.Epsilon = &base, gammas[0], epsilons[0]
 	d, err := linear.LoadFairData(c)
 	if err != nil {
 		return err
 	}
 	out := c.Out
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", out, err)
-	}
 	neutral := c
-	neutral.Out, neutral.Quiet, neutral.Jagielski.Gamma, neutral.Privacy.Epsilon, neutral.Seed = "", false, 0, 1, nil
-	if err := trainer.CheckSweepSettings(out, neutral, &trainer.SweepSettings{Version: trainer.Version, Seeded: true, BaseSeed: base}); err != nil {
-		return err
-	}
-	log, err := trainer.OpenSweepLog(filepath.Join(out, "sweep.csv"), linear.FairSweepColumns, 4)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	ledger, err := openSweepLedger(out, log, false, func(row []string) (accounting.Receipt, bool) {
-		// Rows from before receipts were kept: a post-processing run is
-		// pure ε-DP (δ = 0); an oracle run's δ is not in the row, so it
-		// counts as unknown (no finite total).
-		if row[0] != "postproc" {
-			return accounting.Receipt{}, false
-		}
-		return legacyReceipt(row[13], "0")
+	neutral.Out, neutral.Quiet, neutral.Postproc.Gamma, neutral.Privacy.Epsilon, neutral.Seed = "", false, 0, 1, nil
+	grid := trainer.SweepGrid{Prefix: []string{c.Algo}, Seeds: seeds,
+		Axes: []trainer.SweepAxis{{Column: "epsilon", Values: epsilons}, {Column: "gamma", Values: gammas}}}
+	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns, Settings: neutral, Seed: &base,
+		Configure: func(cell []float64) trainer.Config {
+			r := c
+			r.Out, r.Privacy.Epsilon, r.Postproc.Gamma = "", cell[0], cell[1]
+			return r
+		},
+		Row: func(run trainer.SweepRun, rep *trainer.Report) []string { return linear.FairSweepRow(run.Cfg, rep) },
+		Legacy: func(row []string) (accounting.Receipt, bool) {
+			// Rows from before receipts were kept: a post-processing run is
+			// pure ε-DP (δ = 0); an oracle run's δ is not in the row, so it
+			// counts as unknown (no finite total).
+			if row[0] != "postproc" {
+				return accounting.Receipt{}, false
+			}
+			return trainer.LegacySweepReceipt(row[13], "0")
+		},
+		RefuseUnderivedSeeds: "this sweep was made by an earlier fairdp whose runs used the noise seeds S+i+1; " +
+			"today's runs take per-cell seeds, so it cannot be extended: use another --out (its sweep.csv, receipts.jsonl " +
+			"and privacy_total stay as they are and still count)",
 	})
 	if err != nil {
 		return err
 	}
-	defer ledger.Close()
-	var runs []trainer.SweepRun
-	for _, e := range epsilons {
-		for _, g := range gammas {
-			for i := range seeds {
-				seed := base + uint64(i) + 1
-				r := c
-				r.Out, r.Seed, r.Jagielski.Gamma, r.Privacy.Epsilon = "", &seed, g, e
-				key := strings.Join(linear.FairSweepRow(r, nil)[:4], ",")
-				if !log.Done(key) {
-					runs = append(runs, trainer.SweepRun{Key: key, Cfg: r})
-				}
-			}
-		}
-	}
+	defer plan.Close()
+	runs := plan.Pending()
 	fmt.Fprintf(stdout, "fairdp sweep: %s on %s (%d train / %d test), %d ε × %d γ × %d seeds = %d runs (%d to do), %d workers\n",
-		c.Algo, d.Name, d.Train.N(), d.Test.N(), len(epsilons), len(gammas), seeds, len(epsilons)*len(gammas)*seeds, len(runs), workers)
+		c.Algo, d.Name, d.Train.N(), d.Test.N(), len(epsilons), len(gammas), seeds, grid.Size(), len(runs), workers)
 	start := time.Now()
 	sw := &trainer.Sweep{Workers: workers, Pipeline: func(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
 		return linear.RunFair(ctx, d, cfg)
 	}}
 	var errs []error
-	if err := sw.Run(ctx, runs, func(r trainer.SweepResult) error {
+	if err := plan.Run(ctx, sw, func(r trainer.SweepResult, _ []string) error {
 		if r.Err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", r.Run.Key, r.Err))
-			return nil
 		}
-		if err := ledger.publish(r.Run.Key, r.Report.Privacy); err != nil {
-			return err
-		}
-		return log.Append(linear.FairSweepRow(r.Run.Cfg, r.Report))
+		return nil
 	}); err != nil {
 		return err
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	curves := jagielskiCurves(log.Rows(), epsilons, gammas)
+	cells, err := plan.Summary(trainer.SweepSummaryOptions{Metrics: []string{"expected_test_error", "expected_test_eo"},
+		Skip: func(row []string) bool { return row[4] != "false" }})
+	if err != nil {
+		return err
+	}
+	epsName := func(cell trainer.SweepCellSummary) string { return "ε = " + trainer.FormatSweepValue(cell.Cell[0]) }
+	curves := trainer.SweepCurves(cells, epsName, 1, 0)
 	title := fmt.Sprintf("%s on %s: expected test error vs EO violation", c.Algo, d.Name)
-	if err := metrics.ParetoPlot(filepath.Join(out, "pareto.png"), title, "equalized-odds violation (test)", "error (test)", curves); err != nil {
+	if err := trainer.PlotSweep(filepath.Join(out, "pareto.png"), title, "equalized-odds violation (test)", "error (test)", curves); err != nil {
 		return err
 	}
 	if !c.Quiet {
-		for _, cv := range curves {
-			fmt.Fprintf(stdout, "%s:", cv.Name)
-			for i, p := range cv.Points {
-				fmt.Fprintf(stdout, "  γ=%g error %.4f EO %.4f", gammas[i], p.Y, p.X)
+		for i, cell := range cells {
+			if i == 0 || cell.Cell[0] != cells[i-1].Cell[0] {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				fmt.Fprintf(stdout, "%s:", epsName(cell))
 			}
+			fmt.Fprintf(stdout, "  γ=%g error %.4f EO %.4f", cell.Cell[1], cell.Mean[0], cell.Mean[1])
+		}
+		if len(cells) > 0 {
 			fmt.Fprintln(stdout)
 		}
 	}
 	failed := 0
-	for _, r := range log.Rows() {
+	for _, r := range plan.Rows() {
 		if r[4] == "true" {
 			failed++
 		}
 	}
-	fmt.Fprintf(stdout, "%d runs (%d failed) in %.1f s; wrote %s and %s\n", len(log.Rows()), failed, time.Since(start).Seconds(),
+	fmt.Fprintf(stdout, "%d runs (%d failed) in %.1f s; wrote %s and %s\n", len(plan.Rows()), failed, time.Since(start).Seconds(),
 		filepath.Join(out, "sweep.csv"), filepath.Join(out, "pareto.png"))
-	printSweepTotal(stdout, ledger.total())
+	printSweepTotal(stdout, plan.Total())
 	return nil
-}
-
-// jagielskiCurves averages each (ε, γ) cell of sweep.csv over its
-// successful seeds (error bars: standard deviations). Cells where every
-// seed failed are left out, so a curve may have fewer points than there
-// are γ values.
-func jagielskiCurves(rows [][]string, epsilons, gammas []float64) []metrics.Curve {
-	var curves []metrics.Curve
-	for _, e := range epsilons {
-		cv := metrics.Curve{Name: "ε = " + jagielskiEpsilon(e)}
-		for _, g := range gammas {
-			var xs, ys []float64
-			for _, r := range rows {
-				if r[1] == jagielskiEpsilon(e) && r[2] == linear.FormatSweepCell(g) && r[4] == "false" {
-					y, _ := strconv.ParseFloat(r[11], 64)
-					x, _ := strconv.ParseFloat(r[12], 64)
-					xs, ys = append(xs, x), append(ys, y)
-				}
-			}
-			if len(xs) == 0 {
-				continue
-			}
-			mx, sx := meanSD(xs)
-			my, sy := meanSD(ys)
-			cv.Points = append(cv.Points, metrics.Point{X: mx, Y: my, XErr: sx, YErr: sy})
-		}
-		curves = append(curves, cv)
-	}
-	return curves
-}
-
-func jagielskiEpsilon(e float64) string {
-	if math.IsInf(e, 1) {
-		return "inf"
-	}
-	return strconv.FormatFloat(e, 'g', -1, 64)
 }

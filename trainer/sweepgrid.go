@@ -1,0 +1,270 @@
+package trainer
+
+// The one grid sweep: a grid of settings, one seed rule, one resumable
+// results file and one privacy ledger, shared by every sweep fairdp makes
+// (the SGD family and SteFFLe, DP post-processing and the oracle learner).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"fairdp/dpops/accounting"
+)
+
+// FormatSweepValue writes a grid value the same way every time, since it is
+// part of a run's key in sweep.csv: the shortest decimal that reads back as
+// v, and "inf" for +∞ (ε = inf: not private).
+func FormatSweepValue(v float64) string {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// SweepAxis is one swept setting: its sweep.csv column and its values.
+type SweepAxis struct {
+	Column string
+	Values []float64
+}
+
+// SweepGrid is a sweep's grid: every combination of the axes' values (the
+// first axis varies slowest), Seeds runs each. Prefix holds constant
+// leading key cells (the algorithm of a post-processing sweep), so a run's
+// key in sweep.csv is Prefix, the axes' values and the seed.
+type SweepGrid struct {
+	Prefix []string
+	Axes   []SweepAxis
+	Seeds  int
+}
+
+// Cells lists the grid's cells in sweep order: each is one value per axis.
+func (g SweepGrid) Cells() [][]float64 {
+	cells := [][]float64{{}}
+	for _, ax := range g.Axes {
+		var next [][]float64
+		for _, c := range cells {
+			for _, v := range ax.Values {
+				next = append(next, append(append([]float64(nil), c...), v))
+			}
+		}
+		cells = next
+	}
+	return cells
+}
+
+// CellKey is the cell's leading sweep.csv cells, before the seed.
+func (g SweepGrid) CellKey(cell []float64) []string {
+	key := append([]string(nil), g.Prefix...)
+	for _, v := range cell {
+		key = append(key, FormatSweepValue(v))
+	}
+	return key
+}
+
+// KeyColumns is the number of leading sweep.csv cells that name a run: the
+// prefix, the axes and the seed.
+func (g SweepGrid) KeyColumns() int { return len(g.Prefix) + len(g.Axes) + 1 }
+
+// Size is the number of runs of the whole grid.
+func (g SweepGrid) Size() int {
+	n := g.Seeds
+	for _, ax := range g.Axes {
+		n *= len(ax.Values)
+	}
+	return n
+}
+
+// SweepOptions describe a grid sweep for OpenSweep.
+type SweepOptions struct {
+	// Dir receives sweep.json (Settings, the seed rule and the privacy
+	// total), sweep.csv (one row per finished run) and receipts.jsonl.
+	Dir  string
+	Grid SweepGrid
+	// Columns is sweep.csv's header; its first Grid.KeyColumns() name a run.
+	Columns []string
+	// Settings are the runs' settings without the grid axes (sweep.json's
+	// config): a resumed sweep must have the same.
+	Settings Config
+	// Seed is the base seed of a reproducible sweep (nil: every run's
+	// noise comes from crypto/rand and the seed column is the run's index).
+	Seed *uint64
+	// Configure is the configuration of a cell (Settings with the cell's
+	// values); OpenSweep sets its Seed and SplitSeed.
+	Configure func(cell []float64) Config
+	// Row is a finished run's sweep.csv row (len(Columns) cells, its key
+	// first).
+	Row func(run SweepRun, rep *Report) []string
+	// Legacy builds the receipt of a row written before receipts were kept
+	// (nil: such a row counts as not private, so the total is infinite).
+	Legacy func(row []string) (accounting.Receipt, bool)
+	// Total are the choices about the sweep's privacy total.
+	Total SweepTotalOptions
+	// RefuseUnderivedSeeds, when not empty, refuses to resume a seeded
+	// sweep made before per-cell seeds (sweep.json without
+	// seed_derivation), saying why; empty resumes it with its old rule.
+	RefuseUnderivedSeeds string
+	// LogHint is added to the error of a sweep.csv whose header does not
+	// match Columns.
+	LogHint string
+}
+
+// SweepPlan is an opened grid sweep: its settings checked against the
+// directory, its results file and privacy ledger open, and the runs still
+// to do.
+//
+// Seed rule (one for every sweep): with a base seed S, run i of the cell
+// with key cells K gets the noise seed SweepSeed(S, K joined by commas, i),
+// and every run shares the data split of S (Config.SplitSeed), so a row is
+// the run of `fairdp train --seed SEED --split-seed S` and no two cells
+// share noise. Seeded sweeps made before that rule (sweep.json without
+// seed_derivation) used S+i; they resume with it unless
+// SweepOptions.RefuseUnderivedSeeds. Without a base seed run i's noise
+// comes from crypto/rand and its seed cell is i.
+type SweepPlan struct {
+	opts     SweepOptions
+	settings SweepSettings
+	log      *SweepLog
+	receipts *SweepReceipts
+	privacy  *SweepPrivacy
+	pending  []SweepRun
+}
+
+// OpenSweep creates (or resumes) the sweep in o.Dir. A resumed sweep keeps
+// its rows and counts them in the privacy total before anything runs.
+func OpenSweep(o SweepOptions) (*SweepPlan, error) {
+	if o.Grid.Seeds < 1 {
+		return nil, fmt.Errorf("sweep: %d seeds per cell, want ≥ 1", o.Grid.Seeds)
+	}
+	if o.Configure == nil || o.Row == nil {
+		return nil, errors.New("sweep: SweepOptions.Configure and Row are required")
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	p := &SweepPlan{opts: o, settings: SweepSettings{Version: Version, Seeded: o.Seed != nil}}
+	if o.Seed != nil {
+		p.settings.BaseSeed, p.settings.SeedDerivation = *o.Seed, SweepSeedDerivation
+	}
+	if err := CheckSweepSettings(o.Dir, o.Settings, &p.settings); err != nil {
+		return nil, err
+	}
+	if p.settings.Seeded && p.settings.SeedDerivation == "" && o.RefuseUnderivedSeeds != "" {
+		return nil, fmt.Errorf("%s: %s", filepath.Join(o.Dir, "sweep.json"), o.RefuseUnderivedSeeds)
+	}
+	var err error
+	if p.log, err = OpenSweepLog(filepath.Join(o.Dir, "sweep.csv"), o.Columns, o.Grid.KeyColumns()); err != nil {
+		if o.LogHint != "" {
+			err = fmt.Errorf("%w; %s", err, o.LogHint)
+		}
+		return nil, err
+	}
+	if p.receipts, err = OpenSweepReceipts(filepath.Join(o.Dir, "receipts.jsonl")); err != nil {
+		p.log.Close()
+		return nil, err
+	}
+	p.privacy = PublishedPrivacy(p.log, p.receipts, o.Total, o.Legacy)
+	if p.privacy.Len() > 0 {
+		if err := WriteSweepTotal(o.Dir, p.privacy.Total()); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	for _, cell := range o.Grid.Cells() {
+		key := o.Grid.CellKey(cell)
+		for i := range o.Grid.Seeds {
+			cfg := o.Configure(cell)
+			seed := p.seed(strings.Join(key, ","), i)
+			if p.settings.Seeded {
+				if p.settings.SeedDerivation != "" {
+					split := p.settings.BaseSeed
+					cfg.SplitSeed = &split
+				}
+				cfg.Seed = &seed
+			}
+			if k := strings.Join(append(key, strconv.FormatUint(seed, 10)), ","); !p.log.Done(k) {
+				p.pending = append(p.pending, SweepRun{Key: k, Cfg: cfg})
+			}
+		}
+	}
+	return p, nil
+}
+
+// seed is run i's seed in the cell (see SweepPlan).
+func (p *SweepPlan) seed(cell string, i int) uint64 {
+	switch {
+	case !p.settings.Seeded:
+		return uint64(i)
+	case p.settings.SeedDerivation == "":
+		return p.settings.BaseSeed + uint64(i)
+	}
+	return SweepSeed(p.settings.BaseSeed, cell, i)
+}
+
+// Pending are the runs without a row yet, in grid order.
+func (p *SweepPlan) Pending() []SweepRun { return p.pending }
+
+// Settings is the sweep's sweep.json as opened (the seed rule it keeps).
+func (p *SweepPlan) Settings() SweepSettings { return p.settings }
+
+// Rows are sweep.csv's rows (without the header) in file order.
+func (p *SweepPlan) Rows() [][]string { return p.log.Rows() }
+
+// Total is the guarantee of publishing every run with a row.
+func (p *SweepPlan) Total() SweepTotal { return p.privacy.Total() }
+
+// Run trains the pending runs on sw and calls finished once per run as it
+// ends (never concurrently). A run that succeeded is published before
+// finished sees it: its receipt and the new privacy total reach the disk,
+// then its row (the release) is appended, and row is that row; a failed
+// run has r.Err set, row nil and no row. Errors from finished or from
+// writing stop the sweep as Sweep.Run does.
+func (p *SweepPlan) Run(ctx context.Context, sw *Sweep, finished func(r SweepResult, row []string) error) error {
+	return sw.Run(ctx, p.pending, func(r SweepResult) error {
+		if r.Err != nil {
+			return finished(r, nil)
+		}
+		row := p.opts.Row(r.Run, r.Report)
+		if err := p.receipts.Append(r.Run.Key, r.Report.Privacy); err != nil {
+			return err
+		}
+		p.privacy.Add(r.Run.Key, r.Report.Privacy)
+		if err := WriteSweepTotal(p.opts.Dir, p.privacy.Total()); err != nil {
+			return err
+		}
+		if err := p.log.Append(row); err != nil {
+			return err
+		}
+		return finished(r, row)
+	})
+}
+
+// Close closes the results and receipts files.
+func (p *SweepPlan) Close() error {
+	return errors.Join(p.log.Close(), p.receipts.Close())
+}
+
+// LegacySweepReceipt is the receipt of a row written before receipts were
+// kept, from its spent ε and δ cells, composed by basic composition only
+// (it lists no mechanisms). The cells are rounded to 6 or more significant
+// digits, so both are raised by legacyRoundUp: the receipt is never
+// smaller than the run's. ok is false when the cells do not state a
+// guarantee.
+func LegacySweepReceipt(epsCell, deltaCell string) (accounting.Receipt, bool) {
+	eps, err1 := strconv.ParseFloat(epsCell, 64)
+	delta, err2 := strconv.ParseFloat(deltaCell, 64)
+	if err1 != nil || err2 != nil || math.IsInf(eps, 0) || !(eps >= 0) || !(delta >= 0 && delta < 1) {
+		return accounting.Receipt{}, false
+	}
+	eps, delta = eps*legacyRoundUp, delta*legacyRoundUp
+	return accounting.Receipt{Epsilon: &eps, Delta: delta, Note: "from sweep.csv (published before receipts were kept)"}, true
+}
+
+// legacyRoundUp bounds a value printed with 6 significant digits ('g', 6:
+// relative rounding error at most 5e-6) from above.
+const legacyRoundUp = 1 + 1e-5
