@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"fairdp/dpops"
+	"fairdp/fermi"
 	"fairdp/models"
 	"fairdp/nn"
 	"fairdp/trainer"
@@ -70,7 +71,7 @@ func ExampleTrainPrivate_fermi() {
 	seed := uint64(2)
 	p, err := trainer.NewPrivate(trainer.PrivateOptions{
 		Dataset: "../loaders/testdata/adult_sample.data", Schema: "../loaders/testdata/adult_sample.schema.json",
-		Method: trainer.MethodFERMI, Lambda: 1, Epsilon: 2, Batch: 32, Epochs: 3, Seed: &seed})
+		Method: fermi.Method{Lambda: 1}, Epsilon: 2, Batch: 32, Epochs: 3, Seed: &seed})
 	if err != nil {
 		fmt.Println(err)
 		return

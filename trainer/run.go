@@ -531,6 +531,13 @@ func readModelSpec(path string, data models.Spec) (models.Spec, error) {
 		return models.Spec{}, FieldErrors{{Field: "ModelSpecFile", Msg: fmt.Sprintf("%s describes no layers: write the network as "+
 			`{"layers": [{"kind": "linear", "in": %d, "out": 1}]}, or leave it out to train a built-in Model`, path, prod(data.InShape))}}
 	}
+	return completeSpec(s, data, "model spec "+path)
+}
+
+// completeSpec gives s the data's in_shape and classes where it has none
+// (Arch "custom" where it has no name), and refuses a spec that does not
+// fit the data or is not a network; what names s in the error.
+func completeSpec(s, data models.Spec, what string) (models.Spec, error) {
 	if s.Arch == "" {
 		s.Arch = "custom"
 	}
@@ -541,10 +548,10 @@ func readModelSpec(path string, data models.Spec) (models.Spec, error) {
 		s.Classes = data.Classes
 	}
 	if !slices.Equal(s.InShape, data.InShape) {
-		return models.Spec{}, fmt.Errorf("model spec %s: in_shape %v, the data has %v", path, s.InShape, data.InShape)
+		return models.Spec{}, fmt.Errorf("%s: in_shape %v, the data has %v", what, s.InShape, data.InShape)
 	}
 	if err := s.Validate(); err != nil {
-		return models.Spec{}, fmt.Errorf("model spec %s: %w", path, err)
+		return models.Spec{}, fmt.Errorf("%s: %w", what, err)
 	}
 	return s, nil
 }
