@@ -61,11 +61,13 @@ type Report struct {
 	// non-private model's test results and the per-group accuracy change.
 	CostOfPrivacy *metrics.CostReport `json:"cost_of_privacy,omitempty"`
 	Baseline      *metrics.Split      `json:"baseline_test,omitempty"`
-	// Extra holds algorithm-specific results (see Finisher), one key per
-	// family: "fermi", "steffle", "jagielski" (*linear.FairResult),
-	// "tailoring" (*tailoring.ReportExtra), "eval"; DPSGD-F writes its
-	// fields at the top of extra.
-	Extra map[string]any `json:"extra,omitempty"`
+	// Extra holds each family's typed result (see Finisher and Extras),
+	// read back with the family's accessor: "fermi" (fermi.ResultOf),
+	// "steffle" (federated.ResultOf, federated.ServerResultOf), "jagielski"
+	// (linear.FairExtra), "objpert" (linear.ObjPertExtra), "tailoring"
+	// (tailoring.Extra), "tune" (TuneResultOf), "eval" (EvalResultOf);
+	// DPSGD-F's and Naïve's (dpsgdf.ResultOf) sit at the top of extra.
+	Extra Extras `json:"extra,omitempty"`
 	// Warnings say when a result should not be read as normal (Warnings).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -694,7 +696,7 @@ func EvalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, 
 	cfg.Algo = "eval"
 	rep := &Report{Algorithm: cfg.Algo, Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
 		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,
-		Extra: map[string]any{"eval": map[string]string{"checkpoint": ckpt}}}
+		Extra: Extras{"eval": &EvalResult{Checkpoint: ckpt}}}
 	rep.Privacy = accounting.NotPrivate()
 	if len(meta.Privacy) > 0 {
 		if err := json.Unmarshal(meta.Privacy, &rep.Privacy); err != nil {

@@ -555,10 +555,7 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	rep.Privacy = rc
 	rep.TrainRecords = job.Train.N()
 	rep.Extra = maps.Clone(best.Extra) // the chosen trial's own results (DPSGD-F's), covered as its output
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra["tune"] = res
+	rep.SetExtra("tune", res)
 	return &rep, nil
 }
 

@@ -111,8 +111,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if e, ok := rep.Extra["eval"].(map[string]string); ok {
-		e["scored"] = ev.Scored
+	if e := trainer.EvalResultOf(rep); e != nil {
+		e.Scored = ev.Scored
 	}
 	return atomicfile.WriteJSON(out, rep)
 }
