@@ -116,7 +116,7 @@ type Job struct {
 	// Model, if set, is the caller's own model (a Model of the element
 	// type Cfg.DType names: a *models.Model built from nn layers, or a type
 	// of one's own): Run trains it in place instead of building the zoo
-	// model Cfg names. See TrainModel.
+	// model Cfg names. TrainPrivate sets it.
 	Model any
 
 	// checkpoint, set by PrepareCheckpointed, makes Run save the run after
@@ -558,13 +558,14 @@ func completeSpec(s, data models.Spec, what string) (models.Spec, error) {
 	return s, nil
 }
 
-// TrainModel trains the caller's own model m (any stack of fairdp's nn
+// trainModel trains the caller's own model m (any stack of fairdp's nn
 // layers, zoo or not, or any type implementing Model) with the algorithm
-// job.Cfg.Algo names, privately when that algorithm is (dpsgd, dpsgdf,
-// naive, fermi, …), and returns the report with its privacy receipt. m is
-// trained in place. Only a *models.Model can be written to a checkpoint
-// (Cfg.Out); SteFFLe, whose silos rebuild the model, needs one too.
-func TrainModel[T nn.Float](ctx context.Context, job *Job, m Model[T]) (*Report, error) {
+// job.Cfg.Algo names, on a copy of job, and returns the report with its
+// privacy receipt. m is trained in place. Only a *models.Model can be
+// written to a checkpoint (Cfg.Out); SteFFLe, whose silos rebuild the
+// model, needs one too. Callers outside the package set Job.Model and call
+// Train, or use TrainPrivate.
+func trainModel[T nn.Float](ctx context.Context, job *Job, m Model[T]) (*Report, error) {
 	j := *job
 	j.Model = m
 	return Train(ctx, &j)

@@ -475,7 +475,7 @@ func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	rep, err := TrainModel(ctx, tj, m)
+	rep, err := trainModel(ctx, tj, m)
 	if err != nil {
 		return nil, nil, 0, err
 	}
