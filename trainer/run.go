@@ -130,12 +130,12 @@ type Job struct {
 
 // Prepare loads the data named in cfg and seeds the run.
 func Prepare(cfg Config, log io.Writer) (*Job, error) {
-	return PrepareFitted(cfg, log, nil)
+	return prepareFitted(cfg, log, nil)
 }
 
-// PrepareFitted is Prepare for evaluating a trained model: tabular data is
+// prepareFitted is Prepare for evaluating a trained model: tabular data is
 // encoded with the model's fitted preprocessing (LoadDataFitted).
-func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
+func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
