@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"fairdp/fermi"
+	"fairdp/models"
+	"fairdp/nn"
 	"fairdp/trainer"
 )
 
@@ -155,5 +158,42 @@ func TestDataTestSetMetrics(t *testing.T) {
 	}
 	if want := math.Abs(pos[0]/cnt[0] - pos[1]/cnt[1]); math.Abs(rep.Test.DPViolation-want) > 1e-12 {
 		t.Errorf("demographic-parity violation %v, by hand %v", rep.Test.DPViolation, want)
+	}
+}
+
+// TestPrivateBuildsTheModel: with no model passed, TrainPrivate trains the
+// zoo architecture PrivateOptions.Model names, or the network Spec
+// describes (in_shape and classes taken from the data), with the parameter
+// count the spec states.
+func TestPrivateBuildsTheModel(t *testing.T) {
+	for _, tc := range []struct {
+		opts   trainer.PrivateOptions
+		arch   string
+		params int
+	}{
+		{trainer.PrivateOptions{Model: "mlp", Hidden: []int{8}}, "mlp", 4*8 + 8 + 8 + 1},
+		{trainer.PrivateOptions{Spec: &models.Spec{Arch: "mine", Layers: []nn.LayerSpec{{Kind: "linear", In: 4, Out: 3},
+			{Kind: "tanh"}, {Kind: "linear", In: 3, Out: 1}}}}, "mine", 4*3 + 3 + 3 + 1},
+		{trainer.PrivateOptions{}, "logistic", 4 + 1},
+	} {
+		seed := uint64(8)
+		o := tc.opts
+		o.Data, o.Epsilon, o.Epochs, o.Seed = syntheticTable(200, 3), 1, 1, &seed
+		p, err := trainer.NewPrivate(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := trainer.TrainPrivate[float32](context.Background(), p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Model != tc.arch || rep.Params != tc.params || rep.DType != "float32" {
+			t.Errorf("%s: trained %s with %d parameters (%s), want %d", tc.arch, rep.Model, rep.Params, rep.DType, tc.params)
+		}
+	}
+	_, err := trainer.NewPrivate(trainer.PrivateOptions{Data: syntheticTable(20, 3), Epsilon: 1,
+		Spec: &models.Spec{Layers: []nn.LayerSpec{{Kind: "linear", In: 5, Out: 1}}}})
+	if err == nil || !strings.Contains(err.Error(), "Spec") {
+		t.Errorf("a spec that does not fit the data: %v", err)
 	}
 }
