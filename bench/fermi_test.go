@@ -55,7 +55,7 @@ import (
 	"testing"
 
 	"fairdp/dpops"
-	_ "fairdp/fermi"
+	"fairdp/fermi"
 	"fairdp/loaders"
 	"fairdp/metrics"
 	"fairdp/trainer"
@@ -206,8 +206,8 @@ func fermiGrid(t *testing.T, c fermiCase, seeds, workers int) []*fermiCell {
 			spent = *rep.Privacy.Epsilon
 		}
 		ermi := math.NaN()
-		if x, ok := rep.Extra["fermi"].(map[string]any); ok {
-			ermi, _ = x["test_ermi"].(float64)
+		if x := fermi.ResultOf(rep); x != nil {
+			ermi = x.ERMI
 		}
 		cell.errs, cell.viols, cell.spent = append(cell.errs, rep.Test.Error), append(cell.viols, viol), append(cell.spent, spent)
 		cell.dpViols, cell.eoViols = append(cell.dpViols, rep.Test.DPViolation), append(cell.eoViols, rep.Test.EOViolation)

@@ -215,11 +215,11 @@ func steffleRun(t *testing.T, sw *trainer.Sweep, p steffleParams, s steffleSetti
 	r := steffleResult{err: rep.Test.Error, viol: rep.Test.DPViolation, spent: spent, seconds: time.Since(start).Seconds(),
 		silos: s.silos(), sigma: sigma}
 	if p.authors {
-		x, _ := rep.Extra["steffle"].(map[string]any)
-		avg, ok := x["checkpoint_average"].(federated.CheckpointAverage)
-		if !ok {
+		x := federated.ResultOf(rep)
+		if x == nil || x.CheckpointAverage == nil {
 			t.Fatalf("%s: no checkpoint average in the report", s.key(seed))
 		}
+		avg := *x.CheckpointAverage
 		r.lastErr, r.lastViol = r.err, r.viol
 		r.err, r.viol = avg.Error, avg.DPViolation
 	}

@@ -65,22 +65,23 @@ func (a *Algorithm[T]) History() [][]float64 {
 // series into report.json's "extra" and, with --out, plots the series
 // (clip_bounds.png for DPSGD-F, group_weights.png for Naive).
 func (a *Algorithm[T]) Finish(_ trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra["policy"] = string(a.cfg.Policy)
-	rep.Extra["sigma"] = a.cfg.Sigma
-	rep.Extra["clip"] = a.cfg.Clip
+	res := &Result{Policy: a.cfg.Policy, Sigma: a.cfg.Sigma, Clip: a.cfg.Clip}
+	rep.SetExtra(resultKey, res)
 	if a.cfg.Policy == Flat {
 		return nil
 	}
-	rep.Extra["count_sigma"] = a.sigma1
+	sigma1 := a.sigma1
+	res.CountSigma = &sigma1
 	series := a.series()
 	perGroup := make(map[string][]float64, len(series))
 	for _, s := range series {
 		perGroup[s.Name] = s.Y
 	}
-	rep.Extra[a.perGroupKey()] = perGroup
+	if a.cfg.Policy == Naive {
+		res.GroupWeights = perGroup
+	} else {
+		res.ClipBounds = perGroup
+	}
 	if job == nil || job.Cfg.Out == "" || len(a.stats.history) == 0 {
 		return nil
 	}
@@ -115,3 +116,34 @@ var (
 	_ trainer.EpochLogger        = (*Algorithm[float32])(nil)
 	_ trainer.Finisher[float64]  = (*Algorithm[float64])(nil)
 )
+
+// resultKey is where a report holds Result in memory; in report.json its
+// fields sit at the top of "extra" (Result is a trainer.InlineExtra).
+const resultKey = "dpsgdf"
+
+// Result is what DPSGD-F and Naïve add to report.json's "extra", at its
+// top level: the policy, σ2 and C0, and for the group policies σ1 and the
+// per-epoch series per group (ClipBounds for DPSGD-F, GroupWeights for
+// Naïve; the perGroupKey of metrics.jsonl).
+type Result struct {
+	Policy       Policy               `json:"policy"`
+	Sigma        float64              `json:"sigma"`
+	Clip         float64              `json:"clip"`
+	CountSigma   *float64             `json:"count_sigma,omitempty"`
+	ClipBounds   map[string][]float64 `json:"clip_bounds,omitempty"`
+	GroupWeights map[string][]float64 `json:"group_weights,omitempty"`
+}
+
+// InlineExtra implements trainer.InlineExtra: the fields sit at the top
+// of "extra", as they always have.
+func (*Result) InlineExtra() {}
+
+// ResultOf is a DPSGD-F or Naïve report's result, from a run or read from
+// report.json (nil for other reports).
+func ResultOf(rep *trainer.Report) *Result {
+	r, ok := trainer.ExtraOf[*Result](rep, resultKey)
+	if !ok || r.Policy == "" { // another family's extra decodes into an empty Result
+		return nil
+	}
+	return r
+}

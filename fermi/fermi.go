@@ -962,22 +962,14 @@ func (a *DPFERMI[T]) EpochFields() map[string]any {
 // report's "extra" object.
 func (a *DPFERMI[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
 	ermi := a.ERMI(m, job.Test)
-	extra := map[string]any{
-		"lambda": a.Lambda, "fairness": job.Cfg.Fair.Fairness, "lr_w": a.LRW, "radius": a.Radius,
-		"group_freq": a.Reg.Freq(), "w": append([]float64(nil), a.Reg.W...), "test_ermi": ermi,
-		"private": a.Private,
-	}
+	res := &Result{Lambda: a.Lambda, Fairness: job.Cfg.Fair.Fairness, LRW: a.LRW, Radius: a.Radius,
+		GroupFreq: a.Reg.Freq(), W: append([]float64(nil), a.Reg.W...), ERMI: ermi, Private: a.Private}
 	if a.Private {
-		extra["scope"], extra["calibration"] = a.Scope, a.Calibration
-		extra["clip"], extra["sensitivity"], extra["sigma"] = a.Clip, a.Sensitivity, a.Sigma
-		extra["w_weight"], extra["w_sensitivity"] = a.WWeight, a.WSensitivity
-		extra["noise_std_theta"], extra["noise_std_w"], extra["w_noise_step"] = a.StdTheta, a.StdW, a.WNoise
-		extra["group_counts_sigma"] = a.CountSigma
+		res.Noise = &Noise{Scope: a.Scope, Calibration: a.Calibration, Clip: a.Clip, Sensitivity: a.Sensitivity, Sigma: a.Sigma,
+			WWeight: a.WWeight, WSensitivity: a.WSensitivity, StdTheta: a.StdTheta, StdW: a.StdW, WNoise: a.WNoise,
+			GroupCountsSigma: a.CountSigma}
 	}
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra["fermi"] = extra
+	rep.SetExtra(Name, res)
 	return nil
 }
 

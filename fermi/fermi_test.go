@@ -252,7 +252,7 @@ func TestFairnessLowersViolation(t *testing.T) {
 			if notion == "eo" {
 				viol[i] = rep.Test.EOViolation
 			}
-			ermi[i] = rep.Extra["fermi"].(map[string]any)["test_ermi"].(float64)
+			ermi[i] = ResultOf(rep).ERMI
 			if i == 1 && rep.Test.Error > 0.2 {
 				t.Errorf("%s λ=8: test error %v, want ≤ 0.2", notion, rep.Test.Error)
 			}

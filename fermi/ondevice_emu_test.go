@@ -110,15 +110,15 @@ func compareFermiRuns(t *testing.T, cfg trainer.Config, data *[2]*loaders.Datase
 			}
 		}
 	}
-	extra := func(r deviceRun) map[string]any { return r.rep.Extra["fermi"].(map[string]any) }
-	cw, dw, aw := extra(cpu)["w"].([]float64), extra(dev)["w"].([]float64), extra(again)["w"].([]float64)
+	extra := func(r deviceRun) *Result { return ResultOf(r.rep) }
+	cw, dw, aw := extra(cpu).W, extra(dev).W, extra(again).W
 	for i := range cw {
 		near("W", dw[i], cw[i])
 		if dw[i] != aw[i] {
 			t.Errorf("W[%d]: two device runs give %v and %v", i, dw[i], aw[i])
 		}
 	}
-	near("test ERMI", extra(dev)["test_ermi"].(float64), extra(cpu)["test_ermi"].(float64))
+	near("test ERMI", extra(dev).ERMI, extra(cpu).ERMI)
 	t.Logf("largest relative difference device vs CPU: %.3g (‖W‖ = %.3g)", worst, math.Sqrt(dot(cw, cw)))
 	if dot(cw, cw) == 0 && cfg.Fair.Lambda > 0 {
 		t.Error("W stayed 0: the comparison does not exercise the regularizer")

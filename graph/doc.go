@@ -28,7 +28,7 @@
 //     per-sample norms stay exact, each block lying in one inner layer);
 //     and a SoftMax, LogSoftMax or one-output Sigmoid head (on {batch, 1}
 //     or {batch}), which is folded into fairdp's cross-entropy loss. It
-//     returns a Lowered: the models.Model to train (trainer.TrainModel),
+//     returns a Lowered: the models.Model to train (trainer.TrainPrivate),
 //     the head, and the graph's learnable nodes in the model's Params
 //     order. A program's graph may hold more (its loss, L2 terms, Grad and
 //     update nodes): only the path from the input to the output is

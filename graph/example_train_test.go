@@ -60,7 +60,7 @@ func trainExamplePrivately[T nn.Float](t *testing.T, g *G.ExprGraph, x, out *G.N
 		t.Fatalf("%d training records, want the sample's 2,000", job.Train.N())
 	}
 	before := slices.Clone(l.Model.Params()[0].Value)
-	rep, err := trainer.TrainModel(context.Background(), job, l.Model)
+	rep, err := trainer.Train(context.Background(), withModel(job, l.Model))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ type LowerOptions struct {
 
 // Lowered is a Gorgonia graph rebuilt as fairdp layers.
 type Lowered[T nn.Float] struct {
-	// Model is the fairdp model: train it with trainer.TrainModel.
+	// Model is the fairdp model: train it with trainer.TrainPrivate.
 	Model *models.Model[T]
 	// Head is what the graph's output applies to Logits.
 	Head Head

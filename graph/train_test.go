@@ -43,7 +43,7 @@ func TestLoweredTrainsLikeNative(t *testing.T) {
 			cfg.Privacy.Epsilon = 2
 			// SteFFLe's silos build their own copy of the model from
 			// Config.Model and Hidden (trainer.ModelSpec), whatever model
-			// TrainModel is given: name the same MLP.
+			// the job is given: name the same MLP.
 			cfg.Model, cfg.Hidden = "mlp", []int{8}
 			tc.edit(&cfg)
 			train := func(m *models.Model[float64]) *trainer.Report {
@@ -52,7 +52,7 @@ func TestLoweredTrainsLikeNative(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := trainer.TrainModel(context.Background(), job, m)
+				rep, err := trainer.Train(context.Background(), withModel(job, m))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -92,4 +92,11 @@ func TestLoweredTrainsLikeNative(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withModel is job with the lowered model m in Job.Model, on a copy.
+func withModel(job *trainer.Job, m any) *trainer.Job {
+	j := *job
+	j.Model = m
+	return &j
 }

@@ -39,7 +39,7 @@ func TestSentinelErrorsNamePackage(t *testing.T) {
 func TestFairFailureMessage(t *testing.T) {
 	const reason = "a (noisy) group-label count is -3 ≤ 0"
 	for _, algo := range []string{"postproc", "oracle"} {
-		rep := &trainer.Report{Algorithm: algo, Extra: map[string]any{"jagielski": &FairResult{Failed: true, Reason: reason}}}
+		rep := &trainer.Report{Algorithm: algo, Extra: trainer.Extras{"jagielski": &FairResult{Failed: true, Reason: reason}}}
 		err := FairFailure(rep)
 		if !errors.Is(err, ErrFairFailed) {
 			t.Fatalf("%s: err = %v, want it to wrap ErrFairFailed", algo, err)

@@ -46,7 +46,7 @@ type ObjPertReport struct {
 
 // ObjPertExtra returns the report's extra.objpert (nil for other reports).
 func ObjPertExtra(rep *trainer.Report) *ObjPertReport {
-	r, _ := rep.Extra["objpert"].(*ObjPertReport)
+	r, _ := trainer.ExtraOf[*ObjPertReport](rep, "objpert")
 	return r
 }
 
@@ -158,7 +158,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		}
 		rep.Train, rep.TrainNotPrivate, extra.ClippedRows = &tr, private, &res.Clipped
 	}
-	rep.Extra = map[string]any{"objpert": extra}
+	rep.Extra = trainer.Extras{"objpert": extra}
 	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
 	rep.Seconds = time.Since(start).Seconds()
 	if cfg.Out != "" {

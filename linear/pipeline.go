@@ -319,7 +319,7 @@ type FairResult struct {
 
 // FairExtra returns the report's extra.jagielski (nil for other reports).
 func FairExtra(rep *trainer.Report) *FairResult {
-	r, _ := rep.Extra["jagielski"].(*FairResult)
+	r, _ := trainer.ExtraOf[*FairResult](rep, "jagielski")
 	return r
 }
 
@@ -509,7 +509,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 			"(γ + slack ≥ 1 bounds nothing between rates in [0, 1]): the result is the unconstrained classifier, not a fair one; "+
 			"groups this small need a larger ε or fewer groups", pp.Slack))
 	}
-	rep.Extra = map[string]any{"jagielski": res}
+	rep.Extra = trainer.Extras{"jagielski": res}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }

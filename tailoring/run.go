@@ -89,9 +89,10 @@ type SweepEntry struct {
 	Failed [2]int             `json:"failed_trials"`
 }
 
-// Extra returns a tailoring report's extra.tailoring (nil for others).
+// Extra returns a tailoring report's extra.tailoring, from a run or read
+// from report.json (nil for others).
 func Extra(rep *trainer.Report) *ReportExtra {
-	e, _ := rep.Extra["tailoring"].(*ReportExtra)
+	e, _ := trainer.ExtraOf[*ReportExtra](rep, "tailoring")
 	return e
 }
 
@@ -329,7 +330,7 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 		Data: [2]*Data{train, test}, Source: src, Methods: methods, GroupNames: train.Names}
 	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: datasetName(cfg), DType: "float64", Backend: trainer.BackendName(),
 		Model:        fmt.Sprintf("linear (%s, %s loss, intercept, stage 2 %s)", o.Model, o.Loss, variant),
-		TrainRecords: len(train.Y), Version: trainer.Version, Extra: map[string]any{"tailoring": ex}}
+		TrainRecords: len(train.Y), Version: trainer.Version, Extra: trainer.Extras{"tailoring": ex}}
 	// The configuration actually run, with the bounds and δ it used.
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
@@ -397,13 +398,14 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	}
 	sweep := trainer.Sweep{Workers: 1, Pipeline: func(ctx context.Context, c trainer.Config) (*trainer.Report, error) {
 		row, err := runRho(ctx, ex, cfg, c.Tailoring.Rho[0])
-		return &trainer.Report{Extra: map[string]any{"tailoring": row}}, err
+		// One ρ's rows, in the one type extra.tailoring holds.
+		return &trainer.Report{Extra: trainer.Extras{"tailoring": &ReportExtra{Summaries: [][]*Summary{row}}}}, err
 	}}
 	err := sweep.Run(ctx, runs, func(res trainer.SweepResult) error {
 		if res.Err != nil {
 			return res.Err
 		}
-		row := res.Report.Extra["tailoring"].([]*Summary)
+		row := Extra(res.Report).Summaries[0]
 		rows[index[res.Run.Key]] = row
 		if log == nil {
 			return nil

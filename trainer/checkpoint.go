@@ -205,7 +205,7 @@ type checkpoint struct {
 // run uninterrupted: same parameters, same report and receipt (only the
 // timings differ).
 //
-// The job trains once (Train or TrainModel): its checkpoint is read when
+// The job trains once (Train, with or without Job.Model): its checkpoint is read when
 // the run starts. The directory is locked (LockFile) from
 // PrepareCheckpointed until that run ends, so a second process on the same
 // directory is refused. Refusals: a cfg that differs from the checkpoint's in anything but Out,

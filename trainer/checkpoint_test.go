@@ -378,7 +378,7 @@ func TestResumeCustomModel(t *testing.T) {
 		if hook != nil {
 			defer trainer.SetStepHook(func(e, s int) error { return hook(e, s, cancel) })()
 		}
-		_, err = trainer.TrainModel(ctx, job, trainer.Model[float64](m))
+		_, err = trainer.Train(ctx, withModel(job, trainer.Model[float64](m)))
 		return err
 	}
 	fresh := func() *logistic { return newLogistic(102, make([]float64, 102), 0.5) }

@@ -103,11 +103,11 @@ func TestCustomModelEveryAlgorithm(t *testing.T) {
 			bias0 := ps[1].Value[0]
 			mine := newLogistic(job.Train.Dim, ps[0].Value, bias0)
 
-			repMine, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](mine))
+			repMine, err := trainer.Train(context.Background(), withModel(job, trainer.Model[float64](mine)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			repZoo, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](zoo))
+			repZoo, err := trainer.Train(context.Background(), withModel(job, trainer.Model[float64](zoo)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,11 +156,11 @@ func TestCustomModelRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := newLogistic(job.Train.Dim, make([]float64, job.Train.Dim), 0)
-	if _, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](mine)); err == nil || !strings.Contains(err.Error(), "checkpoint") {
+	if _, err := trainer.Train(context.Background(), withModel(job, trainer.Model[float64](mine))); err == nil || !strings.Contains(err.Error(), "checkpoint") {
 		t.Errorf("Cfg.Out with a model of one's own: %v, want a checkpoint refusal", err)
 	}
 	job.Cfg.Out, job.Cfg.Algo, job.Cfg.Optimizer = "", "steffle", "sgd"
-	if _, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](mine)); err == nil || !strings.Contains(err.Error(), "rebuild") {
+	if _, err := trainer.Train(context.Background(), withModel(job, trainer.Model[float64](mine))); err == nil || !strings.Contains(err.Error(), "rebuild") {
 		t.Errorf("steffle with a model of one's own: %v, want a refusal", err)
 	}
 	// A *models.Model whose layers are not the network Config names (the
@@ -171,7 +171,15 @@ func TestCustomModelRefusals(t *testing.T) {
 	out.Init(rng)
 	other := &models.Model[float64]{Arch: "my-mlp", InShape: []int{job.Train.Dim}, Classes: 2,
 		Layers: []nn.Layer[float64]{hidden, nn.NewReLU[float64](), out}}
-	if _, err := trainer.TrainModel(context.Background(), job, trainer.Model[float64](other)); err == nil || !strings.Contains(err.Error(), "differ from the silos'") {
+	if _, err := trainer.Train(context.Background(), withModel(job, trainer.Model[float64](other))); err == nil || !strings.Contains(err.Error(), "differ from the silos'") {
 		t.Errorf("steffle with another network than Config's: %v, want a refusal naming the layers", err)
 	}
+}
+
+// withModel is job with the caller's model m in Job.Model, on a copy so
+// that one prepared job trains several models.
+func withModel(job *trainer.Job, m any) *trainer.Job {
+	j := *job
+	j.Model = m
+	return &j
 }

@@ -55,7 +55,7 @@ func dataRuleFor(n int, eps float64) dataRule {
 
 // dataAware are the algorithms whose defaults follow the data: the
 // private SGD family, which shares DP-SGD's step.
-var dataAware = []string{string(MethodDPSGD), string(MethodDPSGDF), string(MethodNaive)}
+var dataAware = []string{"dpsgd", "dpsgdf", "naive"}
 
 // AdaptsToData reports whether AdaptToData changes anything for cfg: a
 // private SGD-family run (finite ε, no σ given) with Adam.

@@ -52,13 +52,20 @@
 //
 // # Library API
 //
-// NewPrivate (validated PrivateOptions, typed Method and Sampling, errors
-// naming the field at fault) and TrainPrivate (context-aware) are the
-// one-call way to train a model privately at a target (ε, δ); they build a
-// Config and go through TrainModel and Run like `fairdp train`. Config,
-// Prepare and TrainModel are the long form with every setting the command
-// line has; NewDPSGDFrom builds DP-SGD from DPSGDOptions (σ for a target ε,
-// PlannedEpsilon) without a Config.
+// NewPrivate and TrainPrivate are the one way in to train a model
+// privately at a target (ε, δ): PrivateOptions names the data (a built-in
+// data set, a CSV with a schema, or Data, records held in memory), the
+// model when the caller brings none (a zoo name or a Spec; TrainPrivate
+// otherwise takes any Model, a lowered Gorgonia graph's included) and the
+// Method, a value exported by the package that implements it
+// (DPSGDMethod here, dpsgdf.Method, fermi.Method), so that a program
+// naming a method links its implementation; its errors are FieldErrors
+// naming the field at fault. They build a Config and go through Train and
+// Run like `fairdp train`. Config with Prepare and Train (the caller's
+// model in Job.Model) is the command line's form, with every setting it
+// has; RunConfig adds the pipelines; NewDPSGDFrom builds DP-SGD from
+// DPSGDOptions (σ for a target ε, PlannedEpsilon) for an algorithm built
+// on it.
 //
 // # Privacy of what a run writes
 //
@@ -82,8 +89,11 @@
 // (Config's json tags; PostprocConfig and TailoringConfig hold the
 // pipelines' own settings), so ReadConfig repeats a run from its report;
 // DecodeConfig also reads the Go field names reports had before. Extra
-// holds each family's typed results under its key (extra.fermi,
-// extra.steffle, extra.jagielski, extra.tailoring, extra.eval).
+// (Extras) holds each family's typed result under its key (extra.fermi,
+// extra.steffle, extra.jagielski, extra.tailoring, extra.eval, …; DPSGD-F's
+// fields at its top, an InlineExtra); each family's accessor (fermi.ResultOf,
+// …, built on ExtraOf) returns its own type, from a run or from a
+// report.json read back.
 //
 // One sweep runner: OpenSweep opens a grid sweep (SweepGrid, one seed
 // rule: SweepPlan's doc), with its resumable, fsynced sweep.csv (SweepLog),

@@ -151,8 +151,8 @@ func (r *EvalResult) Report() (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e, ok := rep.Extra["eval"].(map[string]string); ok {
-		e["scored"] = r.Scored
+	if e := EvalResultOf(rep); e != nil {
+		e.Scored = r.Scored
 	}
 	return rep, nil
 }

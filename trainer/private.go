@@ -2,28 +2,40 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
+	"fairdp/dpops"
 	"fairdp/loaders"
+	"fairdp/models"
 	"fairdp/nn"
 )
 
-// Method is a private training algorithm for NewPrivate.
-type Method string
+// Method is a private training method for PrivateOptions. Each is a value
+// exported by the package that implements it: DPSGDMethod here,
+// dpsgdf.Method (DPSGD-F and Naïve) and fermi.Method (DP-FERMI), so a
+// program that names a method imports its implementation and cannot
+// compile without it (a name string would compile and fail at run time).
+type Method interface {
+	// Algo is the name the implementing package registered its algorithm
+	// under (Register; Config.Algo, --algo).
+	Algo() string
+	// Configure writes the method's own settings into cfg. Its errors are
+	// FieldErrors naming the method's fields.
+	Configure(cfg *Config) error
+}
 
-// The private methods. DP-SGD lives in this package; DPSGD-F and Naïve are
-// registered by package fairdp/dpsgdf and DP-FERMI by fairdp/fermi, so a
-// program that uses them imports those packages (for their side effect,
-// `import _ "fairdp/fermi"`, if it calls nothing in them).
-const (
-	MethodDPSGD  Method = "dpsgd"  // DP-SGD (Abadi et al. 2016)
-	MethodDPSGDF Method = "dpsgdf" // DPSGD-F: group-wise adaptive clipping (Xu et al. 2021)
-	MethodNaive  Method = "naive"  // DP-SGD with noisy group reweighting
-	MethodFERMI  Method = "fermi"  // DP-FERMI: private and fair (Lowy et al. 2022)
-)
+// DPSGDMethod is DP-SGD (Abadi et al. 2016): per-sample clipping and
+// Gaussian noise, the same for every group. It is PrivateOptions' default.
+type DPSGDMethod struct{}
+
+// Algo is "dpsgd".
+func (DPSGDMethod) Algo() string { return "dpsgd" }
+
+// Configure sets nothing: DP-SGD's settings are PrivateOptions' own.
+func (DPSGDMethod) Configure(*Config) error { return nil }
 
 // Sampling is how a private run draws its batches.
 type Sampling string
@@ -35,19 +47,33 @@ const (
 	SamplingShuffle Sampling = "shuffle"
 )
 
-// PrivateOptions is one private training run: the data, the privacy target
-// and the few training settings a caller usually chooses. Zero values take
-// the defaults of `fairdp train` (Defaults); everything else Config has
-// stays at its default.
+// PrivateOptions is one private training run: the data, the model when
+// the caller brings none, the method, the privacy target and the few
+// training settings a caller usually chooses. Zero values take the
+// defaults of `fairdp train` (Defaults); everything else Config has stays
+// at its default.
 type PrivateOptions struct {
+	// The records: exactly one of Dataset and Data.
+	//
 	// Dataset is a built-in data set (adult, credit, dutch, parkinsons,
 	// mnist, …) or a CSV file read with Schema.
 	Dataset string
 	Schema  string // schema JSON for a CSV Dataset (see package loaders)
-	// Limit uses at most this many records (0: all), for quick runs.
+	// Data is the caller's own records in memory (see Data).
+	Data *Data
+	// Limit uses at most this many records of Dataset (0: all), for quick runs.
 	Limit int
 
-	Method  Method  // MethodDPSGD when empty
+	// The model TrainPrivate builds when it is given none (nil): Spec, a
+	// network of layers whose in_shape and classes default to the data's,
+	// or else the zoo architecture Model (logistic, mlp with Hidden, …;
+	// empty: logistic for tables, a CNN for images), initialised from the
+	// run's seed as `fairdp train` does.
+	Model  string
+	Hidden []int
+	Spec   *models.Spec
+
+	Method  Method  // DPSGDMethod{} when nil
 	Epsilon float64 // target ε: finite and > 0
 	// Delta is δ of the (ε, δ) guarantee; 0 takes 1/n² of the training
 	// records (accounting.DefaultDelta). A δ ≥ 1/n is refused unless
@@ -64,9 +90,6 @@ type PrivateOptions struct {
 	Epochs int     // passes over the training data (0: data-aware)
 	Batch  int     // expected batch size (0: data-aware)
 	LR     float64 // learning rate of Adam (0: data-aware)
-	// Lambda is DP-FERMI's fairness weight λ (MethodFERMI only; 0 trains
-	// without the fairness term).
-	Lambda float64
 
 	// Seed makes the run reproducible (split, initialisation, sampling and
 	// noise); nil seeds it from crypto/rand, as a real release should be.
@@ -78,16 +101,17 @@ type PrivateOptions struct {
 }
 
 // registeredBy names the package whose init registers each algorithm that
-// trainer cannot import (those packages import trainer).
+// trainer cannot import (those packages import trainer), for a Config
+// (the command line's, or one read from a report) naming one.
 var registeredBy = map[string]string{
-	string(MethodFERMI): "fairdp/fermi", string(MethodDPSGDF): "fairdp/dpsgdf", string(MethodNaive): "fairdp/dpsgdf",
+	"fermi": "fairdp/fermi", "dpsgdf": "fairdp/dpsgdf", "naive": "fairdp/dpsgdf",
 	"steffle": "fairdp/fermi/federated",
 }
 
 // checkRegistered refuses an Algo whose registering package the program
-// does not link, naming the import to add: without it the name compiles
-// (MethodFERMI is a constant here) and would fail only when training starts.
-// Other unknown names are left to Train.
+// does not link, naming the import to add: a Config names its algorithm by
+// a string, which compiles without the package and would fail only when
+// training starts. Other unknown names are left to Train.
 func checkRegistered(algo string) error {
 	if _, ok := algorithms[algo]; ok {
 		return nil
@@ -105,6 +129,7 @@ func checkRegistered(algo string) error {
 type Private struct {
 	Train, Test *loaders.Dataset
 	job         *Job
+	spec        *models.Spec
 }
 
 // NewPrivate checks opts, naming the PrivateOptions field at fault, and
@@ -114,7 +139,10 @@ func NewPrivate(opts PrivateOptions) (*Private, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	cfg := opts.config()
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -122,7 +150,12 @@ func NewPrivate(opts PrivateOptions) (*Private, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	job, err := Prepare(cfg, log)
+	var job *Job
+	if opts.Data != nil {
+		job, err = prepareMemory(cfg, log, opts.Data)
+	} else {
+		job, err = Prepare(cfg, log)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -132,19 +165,50 @@ func NewPrivate(opts PrivateOptions) (*Private, error) {
 	if note != "" {
 		fmt.Fprintln(log, note)
 	}
-	return &Private{Train: job.Train, Test: job.Test, job: job}, nil
+	p := &Private{Train: job.Train, Test: job.Test, job: job}
+	if opts.Spec != nil {
+		s, err := completeSpec(*opts.Spec, ModelSpec(job.Cfg, job.Train), "Spec")
+		if err != nil {
+			return nil, err
+		}
+		p.spec = &s
+	}
+	return p, nil
+}
+
+// prepareMemory is Prepare for records in memory: the same seeding, the
+// split drawn from the same "data" stream, nothing fitted on the records.
+func prepareMemory(cfg Config, log io.Writer, d *Data) (*Job, error) {
+	if err := CheckDevice(cfg.Device); err != nil {
+		return nil, err
+	}
+	cfg.TrainFrac = DefaultTrainFrac
+	r, src := dpops.NewRand(cfg.Seed)
+	train, test, err := d.load(cfg.TrainFrac, src.Derive("data"))
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Cfg: cfg, Train: train, Test: test, Rand: r, Source: src, Log: log}, nil
 }
 
 func (o PrivateOptions) validate() error {
 	var errs FieldErrors
-	if o.Dataset == "" {
-		errs.add("Dataset", "is empty: name a built-in data set (e.g. adult) or a CSV file with a Schema")
+	switch {
+	case o.Dataset == "" && o.Data == nil:
+		errs.add("Dataset", "is empty: name a built-in data set (e.g. adult) or a CSV file with a Schema, or give Data")
+	case o.Dataset != "" && o.Data != nil:
+		errs.add("Data", "is given with Dataset %q: give one of them", o.Dataset)
+	case o.Data != nil && (o.Schema != "" || o.Limit != 0):
+		errs.add("Data", "takes no Schema or Limit (they are for a Dataset): pass the records to train on")
 	}
 	if o.Limit < 0 {
 		errs.add("Limit", "must be ≥ 0 (got %d)", o.Limit)
 	}
-	if o.Method != "" && !slices.Contains([]Method{MethodDPSGD, MethodDPSGDF, MethodNaive, MethodFERMI}, o.Method) {
-		errs.add("Method", "%q is not a private method (want %s, %s, %s or %s)", o.Method, MethodDPSGD, MethodDPSGDF, MethodNaive, MethodFERMI)
+	if o.Spec != nil && (o.Model != "" || len(o.Hidden) > 0) {
+		errs.add("Spec", "is given with Model %q or Hidden %v: give one of them", o.Model, o.Hidden)
+	}
+	if o.Method != nil && o.Method.Algo() == "sgd" {
+		errs.add("Method", "%q is not private", o.Method.Algo())
 	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 1) {
 		errs.add("Epsilon", "must be finite and > 0 (got %v): it is the privacy target", o.Epsilon)
@@ -167,24 +231,30 @@ func (o PrivateOptions) validate() error {
 	if !(o.LR >= 0) || math.IsInf(o.LR, 1) {
 		errs.add("LR", "must be a finite number ≥ 0 (got %v; 0 takes the default)", o.LR)
 	}
-	if !(o.Lambda >= 0) || math.IsInf(o.Lambda, 1) {
-		errs.add("Lambda", "must be a finite number ≥ 0 (got %v)", o.Lambda)
-	}
-	if o.Lambda != 0 && o.Method != MethodFERMI {
-		errs.add("Lambda", "is DP-FERMI's fairness weight; set Method to %s to use it", MethodFERMI)
-	}
 	return errs.err()
 }
 
 // config is the Config the options stand for: Defaults with the options
-// that are set.
-func (o PrivateOptions) config() Config {
+// that are set, and the method's own settings.
+func (o PrivateOptions) config() (Config, error) {
 	cfg := Defaults()
-	cfg.Algo = string(MethodDPSGD)
-	if o.Method != "" {
-		cfg.Algo = string(o.Method)
+	m := o.Method
+	if m == nil {
+		m = DPSGDMethod{}
+	}
+	cfg.Algo = m.Algo()
+	cfg.Fair.Lambda = 0 // a method that has a fairness weight sets it
+	if err := m.Configure(&cfg); err != nil {
+		return cfg, prefixFields("Method", err)
+	}
+	if err := checkRegistered(cfg.Algo); err != nil {
+		return cfg, err
 	}
 	cfg.Dataset, cfg.Schema, cfg.Limit, cfg.Seed, cfg.Out = o.Dataset, o.Schema, o.Limit, o.Seed, o.Out
+	if o.Data != nil {
+		cfg.Dataset = MemoryDataset
+	}
+	cfg.Model, cfg.Hidden = o.Model, o.Hidden
 	cfg.Quiet = o.Log == nil
 	cfg.Privacy.Epsilon, cfg.Privacy.Delta, cfg.Privacy.AllowLargeDelta = o.Epsilon, o.Delta, o.AllowLargeDelta
 	if o.Clip > 0 {
@@ -202,26 +272,54 @@ func (o PrivateOptions) config() Config {
 	if o.LR > 0 {
 		cfg.LR = o.LR
 	}
-	cfg.Fair.Lambda = o.Lambda
-	return cfg
+	return cfg, nil
+}
+
+// prefixFields names a method's FieldErrors as fields of PrivateOptions
+// (Lambda becomes Method.Lambda).
+func prefixFields(prefix string, err error) error {
+	var fe FieldErrors
+	if !errors.As(err, &fe) {
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	out := make(FieldErrors, len(fe))
+	for i, e := range fe {
+		out[i] = FieldError{Field: prefix + "." + e.Field, Msg: e.Msg}
+	}
+	return out
 }
 
 // Config is the full configuration the run will use (what report.json
 // records), for inspection.
 func (p *Private) Config() Config { return p.job.Cfg }
 
-// TrainPrivate trains m in place on p's data under p's privacy target, in
+// TrainPrivate trains a model on p's data under p's privacy target, in
 // the same loop as every other run (Run), and returns the report with its
-// receipt (rep.Privacy). It stops with ctx's error when ctx is done. Each
-// call is a run of its own with its own receipt; runs on the same records
-// compose, so their ε add up.
+// receipt (rep.Privacy). m is the caller's own model, trained in place: a
+// *models.Model built from fairdp's layers (models.New from a spec, or a
+// lowered Gorgonia graph's, graph.Lower), or any type implementing Model.
+// A nil m trains the model PrivateOptions' Spec or Model names (the type
+// parameter then says float32 or float64: TrainPrivate[float32](ctx, p,
+// nil)). It stops with ctx's error when ctx is done. Each call is a run of
+// its own with its own receipt; runs on the same records compose, so their
+// ε add up.
 func TrainPrivate[T nn.Float](ctx context.Context, p *Private, m Model[T]) (*Report, error) {
-	if m == nil {
-		return nil, fmt.Errorf("TrainPrivate: the model is nil")
+	if p == nil || p.job == nil {
+		return nil, errors.New("TrainPrivate: p is not from NewPrivate")
 	}
 	job := *p.job
 	job.Cfg.DType = dtypeOf[T]()
-	rep, err := TrainModel(ctx, &job, m)
+	if m == nil && p.spec != nil {
+		built, err := models.New[T](*p.spec, job.Source.Derive("init"))
+		if err != nil {
+			return nil, fmt.Errorf("TrainPrivate: Spec: %w", err)
+		}
+		m = built
+	}
+	if m != nil {
+		job.Model = m
+	}
+	rep, err := Train(ctx, &job)
 	if err != nil {
 		return nil, err
 	}

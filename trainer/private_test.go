@@ -26,11 +26,12 @@ func TestNewPrivateRefusals(t *testing.T) {
 		{"Delta", func(o *PrivateOptions) { o.Delta = 1 }},
 		{"Clip", func(o *PrivateOptions) { o.Clip = -1 }},
 		{"Sampling", func(o *PrivateOptions) { o.Sampling = "bootstrap" }},
-		{"Method", func(o *PrivateOptions) { o.Method = "sgd" }},
+		{"Method", func(o *PrivateOptions) { o.Method = nameOnly("sgd") }},
 		{"Epochs", func(o *PrivateOptions) { o.Epochs = -1 }},
 		{"Batch", func(o *PrivateOptions) { o.Batch = -1 }},
 		{"LR", func(o *PrivateOptions) { o.LR = math.NaN() }},
-		{"Lambda", func(o *PrivateOptions) { o.Lambda = 1 }}, // without MethodFERMI
+		{"Data", func(o *PrivateOptions) { o.Data = &Data{} }}, // with Dataset
+		{"Spec", func(o *PrivateOptions) { o.Spec, o.Model = &models.Spec{}, "mlp" }},
 		{"Limit", func(o *PrivateOptions) { o.Limit = -1 }},
 	} {
 		o := good
@@ -73,7 +74,7 @@ func TestTrainPrivateRoutesIntoTheLoop(t *testing.T) {
 	if _, err := TrainPrivate(ctx, p, Model[float64](m)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
-	if _, err := TrainPrivate[float64](context.Background(), p, nil); err == nil || !strings.Contains(err.Error(), "nil") {
-		t.Errorf("nil model: %v", err)
+	if _, err := TrainPrivate[float64](context.Background(), nil, m); err == nil || !strings.Contains(err.Error(), "NewPrivate") {
+		t.Errorf("nil Private: %v", err)
 	}
 }

@@ -61,11 +61,13 @@ type Report struct {
 	// non-private model's test results and the per-group accuracy change.
 	CostOfPrivacy *metrics.CostReport `json:"cost_of_privacy,omitempty"`
 	Baseline      *metrics.Split      `json:"baseline_test,omitempty"`
-	// Extra holds algorithm-specific results (see Finisher), one key per
-	// family: "fermi", "steffle", "jagielski" (*linear.FairResult),
-	// "tailoring" (*tailoring.ReportExtra), "eval"; DPSGD-F writes its
-	// fields at the top of extra.
-	Extra map[string]any `json:"extra,omitempty"`
+	// Extra holds each family's typed result (see Finisher and Extras),
+	// read back with the family's accessor: "fermi" (fermi.ResultOf),
+	// "steffle" (federated.ResultOf, federated.ServerResultOf), "jagielski"
+	// (linear.FairExtra), "objpert" (linear.ObjPertExtra), "tailoring"
+	// (tailoring.Extra), "tune" (TuneResultOf), "eval" (EvalResultOf);
+	// DPSGD-F's and Naïve's (dpsgdf.ResultOf) sit at the top of extra.
+	Extra Extras `json:"extra,omitempty"`
 	// Warnings say when a result should not be read as normal (Warnings).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -114,7 +116,7 @@ type Job struct {
 	// Model, if set, is the caller's own model (a Model of the element
 	// type Cfg.DType names: a *models.Model built from nn layers, or a type
 	// of one's own): Run trains it in place instead of building the zoo
-	// model Cfg names. See TrainModel.
+	// model Cfg names. TrainPrivate sets it.
 	Model any
 
 	// checkpoint, set by PrepareCheckpointed, makes Run save the run after
@@ -128,12 +130,12 @@ type Job struct {
 
 // Prepare loads the data named in cfg and seeds the run.
 func Prepare(cfg Config, log io.Writer) (*Job, error) {
-	return PrepareFitted(cfg, log, nil)
+	return prepareFitted(cfg, log, nil)
 }
 
-// PrepareFitted is Prepare for evaluating a trained model: tabular data is
+// prepareFitted is Prepare for evaluating a trained model: tabular data is
 // encoded with the model's fitted preprocessing (LoadDataFitted).
-func PrepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
+func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -531,6 +533,13 @@ func readModelSpec(path string, data models.Spec) (models.Spec, error) {
 		return models.Spec{}, FieldErrors{{Field: "ModelSpecFile", Msg: fmt.Sprintf("%s describes no layers: write the network as "+
 			`{"layers": [{"kind": "linear", "in": %d, "out": 1}]}, or leave it out to train a built-in Model`, path, prod(data.InShape))}}
 	}
+	return completeSpec(s, data, "model spec "+path)
+}
+
+// completeSpec gives s the data's in_shape and classes where it has none
+// (Arch "custom" where it has no name), and refuses a spec that does not
+// fit the data or is not a network; what names s in the error.
+func completeSpec(s, data models.Spec, what string) (models.Spec, error) {
 	if s.Arch == "" {
 		s.Arch = "custom"
 	}
@@ -541,21 +550,22 @@ func readModelSpec(path string, data models.Spec) (models.Spec, error) {
 		s.Classes = data.Classes
 	}
 	if !slices.Equal(s.InShape, data.InShape) {
-		return models.Spec{}, fmt.Errorf("model spec %s: in_shape %v, the data has %v", path, s.InShape, data.InShape)
+		return models.Spec{}, fmt.Errorf("%s: in_shape %v, the data has %v", what, s.InShape, data.InShape)
 	}
 	if err := s.Validate(); err != nil {
-		return models.Spec{}, fmt.Errorf("model spec %s: %w", path, err)
+		return models.Spec{}, fmt.Errorf("%s: %w", what, err)
 	}
 	return s, nil
 }
 
-// TrainModel trains the caller's own model m (any stack of fairdp's nn
+// trainModel trains the caller's own model m (any stack of fairdp's nn
 // layers, zoo or not, or any type implementing Model) with the algorithm
-// job.Cfg.Algo names, privately when that algorithm is (dpsgd, dpsgdf,
-// naive, fermi, …), and returns the report with its privacy receipt. m is
-// trained in place. Only a *models.Model can be written to a checkpoint
-// (Cfg.Out); SteFFLe, whose silos rebuild the model, needs one too.
-func TrainModel[T nn.Float](ctx context.Context, job *Job, m Model[T]) (*Report, error) {
+// job.Cfg.Algo names, on a copy of job, and returns the report with its
+// privacy receipt. m is trained in place. Only a *models.Model can be
+// written to a checkpoint (Cfg.Out); SteFFLe, whose silos rebuild the
+// model, needs one too. Callers outside the package set Job.Model and call
+// Train, or use TrainPrivate.
+func trainModel[T nn.Float](ctx context.Context, job *Job, m Model[T]) (*Report, error) {
 	j := *job
 	j.Model = m
 	return Train(ctx, &j)
@@ -687,7 +697,7 @@ func EvalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, 
 	cfg.Algo = "eval"
 	rep := &Report{Algorithm: cfg.Algo, Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
 		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,
-		Extra: map[string]any{"eval": map[string]string{"checkpoint": ckpt}}}
+		Extra: Extras{"eval": &EvalExtra{Checkpoint: ckpt}}}
 	rep.Privacy = accounting.NotPrivate()
 	if len(meta.Privacy) > 0 {
 		if err := json.Unmarshal(meta.Privacy, &rep.Privacy); err != nil {

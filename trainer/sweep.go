@@ -393,12 +393,8 @@ func SweepRow(run SweepRun, rep *Report) []string {
 		violation = rep.Test.EOViolation
 	}
 	ermi, sigma := "", ""
-	for _, algo := range []string{"fermi", "steffle"} {
-		if x, ok := rep.Extra[algo].(map[string]any); ok {
-			if v, ok := x["test_ermi"].(float64); ok {
-				ermi = f(v)
-			}
-		}
+	if v, ok := testERMI(rep); ok {
+		ermi = f(v)
 	}
 	if m := rep.Privacy.Mechanisms; len(m) > 0 {
 		sigma = f(m[len(m)-1].NoiseMultiplier)

@@ -180,9 +180,9 @@ func TestFloat64NoiseNote(t *testing.T) {
 	}
 }
 
-// TestTrainModelRefusals: a caller's model that does not fit the data, or
+// TestOwnModelRefusals: a caller's model that does not fit the data, or
 // a request the model cannot meet, is a clear error before training.
-func TestTrainModelRefusals(t *testing.T) {
+func TestOwnModelRefusals(t *testing.T) {
 	seed := uint64(4)
 	cfg := Defaults()
 	cfg.Algo, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = "dpsgd", 1, &seed, true, 500
@@ -209,7 +209,7 @@ func TestTrainModelRefusals(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(&j)
 		}
-		if _, err := TrainModel(context.Background(), &j, tc.m); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := trainModel(context.Background(), &j, tc.m); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}

@@ -166,7 +166,7 @@ type TuneResult struct {
 
 // tunable are the algorithms Tune can search: those whose whole release is
 // one Poisson-subsampled Gaussian per step with a σ the plan sets.
-var tunable = []string{string(MethodDPSGD), string(MethodDPSGDF), string(MethodNaive)}
+var tunable = []string{"dpsgd", "dpsgdf", "naive"}
 
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
@@ -176,7 +176,7 @@ var tunable = []string{string(MethodDPSGD), string(MethodDPSGDF), string(MethodN
 // σ_eff·sqrt(1 + ratio⁻²).
 func trialSigma(cfg Config, sigma float64) float64 {
 	switch cfg.Algo {
-	case string(MethodDPSGDF), string(MethodNaive):
+	case "dpsgdf", "naive":
 		r := cfg.Fair.CountNoiseRatio
 		return sigma * math.Sqrt(1+1/(r*r))
 	}
@@ -475,7 +475,7 @@ func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	rep, err := TrainModel(ctx, tj, m)
+	rep, err := trainModel(ctx, tj, m)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -555,10 +555,7 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	rep.Privacy = rc
 	rep.TrainRecords = job.Train.N()
 	rep.Extra = maps.Clone(best.Extra) // the chosen trial's own results (DPSGD-F's), covered as its output
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra["tune"] = res
+	rep.SetExtra("tune", res)
 	return &rep, nil
 }
 

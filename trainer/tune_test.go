@@ -84,7 +84,7 @@ func TestTuneDPSGDSyntheticTable(t *testing.T) {
 	if maj := majorityError(job.Test); !(rep.Test.Error < maj-0.02) {
 		t.Errorf("tuned test error %.4f, not better than the majority class's %.4f", rep.Test.Error, maj)
 	}
-	res := rep.Extra["tune"].(TuneResult)
+	res := TuneResultOf(rep)
 	if res.TrialEpsilon >= eps || res.Trials < 1 || res.ValidRecords+res.TrainRecords != 1000 || math.Abs(float64(res.ValidRecords)-200) > 5*math.Sqrt(160) {
 		t.Errorf("tune result %+v: want a trial ε below the search's %v, K ≥ 1, about 200 of the 1000 records scoring", res, eps)
 	}

@@ -48,7 +48,7 @@ func trainOrTune(ctx context.Context, job *trainer.Job, t *tuneFlagValues, check
 	if err != nil {
 		return nil, flagError(err)
 	}
-	res := rep.Extra["tune"].(trainer.TuneResult)
+	res := trainer.TuneResultOf(rep)
 	c := res.Chosen
 	fmt.Fprintf(stdout, "tune: chose --lr %g --epochs %d --batch %d --clip %g (σ = %.4g) after %d trials\n",
 		c.LR, c.Epochs, c.Batch, c.Clip, c.Sigma, res.Trials)

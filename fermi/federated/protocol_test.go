@@ -164,8 +164,7 @@ func TestCheckpointAverageIsTheMeanOfSeparateRuns(t *testing.T) {
 	avgRep, avgParams, alg := run(3, true)
 	rep2, _, _ := run(2, false)
 	rep3, params3, _ := run(3, false)
-	x := avgRep.Extra["steffle"].(map[string]any)
-	avg := x["checkpoint_average"].(CheckpointAverage)
+	avg := *ResultOf(avgRep).CheckpointAverage
 	if !slices.Equal(avg.Epochs, []int{2, 3}) {
 		t.Fatalf("checkpoint epochs %v, want [2 3]", avg.Epochs)
 	}

@@ -49,10 +49,10 @@ func (s *Server[T]) Report(job *trainer.Job, silos []string, receipt accounting.
 	rep := &trainer.Report{TrainRecords: records, Algorithm: Name, Dataset: job.Test.Name, Model: info.Spec.Arch, Params: s.Model.NumParams(),
 		DType: cfg.DType, Backend: trainer.BackendName(), LR: sc.LR, Test: test, Privacy: receipt, Seconds: seconds,
 		Version: trainer.Version, Config: cfg, Warnings: trainer.Warnings(test, job.Test.Labels, job.Test.GroupNames),
-		Extra: map[string]any{"steffle": map[string]any{"silos": silos, "rounds": s.Round, "per_silo": perSilo,
-			"w": append([]float64(nil), s.Reg.W...), "lambda": sc.Lambda, "checkpoint": sc.Checkpoint,
-			"weighting": "messages averaged with weights ñ_i / n (record counts)",
-			"train":     "empty: the server holds no training records; test is the held-out split of the evaluation data"}}}
+		Extra: trainer.Extras{Name: &ServerResult{Silos: silos, Rounds: s.Round, PerSilo: perSilo,
+			W: append([]float64(nil), s.Reg.W...), Lambda: sc.Lambda, Checkpoint: sc.Checkpoint,
+			Weighting: "messages averaged with weights ñ_i / n (record counts)",
+			Train:     "empty: the server holds no training records; test is the held-out split of the evaluation data"}}}
 	return rep, nil
 }
 

@@ -319,34 +319,30 @@ func (a *Steffle[T]) Checkpoints() []Checkpoint { return slices.Clone(a.checkpoi
 // silo's privacy summary and every lane's size, batch, noise and ε go into
 // the report's "extra" object.
 func (a *Steffle[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
-	var lanes []map[string]any
+	var lanes []LaneResult
 	for i, s := range a.Silos {
-		e := s.SpentEpsilon()
-		lanes = append(lanes, map[string]any{"features_silo": a.Lanes[i].Features, "sensitive_silo": a.Lanes[i].Sensitive,
-			"records": len(a.Lanes[i].Records), "batch": s.alg.Batch, "rounds": s.Spent(),
-			"epsilon": e, "sigma": s.alg.Sigma, "group_freq": s.alg.Reg.Freq()})
+		lanes = append(lanes, LaneResult{FeaturesSilo: a.Lanes[i].Features, SensitiveSilo: a.Lanes[i].Sensitive,
+			Records: len(a.Lanes[i].Records), Batch: s.alg.Batch, Rounds: s.Spent(),
+			Epsilon: s.SpentEpsilon(), Sigma: s.alg.Sigma, GroupFreq: s.alg.Reg.Freq()})
 	}
 	ermi := a.Silos[0].alg.ERMI(m, job.Test) // of the server's model; every lane has the same regulariser shape
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra["steffle"] = map[string]any{"silos": a.Mapping.Silos, "test_ermi": ermi, "mode": a.Settings.Mode, "heterogeneity": a.Settings.Heterogeneity,
-		"silo_attribute": a.Settings.SiloAttribute, "lambda": job.Cfg.Fair.Lambda, "w": append([]float64(nil), a.server.Reg.W...),
-		"per_silo": a.SiloPrivacy(), "lanes": lanes,
-		"weighting": "lane messages averaged with weights ñ_i / n (record counts)"}
+	res := &Result{Silos: a.Mapping.Silos, ERMI: ermi, Mode: a.Settings.Mode, Heterogeneity: a.Settings.Heterogeneity,
+		SiloAttribute: a.Settings.SiloAttribute, Lambda: job.Cfg.Fair.Lambda, W: append([]float64(nil), a.server.Reg.W...),
+		PerSilo: a.SiloPrivacy(), Lanes: lanes,
+		Weighting: "lane messages averaged with weights ñ_i / n (record counts)"}
 	if a.Settings.AverageEvery > 0 {
 		if len(a.checkpoints) != len(a.averageAt) {
 			return fmt.Errorf("steffle: %d of the %d checkpoints at epochs %v were evaluated (the trainer must call EpochFields once per epoch)",
 				len(a.checkpoints), len(a.averageAt), a.averageAt)
 		}
-		x := rep.Extra["steffle"].(map[string]any)
-		x["checkpoints"], x["checkpoint_average"] = a.Checkpoints(), AverageCheckpoints(a.checkpoints)
+		avg := AverageCheckpoints(a.checkpoints)
+		res.Checkpoints, res.CheckpointAverage = a.Checkpoints(), &avg
 	}
 	if a.Settings.LRDecay != 0 && a.Settings.LRDecay != 1 {
-		x := rep.Extra["steffle"].(map[string]any)
-		x["lr_decay"] = map[string]any{"factor": a.server.Cfg.Decay.Factor, "every_rounds": a.server.Cfg.Decay.Every,
-			"every_epochs": a.Settings.LRDecayEvery, "last_lr": job.Cfg.LR * a.server.Cfg.Decay.Scale(a.server.Round)}
+		res.LRDecay = &LRDecayResult{Factor: a.server.Cfg.Decay.Factor, EveryRounds: a.server.Cfg.Decay.Every,
+			EveryEpochs: a.Settings.LRDecayEvery, LastLR: job.Cfg.LR * a.server.Cfg.Decay.Scale(a.server.Round)}
 	}
+	rep.SetExtra(Name, res)
 	return nil
 }
 

@@ -1,0 +1,49 @@
+package dpsgdf
+
+import (
+	"math"
+
+	"fairdp/trainer"
+)
+
+// Method is DPSGD-F or Naïve as a trainer.PrivateOptions method. Naming it
+// imports this package, which registers both algorithms, so a program
+// using them cannot compile without it.
+type Method struct {
+	// Policy is Adaptive (DPSGD-F, Xu, Du and Wu 2021; also when empty) or
+	// Naive (DP-SGD with noisy group reweighting). Flat is plain DP-SGD:
+	// use trainer.DPSGDMethod.
+	Policy Policy
+	// CountNoiseRatio is σ1/σ2, the noise on the released per-group counts
+	// relative to the gradient noise (0: the default).
+	CountNoiseRatio float64
+}
+
+// Algo is the policy's registered name ("dpsgdf" or "naive").
+func (m Method) Algo() string {
+	if m.Policy == "" {
+		return string(Adaptive)
+	}
+	return string(m.Policy)
+}
+
+// Configure sets the count-noise ratio, naming a bad policy or ratio.
+func (m Method) Configure(cfg *trainer.Config) error {
+	var errs trainer.FieldErrors
+	switch m.Policy {
+	case "", Adaptive, Naive:
+	default:
+		errs = append(errs, trainer.FieldError{Field: "Policy", Msg: `must be dpsgdf.Adaptive or dpsgdf.Naive (got "` + string(m.Policy) +
+			`"; plain DP-SGD is trainer.DPSGDMethod)`})
+	}
+	if !(m.CountNoiseRatio >= 0) || math.IsInf(m.CountNoiseRatio, 1) {
+		errs = append(errs, trainer.FieldError{Field: "CountNoiseRatio", Msg: "must be a finite number ≥ 0 (0: the default)"})
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if m.CountNoiseRatio > 0 {
+		cfg.Fair.CountNoiseRatio = m.CountNoiseRatio
+	}
+	return nil
+}

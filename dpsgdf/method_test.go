@@ -1,0 +1,35 @@
+package dpsgdf_test
+
+import (
+	"errors"
+	"testing"
+
+	"fairdp/dpsgdf"
+	"fairdp/trainer"
+)
+
+// TestMethodConfigures: dpsgdf.Method trains under its policy's name with
+// its count-noise ratio, and Flat or a bad ratio is refused naming
+// PrivateOptions' field.
+func TestMethodConfigures(t *testing.T) {
+	for _, tc := range []struct {
+		m    dpsgdf.Method
+		algo string
+	}{{dpsgdf.Method{}, "dpsgdf"}, {dpsgdf.Method{Policy: dpsgdf.Naive, CountNoiseRatio: 3}, "naive"}} {
+		p, err := trainer.NewPrivate(trainer.PrivateOptions{Dataset: "adult", Limit: 300, Epsilon: 1, Method: tc.m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Config()
+		if c.Algo != tc.algo || (tc.m.CountNoiseRatio != 0 && c.Fair.CountNoiseRatio != tc.m.CountNoiseRatio) {
+			t.Errorf("%+v: algo %s, count-noise ratio %v", tc.m, c.Algo, c.Fair.CountNoiseRatio)
+		}
+	}
+	for field, m := range map[string]dpsgdf.Method{"Method.Policy": {Policy: dpsgdf.Flat}, "Method.CountNoiseRatio": {CountNoiseRatio: -1}} {
+		_, err := trainer.NewPrivate(trainer.PrivateOptions{Dataset: "adult", Limit: 300, Epsilon: 1, Method: m})
+		var fe trainer.FieldErrors
+		if !errors.As(err, &fe) || fe[0].Field != field {
+			t.Errorf("%+v: %v, want a FieldError on %s", m, err, field)
+		}
+	}
+}
