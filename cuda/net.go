@@ -45,6 +45,7 @@ type DeviceNet struct {
 	released bool
 	opt      optState     // the optimizer and its device state
 	grp      groupBuffers // a group clip's buffers
+	conv     convScratch  // the convolutions' unfolding scratch, shared
 }
 
 // NetLayer describes one layer of a DeviceNet.
@@ -112,7 +113,7 @@ type netLayer interface {
 
 // NewDeviceNet allocates the model on dev.
 func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
-	net := &DeviceNet{arena: arena{dev: dev}}
+	net := &DeviceNet{arena: arena{dev: dev}, conv: convScratch{arena: arena{dev: dev}}}
 	fail := func(err error) (*DeviceNet, error) {
 		net.Close()
 		return nil, err
@@ -125,7 +126,11 @@ func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
 			nl, err = newDevLinear(dev, &net.arena, l.In, l.Out, l.Weight, l.Bias)
 		case "conv":
 			var c *DeviceConv
-			c, err = NewDeviceConv(dev, l.Conv, l.Weight, l.Bias)
+			if c, err = NewDeviceConv(dev, l.Conv, l.Weight, l.Bias); err == nil {
+				if err = c.share(&net.conv); err != nil {
+					c.Close()
+				}
+			}
 			nl = devConv{c}
 		case "relu":
 			if l.Size < 1 {
@@ -432,7 +437,7 @@ func (net *DeviceNet) Params() ([][]float32, error) {
 // DeviceBytes is the device memory the model holds: parameters, gradients
 // and the batch buffers for the largest batch so far.
 func (net *DeviceNet) DeviceBytes() int64 {
-	b := net.bytes() + net.opt.bytes() + net.grp.bytes()
+	b := net.bytes() + net.opt.bytes() + net.grp.bytes() + net.conv.bytes()
 	for _, l := range net.layers {
 		b += l.deviceBytes()
 	}
@@ -445,7 +450,7 @@ func (net *DeviceNet) Close() error {
 		return nil
 	}
 	net.released = true
-	errs := []error{net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0)}
+	errs := []error{net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0), net.conv.freeFrom(0)}
 	for _, l := range net.layers {
 		errs = append(errs, l.close())
 	}
@@ -548,7 +553,7 @@ type devConv struct{ *DeviceConv }
 func (c devConv) inSize() int        { return c.geom.InC * c.geom.InH * c.geom.InW }
 func (c devConv) outSize() int       { return c.geom.OutC * c.geom.HW() }
 func (c devConv) grow(n int) error   { return c.DeviceConv.grow(n) }
-func (c devConv) deviceBytes() int64 { return c.bytes() }
+func (c devConv) deviceBytes() int64 { return c.bytesHeld() }
 func (c devConv) close() error       { return c.Close() }
 func (c devConv) values() ([][]float32, error) {
 	w, b, err := c.Params()
@@ -558,9 +563,9 @@ func (c devConv) forward(y, x DevicePtr, n int) error { return c.Forward(y, x, n
 func (c devConv) backward(dx, dy, _, _ DevicePtr, n int) error {
 	return c.Backward(dx, dy, n)
 }
-func (c devConv) sqNorms(sq, _, dy DevicePtr, n int) error { return c.SqNorms(sq, dy, n) }
-func (c devConv) clipped(_, dy, scale, _ DevicePtr, n int) error {
-	return c.ClippedGrad(dy, scale, n)
+func (c devConv) sqNorms(sq, _, _ DevicePtr, n int) error { return c.SqNorms(sq, n) }
+func (c devConv) clipped(_, _, scale, _ DevicePtr, n int) error {
+	return c.ClippedGrad(scale, n)
 }
 func (c devConv) release(s DPSGDStep, stream uint32) (uint32, error) {
 	return stream + 1, releaseBuffer(c.dev, c.wb, c.gwb, c.geom.OutC*(c.geom.CKK()+1), s, stream)
