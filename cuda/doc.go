@@ -37,7 +37,7 @@
 //     group, and the device clips with them. DeviceConv is its convolution
 //     layer (forward, input gradient, per-sample norms, clipped sum).
 //   - DeviceFermi runs DP-FERMI's steps (package fermi; Lowy et al. 2022) on a
-//     DeviceNet: kernels/fermi.cu computes the ERMI regularizer's per-sample
+//     DeviceNet: kernels/ermi.cu computes the ERMI regularizer's per-sample
 //     gradients with respect to the logits and to the small matrix W from
 //     the logits the forward pass left on the device, W's share of the joint
 //     per-sample norms, and the per-batch sums W's step needs (FermiSums);

@@ -7,7 +7,7 @@ import (
 )
 
 // The parts of the ERMI regularizer ψ_i a FermiPass covers, with the values
-// of package fermi's Part (kernels/fermi.cu reads them as ints).
+// of package fermi's Part (kernels/ermi.cu reads them as ints).
 const (
 	FermiFull         = 0 // every term of ψ_i
 	FermiNonSensitive = 1 // the terms that do not depend on the sample's sensitive attribute
@@ -72,7 +72,7 @@ type FermiSums struct {
 
 // DeviceFermi runs DP-FERMI's steps on a DeviceNet: the ERMI regularizer's
 // gradients with respect to the logits and W are computed by the kernels of
-// kernels/fermi.cu from the logits the net's forward pass left on the
+// kernels/ermi.cu from the logits the net's forward pass left on the
 // device, so a step uploads only the batch's inputs, labels and sensitive
 // groups (and W, a few values) and brings back FermiSums.
 type DeviceFermi struct {

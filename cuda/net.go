@@ -39,7 +39,7 @@ type DeviceNet struct {
 	norms    DevicePtr
 	scale    DevicePtr
 	ones     DevicePtr
-	bad      DevicePtr
+	bad      DevicePtr // the clip check's two flags, then the summed loss (sum)
 	sum      DevicePtr
 	params   int // arena mark: what comes after are batch buffers
 	released bool
@@ -86,6 +86,11 @@ type DPSGDStep struct {
 	Group                 *GroupClip
 
 	opt *optState // set by Step: the update releaseBuffer applies
+	// stop and stopN, set by Step: the clip check's flags and the batch
+	// size, which the update kernels read to skip a refused step on the
+	// device (stop 0: checked on the host already).
+	stop  DevicePtr
+	stopN int
 }
 
 // netLayer is a layer on the device: its step given its input and output
@@ -162,10 +167,12 @@ func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
 		return fail(fmt.Errorf("cuda: DeviceNet ends in %v logits: want 1 logit for two classes (fairdp's layout) or one per class for more", net.sizes[len(net.sizes)-1:]))
 	}
 	var err error
-	net.bad, net.sum = net.alloc(8, &err), net.alloc(4, &err)
+	// One allocation, so that a step's flags and loss come back in one copy.
+	net.bad = net.alloc(12, &err)
 	if err != nil {
 		return fail(err)
 	}
+	net.sum = net.bad + 8
 	net.params = net.mark()
 	return net, nil
 }
@@ -306,18 +313,54 @@ func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, e
 	if err := net.sqNorms(n); err != nil {
 		return 0, err
 	}
-	if err := net.clipFactors(s.Clip, n); err != nil {
-		return 0, err
-	}
 	if s.Group != nil {
+		// The policy reads counts of the norms, so the check comes first.
+		if err := net.clipFactors(s.Clip, n); err != nil {
+			return 0, err
+		}
 		if s.NoiseStd, err = net.groupScales(s.Group, s.Clip, n); err != nil {
 			return 0, err
 		}
+	} else if err := net.queueClipFactors(s.Clip, n); err != nil {
+		return 0, err
 	}
+	s.stop, s.stopN = net.bad, n
 	if err := net.release(net.scale, s, n); err != nil {
 		return 0, err
 	}
-	return net.lossSum(n)
+	if s.Group != nil {
+		return net.lossSum(n) // the flags came back before the counts
+	}
+	return net.finish(n)
+}
+
+// finish reads the step's clip check and summed loss back in one copy (the
+// step's one wait for the device). A refused step's update was skipped on
+// the device (DPSGDStep.stop), so it is not counted as an optimizer step.
+func (net *DeviceNet) finish(n int) (float64, error) {
+	back := make([]uint32, 3)
+	if err := CopyOut(net.dev, back, net.bad); err != nil {
+		return 0, err
+	}
+	if err := checkFlags(int32(back[0]), int32(back[1]), n); err != nil {
+		net.opt.steps--
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return float64(math.Float32frombits(back[2])), nil
+}
+
+// checkFlags turns the clip check's flags into the step's error.
+func checkFlags(bad, badBound int32, n int) error {
+	if int(bad) < n {
+		return fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad)
+	}
+	if int(badBound) < n {
+		return fmt.Errorf("cuda: sample %d has a clip bound that is not > 0", badBound)
+	}
+	return nil
 }
 
 // The phases of a step, in order (Step composes them; a DP-FERMI step,
@@ -371,23 +414,28 @@ func (net *DeviceNet) sqNorms(n int) error {
 }
 
 // clipFactors sets norms and the clip factors scale from sq; the clip
-// check comes back before anything is updated, as on the CPU.
+// check comes back before anything is updated, as on the CPU (a step whose
+// host code reads the norms' statistics mid-step; Step's flat clip checks
+// at its end instead, queueClipFactors).
 func (net *DeviceNet) clipFactors(clip float64, n int) error {
+	if err := net.queueClipFactors(clip, n); err != nil {
+		return err
+	}
+	bad := make([]int32, 2)
+	if err := CopyOut(net.dev, bad, net.bad); err != nil {
+		return err
+	}
+	return checkFlags(bad[0], int32(n), n) // a flat bound: only the norms can fail
+}
+
+// queueClipFactors queues what clipFactors computes, the flags reset to n
+// first; nothing is read.
+func (net *DeviceNet) queueClipFactors(clip float64, n int) error {
 	d := net.dev
 	if err := launch1(d, "fairdp_fill_u32", 2, Ptr(net.bad), U32(uint32(n)), Int(2)); err != nil {
 		return err
 	}
-	if err := launch1(d, "fairdp_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(net.bad), Ptr(net.sq), Ptr(0), F64(clip), Int(n)); err != nil {
-		return err
-	}
-	bad := make([]int32, 2)
-	if err := CopyOut(d, bad, net.bad); err != nil {
-		return err
-	}
-	if int(bad[0]) < n {
-		return fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad[0])
-	}
-	return nil
+	return launch1(d, "fairdp_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(net.bad), Ptr(net.sq), Ptr(0), F64(clip), Int(n))
 }
 
 // release sets each layer's gradient to the sum of the last backward's
@@ -408,8 +456,7 @@ func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
 	return nil
 }
 
-// lossSum returns the summed loss lossGrad queued, once the device has
-// finished the step.
+// lossSum returns the summed loss lossGrad queued (the copy waits for it).
 func (net *DeviceNet) lossSum(n int) (float64, error) {
 	sum := make([]float32, 1)
 	if n > 0 {
@@ -417,7 +464,7 @@ func (net *DeviceNet) lossSum(n int) (float64, error) {
 			return 0, err
 		}
 	}
-	return float64(sum[0]), net.dev.Synchronize()
+	return float64(sum[0]), nil
 }
 
 // Params copies the parameters to the host: each parameterised layer's
