@@ -38,8 +38,8 @@ import (
 // row-major matrix (a row-major r×c matrix is a column-major c×r one to
 // cuBLAS), and the gradient and each per-sample gradient likewise.
 type DeviceConv struct {
-	arena             // dev and the layer's allocations
-	geom     ConvGeom //
+	arena              // dev and the layer's allocations
+	geom     ConvGeom  //
 	wb, gwb  DevicePtr // outC×(ckk+1)
 	gs, ones DevicePtr // batch buffers: n per-sample gradients, n ones
 	x        DevicePtr // the last Forward's input
