@@ -180,6 +180,16 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // and updates the parameters on the device. It returns Σ_i ℓ_i. An empty
 // batch still adds noise and updates.
 func (f *DeviceFermi) Step(x []float32, labels []int32, groups []int, s FermiStep, host func(FermiSums) (NoiseSeed, error)) (float64, error) {
+	var loss float64
+	err := onDevice(f.dev, func() (err error) {
+		loss, err = f.step(x, labels, groups, s, host)
+		return err
+	})
+	return loss, err
+}
+
+// step is Step, on the device's thread (host runs there too).
+func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiStep, host func(FermiSums) (NoiseSeed, error)) (float64, error) {
 	if f.released {
 		return 0, errors.New("cuda: DeviceFermi used after Close")
 	}

@@ -286,6 +286,16 @@ func (net *DeviceNet) Logits(x []float32) ([]float32, error) {
 // update. An empty batch still adds noise and updates (a Poisson sample may
 // be empty).
 func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
+	var loss float64
+	err := onDevice(net.dev, func() (err error) {
+		loss, err = net.step(x, labels, s)
+		return err
+	})
+	return loss, err
+}
+
+// step is Step, on the device's thread.
+func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
 	if err := checkNoise(s.NoiseStd); err != nil {
 		return 0, err
 	}
