@@ -148,12 +148,12 @@ func TestGPUCounts(t *testing.T) {
 	for _, plan := range stepPlans() {
 		for _, algo := range []string{"sgd", "dpsgd", "dpsgdf", "fermi"} {
 			for _, n := range []int{64, 256} {
-				dev, err := countStep(plan, algo, n)
+				dev, bytes, err := countStep(plan, algo, n)
 				if err != nil {
 					t.Fatalf("%s %s %d: %v", plan.name, algo, n, err)
 				}
-				fmt.Printf("%s %s %d calls=%d syncs=%d h2d_bytes=%d d2h_bytes=%d launches=%d gemms=%d\n", plan.name, algo, n,
-					dev.calls(), dev.syncs, dev.h2d, dev.d2h, dev.launches, dev.gemms)
+				fmt.Printf("%s %s %d calls=%d syncs=%d h2d_bytes=%d d2h_bytes=%d launches=%d gemms=%d device_mb=%d\n", plan.name, algo, n,
+					dev.calls(), dev.syncs, dev.h2d, dev.d2h, dev.launches, dev.gemms, bytes>>20)
 			}
 		}
 	}
@@ -176,7 +176,7 @@ func TestStepCallBudget(t *testing.T) {
 		n            int
 		calls, syncs int
 	}{{"mnist-cnn", 256, 60, 1}, {"vgg", 64, 150, 1}, {"logistic", 256, 20, 1}} {
-		dev, err := countStep(plans[c.model], "dpsgd", c.n)
+		dev, _, err := countStep(plans[c.model], "dpsgd", c.n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,15 +190,16 @@ func TestStepCallBudget(t *testing.T) {
 func (c *countDevice) calls() int { return c.launches + c.gemms + c.copies + c.syncs }
 
 // countStep builds plan's model on a counting device and counts its second
-// step of algo at batch n (the first sizes the buffers).
-func countStep(plan cnnPlan, algo string, n int) (*countDevice, error) {
+// step of algo at batch n (the first sizes the buffers); it also returns the
+// device memory the model then holds (DeviceNet.DeviceBytes).
+func countStep(plan cnnPlan, algo string, n int) (*countDevice, int64, error) {
 	dev := newCountDevice()
 	defer dev.Close()
 	r := rand.New(rand.NewPCG(7, 8))
 	_, spec := plan.build(r)
 	net, err := NewDeviceNet(dev, spec)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer net.Close()
 	x, y := make([]float32, n*plan.c*plan.h*plan.w), make([]int32, n)
@@ -235,13 +236,13 @@ func countStep(plan cnnPlan, algo string, n int) (*countDevice, error) {
 		return err
 	}
 	if err := step(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	dev.reset()
 	if err := step(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return dev, nil
+	return dev, net.DeviceBytes(), nil
 }
 
 // stepPlans are the four models whose device step the benchmark times and

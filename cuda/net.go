@@ -14,8 +14,8 @@ import (
 // per-sample norms, gradients and the step's scratch stay in device memory
 // for the model's life, as does the optimizer's state (SetOptimizer:
 // momentum, Adam); a DP-SGD step uploads only the batch's inputs and labels
-// and brings back two ints (the clip checks, before any update) and one
-// float (the summed loss). A step with a group clip (DPSGD-F, Naive) also
+// and, at its end, brings back two ints (the clip checks; a refused step's
+// update kernels did nothing) and one float (the summed loss) in one copy. A step with a group clip (DPSGD-F, Naive) also
 // uploads each sample's group, brings back two counts per group and
 // uploads the policy's bound and weight per group: nothing per sample
 // leaves the device.
@@ -221,7 +221,30 @@ func (net *DeviceNet) grow(n int) error {
 	var err error
 	net.a, net.g = make([]DevicePtr, len(net.sizes)), make([]DevicePtr, len(net.sizes))
 	for l, s := range net.sizes {
-		net.a[l], net.g[l] = net.alloc(4*c*s, &err), net.alloc(4*c*s, &err)
+		net.a[l] = net.alloc(4*c*s, &err)
+		if net.keepsGrad(l) {
+			net.g[l] = net.alloc(4*c*s, &err)
+		}
+	}
+	// The other gradients live only from the backward step that writes them
+	// to the one that reads them: two buffers, alternating, serve them all
+	// (g[l] and g[l+1] differ in parity).
+	var shared [2]int
+	for l, s := range net.sizes {
+		if !net.keepsGrad(l) {
+			shared[l%2] = max(shared[l%2], s)
+		}
+	}
+	for p, s := range shared {
+		if s == 0 {
+			continue
+		}
+		buf := net.alloc(4*c*s, &err)
+		for l := p; l < len(net.sizes); l += 2 {
+			if !net.keepsGrad(l) {
+				net.g[l] = buf
+			}
+		}
 	}
 	net.labels, net.loss = net.alloc(4*c, &err), net.alloc(4*c, &err)
 	net.sq, net.norms, net.scale, net.ones = net.alloc(8*c, &err), net.alloc(8*c, &err), net.alloc(4*c, &err), net.alloc(4*c, &err)
@@ -233,6 +256,22 @@ func (net *DeviceNet) grow(n int) error {
 	}
 	net.capacity = c
 	return nil
+}
+
+// keepsGrad says whether g[l] (∂L/∂a[l]) must outlive the backward pass:
+// the logits' gradient (DP-FERMI reuses it) and a linear layer's output
+// gradient, which its ghost norms and clipped sum read after. A
+// convolution keeps its per-sample gradients instead, and ReLU, max-pool
+// and group norm need theirs only within the backward pass.
+func (net *DeviceNet) keepsGrad(l int) bool {
+	if l == len(net.layers) {
+		return true
+	}
+	if l == 0 {
+		return false
+	}
+	_, linear := net.layers[l-1].(*devLinear)
+	return linear
 }
 
 // classes is the number of labels: 2 for one logit.
