@@ -58,6 +58,22 @@ type Device interface {
 	Close() error
 }
 
+// threadBound is a Device whose calls run on one locked OS thread (the
+// Driver: the CUDA context is current there). Do runs fn on that thread,
+// and the calls fn makes go to the driver directly instead of one hop to
+// the thread each.
+type threadBound interface {
+	Do(fn func() error) error
+}
+
+// onDevice runs fn, on d's thread when d has one (threadBound).
+func onDevice(d Device, fn func() error) error {
+	if t, ok := d.(threadBound); ok {
+		return t.Do(fn)
+	}
+	return fn()
+}
+
 // DevicePtr is an address in a Device's memory; 0 is the null pointer
 // (kernels read a null optional argument as "absent"). Offsets within an
 // allocation are addresses too (p + bytes).

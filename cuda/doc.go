@@ -35,9 +35,13 @@
 //     threshold, only those 2K counts come back, the policy (trainer's
 //     ClipPolicy, the one copy of its maths) returns a bound and a weight per
 //     group, and the device clips with them. DeviceConv is its convolution
-//     layer (forward, input gradient, per-sample norms, clipped sum).
+//     layer (forward, input gradient, per-sample gradients by one
+//     strided-batched GEMM, their norms and clipped sum; the unfolded input
+//     in a scratch the net's convolutions share, walked in chunks). A step is
+//     one closure on the driver's thread and waits for the device once, at
+//     its end (the clip check guards the update kernels on the device).
 //   - DeviceFermi runs DP-FERMI's steps (package fermi; Lowy et al. 2022) on a
-//     DeviceNet: kernels/fermi.cu computes the ERMI regularizer's per-sample
+//     DeviceNet: kernels/ermi.cu computes the ERMI regularizer's per-sample
 //     gradients with respect to the logits and to the small matrix W from
 //     the logits the forward pass left on the device, W's share of the joint
 //     per-sample norms, and the per-batch sums W's step needs (FermiSums);

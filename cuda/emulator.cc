@@ -12,7 +12,7 @@
 #include "kernels/dpops.cu"
 #include "kernels/layers.cu"
 #include "kernels/train.cu"
-#include "kernels/fermi.cu"
+#include "kernels/ermi.cu"
 #include "emu/test_kernels.cu"
 
 #include "emu/runtime.h"

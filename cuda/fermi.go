@@ -7,7 +7,7 @@ import (
 )
 
 // The parts of the ERMI regularizer ψ_i a FermiPass covers, with the values
-// of package fermi's Part (kernels/fermi.cu reads them as ints).
+// of package fermi's Part (kernels/ermi.cu reads them as ints).
 const (
 	FermiFull         = 0 // every term of ψ_i
 	FermiNonSensitive = 1 // the terms that do not depend on the sample's sensitive attribute
@@ -72,7 +72,7 @@ type FermiSums struct {
 
 // DeviceFermi runs DP-FERMI's steps on a DeviceNet: the ERMI regularizer's
 // gradients with respect to the logits and W are computed by the kernels of
-// kernels/fermi.cu from the logits the net's forward pass left on the
+// kernels/ermi.cu from the logits the net's forward pass left on the
 // device, so a step uploads only the batch's inputs, labels and sensitive
 // groups (and W, a few values) and brings back FermiSums.
 type DeviceFermi struct {
@@ -180,6 +180,16 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // and updates the parameters on the device. It returns Σ_i ℓ_i. An empty
 // batch still adds noise and updates.
 func (f *DeviceFermi) Step(x []float32, labels []int32, groups []int, s FermiStep, host func(FermiSums) (NoiseSeed, error)) (float64, error) {
+	var loss float64
+	err := onDevice(f.dev, func() (err error) {
+		loss, err = f.step(x, labels, groups, s, host)
+		return err
+	})
+	return loss, err
+}
+
+// step is Step, on the device's thread (host runs there too).
+func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiStep, host func(FermiSums) (NoiseSeed, error)) (float64, error) {
 	if f.released {
 		return 0, errors.New("cuda: DeviceFermi used after Close")
 	}

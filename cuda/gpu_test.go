@@ -5,6 +5,7 @@ package cuda
 import (
 	"debug/elf"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -96,4 +97,33 @@ func TestDeviceProbe(t *testing.T) {
 	}
 	defer d.Close()
 	t.Logf("DEVICE: %s", d.Name())
+}
+
+// A device-resident step on the driver is one hop to the driver's locked
+// thread (Driver.Do), not one per launch, GEMM and copy: steady-state
+// DP-SGD steps of an MLP and of a small CNN each send one closure.
+func TestDriverStepIsOneHop(t *testing.T) {
+	drv, ok := deviceUnderTest(t).(*Driver)
+	if !ok {
+		t.Skip("needs the driver (FAIRDP_DEVICE=cuda)")
+	}
+	plan := cnnPlan{name: "cnn", c: 1, h: 12, w: 12, convs: []ConvGeom{{OutC: 4, K: 3, Stride: 1}}, pools: []int{2},
+		hidden: []int{8}, classes: 3}
+	r := rand.New(rand.NewPCG(81, 82))
+	_, spec := plan.build(r)
+	net, err := NewDeviceNet(drv, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	x, y := mlpBatch(r, 16, 144, 3)
+	for i := range 3 {
+		before := drv.hops
+		if _, err := net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / 16, LR: 0.1, Seed: NewNoiseSeed(r)}); err != nil {
+			t.Fatal(err)
+		}
+		if hops := drv.hops - before; hops != 1 {
+			t.Errorf("step %d: %d hops to the driver's thread, want 1", i, hops)
+		}
+	}
 }

@@ -23,7 +23,7 @@ var ptxModules = map[string][]string{
 		"fairdp_fill_u32", "fairdp_sigmoid_bce", "fairdp_softmax_ce", "fairdp_sgd_step", "fairdp_momentum_step",
 		"fairdp_adam_step", "fairdp_group_counts", "fairdp_group_clip_factors",
 	},
-	"fermi": {
+	"ermi": {
 		"fairdp_fermi_grad", "fairdp_fermi_w_sqnorms", "fairdp_fermi_sums", "fairdp_count_above",
 		"fairdp_fermi_combine",
 	},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"fairdp/dpops"
@@ -360,5 +361,42 @@ func TestDeviceMLPRefusesNonFinite(t *testing.T) {
 	wantErr(t, err, "4 input values for 1 samples of 5 features")
 	if _, err := NewDeviceMLP(dev, []int{5, 2}, nil); err == nil {
 		t.Error("NewDeviceMLP accepted a model with 2 outputs")
+	}
+}
+
+// A refused step (checked once, at the step's end) leaves no trace in the
+// optimizer either: with momentum or Adam, a refused step then a good one
+// gives the same bits as the good one alone (the update kernels skip on the
+// device, and the refused step is not counted as Adam's t).
+func TestDeviceRefusedStepLeavesOptimizer(t *testing.T) {
+	dev := deviceUnderTest(t)
+	for _, o := range []Optimizer{{Kind: "sgd", Momentum: 0.9}, {Kind: "adam", Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}} {
+		r := rand.New(rand.NewPCG(57, 58))
+		sizes := []int{5, 4, 1}
+		cpu := newCPUMLP(r, sizes)
+		x, y := mlpBatch(r, 3, 5, 2)
+		bad := slices.Clone(x)
+		bad[7] = float32(math.Inf(1))
+		seed := NewNoiseSeed(r)
+		run := func(refuseFirst bool) [][]float32 {
+			m, err := NewDeviceMLP(dev, sizes, cpu.values())
+			must(t, err)
+			defer m.Close()
+			must(t, m.SetOptimizer(o))
+			s := DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1, LR: 0.5, Seed: seed}
+			if refuseFirst {
+				_, err = m.Step(bad, y, s)
+				wantErr(t, err, "sample 1 has a gradient norm² that is negative or not finite")
+			}
+			_, err = m.Step(x, y, s)
+			must(t, err)
+			got, err := m.Params()
+			must(t, err)
+			return got
+		}
+		want, got := run(false), run(true)
+		for k := range want {
+			sameBits32(t, fmt.Sprintf("%s: parameter %d after a refused and a good step", o.Kind, k), got[k], want[k])
+		}
 	}
 }

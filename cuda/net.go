@@ -14,8 +14,8 @@ import (
 // per-sample norms, gradients and the step's scratch stay in device memory
 // for the model's life, as does the optimizer's state (SetOptimizer:
 // momentum, Adam); a DP-SGD step uploads only the batch's inputs and labels
-// and brings back two ints (the clip checks, before any update) and one
-// float (the summed loss). A step with a group clip (DPSGD-F, Naive) also
+// and, at its end, brings back two ints (the clip checks; a refused step's
+// update kernels did nothing) and one float (the summed loss) in one copy. A step with a group clip (DPSGD-F, Naive) also
 // uploads each sample's group, brings back two counts per group and
 // uploads the policy's bound and weight per group: nothing per sample
 // leaves the device.
@@ -39,12 +39,13 @@ type DeviceNet struct {
 	norms    DevicePtr
 	scale    DevicePtr
 	ones     DevicePtr
-	bad      DevicePtr
+	bad      DevicePtr // the clip check's two flags, then the summed loss (sum)
 	sum      DevicePtr
 	params   int // arena mark: what comes after are batch buffers
 	released bool
 	opt      optState     // the optimizer and its device state
 	grp      groupBuffers // a group clip's buffers
+	conv     convScratch  // the convolutions' unfolding scratch, shared
 }
 
 // NetLayer describes one layer of a DeviceNet.
@@ -85,6 +86,11 @@ type DPSGDStep struct {
 	Group                 *GroupClip
 
 	opt *optState // set by Step: the update releaseBuffer applies
+	// stop and stopN, set by Step: the clip check's flags and the batch
+	// size, which the update kernels read to skip a refused step on the
+	// device (stop 0: checked on the host already).
+	stop  DevicePtr
+	stopN int
 }
 
 // netLayer is a layer on the device: its step given its input and output
@@ -112,7 +118,7 @@ type netLayer interface {
 
 // NewDeviceNet allocates the model on dev.
 func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
-	net := &DeviceNet{arena: arena{dev: dev}}
+	net := &DeviceNet{arena: arena{dev: dev}, conv: convScratch{arena: arena{dev: dev}}}
 	fail := func(err error) (*DeviceNet, error) {
 		net.Close()
 		return nil, err
@@ -125,7 +131,11 @@ func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
 			nl, err = newDevLinear(dev, &net.arena, l.In, l.Out, l.Weight, l.Bias)
 		case "conv":
 			var c *DeviceConv
-			c, err = NewDeviceConv(dev, l.Conv, l.Weight, l.Bias)
+			if c, err = NewDeviceConv(dev, l.Conv, l.Weight, l.Bias); err == nil {
+				if err = c.share(&net.conv); err != nil {
+					c.Close()
+				}
+			}
 			nl = devConv{c}
 		case "relu":
 			if l.Size < 1 {
@@ -157,10 +167,12 @@ func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
 		return fail(fmt.Errorf("cuda: DeviceNet ends in %v logits: want 1 logit for two classes (fairdp's layout) or one per class for more", net.sizes[len(net.sizes)-1:]))
 	}
 	var err error
-	net.bad, net.sum = net.alloc(8, &err), net.alloc(4, &err)
+	// One allocation, so that a step's flags and loss come back in one copy.
+	net.bad = net.alloc(12, &err)
 	if err != nil {
 		return fail(err)
 	}
+	net.sum = net.bad + 8
 	net.params = net.mark()
 	return net, nil
 }
@@ -209,7 +221,30 @@ func (net *DeviceNet) grow(n int) error {
 	var err error
 	net.a, net.g = make([]DevicePtr, len(net.sizes)), make([]DevicePtr, len(net.sizes))
 	for l, s := range net.sizes {
-		net.a[l], net.g[l] = net.alloc(4*c*s, &err), net.alloc(4*c*s, &err)
+		net.a[l] = net.alloc(4*c*s, &err)
+		if net.keepsGrad(l) {
+			net.g[l] = net.alloc(4*c*s, &err)
+		}
+	}
+	// The other gradients live only from the backward step that writes them
+	// to the one that reads them: two buffers, alternating, serve them all
+	// (g[l] and g[l+1] differ in parity).
+	var shared [2]int
+	for l, s := range net.sizes {
+		if !net.keepsGrad(l) {
+			shared[l%2] = max(shared[l%2], s)
+		}
+	}
+	for p, s := range shared {
+		if s == 0 {
+			continue
+		}
+		buf := net.alloc(4*c*s, &err)
+		for l := p; l < len(net.sizes); l += 2 {
+			if !net.keepsGrad(l) {
+				net.g[l] = buf
+			}
+		}
 	}
 	net.labels, net.loss = net.alloc(4*c, &err), net.alloc(4*c, &err)
 	net.sq, net.norms, net.scale, net.ones = net.alloc(8*c, &err), net.alloc(8*c, &err), net.alloc(4*c, &err), net.alloc(4*c, &err)
@@ -221,6 +256,22 @@ func (net *DeviceNet) grow(n int) error {
 	}
 	net.capacity = c
 	return nil
+}
+
+// keepsGrad says whether g[l] (∂L/∂a[l]) must outlive the backward pass:
+// the logits' gradient (DP-FERMI reuses it) and a linear layer's output
+// gradient, which its ghost norms and clipped sum read after. A
+// convolution keeps its per-sample gradients instead, and ReLU, max-pool
+// and group norm need theirs only within the backward pass.
+func (net *DeviceNet) keepsGrad(l int) bool {
+	if l == len(net.layers) {
+		return true
+	}
+	if l == 0 {
+		return false
+	}
+	_, linear := net.layers[l-1].(*devLinear)
+	return linear
 }
 
 // classes is the number of labels: 2 for one logit.
@@ -274,6 +325,16 @@ func (net *DeviceNet) Logits(x []float32) ([]float32, error) {
 // update. An empty batch still adds noise and updates (a Poisson sample may
 // be empty).
 func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
+	var loss float64
+	err := onDevice(net.dev, func() (err error) {
+		loss, err = net.step(x, labels, s)
+		return err
+	})
+	return loss, err
+}
+
+// step is Step, on the device's thread.
+func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
 	if err := checkNoise(s.NoiseStd); err != nil {
 		return 0, err
 	}
@@ -301,18 +362,54 @@ func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, e
 	if err := net.sqNorms(n); err != nil {
 		return 0, err
 	}
-	if err := net.clipFactors(s.Clip, n); err != nil {
-		return 0, err
-	}
 	if s.Group != nil {
+		// The policy reads counts of the norms, so the check comes first.
+		if err := net.clipFactors(s.Clip, n); err != nil {
+			return 0, err
+		}
 		if s.NoiseStd, err = net.groupScales(s.Group, s.Clip, n); err != nil {
 			return 0, err
 		}
+	} else if err := net.queueClipFactors(s.Clip, n); err != nil {
+		return 0, err
 	}
+	s.stop, s.stopN = net.bad, n
 	if err := net.release(net.scale, s, n); err != nil {
 		return 0, err
 	}
-	return net.lossSum(n)
+	if s.Group != nil {
+		return net.lossSum(n) // the flags came back before the counts
+	}
+	return net.finish(n)
+}
+
+// finish reads the step's clip check and summed loss back in one copy (the
+// step's one wait for the device). A refused step's update was skipped on
+// the device (DPSGDStep.stop), so it is not counted as an optimizer step.
+func (net *DeviceNet) finish(n int) (float64, error) {
+	back := make([]uint32, 3)
+	if err := CopyOut(net.dev, back, net.bad); err != nil {
+		return 0, err
+	}
+	if err := checkFlags(int32(back[0]), int32(back[1]), n); err != nil {
+		net.opt.steps--
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return float64(math.Float32frombits(back[2])), nil
+}
+
+// checkFlags turns the clip check's flags into the step's error.
+func checkFlags(bad, badBound int32, n int) error {
+	if int(bad) < n {
+		return fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad)
+	}
+	if int(badBound) < n {
+		return fmt.Errorf("cuda: sample %d has a clip bound that is not > 0", badBound)
+	}
+	return nil
 }
 
 // The phases of a step, in order (Step composes them; a DP-FERMI step,
@@ -366,23 +463,28 @@ func (net *DeviceNet) sqNorms(n int) error {
 }
 
 // clipFactors sets norms and the clip factors scale from sq; the clip
-// check comes back before anything is updated, as on the CPU.
+// check comes back before anything is updated, as on the CPU (a step whose
+// host code reads the norms' statistics mid-step; Step's flat clip checks
+// at its end instead, queueClipFactors).
 func (net *DeviceNet) clipFactors(clip float64, n int) error {
+	if err := net.queueClipFactors(clip, n); err != nil {
+		return err
+	}
+	bad := make([]int32, 2)
+	if err := CopyOut(net.dev, bad, net.bad); err != nil {
+		return err
+	}
+	return checkFlags(bad[0], int32(n), n) // a flat bound: only the norms can fail
+}
+
+// queueClipFactors queues what clipFactors computes, the flags reset to n
+// first; nothing is read.
+func (net *DeviceNet) queueClipFactors(clip float64, n int) error {
 	d := net.dev
 	if err := launch1(d, "fairdp_fill_u32", 2, Ptr(net.bad), U32(uint32(n)), Int(2)); err != nil {
 		return err
 	}
-	if err := launch1(d, "fairdp_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(net.bad), Ptr(net.sq), Ptr(0), F64(clip), Int(n)); err != nil {
-		return err
-	}
-	bad := make([]int32, 2)
-	if err := CopyOut(d, bad, net.bad); err != nil {
-		return err
-	}
-	if int(bad[0]) < n {
-		return fmt.Errorf("cuda: sample %d has a gradient norm² that is negative or not finite; the loss is not finite", bad[0])
-	}
-	return nil
+	return launch1(d, "fairdp_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(net.bad), Ptr(net.sq), Ptr(0), F64(clip), Int(n))
 }
 
 // release sets each layer's gradient to the sum of the last backward's
@@ -403,8 +505,7 @@ func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
 	return nil
 }
 
-// lossSum returns the summed loss lossGrad queued, once the device has
-// finished the step.
+// lossSum returns the summed loss lossGrad queued (the copy waits for it).
 func (net *DeviceNet) lossSum(n int) (float64, error) {
 	sum := make([]float32, 1)
 	if n > 0 {
@@ -412,7 +513,7 @@ func (net *DeviceNet) lossSum(n int) (float64, error) {
 			return 0, err
 		}
 	}
-	return float64(sum[0]), net.dev.Synchronize()
+	return float64(sum[0]), nil
 }
 
 // Params copies the parameters to the host: each parameterised layer's
@@ -432,7 +533,7 @@ func (net *DeviceNet) Params() ([][]float32, error) {
 // DeviceBytes is the device memory the model holds: parameters, gradients
 // and the batch buffers for the largest batch so far.
 func (net *DeviceNet) DeviceBytes() int64 {
-	b := net.bytes() + net.opt.bytes() + net.grp.bytes()
+	b := net.bytes() + net.opt.bytes() + net.grp.bytes() + net.conv.bytes()
 	for _, l := range net.layers {
 		b += l.deviceBytes()
 	}
@@ -445,7 +546,7 @@ func (net *DeviceNet) Close() error {
 		return nil
 	}
 	net.released = true
-	errs := []error{net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0)}
+	errs := []error{net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0), net.conv.freeFrom(0)}
 	for _, l := range net.layers {
 		errs = append(errs, l.close())
 	}
@@ -548,7 +649,7 @@ type devConv struct{ *DeviceConv }
 func (c devConv) inSize() int        { return c.geom.InC * c.geom.InH * c.geom.InW }
 func (c devConv) outSize() int       { return c.geom.OutC * c.geom.HW() }
 func (c devConv) grow(n int) error   { return c.DeviceConv.grow(n) }
-func (c devConv) deviceBytes() int64 { return c.bytes() }
+func (c devConv) deviceBytes() int64 { return c.bytesHeld() }
 func (c devConv) close() error       { return c.Close() }
 func (c devConv) values() ([][]float32, error) {
 	w, b, err := c.Params()
@@ -558,9 +659,9 @@ func (c devConv) forward(y, x DevicePtr, n int) error { return c.Forward(y, x, n
 func (c devConv) backward(dx, dy, _, _ DevicePtr, n int) error {
 	return c.Backward(dx, dy, n)
 }
-func (c devConv) sqNorms(sq, _, dy DevicePtr, n int) error { return c.SqNorms(sq, dy, n) }
-func (c devConv) clipped(_, dy, scale, _ DevicePtr, n int) error {
-	return c.ClippedGrad(dy, scale, n)
+func (c devConv) sqNorms(sq, _, _ DevicePtr, n int) error { return c.SqNorms(sq, n) }
+func (c devConv) clipped(_, _, scale, _ DevicePtr, n int) error {
+	return c.ClippedGrad(scale, n)
 }
 func (c devConv) release(s DPSGDStep, stream uint32) (uint32, error) {
 	return stream + 1, releaseBuffer(c.dev, c.wb, c.gwb, c.geom.OutC*(c.geom.CKK()+1), s, stream)

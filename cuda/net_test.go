@@ -73,7 +73,9 @@ func (p cnnPlan) build(r *rand.Rand) (*cpuNet, []NetLayer) {
 // and sigmoid heads) on the device agree with the CPU engine's (nn.Conv2d,
 // nn.MaxPool2d, nn.Linear, dpops.Clipper, nn.SGD, the same Philox noise) to
 // 1e-4 relative after every step, batches of 9, 1, 0 and 17; the trained
-// model's logits agree; two runs on the device give the same bits.
+// model's logits agree; two runs on the device give the same bits, and so
+// does a run whose convolutions go through their unfolding scratch one
+// sample at a time.
 func TestDeviceNetCNNMatchesCPUEngine(t *testing.T) {
 	dev := deviceUnderTest(t)
 	plans := []cnnPlan{
@@ -115,8 +117,11 @@ func TestDeviceNetCNNMatchesCPUEngine(t *testing.T) {
 				return got
 			}
 			first, second := run(), run()
+			var chunked [][]float32
+			withConvScratch(t, 1, func() { chunked = run() })
 			for k := range first {
 				sameBits32(t, fmt.Sprintf("parameter %d, second run", k), second[k], first[k])
+				sameBits32(t, fmt.Sprintf("parameter %d, one sample per scratch pass", k), chunked[k], first[k])
 			}
 		})
 	}

@@ -113,7 +113,7 @@ func (st *optState) update(d Device, w, grad DevicePtr, count int, s DPSGDStep, 
 	}
 	scale, lr, wd := F32(float32(s.Scale)), F32(s.LR), F32(o.WeightDecay)
 	if !o.stateful() {
-		return launch1(d, "fairdp_sgd_step", count, Ptr(w), Ptr(grad), Int(count), scale, lr, wd)
+		return launch1(d, "fairdp_sgd_step", count, Ptr(w), Ptr(grad), Int(count), scale, lr, wd, Ptr(s.stop), Int(s.stopN))
 	}
 	b, err := st.buffers(stream, count)
 	if err != nil {
@@ -125,12 +125,12 @@ func (st *optState) update(d Device, w, grad DevicePtr, count int, s DPSGDStep, 
 			first = 1
 		}
 		return launch1(d, "fairdp_momentum_step", count, Ptr(w), Ptr(grad), Ptr(b[0]), Int(count), scale, lr,
-			F32(o.Momentum), wd, Int(first))
+			F32(o.Momentum), wd, Int(first), Ptr(s.stop), Int(s.stopN))
 	}
 	// nn.Adam's bias corrections, in Go's float64 arithmetic.
 	b1, b2 := float64(o.Beta1), float64(o.Beta2)
 	c1 := 1 - math.Pow(b1, float64(st.steps))
 	c2 := 1 - math.Pow(b2, float64(st.steps))
 	return launch1(d, "fairdp_adam_step", count, Ptr(w), Ptr(grad), Ptr(b[0]), Ptr(b[1]), Int(count), scale, wd,
-		F64(b1), F64(b2), F64(float64(o.Eps)), F64(float64(s.LR)/c1), F64(c2))
+		F64(b1), F64(b2), F64(float64(o.Eps)), F64(float64(s.LR)/c1), F64(c2), Ptr(s.stop), Int(s.stopN))
 }

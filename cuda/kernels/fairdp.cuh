@@ -55,7 +55,7 @@ __device__ __forceinline__ double convDot(const float* brow, const float* urow, 
 
 // rowMaxExpSum sets *m to the largest of z[0..n) and *s to sum_j exp(z_j - m),
 // in double, as nn's logSumExp: the softmax cross-entropy (train.cu) and
-// DP-FERMI's probabilities (fermi.cu) share it.
+// DP-FERMI's probabilities (ermi.cu) share it.
 __device__ __forceinline__ void rowMaxExpSum(const float* z, int n, double* m, double* s) {
     double mx = -INFINITY;
     for (int j = 0; j < n; j++) {

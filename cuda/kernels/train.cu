@@ -60,10 +60,24 @@ extern "C" __global__ void fairdp_softmax_ce(float* loss, float* dz, const float
     }
 }
 
+// stopped says whether the step's clip check failed, so that its update
+// must not happen: stop is fairdp_clip_factors' two flags (each the first
+// bad sample, n when none), or null when the host has checked them already.
+// The update kernels take it so that a DP-SGD step needs no mid-step read:
+// the host reads the flags once, at the end of the step, and a refused step
+// has changed no parameter and no optimizer state, as on the CPU.
+__device__ __forceinline__ bool stopped(const int* stop, int n) {
+    return stop != nullptr && (stop[0] < n || stop[1] < n);
+}
+
 // The release and plain-SGD update of one parameter buffer, in float as
 // dpops.NoiseAndScale and nn.SGD (no momentum) do it: g = grad[j]·scale
-// (kept in grad), then w[j] = w[j] - lr·(g + wd·w[j]).
-extern "C" __global__ void fairdp_sgd_step(float* w, float* grad, int count, float scale, float lr, float wd) {
+// (kept in grad), then w[j] = w[j] - lr·(g + wd·w[j]). Nothing when stopped.
+extern "C" __global__ void fairdp_sgd_step(float* w, float* grad, int count, float scale, float lr, float wd,
+                                          const int* stop, int n) {
+    if (stopped(stop, n)) {
+        return;
+    }
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
         const float g = grad[j] * scale;
         grad[j] = g;
@@ -74,9 +88,12 @@ extern "C" __global__ void fairdp_sgd_step(float* w, float* grad, int count, flo
 // The release and heavy-ball update of nn.SGD with Momentum mu, in float:
 // g = grad[j]·scale (kept in grad), d = g + wd·w[j], v[j] = d on the
 // first step (first != 0, v is not read) and mu·v[j] + d after, then
-// w[j] = w[j] - lr·v[j].
+// w[j] = w[j] - lr·v[j]. Nothing when stopped.
 extern "C" __global__ void fairdp_momentum_step(float* w, float* grad, float* v, int count, float scale, float lr,
-                                               float mu, float wd, int first) {
+                                               float mu, float wd, int first, const int* stop, int n) {
+    if (stopped(stop, n)) {
+        return;
+    }
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
         const float g = grad[j] * scale;
         grad[j] = g;
@@ -94,8 +111,13 @@ extern "C" __global__ void fairdp_momentum_step(float* w, float* grad, float* v,
 // the bias corrections with Go's math.Pow, as nn.Adam does: step = lr/c1,
 // c1 = 1 - b1^t and c2 = 1 - b2^t at step t (CUDA's pow and Go's differ in
 // the last bits); b1, b2 and eps are nn.Adam's float32 values widened.
+// Nothing when stopped.
 extern "C" __global__ void fairdp_adam_step(float* w, float* grad, float* m, float* v, int count, float scale,
-                                           float wd, double b1, double b2, double eps, double step, double c2) {
+                                           float wd, double b1, double b2, double eps, double step, double c2,
+                                           const int* stop, int n) {
+    if (stopped(stop, n)) {
+        return;
+    }
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
         const float g = grad[j] * scale;
         grad[j] = g;

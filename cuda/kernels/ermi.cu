@@ -1,5 +1,5 @@
 // Kernels of DP-FERMI's step on the device (package fermi on the CPU;
-// REFERENCE §3): the ERMI regularizer's per-sample gradients with respect to
+// Lowy et al. 2022): the ERMI regularizer's per-sample gradients with respect to
 // the logits and to W, read from the logits buffer the forward pass left,
 // and the small per-batch sums the host's W step needs.
 //
