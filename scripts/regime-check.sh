@@ -136,10 +136,13 @@ fairdp_run() { # name epochs extra-flags; prints nothing, leaves runs/NAME and l
 	l=$(left)
 	t0=$(date +%s)
 	rm -rf "$out/runs/$name" "$out/runs/$name.ck"
-	# SIGINT: fairdp saves the last completed epoch in the checkpoint and exits.
+	# SIGINT: fairdp saves the last completed epoch in the checkpoint and exits. A --device cuda run
+	# cannot be checkpointed (its parameters and noise keys live on the device): it gets none.
+	ck="--checkpoint $out/runs/$name.ck"
+	[ "$dev" = cuda ] && ck=
 	timeout -s INT -k 20 $((l > 25 ? l - 15 : 10)) "$bin" train --preset dpsgdf-mnist --algo dpsgd --epochs "$epochs" \
 		--seed 1 --data-dir "$data" --device "$dev" --accountant rdp $lim $extra --quiet \
-		--checkpoint "$out/runs/$name.ck" --out "$out/runs/$name" >"$out/logs/fairdp-$name.log" 2>&1
+		$ck --out "$out/runs/$name" >"$out/logs/fairdp-$name.log" 2>&1
 	rc=$?
 	note "fairdp $name: rc $rc, $epochs epochs asked, $(($(date +%s) - t0)) s"
 }
