@@ -165,3 +165,14 @@ func pseudoHuberSums(ex *Examples, h float64) func(w, grad []float64) float64 {
 		return total
 	}
 }
+
+// Predict is Weights·x + Intercept for each row of the preprocessed
+// features x (row-major, len(Weights) a row).
+func (r *ObjPertResult) Predict(x []float64) []float64 {
+	d := len(r.Weights)
+	out := make([]float64, len(x)/d)
+	for i := range out {
+		out[i] = floats.Dot(r.Weights, x[i*d:(i+1)*d]) + r.Intercept
+	}
+	return out
+}

@@ -137,8 +137,9 @@ var fieldFlags = map[string]string{
 	"ImageSize": "--image-size", "ReportTrainStats": "--report-train-stats", "Tau": "--tau",
 	"CheckpointOptions.Resume": "--resume", "CheckpointOptions.Dir": "--checkpoint",
 	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
-	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2",
-	"Jagielski.Base": "--base", "Jagielski.BaseEpsilon": "--base-epsilon",
+	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2", "ObjPert.LabelRange": "--label-range",
+	"ObjPert.ResidualScale": "--residual-scale",
+	"Jagielski.Base":        "--base", "Jagielski.BaseEpsilon": "--base-epsilon",
 }
 
 // fieldFlagNames rewrites field names inside messages as flags.
