@@ -37,51 +37,86 @@ const (
 	dataDefaultMinB   = 16   // smallest default batch (tiny tables)
 )
 
-// dataRule is one regime's settings: sampling rate, epochs, Adam's step
-// and the clip bound as a multiple of Config's.
+// dataRule is one regime's settings: sampling rate, epochs, the step
+// (Adam's, or plain SGD's for SteFFLe), the clip bound as a multiple of
+// Config's, and DP-FERMI's and SteFFLe's λ.
 type dataRule struct {
 	rate      float64
 	epochs    int
 	lr, clipX float64
+	lambda    float64
 }
 
 // dataRuleFor is the regime of n training records at ε.
 func dataRuleFor(n int, eps float64) dataRule {
 	if eps*float64(n) < dataDefaultBudget {
-		return dataRule{rate: 0.25, epochs: 20, lr: 0.1, clipX: 0.1}
+		return dataRule{rate: 0.25, epochs: 20, lr: 0.1, clipX: 0.1, lambda: fairLambdaSmall}
 	}
-	return dataRule{rate: 0.05, epochs: 40, lr: 0.03, clipX: 1}
+	return dataRule{rate: 0.05, epochs: 40, lr: 0.03, clipX: 1, lambda: fairLambdaLarge}
 }
 
-// dataAware are the algorithms whose defaults follow the data: the
-// private SGD family, which shares DP-SGD's step.
-var dataAware = []string{string(MethodDPSGD), string(MethodDPSGDF), string(MethodNaive)}
+// DP-FERMI's and SteFFLe's data-aware λ and SteFFLe's SGD step: see
+// fairRuleDoc.
+const (
+	fairLambdaSmall = 0.5 // ε·n below dataDefaultBudget
+	fairLambdaLarge = 2
+	// SteFFLe's server takes plain SGD steps of η times a mean of gradients
+	// clipped to C, so η·C bounds a step: steffleStep / C is its η. It
+	// samples steffleRate of a silo's records a round, for steffleEpochs.
+	steffleStep   = 0.2
+	steffleRate   = 0.05
+	steffleEpochs = 40
+)
+
+// dataAware are the algorithms whose defaults follow the data with Adam:
+// the private SGD family, which shares DP-SGD's step, and DP-FERMI.
+// SteFFLe (plain SGD on the server) follows them with its own step.
+var dataAware = []string{string(MethodDPSGD), string(MethodDPSGDF), string(MethodNaive), string(MethodFERMI)}
+
+// steffleAlgo is SteFFLe's --algo name (its package imports this one).
+const steffleAlgo = "steffle"
 
 // AdaptsToData reports whether AdaptToData changes anything for cfg: a
-// private SGD-family run (finite ε, no σ given) with Adam.
+// private run (finite ε, no σ given) of the SGD family or DP-FERMI with
+// Adam, or of SteFFLe with plain SGD.
 func AdaptsToData(cfg Config) bool {
-	return slices.Contains(dataAware, cfg.Algo) && cfg.Optimizer == "adam" && cfg.Privacy.Sigma == 0 &&
-		cfg.Privacy.Epsilon > 0 && !math.IsInf(cfg.Privacy.Epsilon, 1)
+	if cfg.Privacy.Sigma != 0 || !(cfg.Privacy.Epsilon > 0) || math.IsInf(cfg.Privacy.Epsilon, 1) {
+		return false
+	}
+	if cfg.Algo == steffleAlgo {
+		return cfg.Optimizer == "sgd"
+	}
+	return slices.Contains(dataAware, cfg.Algo) && cfg.Optimizer == "adam"
 }
 
 // AdaptToData returns cfg with the batch size, epochs, learning rate and
 // clip bound that the caller did not fix (fixed holds Config field names:
 // "Batch", "Epochs", "LR", "Privacy.Clip") chosen for the n training
 // records of train at cfg's ε by dataRuleFor: batch max(16, round(q·n))
-// (at most n). It reads only the number of training records, which every
-// receipt already treats as public, and ε; not the labels, whose balance
-// would be a release of the private records. Image data keep Defaults()
-// (the rules were derived on tables). note says what changed ("" when
-// nothing did).
+// (at most n). For DP-FERMI and SteFFLe it also sets λ, but only when
+// fixed says "Fair.Lambda" is not fixed (the key present and false: the
+// command line without --lambda), since elsewhere (the library's
+// PrivateOptions.Lambda) a λ of 0 is a choice. SteFFLe's rule is applied
+// to one silo's records, n/silos, and its batch is per silo. It reads only
+// the number of training records, which every receipt already treats as
+// public, and ε; not the labels, whose balance would be a release of the
+// private records. Image data keep Defaults() (the rules were derived on
+// tables). note says what changed ("" when nothing did).
 func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out Config, note string) {
 	if !AdaptsToData(cfg) || train == nil || train.IsImage() || train.N() < 1 {
 		return cfg, ""
 	}
-	n := train.N()
-	r := dataRuleFor(n, cfg.Privacy.Epsilon)
+	n, per := train.N(), train.N()
+	if cfg.Algo == steffleAlgo && cfg.Federation.Silos > 1 {
+		per = max(1, n/cfg.Federation.Silos)
+	}
+	r := dataRuleFor(per, cfg.Privacy.Epsilon)
+	if cfg.Algo == steffleAlgo {
+		r.rate, r.epochs, r.lr = steffleRate, steffleEpochs, steffleStep/r.clipX
+	}
 	var changed []string
 	if !fixed["Batch"] {
-		if b := min(n, max(dataDefaultMinB, int(math.Round(r.rate*float64(n))))); b != cfg.Batch {
+		if b := min(per, max(dataDefaultMinB, int(math.Round(r.rate*float64(per))))); b != cfg.Batch {
 			cfg.Batch = b
 			changed = append(changed, fmt.Sprintf("batch %d", b))
 		}
@@ -98,8 +133,17 @@ func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out
 		cfg.Privacy.Clip *= r.clipX
 		changed = append(changed, fmt.Sprintf("clip %g", cfg.Privacy.Clip))
 	}
+	if lambdaFixed, given := fixed["Fair.Lambda"]; given && !lambdaFixed && (cfg.Algo == string(MethodFERMI) || cfg.Algo == steffleAlgo) &&
+		cfg.Fair.Lambda != r.lambda {
+		cfg.Fair.Lambda = r.lambda
+		changed = append(changed, fmt.Sprintf("λ %g", cfg.Fair.Lambda))
+	}
 	if len(changed) == 0 {
 		return cfg, ""
 	}
-	return cfg, fmt.Sprintf("defaults adapted to the %d training records at ε = %g: %s", n, cfg.Privacy.Epsilon, strings.Join(changed, ", "))
+	records := fmt.Sprintf("the %d training records", n)
+	if per != n {
+		records = fmt.Sprintf("%d training records a silo", per)
+	}
+	return cfg, fmt.Sprintf("defaults adapted to %s at ε = %g: %s", records, cfg.Privacy.Epsilon, strings.Join(changed, ", "))
 }
