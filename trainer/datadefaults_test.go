@@ -94,7 +94,8 @@ func TestAdaptToDataRules(t *testing.T) {
 		noteSubText string
 	}{
 		{"fermi λ, small budget", "fermi", 750, 1, 1, map[string]bool{"Fair.Lambda": false}, 188, 0.1, fairLambdaSmall, "λ 0.5"},
-		{"fermi λ, large budget", "fermi", 30000, 1, 1, map[string]bool{"Fair.Lambda": false}, 1500, 0.03, fairLambdaLarge, "λ 2"},
+		{"fermi, medium budget", "fermi", 5000, 1, 1, map[string]bool{"Fair.Lambda": false}, 250, 0.03, fairLambdaLarge, "λ 2"},
+		{"fermi, large budget: Adult's tuned defaults", "fermi", 10000, 1, 1, map[string]bool{"Fair.Lambda": false}, base.Batch, base.LR, base.Fair.Lambda, ""},
 		{"fermi λ not named", "fermi", 750, 1, 1, nil, 188, 0.1, base.Fair.Lambda, "batch 188"},
 		{"fermi λ given", "fermi", 750, 1, 1, map[string]bool{"Fair.Lambda": true}, 188, 0.1, base.Fair.Lambda, "batch 188"},
 		{"dpsgd has no λ", "dpsgd", 750, 1, 1, map[string]bool{"Fair.Lambda": false}, 188, 0.1, base.Fair.Lambda, "batch 188"},
