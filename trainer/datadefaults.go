@@ -54,6 +54,10 @@ import (
 //     Defaults(), tuned on Adult for a visibly fair model (the rule's
 //     settings there lose Adult's fairness: DP violation .083 at λ = 2 and
 //     .087 at λ = 10, against .016 with Defaults(), error .164/.212/.175).
+//     Known gap: Defaults() is worse than the majority class on a
+//     synthetic table of 15,000 records, 100 features and 10 % positives
+//     at ε = 1 (.135/.120 against .100/.098), where the middle rule reaches
+//     .090/.094; bench/results/tabular.md.
 //   - SteFFLe: the budget is a silo's, ε·ñ with ñ = n/silos, and the
 //     batch is a silo's. Its server takes plain SGD steps, whose size η·C
 //     does not adapt as Adam's does: q = 0.05, 40 epochs, C = 1, η = 0.1
