@@ -17,7 +17,9 @@ package bench
 //	PYTHONPATH=/path/to/differential-privacy-library /usr/bin/python3 \
 //	  bench/tabular_diffprivlib.py /tmp/tabular
 //
-// FAIRDP_TABULAR_SETS (default "adult,credit"), FAIRDP_TABULAR_SEEDS
+// FAIRDP_TABULAR_SETS (default "adult,credit"; an entry ending in .csv is
+// a generated table with its NAME.schema.json beside it, as
+// bench/tabular_synthetic.py writes them), FAIRDP_TABULAR_SEEDS
 // (default 5), FAIRDP_TABULAR_EPS (default "0.5,1,4"), FAIRDP_TABULAR_L2
 // (objpert's Λ, default 0: ObjPertOptions' default) and
 // FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
@@ -105,11 +107,15 @@ func TestTabularObjPert(t *testing.T) {
 	}
 	defer res.Close()
 	fmt.Fprintln(res, "dataset,seed,epsilon,row_bound,l2,test_error,dp_violation,eo_violation")
-	for _, set := range sets {
+	for _, path := range sets {
+		set := strings.TrimSuffix(filepath.Base(path), ".csv")
 		for s := 1; s <= seeds; s++ {
 			seed := uint64(s)
 			cfg := trainer.Defaults()
-			cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = "objpert", set, data, &seed, &seed
+			cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = "objpert", path, data, &seed, &seed
+			if strings.HasSuffix(path, ".csv") { // a generated table (bench/tabular_synthetic.py) and its schema
+				cfg.Schema, cfg.DataDir = strings.TrimSuffix(path, ".csv")+".schema.json", ""
+			}
 			// RunObjPert's split: the split seed's "data" stream.
 			_, split := dpops.NewRand(&seed)
 			train, test, _, err := trainer.LoadData(cfg, split.Derive("data"))

@@ -33,6 +33,11 @@
 //     intercept feature counted, solved by the same Newton iteration as
 //     FitLogistic; RunObjPert is `fairdp train --algo objpert`, writing a
 //     zoo "logistic" checkpoint that `fairdp eval` scores.
+//     objpert_regression.go is its least-squares twin for a schema with a
+//     target: the residuals clipped smoothly (a pseudo-Huber loss with a
+//     slope bounded by 1 and curvature 1/h, the conditions of Kifer, Smith
+//     and Thakurta 2012, Theorem 2) on labels clipped to a public range;
+//     scored by MSPE, its weights in the report (no checkpoint yet).
 //   - pipeline.go: those two as the library calls the command line and the
 //     bench run: LoadFairData (split, base classifier or external scores),
 //     RunFair (one run, a trainer.Report with extra.jagielski), RunPostproc

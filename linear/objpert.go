@@ -93,7 +93,12 @@ type ObjPertResult struct {
 	// Clipped counts the training rows longer than RowBound: an exact
 	// statistic of the private data, reported only on request.
 	Clipped int
-	acct    *accounting.Pure
+	// Curvature is c, the bound on the loss's second derivative
+	// (LogisticCurvature, or 1/h for least squares with residual scale h).
+	Curvature float64
+	// Regression is set for least squares (ObjectivePerturbationLeastSquares).
+	Regression *ObjPertRegression
+	acct       *accounting.Pure
 }
 
 // Receipt is the run's privacy receipt: one pure ε-DP release of the
@@ -110,7 +115,10 @@ func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 	rec.Sampling = "none" // one release from the whole training split
 	rec.Note = fmt.Sprintf("%s, pure ε-DP by its Theorem 9: rows clipped to the public bound B = %g and scaled by 1/√(B²+1) "+
 		"with the intercept feature counted; c = %g, Λ = %g, Δ = %g, ε' = %g, noise density ∝ exp(−ε'/2 ‖b‖)",
-		ObjPertMethod, r.RowBound, LogisticCurvature, r.L2, r.ExtraL2, r.EpsilonPrime)
+		ObjPertMethod, r.RowBound, r.Curvature, r.L2, r.ExtraL2, r.EpsilonPrime)
+	if g := r.Regression; g != nil {
+		rec.Note += fmt.Sprintf("; least squares: %s", g.note())
+	}
 	rec.AddNotCovered("exact_minimiser", fmt.Sprintf("the guarantee is proved for the exact minimiser of the perturbed objective; "+
 		"Newton's method returns a float64 approximation (gradient ∞-norm ≤ %g or no further decrease at float64 precision), "+
 		"without the output perturbation of Iyengar et al.'s AMP that would cover the difference", newtonTolerance))
@@ -130,7 +138,12 @@ const DefaultL2Factor = 8
 // (public), and leaves most of the budget to the noise: ε' =
 // ε − 2 log(1 + (e^{ε/4} − 1)/K), 0.93 at ε = 1.
 func DefaultObjPertL2(epsilon float64, n int) float64 {
-	return DefaultL2Factor * LogisticCurvature / (float64(n) * math.Expm1(epsilon/4))
+	return defaultObjPertL2(epsilon, n, LogisticCurvature)
+}
+
+// defaultObjPertL2 is DefaultObjPertL2 for a loss of curvature bound c.
+func defaultObjPertL2(epsilon float64, n int, c float64) float64 {
+	return DefaultL2Factor * c / (float64(n) * math.Expm1(epsilon/4))
 }
 
 // ObjPertBudget is steps 1–2 of Algorithm 2 for n rows, budget ε and
@@ -141,7 +154,13 @@ func DefaultObjPertL2(epsilon float64, n int) float64 {
 // branch. At Λ+Δ of the second branch the first branch's formula gives
 // ε/2 too, so the two meet.
 func ObjPertBudget(epsilon float64, n int, l2 float64) (epsPrime, extra float64) {
-	cn := LogisticCurvature / float64(n)
+	return objPertBudget(epsilon, n, l2, LogisticCurvature)
+}
+
+// objPertBudget is ObjPertBudget for a loss whose second derivative is at
+// most c (Algorithm 2 is stated for any such c).
+func objPertBudget(epsilon float64, n int, l2, c float64) (epsPrime, extra float64) {
+	cn := c / float64(n)
 	if l2 > 0 {
 		if epsPrime = epsilon - 2*math.Log1p(cn/l2); epsPrime > 0 {
 			return epsPrime, 0
@@ -218,13 +237,30 @@ func objectivePerturbation(r *rand.Rand, x []float64, n, dim int, label []int, o
 	if err != nil {
 		return nil, nil, err
 	}
+	res, b, err := objPertFit(r, x, n, dim, y, opt, LogisticCurvature, "logistic regression weights", minimiseLogistic)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Weights = make([]float64, dim)
+	floats.ScaleTo(res.Weights, 1/res.Scale, res.Scaled[:dim])
+	res.Intercept = res.Scaled[dim] / res.Scale
+	return res, b, nil
+}
+
+// objPertFit is Algorithm 2 for targets y and a loss whose second
+// derivative is at most c, minimised by minimise: the rows rescaled
+// (objPertRows), Λ defaulted, ε' and Δ, the noise b (returned; nil without
+// privacy) and the minimiser (res.Scaled). released names the release in
+// the accountant's ledger. Logistic regression and least squares share it.
+func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertOptions, c float64, released string,
+	minimise func(*Examples, float64, []float64) ([]float64, error)) (*ObjPertResult, []float64, error) {
 	rows, scale, clipped := objPertRows(x, n, dim, opt.RowBound)
 	ex, err := NewExamples(rows, y)
 	if err != nil {
 		return nil, nil, err
 	}
 	res := &ObjPertResult{RowBound: opt.RowBound, Scale: scale, Epsilon: opt.Epsilon, EpsilonPrime: math.Inf(1),
-		L2: opt.L2, Clipped: clipped}
+		L2: opt.L2, Clipped: clipped, Curvature: c}
 	var b, lin []float64
 	if math.IsInf(opt.Epsilon, 1) {
 		if res.L2 == 0 {
@@ -232,25 +268,22 @@ func objectivePerturbation(r *rand.Rand, x []float64, n, dim int, label []int, o
 		}
 	} else {
 		if res.L2 == 0 {
-			res.L2 = DefaultObjPertL2(opt.Epsilon, n)
+			res.L2 = defaultObjPertL2(opt.Epsilon, n, c)
 		}
-		res.EpsilonPrime, res.ExtraL2 = ObjPertBudget(opt.Epsilon, n, res.L2)
+		res.EpsilonPrime, res.ExtraL2 = objPertBudget(opt.Epsilon, n, res.L2, c)
 		b = SphereGammaNoise(r, dim+1, 2/res.EpsilonPrime)
 		lin = make([]float64, dim+1)
 		floats.ScaleTo(lin, 1/float64(n), b)
 		res.acct = &accounting.Pure{}
-		if err := res.acct.Spend(opt.Epsilon, "logistic regression weights ("+ObjPertMethod+")"); err != nil {
+		if err := res.acct.Spend(opt.Epsilon, released+" ("+ObjPertMethod+")"); err != nil {
 			return nil, nil, err
 		}
 	}
-	v, err := minimiseLogistic(ex, res.L2+res.ExtraL2, lin)
+	v, err := minimise(ex, res.L2+res.ExtraL2, lin)
 	if err != nil {
 		return nil, nil, fmt.Errorf("objective perturbation: %w", err)
 	}
 	res.Scaled = v
-	res.Weights = make([]float64, dim)
-	floats.ScaleTo(res.Weights, 1/scale, v[:dim])
-	res.Intercept = v[dim] / scale
 	return res, b, nil
 }
 
@@ -271,17 +304,31 @@ func binaryTargets(label []int, n int) ([]float64, error) {
 
 // minimiseLogistic minimises (1/n) Σ ℓ(x_iᵀw, y_i) + (l2/2)‖w‖² + linᵀw
 // (lin nil: no linear term) for the logistic loss ℓ by Newton's method
-// with backtracking; each Newton step solves its normal equations with
-// SolveNormal. It stops when the gradient's ∞-norm is ≤ newtonTolerance
-// or the objective cannot fall any more at float64 precision. FitLogistic
-// and objective perturbation share it.
+// (minimiseNewton). FitLogistic and objective perturbation share it.
 func minimiseLogistic(ex *Examples, l2 float64, lin []float64) ([]float64, error) {
+	sums := func(w, grad []float64) float64 { return ex.ClippedSums(w, Logistic, math.Inf(1), math.Inf(1), grad) }
+	curvature := func(m, _ float64) float64 {
+		p := sigmoid(m)
+		return p * (1 - p)
+	}
+	return minimiseNewton(ex, l2, lin, "logistic regression", sums, curvature)
+}
+
+// minimiseNewton minimises (1/n) Σ ℓ(x_iᵀw, y_i) + (l2/2)‖w‖² + linᵀw
+// (lin nil: no linear term) for a convex loss ℓ by Newton's method with
+// backtracking; each Newton step solves its normal equations with
+// SolveNormal. sums writes Σ_i ∇ℓ_i(w) into grad and returns Σ_i ℓ_i(w);
+// curvature(m, y) is ∂²ℓ/∂m² at margin m. It stops when the gradient's
+// ∞-norm is ≤ newtonTolerance or the objective cannot fall any more at
+// float64 precision. name says which fit failed.
+func minimiseNewton(ex *Examples, l2 float64, lin []float64, name string, sums func(w, grad []float64) float64,
+	curvature func(m, y float64) float64) ([]float64, error) {
 	if !(l2 > 0) || math.IsInf(l2, 1) {
 		return nil, fmt.Errorf("linear: L2 penalty %v, want a finite number > 0", l2)
 	}
 	n, d := ex.Len(), ex.Dim()
 	objective := func(w, grad []float64) float64 {
-		loss := ex.ClippedSums(w, Logistic, math.Inf(1), math.Inf(1), grad) / float64(n)
+		loss := sums(w, grad) / float64(n)
 		for j := range w {
 			grad[j] = grad[j]/float64(n) + l2*w[j]
 			loss += l2 / 2 * w[j] * w[j]
@@ -300,13 +347,12 @@ func minimiseLogistic(ex *Examples, l2 float64, lin []float64) ([]float64, error
 	trial, trialGrad := make([]float64, d), make([]float64, d)
 	for iter := 0; floats.Norm(grad, math.Inf(1)) > newtonTolerance; iter++ {
 		if iter == 100 {
-			return nil, fmt.Errorf("linear: logistic regression did not converge in 100 Newton steps (gradient %g)",
+			return nil, fmt.Errorf("linear: %s did not converge in 100 Newton steps (gradient %g)", name,
 				floats.Norm(grad, math.Inf(1)))
 		}
-		// Hessian (1/n) Xᵀ diag(p(1−p)) X + l2·I.
+		// Hessian (1/n) Xᵀ diag(ℓ'') X + l2·I.
 		for i := range n {
-			p := sigmoid(floats.Dot(ex.X.RawRowView(i), w))
-			s := math.Sqrt(p * (1 - p) / float64(n))
+			s := math.Sqrt(curvature(floats.Dot(ex.X.RawRowView(i), w), ex.Y[i]) / float64(n))
 			row := weighted.RawRowView(i)
 			for j, v := range ex.X.RawRowView(i) {
 				row[j] = s * v
@@ -318,7 +364,7 @@ func minimiseLogistic(ex *Examples, l2 float64, lin []float64) ([]float64, error
 		}
 		step, err := SolveNormal(hess, grad)
 		if err != nil {
-			return nil, fmt.Errorf("linear: logistic regression Newton step: %w", err)
+			return nil, fmt.Errorf("linear: %s Newton step: %w", name, err)
 		}
 		// Backtrack until the penalised loss falls; when it cannot fall any
 		// more at float64 precision the fit has converged.

@@ -12,9 +12,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"time"
 
+	"fairdp/atomicfile"
 	"fairdp/dpops"
+	"fairdp/loaders"
+	"fairdp/metrics"
 	"fairdp/models"
 	"fairdp/trainer"
 )
@@ -42,11 +46,29 @@ type ObjPertReport struct {
 	// EpsilonPrime is Algorithm 2's ε' (null without privacy).
 	EpsilonPrime *float64 `json:"epsilon_prime"`
 	ClippedRows  *int     `json:"clipped_rows,omitempty"`
+	// Regression is set for least squares (a schema with a target).
+	Regression *ObjPertRegressionReport `json:"regression,omitempty"`
+}
+
+// ObjPertRegressionReport is extra.objpert.regression: the public label
+// range and residual scale, the released model (no model.ckpt is written
+// for a regression: the model zoo has no regression output yet), and,
+// only when training statistics are reported, how many labels were
+// clipped.
+type ObjPertRegressionReport struct {
+	Loss          string    `json:"loss"`
+	LabelRange    []float64 `json:"label_range"`
+	ResidualScale float64   `json:"residual_scale"`
+	// Weights and Intercept predict ŷ = Weights·x + Intercept for a
+	// preprocessed row x, in the label's units.
+	Weights       []float64 `json:"weights"`
+	Intercept     float64   `json:"intercept"`
+	ClippedLabels *int      `json:"clipped_labels,omitempty"`
 }
 
 // ObjPertExtra returns the report's extra.objpert (nil for other reports).
 func ObjPertExtra(rep *trainer.Report) *ObjPertReport {
-	r, _ := trainer.ExtraOf[*ObjPertReport](rep, "objpert")
+	r, _ := rep.Extra["objpert"].(*ObjPertReport)
 	return r
 }
 
@@ -66,6 +88,12 @@ func validateObjPert(cfg trainer.Config) error {
 	}
 	if o := cfg.ObjPert; !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
 		add("ObjPert.L2", "must be a finite number ≥ 0 (got %v)", o.L2)
+	}
+	if r := cfg.ObjPert.LabelRange; r != nil && (len(r) != 2 || !(r[0] < r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0)) {
+		add("ObjPert.LabelRange", "must be two finite numbers lo < hi (got %v)", r)
+	}
+	if h := cfg.ObjPert.ResidualScale; !(h >= 0) || math.IsInf(h, 1) {
+		add("ObjPert.ResidualScale", "must be a finite number > 0, or 0 for %v (got %v)", DefaultResidualScale, h)
 	}
 	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {
 		add("TrainFrac", "must be in (0,1) (got %v)", cfg.TrainFrac)
@@ -102,10 +130,11 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	switch {
 	case train.X == nil:
 		return nil, fmt.Errorf("data set %s is not tabular: objpert fits a linear model on features", train.Name)
-	case train.Targets != nil:
-		return nil, fmt.Errorf("data set %s is a regression task: objpert fits logistic regression only (use --algo tailoring for private least squares)", train.Name)
-	case len(train.LabelNames) != 2:
+	case train.Targets == nil && len(train.LabelNames) != 2:
 		return nil, fmt.Errorf("data set %s has %d classes; objpert fits binary logistic regression", train.Name, len(train.LabelNames))
+	case train.Targets != nil && len(cfg.ObjPert.LabelRange) != 2:
+		return nil, trainer.FieldErrors{{Field: "ObjPert.LabelRange", Msg: fmt.Sprintf("data set %s has a regression target: objpert fits least "+
+			"squares and needs the target's public range lo,hi (never read off the private records)", train.Name)}}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -115,12 +144,14 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		bound = DefaultRowBound(train.Dim)
 	}
 	n := train.N()
-	res, err := ObjectivePerturbation(src.Derive("noise"), train.X, n, train.Dim, train.Labels,
-		ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: cfg.ObjPert.L2})
-	if err != nil {
-		return nil, err
+	opt := ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: cfg.ObjPert.L2}
+	var res *ObjPertResult
+	if train.Targets != nil {
+		res, err = ObjectivePerturbationLeastSquares(src.Derive("noise"), train.X, n, train.Dim, train.Targets, ObjPertRegressionOptions{
+			ObjPertOptions: opt, LabelLo: cfg.ObjPert.LabelRange[0], LabelHi: cfg.ObjPert.LabelRange[1], ResidualScale: cfg.ObjPert.ResidualScale})
+	} else {
+		res, err = ObjectivePerturbation(src.Derive("noise"), train.X, n, train.Dim, train.Labels, opt)
 	}
-	m, err := logisticModel(res)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +162,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	private := rec.Private()
 	trainer.DeclareNotCovered(&rec, n, prep, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
 
-	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: train.Name, Params: m.NumParams(), DType: "float64",
+	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: train.Name, Params: len(res.Weights) + 1, DType: "float64",
 		Backend: trainer.BackendName(), Version: trainer.Version, TrainRecords: n, Privacy: rec,
 		Model: fmt.Sprintf("logistic regression (%s)", ObjPertMethod)}
 	// The configuration actually run, with the bound and Λ it used: what
@@ -141,28 +172,70 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	rep.Config.ObjPert = trainer.ObjPertConfig{RowBound: bound, L2: res.L2}
 	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon}
 	rep.Config.Federation, rep.Config.Postproc, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.PostprocConfig{}, trainer.TailoringConfig{}
-	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
-		return nil, err
-	}
-	extra := &ObjPertReport{Method: ObjPertMethod, RowBound: bound, Scale: res.Scale, Curvature: LogisticCurvature,
+	extra := &ObjPertReport{Method: ObjPertMethod, RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
 		L2: res.L2, ExtraL2: res.ExtraL2}
 	if private {
 		extra.EpsilonPrime = &res.EpsilonPrime
 	}
+	rep.Extra = trainer.Extras{"objpert": extra}
 	// The training split's exact metrics and clipped-row count are
 	// statistics of the private records: left out unless asked for.
-	if !private || cfg.ReportTrainStats {
+	trainStats := !private || cfg.ReportTrainStats
+	if trainStats {
+		rep.TrainNotPrivate, extra.ClippedRows = private, &res.Clipped
+	}
+	if res.Regression != nil {
+		return finishObjPertRegression(cfg, rep, res, train, test, trainStats, start)
+	}
+	m, err := logisticModel(res)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
+		return nil, err
+	}
+	if trainStats {
 		tr, err := trainer.Evaluate[float64](m, train)
 		if err != nil {
 			return nil, err
 		}
-		rep.Train, rep.TrainNotPrivate, extra.ClippedRows = &tr, private, &res.Clipped
+		rep.Train = &tr
 	}
-	rep.Extra = trainer.Extras{"objpert": extra}
 	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
 	rep.Seconds = time.Since(start).Seconds()
 	if cfg.Out != "" {
 		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, src.String(), splitRec); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// finishObjPertRegression scores a least-squares fit (mean squared
+// prediction error, per group) and, with cfg.Out set, writes report.json.
+// The released weights go into extra.objpert.regression: no model.ckpt is
+// written, because the model zoo (and so `fairdp eval`) has no regression
+// output yet.
+func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPertResult, train, test *loaders.Dataset,
+	trainStats bool, start time.Time) (*trainer.Report, error) {
+	g := res.Regression
+	rep.Model = fmt.Sprintf("linear regression, %s (%s)", ObjPertLeastSquaresLoss, ObjPertMethod)
+	rep.Config.ObjPert.LabelRange = []float64{g.LabelLo, g.LabelHi}
+	rep.Config.ObjPert.ResidualScale = g.ResidualScale
+	extra := ObjPertExtra(rep)
+	extra.Regression = &ObjPertRegressionReport{Loss: ObjPertLeastSquaresLoss, LabelRange: []float64{g.LabelLo, g.LabelHi},
+		ResidualScale: g.ResidualScale, Weights: res.Weights, Intercept: res.Intercept}
+	rep.Test = metrics.EvaluateRegression(res.Predict(test.X), test.Targets, test.Groups, test.GroupNames)
+	if trainStats {
+		tr := metrics.EvaluateRegression(res.Predict(train.X), train.Targets, train.Groups, train.GroupNames)
+		rep.Train, extra.Regression.ClippedLabels = &tr, &g.ClippedLabels
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	if cfg.Out != "" {
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			return nil, trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
+		}
+		if err := atomicfile.WriteJSON(filepath.Join(cfg.Out, trainer.ReportFile), rep); err != nil {
 			return nil, err
 		}
 	}

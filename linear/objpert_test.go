@@ -169,21 +169,7 @@ func objPertData(n, dim int, seed uint64) (x []float64, label []int) {
 // time from the raw rows: the slow path of ObjectivePerturbation.
 func perturbedGradient(x []float64, label []int, n, dim int, bound, l2 float64, b, v []float64) []float64 {
 	grad := make([]float64, dim+1)
-	scale := math.Sqrt(bound*bound + 1)
-	row := make([]float64, dim+1)
-	for i := range n {
-		norm := 0.0
-		for j := range dim {
-			norm += x[i*dim+j] * x[i*dim+j]
-		}
-		f := 1.0
-		if norm = math.Sqrt(norm); norm > bound {
-			f = bound / norm
-		}
-		for j := range dim {
-			row[j] = x[i*dim+j] * f / scale
-		}
-		row[dim] = 1 / scale
+	for i, row := range slowRows(x, n, dim, bound) {
 		m := 0.0
 		for j := range row {
 			m += row[j] * v[j]

@@ -91,6 +91,13 @@ type ObjPertConfig struct {
 	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: a
 	// rule on ε and the record count, linear.DefaultObjPertL2).
 	L2 float64 `json:"l2"`
+	// LabelRange is the public range [lo, hi] of a regression target
+	// (least squares, for a schema with a target): labels outside it are
+	// clipped into it. Never read off the private data.
+	LabelRange []float64 `json:"label_range,omitempty"`
+	// ResidualScale is h of least squares' smoothly clipped residuals, in
+	// units of half the label range (0: linear.DefaultResidualScale).
+	ResidualScale float64 `json:"residual_scale,omitempty"`
 }
 
 // PostprocConfig is the part of Config only DP post-processing and the DP

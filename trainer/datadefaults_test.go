@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"fairdp/loaders"
@@ -59,7 +60,8 @@ func TestAdaptToDataRules(t *testing.T) {
 			base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
 		{"fixed lr", "dpsgd", 750, 1, map[string]bool{"LR": true}, nil, 188, 20, base.LR, 0.1},
 		{"sgd", "sgd", 750, 1, nil, nil, base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
-		{"fermi", "fermi", 750, 1, nil, nil, base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
+		{"fermi", "fermi", 750, 1, nil, nil, int(math.Round(0.25 * 750)), 20, 0.1, 0.1},
+		{"steffle with Adam", "steffle", 750, 1, nil, nil, base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
 		{"sigma given", "dpsgd", 750, 1, nil, func(c *Config) { c.Privacy.Sigma = 2 }, base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
 		{"not private", "dpsgd", 750, math.Inf(1), nil, nil, base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
 		{"sgd optimizer", "dpsgd", 750, 1, nil, func(c *Config) { c.Optimizer = "sgd" }, base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
@@ -77,6 +79,39 @@ func TestAdaptToDataRules(t *testing.T) {
 		}
 		if (note == "") != (got.Batch == cfg.Batch && got.Epochs == cfg.Epochs && got.LR == cfg.LR && got.Privacy.Clip == cfg.Privacy.Clip) {
 			t.Errorf("%s: note %q does not match what changed", c.name, note)
+		}
+	}
+	// λ (DP-FERMI, SteFFLe) only when the caller says it is not fixed, and
+	// SteFFLe's rule on one silo's records with its own SGD step.
+	for _, c := range []struct {
+		name        string
+		algo        string
+		n, silos    int
+		eps         float64
+		fixed       map[string]bool
+		batch       int
+		lr, lambda  float64
+		noteSubText string
+	}{
+		{"fermi λ, small budget", "fermi", 750, 1, 1, map[string]bool{"Fair.Lambda": false}, 188, 0.1, fairLambdaSmall, "λ 0.5"},
+		{"fermi, medium budget", "fermi", 5000, 1, 1, map[string]bool{"Fair.Lambda": false}, 250, 0.03, fairLambdaLarge, "λ 2"},
+		{"fermi, large budget: Adult's tuned defaults", "fermi", 10000, 1, 1, map[string]bool{"Fair.Lambda": false}, base.Batch, base.LR, base.Fair.Lambda, ""},
+		{"fermi λ not named", "fermi", 750, 1, 1, nil, 188, 0.1, base.Fair.Lambda, "batch 188"},
+		{"fermi λ given", "fermi", 750, 1, 1, map[string]bool{"Fair.Lambda": true}, 188, 0.1, base.Fair.Lambda, "batch 188"},
+		{"dpsgd has no λ", "dpsgd", 750, 1, 1, map[string]bool{"Fair.Lambda": false}, 188, 0.1, base.Fair.Lambda, "batch 188"},
+		// SteFFLe: q 0.05 of a silo, η 0.1, C as given; λ by ε·ñ.
+		{"steffle, 3 silos", "steffle", 3000, 3, 1, map[string]bool{"Fair.Lambda": false}, 50, 0.1, fairLambdaSmall, "1000 training records a silo"},
+		{"steffle, large silos", "steffle", 60000, 3, 1, map[string]bool{"Fair.Lambda": false}, 1000, 0.1, fairLambdaLarge, "20000 training records a silo"},
+	} {
+		cfg := base
+		cfg.Algo, cfg.Privacy.Epsilon, cfg.Federation.Silos = c.algo, c.eps, c.silos
+		if c.algo == "steffle" {
+			cfg.Optimizer = "sgd"
+		}
+		got, note := AdaptToData(cfg, table(c.n), c.fixed)
+		if got.Batch != c.batch || got.LR != c.lr || got.Fair.Lambda != c.lambda || !strings.Contains(note, c.noteSubText) {
+			t.Errorf("%s: batch %d lr %v λ %v note %q; want %d %v %v and a note with %q", c.name, got.Batch, got.LR, got.Fair.Lambda, note,
+				c.batch, c.lr, c.lambda, c.noteSubText)
 		}
 	}
 	img := &loaders.Dataset{C: 1, H: 2, W: 2, Pix: make([]uint8, 4*100)}

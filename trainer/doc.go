@@ -138,7 +138,13 @@
 // ε = 0.3, 1 and 3 (datadefaults.go gives the numbers); the fixed defaults
 // it replaces (batch 256, η = 0.005) took too few, too small steps on small
 // tables and predicted the majority class. It reads n and ε only: the class
-// balance would be a release of the labels, so it is not used.
+// balance would be a release of the labels, so it is not used. DP-FERMI
+// takes the same rule with λ = 0.5 below ε·n = 2,000 and λ = 2 up to
+// 10,000, and keeps Defaults() (tuned on Adult for a visibly fair model)
+// above; SteFFLe applies the budget rule to one silo's records with its
+// own plain-SGD settings (q = 0.05, 40 epochs, η = 0.1, C as given, λ as
+// DP-FERMI's). Without the rules both returned
+// models no better than the majority class on small tables.
 //
 // Tune searches the same settings privately (Papernot and Steinke 2022):
 // K ~ truncated negative binomial trials, each a complete private run on

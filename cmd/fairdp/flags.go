@@ -137,7 +137,8 @@ var fieldFlags = map[string]string{
 	"ImageSize": "--image-size", "ImageMean": "--image-mean", "ImageStd": "--image-std", "ReportTrainStats": "--report-train-stats", "Tau": "--tau",
 	"CheckpointOptions.Resume": "--resume", "CheckpointOptions.Dir": "--checkpoint",
 	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
-	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2",
+	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2", "ObjPert.LabelRange": "--label-range",
+	"ObjPert.ResidualScale": "--residual-scale",
 	"Postproc.Base": "--base", "Postproc.BaseEpsilon": "--base-epsilon",
 }
 

@@ -169,8 +169,11 @@ func TestSweepRowMatchesTrain(t *testing.T) {
 	if recs[1][2] != strconv.FormatUint(trainer.SweepSeed(4, "3,2", 0), 10) {
 		t.Fatalf("row seed %s, want SweepSeed(4, \"3,2\", 0)", recs[1][2])
 	}
+	// train adapts the settings no flag gives to the data (450 records at
+	// ε = 3: η 0.1, clip 0.1); the sweep runs the configured ones, so the
+	// defaults are spelled out.
 	targs := []string{"train", "--quiet", "--lambda", "2", "--epsilon", "3", "--seed", recs[1][2], "--split-seed", "4", "--algo", "fermi",
-		"--limit", "600", "--epochs", "1", "--batch", "64", "--out", tdir}
+		"--limit", "600", "--epochs", "1", "--batch", "64", "--lr", "0.005", "--clip", "1", "--out", tdir}
 	if _, _, err := runCLI(t, targs...); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +333,9 @@ func TestSteffleSweepResume(t *testing.T) {
 // TestSteffleSweepRowMatchesTrain: a seeded SteFFLe sweep run is the job
 // `fairdp train --algo steffle` runs with the same flags and seed.
 func TestSteffleSweepRowMatchesTrain(t *testing.T) {
-	args := []string{"--algo", "steffle", "--limit", "600", "--epochs", "1", "--batch", "64", "--scope", "sensitive", "--seed", "4",
+	// --lr is given: train would otherwise adapt it to the data (SteFFLe's
+	// data-aware η), which the sweep does not.
+	args := []string{"--algo", "steffle", "--limit", "600", "--epochs", "1", "--batch", "64", "--lr", "0.005", "--scope", "sensitive", "--seed", "4",
 		"--silos", "3", "--heterogeneity", "0.75", "--lambda", "1", "--epsilon", "3", "--out"}
 	dir := t.TempDir()
 	if err := runSweep(context.Background(), append(args, dir), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {

@@ -66,7 +66,8 @@ func prepareAdapted(fs *flag.FlagSet, cfg trainer.Config, stdout io.Writer, ck t
 	if set["config"] || set["preset"] || !trainer.AdaptsToData(cfg) {
 		return prepareTrain(cfg, stdout, ck)
 	}
-	fixed := map[string]bool{"Batch": set["batch"], "Epochs": set["epochs"], "LR": set["lr"], "Privacy.Clip": set["clip"]}
+	fixed := map[string]bool{"Batch": set["batch"], "Epochs": set["epochs"], "LR": set["lr"], "Privacy.Clip": set["clip"],
+		"Fair.Lambda": set["lambda"]}
 	if ck.Dir == "" {
 		job, err := prepareTrain(cfg, stdout, ck)
 		if err != nil {
