@@ -236,6 +236,43 @@ func TestPrivacyPLD(t *testing.T) {
 	}
 }
 
+// TestPrivacyScopeSensitive: --scope sensitive charges T plain Gaussian
+// steps (q = 1), as DP-FERMI's ledger does under that scope, whatever the
+// sampling rate: ε at σ equals the exact ε of one Gaussian with μ = √T/σ
+// (Balle and Wang 2018, Theorem 8) up to PLD's discretisation, and
+// --sample-rate is refused with it rather than silently ignored.
+func TestPrivacyScopeSensitive(t *testing.T) {
+	const sigma, steps, delta = 300.0, 2640, 8.69e-10
+	out, _, err := runPrivacyArgs(t, "epsilon", "--sigma", "300", "--scope", "sensitive", "--steps", "2640",
+		"--delta", "8.69e-10", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got privacyAnswer
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	mu := math.Sqrt(steps) / sigma
+	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+	lo, hi := 0.0, 10.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if phi(mu/2-mid/mu)-math.Exp(mid)*phi(-mu/2-mid/mu) > delta {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if got.Scope != "sensitive" || got.SampleRate != 1 || got.Epsilon < hi || got.Epsilon > hi*1.003 {
+		t.Errorf("scope sensitive: %+v, want q = 1 and ε in [%v, +0.3 %%] (exact Gaussian)", got, hi)
+	}
+	_, _, err = runPrivacyArgs(t, "epsilon", "--sigma", "300", "--scope", "sensitive", "--sample-rate", "0.01",
+		"--steps", "2640", "--delta", "8.69e-10")
+	if err == nil || !strings.Contains(err.Error(), "--sample-rate does not apply to --scope sensitive") {
+		t.Errorf("--sample-rate with --scope sensitive: %v", err)
+	}
+}
+
 // TestPrivacyPLDFallback: where PLD cannot bound the run (here δ below its
 // 1e-12 floor) the command says so on stderr and in the JSON, and answers
 // with RDP; it never switches silently.

@@ -34,8 +34,10 @@ type Info struct {
 	Delta     float64
 	Private   bool
 	Spent     int // rounds already answered (after a restart)
-	// Sigma and SampleRate are the silo's noise multiplier and Poisson
-	// rate; Receipt is its receipt for all Spent rounds (across restarts).
+	// Sigma and SampleRate are the silo's noise multiplier and the sampling
+	// rate its ledger charges a round with (the Poisson rate, or 1 under
+	// --scope sensitive: fermi.DPFERMI.AccountedQ); Receipt is its receipt
+	// for all Spent rounds (across restarts).
 	Sigma, SampleRate float64
 	Receipt           accounting.Receipt
 }
@@ -252,7 +254,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 				return nil, err
 			}
 			for _, mech := range r.Mechanisms {
-				if mech.SampleRate == 1 {
+				if fermi.IsCountRelease(mech) {
 					if err := s.ledger.Step(mech, 1); err != nil {
 						return nil, err
 					}
@@ -312,7 +314,7 @@ func (s *Silo[T]) State() SiloState {
 // the silo cannot state its receipt.
 func (s *Silo[T]) Info() (Info, error) {
 	s.info.Spent = s.state.Rounds
-	s.info.Sigma, s.info.SampleRate = s.alg.Sigma, s.alg.Q
+	s.info.Sigma, s.info.SampleRate = s.alg.Sigma, s.alg.AccountedQ()
 	r, err := s.FullReceipt()
 	if err != nil {
 		return Info{}, err
@@ -373,7 +375,7 @@ func (s *Silo[T]) Epsilon(rounds int) (float64, error) {
 		return 0, err
 	}
 	for _, mech := range s.ledger.History() {
-		if mech.SampleRate == 1 {
+		if fermi.IsCountRelease(mech) {
 			if err := plan.Step(mech, 1); err != nil {
 				return 0, err
 			}
@@ -393,7 +395,7 @@ func (s *Silo[T]) stepMechanism() accounting.Mechanism { return s.alg.StepMechan
 func (s *Silo[T]) epsilonWithNextRound() (float64, error) {
 	values, orders := s.ledger.Values(), s.ledger.Orders()
 	for i, a := range orders {
-		values[i] += accounting.SubsampledGaussianRDP(s.alg.Q, s.alg.Sigma, a)
+		values[i] += accounting.SubsampledGaussianRDP(s.alg.AccountedQ(), s.alg.Sigma, a)
 	}
 	eps, _, err := accounting.EpsilonFromRDP(orders, values, s.delta)
 	return eps, err
