@@ -108,7 +108,7 @@ func TestRestartWithOtherFlags(t *testing.T) {
 		}
 		answered++
 	}
-	if !errors.Is(refusal, ErrBudget) || answered == 0 {
+	if !errors.Is(refusal, accounting.ErrBudgetExceeded) || answered == 0 {
 		t.Fatalf("restarted silo answered %d more rounds, then: %v; want some, then a budget refusal", answered, refusal)
 	}
 	q := 1.0 // testConfig is --scope sensitive: rounds are plain Gaussians (the sample is not hidden)
@@ -145,7 +145,7 @@ func TestRestartWithOtherFlags(t *testing.T) {
 	// A restart cannot raise the budget either.
 	cfg.Privacy.Epsilon = 5
 	third := startFromFile(t, cfg, data, 0, path)
-	if _, err := third.Round(request(third, st.Rounds+1, 0)); !errors.Is(err, ErrBudget) {
+	if _, err := third.Round(request(third, st.Rounds+1, 0)); !errors.Is(err, accounting.ErrBudgetExceeded) {
 		t.Errorf("a restart with --epsilon 5 answered past the first budget: %v", err)
 	}
 }
