@@ -622,3 +622,60 @@ func TestPLDRegridAndMGF(t *testing.T) {
 		t.Errorf("Chernoff window [%v, %v] for a point mass", lo, hi)
 	}
 }
+
+// TestPLDMemoAndDirectionsExact: the ledger's remembered ε and the two
+// directions composed on two goroutines give exactly the ε of a fresh,
+// sequential composition of the same history, epoch after epoch as a
+// training run asks for it (the default run's mechanisms), and a step
+// after a remembered answer is never answered from the memo.
+func TestPLDMemoAndDirectionsExact(t *testing.T) {
+	const delta = 8.69e-10
+	l, err := NewLedger(AccountantPLD, PLDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := SubsampledGaussian(1, 29.23, 1, "counts")
+	step := SubsampledGaussian(0.007548, 2.338, 1, "steps")
+	if err := l.Step(counts, 1); err != nil {
+		t.Fatal(err)
+	}
+	prev := 0.0
+	for epoch := 1; epoch <= 3; epoch++ {
+		if err := l.Step(step, 132); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := l.Epsilon(delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _, _ := l.Epsilon(delta)
+		// A fresh accountant, composed one direction after the other.
+		fresh := &PLD{}
+		c, s := counts, step
+		c.Steps, s.Steps = 1, 132*epoch
+		for _, m := range []Mechanism{c, s} {
+			if err := fresh.add(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 0.0
+		for d := range 2 {
+			comps, _, err := composedDirection(fresh.history, fresh.Options(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := comps[0].epsilon(delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = math.Max(want, e)
+		}
+		if got != want || again != want {
+			t.Errorf("epoch %d: ledger ε %v, asked again %v; fresh sequential composition %v", epoch, got, again, want)
+		}
+		if !(got > prev) {
+			t.Errorf("epoch %d: ε %v did not grow from %v (a stale memo?)", epoch, got, prev)
+		}
+		prev = got
+	}
+}
