@@ -177,3 +177,49 @@ func gaussianEpsilon(mu, delta float64) float64 {
 	}
 	return hi
 }
+
+// TestOldSensitiveCheckpointRefused: a checkpoint whose ledger charged
+// --scope sensitive steps at the Poisson rate (what fairdp did before it
+// charged that scope without amplification) understates ε, so resuming it
+// is refused; a checkpoint charged as now resumes.
+func TestOldSensitiveCheckpointRefused(t *testing.T) {
+	sensitive := func(c *trainer.Config) { c.Fair.Scope = accounting.ScopeSensitive }
+	old, err := New[float64](syntheticJob(t, sensitive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	amplified := old.StepMechanism()
+	amplified.SampleRate = old.Q
+	if err := old.acc.Step(amplified, 5); err != nil {
+		t.Fatal(err)
+	}
+	s := &trainer.State{}
+	if err := old.SaveState(s); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := New[float64](syntheticJob(t, sensitive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.LoadState(s); err == nil || !strings.Contains(err.Error(), "cannot be resumed") {
+		t.Errorf("an amplified sensitive-scope checkpoint resumed: %v", err)
+	}
+	current, err := New[float64](syntheticJob(t, sensitive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := current.ChargeLost(5); err != nil {
+		t.Fatal(err)
+	}
+	s = &trainer.State{}
+	if err := current.SaveState(s); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New[float64](syntheticJob(t, sensitive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.LoadState(s); err != nil {
+		t.Errorf("a current sensitive-scope checkpoint was refused: %v", err)
+	}
+}
