@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"fairdp/dpops/accounting"
+	"fairdp/dpops/accounting/accountingtest"
 	"fairdp/trainer"
 )
 
@@ -116,7 +117,7 @@ func TestSensitiveScopeChargesGaussian(t *testing.T) {
 			t.Fatal(err)
 		}
 		mu2 := float64(a.Steps)/(a.Sigma*a.Sigma) + 1/(a.CountSigma*a.CountSigma)
-		exact := gaussianEpsilon(math.Sqrt(mu2), a.Delta)
+		exact := accountingtest.GaussianEpsilon(math.Sqrt(mu2), a.Delta)
 		rho := mu2 / 2
 		zcdp := rho + 2*math.Sqrt(rho*math.Log(1/a.Delta)) // Bun and Steinke 2016, Proposition 1.3
 		if r.Epsilon == nil || r.Accountant != kind {
@@ -155,27 +156,6 @@ func TestSensitiveScopeChargesGaussian(t *testing.T) {
 			}
 		}
 	}
-}
-
-// gaussianEpsilon is the exact ε at δ of the Gaussian mechanism with
-// sensitivity/σ = mu (Balle and Wang 2018, Theorem 8): δ(ε) =
-// Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ), decreasing in ε, solved by bisection.
-func gaussianEpsilon(mu, delta float64) float64 {
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	d := func(eps float64) float64 { return phi(mu/2-eps/mu) - math.Exp(eps)*phi(-mu/2-eps/mu) }
-	lo, hi := 0.0, 1.0
-	for d(hi) > delta {
-		hi *= 2
-	}
-	for range 200 {
-		mid := (lo + hi) / 2
-		if d(mid) > delta {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi
 }
 
 // TestOldSensitiveCheckpointRefused: a checkpoint whose ledger charged

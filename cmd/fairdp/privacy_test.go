@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"fairdp/dpops/accounting"
+	"fairdp/dpops/accounting/accountingtest"
 )
 
 func runPrivacyArgs(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -252,17 +253,7 @@ func TestPrivacyScopeSensitive(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	mu := math.Sqrt(steps) / sigma
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	lo, hi := 0.0, 10.0
-	for range 200 {
-		mid := (lo + hi) / 2
-		if phi(mu/2-mid/mu)-math.Exp(mid)*phi(-mu/2-mid/mu) > delta {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	hi := accountingtest.GaussianEpsilon(math.Sqrt(steps)/sigma, delta)
 	if got.Scope != "sensitive" || got.SampleRate != 1 || got.Epsilon < hi || got.Epsilon > hi*1.003 {
 		t.Errorf("scope sensitive: %+v, want q = 1 and ε in [%v, +0.3 %%] (exact Gaussian)", got, hi)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"fairdp/dpops/accounting/accountingtest"
 )
 
 // pldEps is the PLD ε of one subsampled Gaussian run, failing the test on
@@ -122,25 +124,14 @@ func TestPLDReplaceOne(t *testing.T) {
 }
 
 // gaussianDeltaExact is Balle and Wang 2018's exact privacy profile of the
-// Gaussian mechanism with noise multiplier sigma: δ(ε) = Φ(1/(2σ) - εσ) -
-// e^ε·Φ(-1/(2σ) - εσ).
+// Gaussian mechanism with noise multiplier sigma (accountingtest).
 func gaussianDeltaExact(sigma, eps float64) float64 {
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	return phi(1/(2*sigma)-eps*sigma) - math.Exp(eps)*phi(-1/(2*sigma)-eps*sigma)
+	return accountingtest.GaussianDelta(1/sigma, eps)
 }
 
-// gaussianEpsExact inverts gaussianDeltaExact by bisection (δ decreases in ε).
+// gaussianEpsExact inverts gaussianDeltaExact (accountingtest).
 func gaussianEpsExact(sigma, delta float64) float64 {
-	lo, hi := 0.0, 200.0
-	for range 200 {
-		mid := (lo + hi) / 2
-		if gaussianDeltaExact(sigma, mid) > delta {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi
+	return accountingtest.GaussianEpsilon(1/sigma, delta)
 }
 
 // TestPLDGaussianClosedForm: T releases of the plain Gaussian (q = 1, as
