@@ -366,13 +366,12 @@ func TestRestartRefusesOtherReleaseSettings(t *testing.T) {
 	}
 }
 
-// TestOldStateVersionRefused: a version-2 state file (no release settings)
-// is refused with a message saying why and what to do, not continued under
-// whatever the flags say now.
-func TestOldStateVersionRefused(t *testing.T) {
-	data := synthetic(300, 9)
+// answeredStateFile is the state file, as a JSON object, of a silo with
+// configuration cfg that answered one round, for tests that edit it.
+func answeredStateFile(t *testing.T, cfg trainer.Config) map[string]any {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "silo.json")
-	s := startFromFile(t, testConfig(26), data, 0, path)
+	s := startFromFile(t, cfg, synthetic(300, 9), 0, path)
 	if _, err := s.Round(request(s, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -384,10 +383,18 @@ func TestOldStateVersionRefused(t *testing.T) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// TestOldStateVersionRefused: a version-2 state file (no release settings)
+// is refused with a message saying why and what to do, not continued under
+// whatever the flags say now.
+func TestOldStateVersionRefused(t *testing.T) {
+	m := answeredStateFile(t, testConfig(26))
 	m["version"] = 2
 	delete(m, "release_settings")
 	old, _ := json.Marshal(m)
-	_, err = DecodeSiloState(old)
+	_, err := DecodeSiloState(old)
 	if err == nil || !strings.Contains(err.Error(), "version 2") || !strings.Contains(err.Error(), "did not record the settings") {
 		t.Errorf("version-2 state: %v, want a refusal saying it lacks the release settings", err)
 	}
@@ -404,23 +411,10 @@ func TestOldStateVersionRefused(t *testing.T) {
 // (the sample is not hidden under that scope), so it is refused; a
 // version-3 file under scope all was charged as now and is read.
 func TestVersion3StateUnderSensitiveScopeRefused(t *testing.T) {
-	data := synthetic(300, 9)
 	for _, scope := range []string{accounting.ScopeSensitive, accounting.ScopeAll} {
-		path := filepath.Join(t.TempDir(), "silo.json")
 		cfg := testConfig(27)
 		cfg.Fair.Scope = scope
-		s := startFromFile(t, cfg, data, 0, path)
-		if _, err := s.Round(request(s, 1, 0)); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
-		}
+		m := answeredStateFile(t, cfg)
 		m["version"] = 3
 		old, _ := json.Marshal(m)
 		st, err := DecodeSiloState(old)
