@@ -409,11 +409,17 @@ func TestFERMIQuick(t *testing.T) {
 		fermiTable(t, c, fermiConfig(t, c), cells)
 	})
 	for _, c := range []fermiCase{
-		{name: "adult-dp-sensitive", preset: "fermi-adult", mutate: short(40, nil), epsilons: []float64{1}, lambdas: []float64{0, 8}},
+		// The sensitive-scope cases run at ε = 20: that scope is charged
+		// without amplification by sampling (the exact s-independent terms
+		// show the batch), so at ε = 1 its noise is about 35 times the
+		// subsampled analysis's and λ = 8 costs error .35; ε = 20 gives
+		// about the noise ε = 1 was credited with before, so the cases
+		// still check that the regulariser works under this scope.
+		{name: "adult-dp-sensitive", preset: "fermi-adult", mutate: short(40, nil), epsilons: []float64{20}, lambdas: []float64{0, 8}},
 		{name: "adult-dp-all", preset: "fermi-adult", mutate: short(40, func(c *trainer.Config) { c.Fair.Scope, c.Privacy.Clip = "all", 2 }),
 			epsilons: []float64{1}, lambdas: []float64{0, 8}},
 		{name: "adult-eo-sensitive", preset: "fermi-adult", mutate: short(40, func(c *trainer.Config) { c.Fair.Fairness = "eo" }),
-			epsilons: []float64{1}, lambdas: []float64{0, 8}},
+			epsilons: []float64{20}, lambdas: []float64{0, 8}},
 		{name: "parkinsons", preset: "fermi-parkinsons", mutate: short(100, nil), epsilons: []float64{1}, lambdas: []float64{0, 8}},
 		{name: "credit", preset: "fermi-credit", mutate: short(20, nil), epsilons: []float64{1}, lambdas: []float64{0, 8}},
 	} {
@@ -422,10 +428,11 @@ func TestFERMIQuick(t *testing.T) {
 			fermiTable(t, c, fermiConfig(t, c), cells)
 			switch c.name {
 			case "adult-dp-sensitive", "adult-dp-all":
-				fermiDirection(t, cells, 1, c.lambdas, 0.5)
-				fermiCheck(t, cells, 1, 8, "want test error ≤ 0.20", func(c *fermiCell) bool { return c.errs[0] <= 0.20 })
+				eps := c.epsilons[0]
+				fermiDirection(t, cells, eps, c.lambdas, 0.5)
+				fermiCheck(t, cells, eps, 8, "want test error ≤ 0.20", func(c *fermiCell) bool { return c.errs[0] <= 0.20 })
 			case "adult-eo-sensitive":
-				fermiDirection(t, cells, 1, c.lambdas, 0.7)
+				fermiDirection(t, cells, c.epsilons[0], c.lambdas, 0.7)
 			default:
 				// Credit and Parkinsons are nearly fair already at λ = 0
 				// (reference code at λ = 0: DP violation .02 and .07, and the violation

@@ -174,7 +174,7 @@ func NewNoiseSeed(r *mrand.Rand) NoiseSeed {
 
 // ErrUnavailable is wrapped by every error that says the GPU backend cannot
 // be used (no build tag, no driver, no device).
-var ErrUnavailable = errors.New("CUDA backend unavailable")
+var ErrUnavailable = errors.New("cuda: backend unavailable")
 
 // maxElems bounds every buffer: kernel indices are 32-bit ints.
 const maxElems = math.MaxInt32

@@ -51,10 +51,12 @@ func countSigma(eps, delta float64) float64 {
 // flagged in the receipt) and clip per sample with the bound Clip:
 // --scope all clips the whole contribution of a record (loss and fairness
 // terms, θ and W jointly), --scope sensitive only the s-dependent terms
-// (the rest is computed exactly). Each step is one subsampled Gaussian
-// mechanism in the run's ledger (PLD by default), which also holds the
-// one-off release of the group counts behind p̂_S unless they are declared
-// public.
+// (the rest is computed exactly). Each step is one Gaussian mechanism in
+// the run's ledger (PLD by default), charged at the sampling rate Q under
+// --scope all and at rate 1 under --scope sensitive (AccountedQ: the exact
+// terms show which records were sampled, so the sample amplifies nothing;
+// see the package documentation); the ledger also holds the one-off release
+// of the group counts behind p̂_S unless they are declared public.
 type DPFERMI[T nn.Float] struct {
 	Lambda      float64 // λ ≥ 0
 	LRW         float64 // η_W
@@ -110,7 +112,7 @@ type DPFERMI[T nn.Float] struct {
 	// λ = 1: at λ > 1 it buys less privacy than its ε).
 	WNoise float64
 	Delta  float64 // δ of the reported (ε, δ); 1/n² by default as in the paper
-	Q      float64 // sampling rate batch/n
+	Q      float64 // Poisson sampling rate batch/n (AccountedQ is the rate the ledger charges)
 	Batch  int     // expected batch size; sums are divided by it
 	Steps  int     // planned steps (epochs × steps per epoch)
 	// CountSigma is the noise multiplier of the released group counts (0
@@ -217,11 +219,12 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 	eo := f.Fairness == "eo"
 	var err error
 	if a.Private {
-		// --scope sensitive stays the add/remove analysis at sensitivity 2C
-		// (the project's rule, as under RDP), not PLD's replace-one pair:
-		// that pair leaves the record's presence in the batch hidden, but
-		// the sensitive scope adds the sampled records' s-independent terms
-		// exactly, so the batch is not hidden (bench/results/pld_default.md).
+		// --scope sensitive is charged at sensitivity 2C without
+		// subsampling (AccountedQ is 1): the sensitive scope adds the
+		// sampled records' s-independent terms exactly, so the batch is not
+		// hidden, and PLD's replace-one pair, which assumes it is, does not
+		// apply either. At q = 1 add/remove at 2C and replace-one are the
+		// same Gaussian.
 		if a.acc, err = accounting.NewLedger(p.Accountant, accounting.PLDOptions{}); err != nil {
 			return nil, fmt.Errorf("fermi: %w", trainer.FieldErrors{{Field: "Privacy.Accountant", Msg: err.Error()}})
 		}
@@ -252,9 +255,25 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 
 // StepMechanism is the release one private step makes (the jointly clipped
 // θ and W sums with one Gaussian noise, charged once), as the accountant
-// charges it; its Steps is 0.
+// charges it: at sampling rate AccountedQ; its Steps is 0.
 func (a *DPFERMI[T]) StepMechanism() accounting.Mechanism {
-	return accounting.SubsampledGaussian(a.Q, a.Sigma, a.Sensitivity, a.protects())
+	return accounting.SubsampledGaussian(a.AccountedQ(), a.Sigma, a.Sensitivity, a.protects())
+}
+
+// AccountedQ is the sampling rate the accountant charges a step with: Q
+// under --scope all, 1 under --scope sensitive. Under the sensitive scope
+// a step adds the sampled records' s-independent terms exactly, so an
+// adversary who knows every non-sensitive attribute can tell which records
+// were sampled, and the subsampled-Gaussian amplification (which needs the
+// sample to stay hidden) does not apply: each step is charged as the plain
+// Gaussian mechanism on the s-dependent terms (Mironov 2017, Proposition 7:
+// order-α RDP α/(2σ²) per step). The package documentation gives the
+// analysis.
+func (a *DPFERMI[T]) AccountedQ() float64 {
+	if a.Scope == accounting.ScopeSensitive {
+		return 1
+	}
+	return a.Q
 }
 
 // ReleasedCounts is the noisy group counts this instance released (floored
@@ -372,7 +391,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 			a.WSensitivity = 2 * math.Sqrt(2/rho)
 		}
 		a.Sigma = 1 / math.Hypot(a.Sensitivity/a.StdTheta, a.Lambda*a.WSensitivity/a.StdW)
-		eps, err := projectedEpsilon(a.acc.Kind(), a.Q, a.Sigma, a.Steps, counts, a.Delta)
+		eps, err := projectedEpsilon(a.acc.Kind(), a.AccountedQ(), a.Sigma, a.Steps, counts, a.Delta)
 		if err != nil {
 			return err
 		}
@@ -383,7 +402,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 		return nil
 	}
 	// The one-off group-count release shares the budget.
-	s, used, err := accounting.CalibrateRunSigma(a.target, a.Delta, a.Q, a.Steps,
+	s, used, err := accounting.CalibrateRunSigma(a.target, a.Delta, a.AccountedQ(), a.Steps,
 		accounting.SigmaCalibration{Accountant: a.acc.Kind(), Spent: counts})
 	if err != nil && counts != nil {
 		return fmt.Errorf("fermi: %w (the noisy group counts share the budget: give Fair.PublicGroupSizes or a larger Privacy.Epsilon)", err)
@@ -396,11 +415,21 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 	return nil
 }
 
+// countProtects is what the group-count release protects, as receipts and
+// ledgers name it; IsCountRelease tells that release by it.
+const countProtects = "group counts behind p̂_S (released once)"
+
 // countMechanism is the one-off noisy group-count release as the ledger
 // charges it (Steps 0).
 func (a *DPFERMI[T]) countMechanism() accounting.Mechanism {
-	return accounting.SubsampledGaussian(1, a.CountSigma, a.CountSensitivity, "group counts behind p̂_S (released once)")
+	return accounting.SubsampledGaussian(1, a.CountSigma, a.CountSensitivity, countProtects)
 }
+
+// IsCountRelease reports whether m, from a DP-FERMI ledger, is the one-off
+// noisy group-count release rather than the training steps. Its sampling
+// rate cannot tell them apart: under --scope sensitive the steps are
+// charged at rate 1 too (AccountedQ).
+func IsCountRelease(m accounting.Mechanism) bool { return m.Protects == countProtects }
 
 // countRelease is the group-count release with its one step, what the
 // gradient steps compose with; nil when the group sizes are public.
@@ -419,13 +448,13 @@ func (a *DPFERMI[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 	if !a.Private {
 		return 0, 0, errors.New("fermi: a non-private run spends no ε")
 	}
-	eps, err := projectedEpsilon(a.acc.Kind(), a.Q, a.Sigma, a.Steps, a.countRelease(), a.Delta)
+	eps, err := projectedEpsilon(a.acc.Kind(), a.AccountedQ(), a.Sigma, a.Steps, a.countRelease(), a.Delta)
 	return eps, a.Delta, err
 }
 
 // projectedEpsilon is the ε the accountant of the given kind will report
-// after steps steps of rate q and multiplier sigma composed with the
-// releases already spent.
+// after steps steps charged at rate q (AccountedQ) and multiplier sigma
+// composed with the releases already spent.
 func projectedEpsilon(kind string, q, sigma float64, steps int, spent []accounting.Mechanism, delta float64) (float64, error) {
 	m := accounting.SubsampledGaussian(q, sigma, 0, "")
 	m.Steps = steps
@@ -874,7 +903,8 @@ func (a *DPFERMI[T]) ascend() error {
 // protects describes the per-step mechanism for the receipt.
 func (a *DPFERMI[T]) protects() string {
 	if a.Scope == accounting.ScopeSensitive {
-		return "each record's sensitive attribute: the s-dependent ψ gradients, θ and W jointly clipped to C (sensitivity 2C)"
+		return "each record's sensitive attribute: the s-dependent ψ gradients, θ and W jointly clipped to C (sensitivity 2C); " +
+			"charged with q = 1, no amplification by sampling: the exact s-independent terms show which records were sampled"
 	}
 	return "each record: its whole θ and W gradient, jointly clipped to C"
 }
@@ -910,7 +940,9 @@ func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 }
 
 // NotCovered implements trainer.NotCoverer: group frequencies taken as
-// public are exact statistics of the training records.
+// public are exact statistics of the training records. (Under --scope
+// sensitive the sample is not hidden; the ledger charges that itself,
+// AccountedQ, so it is covered.)
 func (a *DPFERMI[T]) NotCovered() []accounting.NotCovered {
 	if !a.Private {
 		return nil
@@ -919,19 +951,6 @@ func (a *DPFERMI[T]) NotCovered() []accounting.NotCovered {
 	if a.publicSizes {
 		nc = append(nc, accounting.NotCovered{Item: "group_sizes", Detail: "the sensitive groups' frequencies p̂_S were computed " +
 			"from the exact training counts and treated as public (public group sizes): they are in report.json extra.fermi.group_freq"})
-	}
-	if a.Scope == accounting.ScopeSensitive {
-		// The subsampled-Gaussian bound credits the Poisson sample with
-		// hiding whether a record took part in a step. Under the sensitive
-		// scope the s-independent loss terms of the sampled records are
-		// added without noise, so a step's update can show which records
-		// were sampled; without that hiding the per-step loss is a Gaussian
-		// taken with probability q that the adversary can see, whose bound
-		// is larger. Until the accountant charges that case, say so.
-		nc = append(nc, accounting.NotCovered{Item: "sampling_hidden", Detail: "--scope sensitive: the stated ε assumes, " +
-			"as the subsampled-Gaussian analysis does, that which records were sampled in a step stays hidden; the exact " +
-			"s-independent loss terms of the sampled records may reveal it, and the guarantee without that amplification " +
-			"is weaker (not yet computed)"})
 	}
 	return nc
 }

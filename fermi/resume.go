@@ -59,6 +59,9 @@ func (a *DPFERMI[T]) LoadState(s *trainer.State) error {
 		if err := trainer.GetLedger(s, stateAccountant, a.acc); err != nil {
 			return err
 		}
+		if err := a.checkRestoredSteps(); err != nil {
+			return err
+		}
 	}
 	var w []float64
 	if err := s.Get(stateW, &w); err != nil {
@@ -75,6 +78,22 @@ func (a *DPFERMI[T]) LoadState(s *trainer.State) error {
 		return fmt.Errorf("fermi: the checkpoint's released group counts are not the ones this run was built with")
 	}
 	copy(a.Reg.W, w)
+	return nil
+}
+
+// checkRestoredSteps refuses a restored ledger whose training steps were
+// charged at another sampling rate than this run charges (AccountedQ): a
+// checkpoint of an older fairdp charged --scope sensitive steps with the
+// amplification by sampling that scope does not have, so its ε is below
+// what was spent and continuing it would carry that into the receipt.
+func (a *DPFERMI[T]) checkRestoredSteps() error {
+	for _, m := range a.acc.History() {
+		if !IsCountRelease(m) && m.SampleRate != a.AccountedQ() {
+			return fmt.Errorf("fermi: the checkpoint charged its %d steps at sampling rate %v, this run charges %v (--scope %s: "+
+				"a checkpoint of an older fairdp credited amplification by sampling that this scope does not have): it cannot be resumed; "+
+				"start the run again", m.Steps, m.SampleRate, a.AccountedQ(), a.Scope)
+		}
+	}
 	return nil
 }
 

@@ -11,16 +11,19 @@ import (
 )
 
 const privacyUsage = `usage:
-  fairdp privacy epsilon --sigma S --sample-rate Q --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--orders opacus|tf] [--json]
+  fairdp privacy epsilon --sigma S (--sample-rate Q | --scope sensitive) --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--orders opacus|tf] [--json]
       ε spent by T steps of the Poisson-subsampled Gaussian mechanism with noise multiplier S
-  fairdp privacy sigma --epsilon E --sample-rate Q --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--tolerance TOL] [--orders opacus|tf] [--json]
+  fairdp privacy sigma --epsilon E (--sample-rate Q | --scope sensitive) --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--tolerance TOL] [--orders opacus|tf] [--json]
       the smallest noise multiplier whose ε is at most E
 
 Both use the privacy-loss-distribution accountant (pessimistic discretisation, a proven upper bound
 5-12 % below RDP), as training does by default; where it cannot bound the run it says why and falls
 back to RDP. --accountant rdp uses the RDP accountant (Mironov et al. 2019) with Balle et al. 2020's
 conversion to (ε, δ), or the classic one with --classic (--classic, --orders and --tolerance are RDP's).
-They assume Poisson sampling with rate Q; shuffled fixed-size batches are not covered.
+They assume Poisson sampling with rate Q; shuffled fixed-size batches are not covered. --scope sensitive
+is DP-FERMI's and SteFFLe's sensitive scope: its steps add the sampled records' s-independent terms
+exactly, which shows which records were sampled, so they are charged as plain Gaussian mechanisms
+(q = 1, S relative to the sensitivity 2C), as training charges them.
 Run 'fairdp privacy epsilon -h' or 'fairdp privacy sigma -h' for the flags.
 `
 
@@ -53,6 +56,7 @@ type privacyQuery struct {
 	classic    bool
 	orders     string
 	relation   string
+	scope      string
 	json       bool
 	// stderr receives the note when PLD falls back to RDP.
 	stderr io.Writer
@@ -65,7 +69,8 @@ func (p *privacyQuery) register(fs *flag.FlagSet) {
 	fs.BoolVar(&p.classic, "classic", false, "use the classic RDP conversion (Mironov 2017; pre-2020 papers) instead of Balle et al. 2020")
 	fs.StringVar(&p.orders, "orders", "opacus", "Rényi orders to optimise over: opacus (1.1…10.9, 12…63) or tf (TF-Privacy's list)")
 	fs.StringVar(&p.accountant, "accountant", accounting.DefaultAccountant, "pld: the privacy-loss-distribution accountant (tighter; falls back to rdp, saying why, where it cannot bound the run), or rdp")
-	fs.StringVar(&p.relation, "relation", accounting.RelationAddRemove, "pld only: neighbouring data sets differ by a record added or removed (add-remove), or by one record's value (replace-one, for --scope sensitive; sigma is then relative to the sensitivity 2C)")
+	fs.StringVar(&p.relation, "relation", accounting.RelationAddRemove, "pld only: neighbouring data sets differ by a record added or removed (add-remove), or by one record's value (replace-one; sigma is then relative to the sensitivity 2C). Not what --scope sensitive training is charged with: use --scope sensitive")
+	fs.StringVar(&p.scope, "scope", accounting.ScopeAll, "all: steps on a hidden Poisson sample with rate --sample-rate; sensitive: DP-FERMI's and SteFFLe's sensitive scope, whose exact s-independent terms show the sample, so steps are charged without sampling amplification (q = 1; no --sample-rate)")
 	fs.BoolVar(&p.json, "json", false, "print one JSON object instead of text")
 }
 
@@ -74,7 +79,18 @@ func (p *privacyQuery) register(fs *flag.FlagSet) {
 func (p *privacyQuery) check(fs *flag.FlagSet, required ...string) ([]float64, error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, name := range append(required, "sample-rate", "steps", "delta") {
+	switch p.scope {
+	case accounting.ScopeAll:
+		required = append(required, "sample-rate")
+	case accounting.ScopeSensitive:
+		if given["sample-rate"] {
+			return nil, fmt.Errorf("privacy %s: --sample-rate does not apply to --scope sensitive, whose steps are charged without sampling amplification (q = 1): leave it out", fs.Name())
+		}
+		p.sampleRate = 1
+	default:
+		return nil, fmt.Errorf("privacy %s: --scope must be all or sensitive (got %q)", fs.Name(), p.scope)
+	}
+	for _, name := range append(required, "steps", "delta") {
 		if !given[name] {
 			return nil, fmt.Errorf("privacy %s: missing --%s (see 'fairdp privacy %s -h')", fs.Name(), name, fs.Name())
 		}
@@ -159,12 +175,23 @@ type privacyAnswer struct {
 	Interval   float64 `json:"interval,omitempty"`
 	Fallback   string  `json:"fallback,omitempty"`
 	Sampling   string  `json:"sampling"`
+	// Scope is "sensitive" under --scope sensitive (SampleRate is then 1),
+	// left out for the default scope all.
+	Scope string `json:"scope,omitempty"`
 }
 
 func (p *privacyQuery) answer(eps, order, sigma float64) privacyAnswer {
 	return privacyAnswer{Epsilon: eps, Order: order, Sigma: sigma, SampleRate: p.sampleRate, Steps: p.steps,
 		Delta: p.delta, Accountant: accounting.AccountantRDP, Conversion: p.conversion(), Orders: p.orders,
-		Sampling: accounting.SamplingPoisson}
+		Sampling: accounting.SamplingPoisson, Scope: p.sensitiveScope()}
+}
+
+// sensitiveScope is the answer's Scope: "sensitive" or left out.
+func (p *privacyQuery) sensitiveScope() string {
+	if p.scope == accounting.ScopeSensitive {
+		return p.scope
+	}
+	return ""
 }
 
 // pldOptions are the PLD accountant's options for this query.
@@ -190,7 +217,7 @@ func (p *privacyQuery) solve(orders []float64, sigma float64) (privacyAnswer, er
 		if err == nil {
 			return privacyAnswer{Epsilon: eps, Sigma: sigma, SampleRate: p.sampleRate, Steps: p.steps, Delta: p.delta,
 				Accountant: accounting.AccountantPLD, Relation: p.relation, Interval: accounting.DefaultPLDInterval,
-				Sampling: accounting.SamplingPoisson}, nil
+				Sampling: accounting.SamplingPoisson, Scope: p.sensitiveScope()}, nil
 		}
 		if !errors.Is(err, accounting.ErrPLDRange) {
 			return privacyAnswer{}, err
@@ -210,10 +237,14 @@ func (p *privacyQuery) solve(orders []float64, sigma float64) (privacyAnswer, er
 
 // how describes the analysis behind an answer, for the text output.
 func (p *privacyQuery) how(a privacyAnswer) string {
+	how := fmt.Sprintf("at RDP order %g", a.Order)
 	if a.Accountant == accounting.AccountantPLD {
-		return fmt.Sprintf("by PLD, %s, interval %g, Poisson sampling", a.Relation, a.Interval)
+		how = fmt.Sprintf("by PLD, %s, interval %g, Poisson sampling", a.Relation, a.Interval)
 	}
-	return fmt.Sprintf("at RDP order %g", a.Order)
+	if a.Scope == accounting.ScopeSensitive {
+		how += ", scope sensitive: no amplification by sampling (q = 1)"
+	}
+	return how
 }
 
 func runPrivacyEpsilon(args []string, stdout, stderr io.Writer) error {

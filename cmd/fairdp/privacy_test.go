@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"fairdp/dpops/accounting"
+	"fairdp/dpops/accounting/accountingtest"
 )
 
 func runPrivacyArgs(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -233,6 +234,33 @@ func TestPrivacyPLD(t *testing.T) {
 	}
 	if got.Relation != "replace-one" || !(got.Epsilon < 0.92767) || got.Epsilon < 0.86 {
 		t.Errorf("replace-one: %+v, want ε in [0.86, 0.92767)", got)
+	}
+}
+
+// TestPrivacyScopeSensitive: --scope sensitive charges T plain Gaussian
+// steps (q = 1), as DP-FERMI's ledger does under that scope, whatever the
+// sampling rate: ε at σ equals the exact ε of one Gaussian with μ = √T/σ
+// (Balle and Wang 2018, Theorem 8) up to PLD's discretisation, and
+// --sample-rate is refused with it rather than silently ignored.
+func TestPrivacyScopeSensitive(t *testing.T) {
+	const sigma, steps, delta = 300.0, 2640, 8.69e-10
+	out, _, err := runPrivacyArgs(t, "epsilon", "--sigma", "300", "--scope", "sensitive", "--steps", "2640",
+		"--delta", "8.69e-10", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got privacyAnswer
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	hi := accountingtest.GaussianEpsilon(math.Sqrt(steps)/sigma, delta)
+	if got.Scope != "sensitive" || got.SampleRate != 1 || got.Epsilon < hi || got.Epsilon > hi*1.003 {
+		t.Errorf("scope sensitive: %+v, want q = 1 and ε in [%v, +0.3 %%] (exact Gaussian)", got, hi)
+	}
+	_, _, err = runPrivacyArgs(t, "epsilon", "--sigma", "300", "--scope", "sensitive", "--sample-rate", "0.01",
+		"--steps", "2640", "--delta", "8.69e-10")
+	if err == nil || !strings.Contains(err.Error(), "--sample-rate does not apply to --scope sensitive") {
+		t.Errorf("--sample-rate with --scope sensitive: %v", err)
 	}
 }
 

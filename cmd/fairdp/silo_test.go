@@ -55,6 +55,10 @@ func TestSiloCerts(t *testing.T) {
 // Moving W's noise V_t to the floating-point-safe sampler later
 // which draws the noise stream differently: since then the same seed gives
 // test error 0.437 and DP violation 0.14941326723597026 (ε unchanged).
+// Charging --scope sensitive without amplification by sampling (q = 1, the
+// exact s-independent terms show the batch) raised σ about a hundredfold:
+// since then test error 0.532, DP violation 0.09475389263925171, ε
+// 0.9999999999978908.
 func TestSteffleTrainCLI(t *testing.T) {
 	var out, errOut bytes.Buffer
 	dir := t.TempDir()
@@ -86,8 +90,8 @@ func TestSteffleTrainCLI(t *testing.T) {
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Test.Error != 0.43700000000000006 || rep.Test.DPViolation != 0.14941326723597026 || rep.Privacy.Epsilon != 0.9999999999882463 {
-		t.Errorf("test error %v, DP violation %v, ε %v; want 0.43700000000000006, 0.14941326723597026, 0.9999999999882463",
+	if rep.Test.Error != 0.532 || rep.Test.DPViolation != 0.09475389263925171 || rep.Privacy.Epsilon != 0.9999999999978908 {
+		t.Errorf("test error %v, DP violation %v, ε %v; want 0.532, 0.09475389263925171, 0.9999999999978908",
 			rep.Test.Error, rep.Test.DPViolation, rep.Privacy.Epsilon)
 	}
 	want := trainer.FederationConfig{Silos: 3, Heterogeneity: 0.75, SiloAttribute: "age", Mode: "horizontal"}

@@ -13,7 +13,7 @@ import (
 // cannot bound this composition (its privacy loss does not fit the FFT
 // window, or the truncated tail alone exceeds δ). The caller should fall
 // back to the RDP accountant and say so; it must not report the PLD value.
-var ErrPLDRange = errors.New("outside the PLD accountant's range; use the RDP accountant")
+var ErrPLDRange = errors.New("accounting: outside the PLD accountant's range; use the RDP accountant")
 
 // Limits of the composed privacy-loss window (see composePLD).
 const (

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"fairdp/dpops/accounting/accountingtest"
 )
 
 // pldEps is the PLD ε of one subsampled Gaussian run, failing the test on
@@ -122,25 +124,14 @@ func TestPLDReplaceOne(t *testing.T) {
 }
 
 // gaussianDeltaExact is Balle and Wang 2018's exact privacy profile of the
-// Gaussian mechanism with noise multiplier sigma: δ(ε) = Φ(1/(2σ) - εσ) -
-// e^ε·Φ(-1/(2σ) - εσ).
+// Gaussian mechanism with noise multiplier sigma (accountingtest).
 func gaussianDeltaExact(sigma, eps float64) float64 {
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	return phi(1/(2*sigma)-eps*sigma) - math.Exp(eps)*phi(-1/(2*sigma)-eps*sigma)
+	return accountingtest.GaussianDelta(1/sigma, eps)
 }
 
-// gaussianEpsExact inverts gaussianDeltaExact by bisection (δ decreases in ε).
+// gaussianEpsExact inverts gaussianDeltaExact (accountingtest).
 func gaussianEpsExact(sigma, delta float64) float64 {
-	lo, hi := 0.0, 200.0
-	for range 200 {
-		mid := (lo + hi) / 2
-		if gaussianDeltaExact(sigma, mid) > delta {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi
+	return accountingtest.GaussianEpsilon(1/sigma, delta)
 }
 
 // TestPLDGaussianClosedForm: T releases of the plain Gaussian (q = 1, as
@@ -620,5 +611,62 @@ func TestPLDRegridAndMGF(t *testing.T) {
 	parts := []pldPart{{pmf: sparse, steps: 10}}
 	if hi, lo := chernoffEdge(parts, h, 1e-16, true), chernoffEdge(parts, h, 1e-16, false); math.IsInf(hi, 0) || math.IsInf(lo, 0) || hi < lo {
 		t.Errorf("Chernoff window [%v, %v] for a point mass", lo, hi)
+	}
+}
+
+// TestPLDMemoAndDirectionsExact: the ledger's remembered ε and the two
+// directions composed on two goroutines give exactly the ε of a fresh,
+// sequential composition of the same history, epoch after epoch as a
+// training run asks for it (the default run's mechanisms), and a step
+// after a remembered answer is never answered from the memo.
+func TestPLDMemoAndDirectionsExact(t *testing.T) {
+	const delta = 8.69e-10
+	l, err := NewLedger(AccountantPLD, PLDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := SubsampledGaussian(1, 29.23, 1, "counts")
+	step := SubsampledGaussian(0.007548, 2.338, 1, "steps")
+	if err := l.Step(counts, 1); err != nil {
+		t.Fatal(err)
+	}
+	prev := 0.0
+	for epoch := 1; epoch <= 3; epoch++ {
+		if err := l.Step(step, 132); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := l.Epsilon(delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _, _ := l.Epsilon(delta)
+		// A fresh accountant, composed one direction after the other.
+		fresh := &PLD{}
+		c, s := counts, step
+		c.Steps, s.Steps = 1, 132*epoch
+		for _, m := range []Mechanism{c, s} {
+			if err := fresh.add(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 0.0
+		for d := range 2 {
+			comps, _, err := composedDirection(fresh.history, fresh.Options(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := comps[0].epsilon(delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = math.Max(want, e)
+		}
+		if got != want || again != want {
+			t.Errorf("epoch %d: ledger ε %v, asked again %v; fresh sequential composition %v", epoch, got, again, want)
+		}
+		if !(got > prev) {
+			t.Errorf("epoch %d: ε %v did not grow from %v (a stale memo?)", epoch, got, prev)
+		}
+		prev = got
 	}
 }

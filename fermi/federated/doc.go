@@ -54,7 +54,7 @@
 //     one is refused before the file is touched. Each silo's δ is 1/ñ² of
 //     its own records.
 //   - Messages a server operator acts on say what to do: a silo whose
-//     budget is spent says so (ErrBudget) whatever round it is asked for;
+//     budget is spent says so (an error wrapping accounting.ErrBudgetExceeded) whatever round it is asked for;
 //     a certificate of another federation is ErrTLS naming which side
 //     refused which certificate, not an unreachable silo (confirmedTLS
 //     waits for the silo's verdict on the server's certificate).

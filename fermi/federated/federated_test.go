@@ -345,7 +345,7 @@ func TestBudgetRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = srv.Run(context.Background())
-	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "refuses round") || !strings.Contains(err.Error(), "budget 2") {
+	if !errors.Is(err, accounting.ErrBudgetExceeded) || !strings.Contains(err.Error(), "refuses round") || !strings.Contains(err.Error(), "budget 2") {
 		t.Fatalf("got %v, want a budget refusal", err)
 	}
 	if srv.Round >= sc.Rounds || srv.Round < must[Info](t)(silos[0].Info()).Rounds-3 {

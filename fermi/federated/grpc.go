@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"fairdp/dpops/accounting"
 	"fairdp/nn"
 )
 
@@ -84,7 +85,7 @@ var serviceDesc = grpc.ServiceDesc{
 		{MethodName: "Info", Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 			var in empty
 			if err := dec(&in); err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "malformed request: %v", err)
+				return nil, status.Errorf(codes.InvalidArgument, "%s: %v", ErrMalformed.Error(), err)
 			}
 			inf, err := srv.(siloHandler).info()
 			if err != nil {
@@ -95,11 +96,11 @@ var serviceDesc = grpc.ServiceDesc{
 		{MethodName: "Round", Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 			var rq Request
 			if err := dec(&rq); err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "malformed request: %v", err)
+				return nil, status.Errorf(codes.InvalidArgument, "%s: %v", ErrMalformed.Error(), err)
 			}
 			msg, err := srv.(siloHandler).round(rq)
 			switch {
-			case errors.Is(err, ErrBudget):
+			case errors.Is(err, accounting.ErrBudgetExceeded):
 				return nil, status.Error(codes.ResourceExhausted, err.Error())
 			case errors.Is(err, ErrMalformed):
 				return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -194,7 +195,7 @@ func (r *remote) wrap(err error) error {
 		}
 		return Unavailable{Err: errors.New(st.Message())}
 	case codes.ResourceExhausted:
-		return fmt.Errorf("%w%s", ErrBudget, strings.TrimPrefix(st.Message(), ErrBudget.Error()))
+		return fmt.Errorf("%w%s", accounting.ErrBudgetExceeded, strings.TrimPrefix(st.Message(), accounting.ErrBudgetExceeded.Error()))
 	case codes.InvalidArgument:
 		return fmt.Errorf("%w%s", ErrMalformed, strings.TrimPrefix(st.Message(), ErrMalformed.Error()))
 	}
@@ -261,7 +262,7 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // address, an expired one, or a silo without TLS. Retrying cannot help, so
 // the server stops at once and says which certificate failed and why,
 // instead of calling the silo unreachable.
-var ErrTLS = errors.New("TLS handshake failed")
+var ErrTLS = errors.New("federated: TLS handshake failed")
 
 // tlsFailure reads a failed connection's gRPC message (the only place the
 // handshake's error reaches the caller) and returns ErrTLS with which side

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"fairdp/dpops/accounting"
 )
 
 // TestSpentSiloSaysSo: a silo whose budget is spent,
 // asked for round 1 by a new federation over gRPC, answers that its budget
-// is spent (ErrBudget, final), not that the request is malformed; a silo
+// is spent (accounting.ErrBudgetExceeded, final), not that the request is malformed; a silo
 // with budget left that is asked for a round it has passed says to resume
 // the server from its checkpoint of the last answered round.
 func TestSpentSiloSaysSo(t *testing.T) {
@@ -21,7 +23,7 @@ func TestSpentSiloSaysSo(t *testing.T) {
 	silo := buildSilos(t, cfg, synthetic(300, 5))[0]
 	rounds := 0
 	for ; rounds < 1000; rounds++ {
-		if _, err := silo.Round(request(silo, rounds+1, 0.01)); errors.Is(err, ErrBudget) {
+		if _, err := silo.Round(request(silo, rounds+1, 0.01)); errors.Is(err, accounting.ErrBudgetExceeded) {
 			break
 		} else if err != nil {
 			t.Fatal(err)
@@ -35,7 +37,7 @@ func TestSpentSiloSaysSo(t *testing.T) {
 	defer stop()
 	c := dialAll(t, []string{addr}, certs)[0]
 	_, err := c.Round(context.Background(), request(silo, 1, 0.5))
-	if !errors.Is(err, ErrBudget) || errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "has spent its privacy budget") {
+	if !errors.Is(err, accounting.ErrBudgetExceeded) || errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "has spent its privacy budget") {
 		t.Errorf("a spent silo asked for round 1: %v; want a budget error saying the budget is spent", err)
 	}
 	t.Log(err)

@@ -34,8 +34,10 @@ type Info struct {
 	Delta     float64
 	Private   bool
 	Spent     int // rounds already answered (after a restart)
-	// Sigma and SampleRate are the silo's noise multiplier and Poisson
-	// rate; Receipt is its receipt for all Spent rounds (across restarts).
+	// Sigma and SampleRate are the silo's noise multiplier and the sampling
+	// rate its ledger charges a round with (the Poisson rate, or 1 under
+	// --scope sensitive: fermi.DPFERMI.AccountedQ); Receipt is its receipt
+	// for all Spent rounds (across restarts).
 	Sigma, SampleRate float64
 	Receipt           accounting.Receipt
 }
@@ -62,16 +64,13 @@ type Message struct {
 	Epsilon float64   `json:"epsilon"`
 }
 
-// ErrBudget marks a round the silo refused because it would exceed its ε.
-var ErrBudget = errors.New("privacy budget exhausted")
-
 // faultBeforeSave, set only by tests, is called after a round's message is
 // computed and charged in memory but before it is saved, and may fail the
 // round there, as a crash at that moment would.
 var faultBeforeSave func(silo, round int) error
 
 // ErrMalformed marks a request the silo rejected as malformed.
-var ErrMalformed = errors.New("malformed request")
+var ErrMalformed = errors.New("federated: malformed request")
 
 // Silo is one party of the federation: its records, its own sampler and
 // noise streams, one DP-FERMI instance calibrated with its own record count
@@ -252,7 +251,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 				return nil, err
 			}
 			for _, mech := range r.Mechanisms {
-				if mech.SampleRate == 1 {
+				if fermi.IsCountRelease(mech) {
 					if err := s.ledger.Step(mech, 1); err != nil {
 						return nil, err
 					}
@@ -312,7 +311,7 @@ func (s *Silo[T]) State() SiloState {
 // the silo cannot state its receipt.
 func (s *Silo[T]) Info() (Info, error) {
 	s.info.Spent = s.state.Rounds
-	s.info.Sigma, s.info.SampleRate = s.alg.Sigma, s.alg.Q
+	s.info.Sigma, s.info.SampleRate = s.alg.Sigma, s.alg.AccountedQ()
 	r, err := s.FullReceipt()
 	if err != nil {
 		return Info{}, err
@@ -373,7 +372,7 @@ func (s *Silo[T]) Epsilon(rounds int) (float64, error) {
 		return 0, err
 	}
 	for _, mech := range s.ledger.History() {
-		if mech.SampleRate == 1 {
+		if fermi.IsCountRelease(mech) {
 			if err := plan.Step(mech, 1); err != nil {
 				return 0, err
 			}
@@ -393,7 +392,7 @@ func (s *Silo[T]) stepMechanism() accounting.Mechanism { return s.alg.StepMechan
 func (s *Silo[T]) epsilonWithNextRound() (float64, error) {
 	values, orders := s.ledger.Values(), s.ledger.Orders()
 	for i, a := range orders {
-		values[i] += accounting.SubsampledGaussianRDP(s.alg.Q, s.alg.Sigma, a)
+		values[i] += accounting.SubsampledGaussianRDP(s.alg.AccountedQ(), s.alg.Sigma, a)
 	}
 	eps, _, err := accounting.EpsilonFromRDP(orders, values, s.delta)
 	return eps, err
@@ -440,7 +439,7 @@ func (s *Silo[T]) budgetSpent() (float64, bool) {
 func (s *Silo[T]) overBudget(eps float64) bool { return s.alg.Private && eps > s.budget*(1+1e-9) }
 
 // Validate checks a request's shapes, round number and values. A request
-// for a round the silo cannot continue with is ErrMalformed, or ErrBudget
+// for a round the silo cannot continue with is ErrMalformed, or wraps accounting.ErrBudgetExceeded
 // when its budget is spent (no round would be answered anyway).
 func (s *Silo[T]) Validate(rq Request) error {
 	last := s.state.Last
@@ -457,7 +456,7 @@ func (s *Silo[T]) Validate(rq Request) error {
 			// new federation or a lost checkpoint cannot get past it.
 			return fmt.Errorf("%w: silo %d has spent its privacy budget (ε = %.6g of %.6g after %d rounds; one more round would exceed it) "+
 				"and answers no further rounds, for this federation or a new one (asked for round %d)",
-				ErrBudget, s.index, eps, s.budget, s.state.Rounds, rq.Round)
+				accounting.ErrBudgetExceeded, s.index, eps, s.budget, s.state.Rounds, rq.Round)
 		}
 		why := fmt.Sprintf("a server asking for round %d is a new federation or lost its checkpoint: resume the server from its checkpoint of round %d",
 			rq.Round, s.state.Rounds)
@@ -508,7 +507,7 @@ func (s *Silo[T]) Round(rq Request) (Message, error) {
 	}
 	if s.overBudget(eps) {
 		return Message{}, fmt.Errorf("%w: silo %d refuses round %d: it would spend ε = %.6g, above its budget %.6g (%d rounds answered)",
-			ErrBudget, s.index, rq.Round, eps, s.budget, s.state.Rounds)
+			accounting.ErrBudgetExceeded, s.index, rq.Round, eps, s.budget, s.state.Rounds)
 	}
 	if !s.alg.Private {
 		eps = 0

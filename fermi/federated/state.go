@@ -14,6 +14,7 @@ import (
 
 	"fairdp/atomicfile"
 	"fairdp/dpops/accounting"
+	"fairdp/fermi"
 	"fairdp/loaders"
 	"fairdp/trainer"
 )
@@ -22,8 +23,13 @@ import (
 // version is refused rather than guessed at. Version 3 added Release:
 // a version-2 file does not say under which settings its rounds were
 // released, so it is refused (see check) instead of being continued under
-// whatever the flags say now.
-const SiloStateVersion = 3
+// whatever the flags say now. Version 4 charges a round under scope
+// sensitive at sampling rate 1 (fermi.DPFERMI.AccountedQ: the sample is not
+// hidden there); a version-3 file under scope sensitive holds rounds
+// charged at the Poisson rate, an ε below the truth, so it is refused, and
+// a version-3 file under scope all, whose rounds were charged as now, is
+// read as version 4.
+const SiloStateVersion = 4
 
 // SiloState is what a silo has released, kept on disk so that a restarted
 // silo continues the same accountant instead of starting a new one. It is
@@ -184,6 +190,13 @@ func (st *SiloState) check() error {
 		return errors.New("state version 2 was written by an older fairdp that did not record the settings its rounds were released under " +
 			"(scope, clip, λ, σ rule, fairness, public group sizes, sampling, model), so it cannot be continued safely: " +
 			"keep it (it records spent budget) and start the silo with a new state file only if you accept that budget as lost")
+	case st.Version == 3 && st.Release.Scope == accounting.ScopeSensitive:
+		return errors.New("state version 3 under scope sensitive charged its rounds as subsampled, but the exact s-independent " +
+			"terms of a round show which records were sampled, so its ledger states less ε than was spent: it cannot be continued; " +
+			"keep it (it records spent budget) and start the silo with a new state file only if you accept that budget as lost")
+	case st.Version == 3:
+		st.Version = SiloStateVersion // scope all: its rounds were charged as version 4 charges them
+		return st.check()
 	case st.Version != SiloStateVersion:
 		return fmt.Errorf("state version %d, this fairdp reads version %d", st.Version, SiloStateVersion)
 	case st.Silo < 0 || st.Records < 1 || st.Rounds < 0 || st.Generation < 0:
@@ -211,7 +224,7 @@ func (st *SiloState) check() error {
 		if m.Kind != accounting.KindSubsampledGaussian || !(m.SampleRate > 0 && m.SampleRate <= 1) || !(m.NoiseMultiplier > 0) || m.Steps < 1 {
 			return fmt.Errorf("mechanism %d is not a valid subsampled Gaussian release: %+v", i, m)
 		}
-		if m.SampleRate < 1 {
+		if !fermi.IsCountRelease(m) {
 			rounds += m.Steps
 		}
 	}

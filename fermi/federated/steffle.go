@@ -265,7 +265,7 @@ func (a *Steffle[T]) SiloPrivacy() []SiloPrivacy {
 		p.Delta = max(p.Delta, s.alg.Delta) // parallel composition: (largest ε, largest δ)
 		if p.Epsilon == nil || e > *p.Epsilon {
 			p.Epsilon = &e
-			p.Sigma, p.SampleRate, p.Rounds = s.alg.Sigma, s.alg.Q, s.Spent()
+			p.Sigma, p.SampleRate, p.Rounds = s.alg.Sigma, s.alg.AccountedQ(), s.Spent()
 		}
 	}
 	return out
