@@ -391,7 +391,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 			a.WSensitivity = 2 * math.Sqrt(2/rho)
 		}
 		a.Sigma = 1 / math.Hypot(a.Sensitivity/a.StdTheta, a.Lambda*a.WSensitivity/a.StdW)
-		eps, err := projectedEpsilon(a.acc.Kind(), a.AccountedQ(), a.Sigma, a.Steps, counts, a.Delta)
+		eps, err := plannedEpsilon(a.acc.Kind(), a.AccountedQ(), a.Sigma, a.Steps, a.ShuffledStepsPerEpoch(), counts, a.Delta)
 		if err != nil {
 			return err
 		}
@@ -403,7 +403,7 @@ func (a *DPFERMI[T]) calibrate(n, epochs int, sigma float64) error {
 	}
 	// The one-off group-count release shares the budget.
 	s, used, err := accounting.CalibrateRunSigma(a.target, a.Delta, a.AccountedQ(), a.Steps,
-		accounting.SigmaCalibration{Accountant: a.acc.Kind(), Spent: counts})
+		accounting.SigmaCalibration{Accountant: a.acc.Kind(), Spent: counts, StepsPerEpoch: a.ShuffledStepsPerEpoch()})
 	if err != nil && counts != nil {
 		return fmt.Errorf("fermi: %w (the noisy group counts share the budget: give Fair.PublicGroupSizes or a larger Privacy.Epsilon)", err)
 	} else if err != nil {
@@ -448,17 +448,41 @@ func (a *DPFERMI[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 	if !a.Private {
 		return 0, 0, errors.New("fermi: a non-private run spends no ε")
 	}
-	eps, err := projectedEpsilon(a.acc.Kind(), a.AccountedQ(), a.Sigma, a.Steps, a.countRelease(), a.Delta)
+	eps, err := plannedEpsilon(a.acc.Kind(), a.AccountedQ(), a.Sigma, a.Steps, a.ShuffledStepsPerEpoch(), a.countRelease(), a.Delta)
 	return eps, a.Delta, err
+}
+
+// ShuffledStepsPerEpoch is, for a private run with shuffled batches, the
+// number of batches an epoch is cut into, which its accounting charges
+// once per epoch (accounting.ShuffledCharges); 0 for Poisson sampling.
+func (a *DPFERMI[T]) ShuffledStepsPerEpoch() int {
+	if !a.Private || a.Sampling != accounting.SamplingShuffle {
+		return 0
+	}
+	return (a.records + a.Batch - 1) / a.Batch
 }
 
 // projectedEpsilon is the ε the accountant of the given kind will report
 // after steps steps charged at rate q (AccountedQ) and multiplier sigma
 // composed with the releases already spent.
 func projectedEpsilon(kind string, q, sigma float64, steps int, spent []accounting.Mechanism, delta float64) (float64, error) {
+	return plannedEpsilon(kind, q, sigma, steps, 0, spent, delta)
+}
+
+// plannedEpsilon is projectedEpsilon for a run whose batches are shuffled,
+// perEpoch steps to an epoch (0: Poisson sampling), which its receipt
+// charges once per epoch (accounting.ShuffledCharges).
+func plannedEpsilon(kind string, q, sigma float64, steps, perEpoch int, spent []accounting.Mechanism, delta float64) (float64, error) {
 	m := accounting.SubsampledGaussian(q, sigma, 0, "")
 	m.Steps = steps
-	return accounting.PlanEpsilon(kind, accounting.PLDOptions{}, delta, append([]accounting.Mechanism{m}, spent...)...)
+	mechs := append([]accounting.Mechanism{m}, spent...)
+	if perEpoch > 0 {
+		var err error
+		if mechs, _, _, err = accounting.ShuffledCharges(mechs, perEpoch); err != nil {
+			return math.NaN(), err
+		}
+	}
+	return accounting.PlanEpsilon(kind, accounting.PLDOptions{}, delta, mechs...)
 }
 
 // Name implements trainer.Algorithm.
@@ -914,7 +938,8 @@ func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 	if !a.Private {
 		return accounting.NotPrivate(), nil
 	}
-	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: a.Scope, Sampling: a.Sampling, Seed: a.Seed, Records: a.records})
+	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: a.Scope, Sampling: a.Sampling, Seed: a.Seed, Records: a.records,
+		StepsPerEpoch: a.ShuffledStepsPerEpoch()})
 	if err != nil {
 		return accounting.Receipt{}, fmt.Errorf("fermi: %w", err)
 	}

@@ -266,7 +266,7 @@ func TestFairnessLowersViolation(t *testing.T) {
 // TestPrivateReceipt: ε = 1 spends at most 1 (and not much less), δ
 // defaults to 1/n² as in the paper, and the receipt lists the noisy group
 // counts (once, q = 1) and the per-step mechanism; public group sizes
-// leave only the latter; shuffled batches are flagged.
+// leave only the latter; shuffled batches are charged once per epoch.
 func TestPrivateReceipt(t *testing.T) {
 	for _, tc := range []struct {
 		scope, sampling string
@@ -292,15 +292,16 @@ func TestPrivateReceipt(t *testing.T) {
 			t.Errorf("%+v: receipt scope %q sampling %q mechanisms %+v", tc, r.Scope, r.Sampling, r.Mechanisms)
 			continue
 		}
-		steps := 2 * 30 // round(6000/200) per epoch
+		steps, q := 2*30, 200/n // round(6000/200) per epoch
 		if tc.sampling == "shuffle" {
-			steps = 2 * 30
-			if r.RDPValid == nil || *r.RDPValid {
-				t.Errorf("%+v: shuffled batches not flagged: %+v", tc, r)
+			// Shuffled batches are charged one Gaussian (rate 1) per epoch,
+			// a proven bound (accounting.ShuffledCharges), calibrated to ε.
+			steps, q = 2, 1
+			if r.RDPValid == nil || !*r.RDPValid || r.Shuffle == nil || r.Shuffle.Epochs != 2 {
+				t.Errorf("%+v: shuffled receipt is not the shuffled bound: %+v", tc, r)
 			}
 		}
 		last := r.Mechanisms[len(r.Mechanisms)-1]
-		q := 200 / n
 		if tc.scope == "sensitive" {
 			q = 1 // the exact s-independent terms show the sample: no amplification
 		}

@@ -26,9 +26,9 @@
 # (python3); PEER=0 skips the PyTorch parts, FAIRDP=0 the fairdp parts; REGIME_WALL seconds (400);
 # FAIRDP_EPOCHS (59), PEER_EPOCHS (59), REGIME_LIMIT (0: all records; e.g. 2000 for a smoke test), PEER_DEVICE
 # (auto). fairdp uses the RDP accountant (Balle et al. 2020 conversion) so that its ε compares with
-# bench/results/dpsgdf_mnist60.csv; a shuffled run's ε is what Poisson sampling would spend, and its receipt says
-# NOT A GUARANTEE (rdp_valid false). The peer's ε is the same accountant's figure for its steps, as their code
-# reports it (Poisson assumed).
+# bench/results/dpsgdf_mnist60.csv; a shuffled run's ε is its receipt's valid bound (one Gaussian per epoch; the
+# Poisson-rate figure is only privacy.shuffle.poisson_equivalent_epsilon). The peer's ε is the same accountant's
+# figure for its steps, the same bound for shuffled batches (fairdp privacy --sampling shuffle).
 set -u
 out=${1:?usage: scripts/regime-check.sh OUTDIR}
 start=$(date +%s)

@@ -172,7 +172,7 @@ func NewDPSGDFrom[T nn.Float](o DPSGDOptions, src dpops.Source) (*DPSGD[T], erro
 		}
 		steps := o.Epochs * a.StepsPerEpoch()
 		s, used, err := accounting.CalibrateRunSigma(o.Epsilon, a.Delta, a.Q, steps,
-			accounting.SigmaCalibration{Accountant: a.acc.Kind(), Companions: o.Companions})
+			accounting.SigmaCalibration{Accountant: a.acc.Kind(), Companions: o.Companions, StepsPerEpoch: a.shuffledEpoch()})
 		if err != nil {
 			return nil, fmt.Errorf("calibrating σ for ε = %v, δ = %v, q = %.4g, %d steps: %w", o.Epsilon, a.Delta, a.Q, steps, err)
 		}
@@ -201,6 +201,41 @@ func (a *DPSGD[T]) StepsPerEpoch() int {
 		return 1
 	}
 	return s.StepsPerEpoch()
+}
+
+// shuffledEpoch is the steps per epoch of a run with shuffled batches, what
+// its accounting charges once per epoch (accounting.ShuffledCharges), and
+// 0 for Poisson sampling.
+func (a *DPSGD[T]) shuffledEpoch() int {
+	if a.Sampling != accounting.SamplingShuffle {
+		return 0
+	}
+	return a.StepsPerEpoch()
+}
+
+// charged is what the accountant's ε is computed from for mechs: mechs
+// themselves under Poisson sampling, their shuffled charges
+// (accounting.ShuffledCharges) otherwise.
+func (a *DPSGD[T]) charged(mechs []accounting.Mechanism) ([]accounting.Mechanism, error) {
+	k := a.shuffledEpoch()
+	if k == 0 {
+		return mechs, nil
+	}
+	c, _, _, err := accounting.ShuffledCharges(mechs, k)
+	return c, err
+}
+
+// classicEpsilon is ε at the run's δ of mechs by RDP with the classic
+// conversion.
+func (a *DPSGD[T]) classicEpsilon(mechs []accounting.Mechanism) float64 {
+	var plan accounting.RDP
+	for _, m := range mechs {
+		if err := plan.Step(m, m.Steps); err != nil {
+			return math.NaN()
+		}
+	}
+	eps, _ := plan.EpsilonClassic(a.Delta)
+	return eps
 }
 
 // Name implements Algorithm.
@@ -376,20 +411,20 @@ func (a *DPSGD[T]) Mechanism() accounting.Mechanism {
 
 // PlannedEpsilon is the ε, at the run's δ, that a run of epochs epochs
 // will spend: by the run's accountant (the one its receipt uses), and by
-// RDP with the classic conversion.
+// RDP with the classic conversion. Shuffled runs are planned by their
+// shuffled charges, as their receipts state them.
 func (a *DPSGD[T]) PlannedEpsilon(epochs int) (improved, classic float64) {
 	m := a.Mechanism()
 	m.Steps = epochs * a.StepsPerEpoch()
-	improved, err := accounting.PlanEpsilon(a.acc.Kind(), accounting.PLDOptions{}, a.Delta, m)
+	mechs, err := a.charged([]accounting.Mechanism{m})
 	if err != nil {
 		return math.NaN(), math.NaN()
 	}
-	plan := &accounting.RDP{}
-	if err := plan.Step(m, m.Steps); err != nil {
+	improved, err = accounting.PlanEpsilon(a.acc.Kind(), accounting.PLDOptions{}, a.Delta, mechs...)
+	if err != nil {
 		return math.NaN(), math.NaN()
 	}
-	classic, _ = plan.EpsilonClassic(a.Delta)
-	return improved, classic
+	return improved, a.classicEpsilon(mechs)
 }
 
 // PlannedRunEpsilon implements EpsilonPlanner: PlannedEpsilon of the
@@ -406,6 +441,17 @@ func (a *DPSGD[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 // and by RDP with the classic conversion (Mironov 2017), which papers before
 // 2020 report.
 func (a *DPSGD[T]) Epsilon() (improved, classic float64) {
+	if k := a.shuffledEpoch(); k > 0 {
+		improved, _, err := a.acc.ShuffledEpsilon(a.Delta, k)
+		if err != nil {
+			improved = math.NaN()
+		}
+		mechs, err := a.charged(a.acc.History())
+		if err != nil {
+			return improved, math.NaN()
+		}
+		return improved, a.classicEpsilon(mechs)
+	}
 	improved, _, err := a.acc.Epsilon(a.Delta)
 	if err != nil {
 		improved = math.NaN()
@@ -419,7 +465,8 @@ func (a *DPSGD[T]) Charges() []accounting.Mechanism { return a.acc.History() }
 
 // Receipt implements Algorithm.
 func (a *DPSGD[T]) Receipt() (accounting.Receipt, error) {
-	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records})
+	r, err := a.acc.Receipt(a.Delta, accounting.RunInfo{Scope: accounting.ScopeAll, Sampling: a.Sampling, Seed: a.Seed, Records: a.Records,
+		StepsPerEpoch: a.shuffledEpoch()})
 	if err == nil && a.calibratedBy != "" && a.calibratedBy != a.acc.Kind() {
 		r.AddNote(CalibrationFallbackNote)
 	}

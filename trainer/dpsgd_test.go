@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"fairdp/dpops"
+	"fairdp/dpops/accounting"
 	"fairdp/models"
 	"fairdp/nn"
 )
@@ -44,15 +45,46 @@ func TestDPSGDEmptyBatch(t *testing.T) {
 	}
 }
 
-// TestShuffleReceiptIsFlagged: shuffled batches are not covered by the RDP
-// analysis and the receipt must say so.
-func TestShuffleReceiptIsFlagged(t *testing.T) {
+// TestShuffleReceiptIsABound: a shuffled run's receipt states a proven
+// bound — each epoch one Gaussian mechanism (accounting.ShuffledCharges) —
+// and --epsilon calibrates σ against that bound, not against what Poisson
+// sampling at the same rate would spend (kept as
+// shuffle.poisson_equivalent_epsilon, smaller). Before, the receipt's ε was
+// the Poisson figure, flagged rdp_valid = false.
+func TestShuffleReceiptIsABound(t *testing.T) {
 	rep, _ := quick(t, func(c *Config) {
 		c.Algo, c.Privacy.Epsilon, c.Privacy.Sampling, c.Epochs = "dpsgd", 3, "shuffle", 1
 	})
 	r := rep.Privacy
-	if r.Sampling != "shuffle" || r.RDPValid == nil || *r.RDPValid || r.Note == "" {
-		t.Errorf("shuffle receipt not flagged: %+v", r)
+	if r.Sampling != "shuffle" || r.RDPValid == nil || !*r.RDPValid || r.Shuffle == nil || r.Shuffle.Epochs != 1 ||
+		r.Epsilon == nil || *r.Epsilon > 3 || *r.Epsilon < 2.9 || r.Shuffle.PoissonEquivalentEpsilon == nil ||
+		!(*r.Shuffle.PoissonEquivalentEpsilon < *r.Epsilon) {
+		t.Errorf("shuffle receipt is not the calibrated bound: %+v %+v", r, r.Shuffle)
+	}
+	if len(r.Mechanisms) != 1 || r.Mechanisms[0].SampleRate != 1 || r.Mechanisms[0].Steps != 1 {
+		t.Errorf("charged mechanisms %+v, want one Gaussian for the one epoch", r.Mechanisms)
+	}
+
+	// At a fixed σ over 2 epochs: ε is that of 2 Gaussians with σ.
+	job, a := smallDPSGD(t, func(c *Config) { c.Epochs, c.Quiet, c.Out, c.Privacy.Sampling = 2, true, t.TempDir(), "shuffle" })
+	rep2, _, err := Run[float64](context.Background(), job, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := accounting.SubsampledGaussian(1, a.Sigma, 0, "")
+	g.Steps = 2
+	want, err := accounting.PlanEpsilon(a.acc.Kind(), accounting.PLDOptions{}, a.Delta, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep2.Privacy; p.Epsilon == nil || *p.Epsilon != want || p.Shuffle == nil || p.Shuffle.Epochs != 2 {
+		t.Errorf("fixed-σ shuffled receipt ε = %v, want %v (2 Gaussians with σ = %v)", p.Epsilon, want, a.Sigma)
+	}
+	if planned, _ := a.PlannedEpsilon(2); planned != want {
+		t.Errorf("planned ε = %v, want the receipt's %v", planned, want)
+	}
+	if spent, _ := a.Epsilon(); spent != want {
+		t.Errorf("spent ε = %v, want the receipt's %v", spent, want)
 	}
 }
 

@@ -64,8 +64,10 @@ type SweepTotal struct {
 	// Seeded is true when some run's noise came from a seed the user gave:
 	// such a total is NOT secure (the noise is reproducible).
 	Seeded bool `json:"seeded"`
-	// RDPValid is false when some run's RDP analysis does not cover its
-	// sampling (shuffled batches): the total is then not a proven guarantee.
+	// RDPValid is false when some run's receipt says its ε is not a proven
+	// bound: a shuffled run receipted before shuffled runs were bounded by
+	// one Gaussian per epoch (accounting.ShuffledCharges; such a receipt
+	// stated the Poisson-rate figure). The total is then not a guarantee.
 	RDPValid   bool                    `json:"rdp_valid"`
 	Note       string                  `json:"note,omitempty"`
 	NotCovered []accounting.NotCovered `json:"not_covered,omitempty"`
@@ -90,7 +92,7 @@ func (t SweepTotal) String() string {
 		b.WriteString(" NOT secure (seeded): the noise is reproducible from the seeds")
 	}
 	if !t.RDPValid {
-		b.WriteString(" NOT A GUARANTEE: shuffled batches are outside the RDP analysis")
+		b.WriteString(" NOT A GUARANTEE: a run's receipt (written before shuffled runs were bounded) states the Poisson-rate figure for its shuffled batches")
 	}
 	return b.String()
 }

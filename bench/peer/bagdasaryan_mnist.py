@@ -31,10 +31,11 @@ not Opacus. Runs on CPU (slowly; --limit for a smoke run) or CUDA.
 
 Output: one CSV row on stdout, columns
     method,regime,epochs,seed,epsilon,total,class2,class8,command
-(epsilon: fairdp's RDP accountant with Balle et al. 2020's conversion,
-assuming Poisson sampling at q = 256/n for the steps run, as their code's
-compute_rdp does; it is asked from --fairdp BIN when given, else left empty;
-"inf" for SGD). With --row-file the same row is rewritten after every epoch,
+(epsilon: fairdp's RDP accountant with Balle et al. 2020's conversion for
+the steps run: Poisson sampling at q = 256/n, or for shuffled batches the
+valid bound of one Gaussian per epoch (their code's compute_rdp assumes
+Poisson sampling for those too; that figure is not a guarantee); it is
+asked from --fairdp BIN when given, else left empty; "inf" for SGD). With --row-file the same row is rewritten after every epoch,
 so a run stopped by a timeout still leaves its last completed epoch.
 --budget S stops before an epoch that would end past S seconds.
 """
@@ -193,13 +194,17 @@ def evaluate(model, x, y):
     return (correct.sum() / count.sum()).item(), acc
 
 
-def epsilon(fairdp, sigma, q, steps, delta):
-    """ε of steps Poisson-subsampled Gaussian steps from fairdp's RDP
-    accountant (Balle et al. 2020 conversion); "" without a binary."""
+def epsilon(fairdp, sigma, q, steps, delta, shuffle_epoch=0):
+    """ε of steps subsampled Gaussian steps from fairdp's RDP accountant
+    (Balle et al. 2020 conversion): Poisson sampling at rate q, or, with
+    shuffle_epoch batches per shuffled epoch, the valid bound of one Gaussian
+    per epoch (fairdp privacy --sampling shuffle); "" without a binary."""
     if not fairdp or steps == 0:
         return ""
     cmd = [fairdp, "privacy", "epsilon", "--accountant", "rdp", "--sigma", repr(sigma), "--sample-rate", repr(q),
            "--steps", str(steps), "--delta", repr(delta), "--json"]
+    if shuffle_epoch:
+        cmd += ["--sampling", "shuffle", "--steps-per-epoch", str(shuffle_epoch)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
         return "%.4f" % json.loads(out)["epsilon"]
@@ -310,7 +315,8 @@ def main():
         from scipy import ndimage
 
     def row(epochs_done, total, acc):
-        eps = "inf" if a.method == "sgd" else epsilon(a.fairdp, a.sigma, q, epochs_done * steps_per_epoch, a.delta)
+        eps = "inf" if a.method == "sgd" else epsilon(a.fairdp, a.sigma, q, epochs_done * steps_per_epoch, a.delta,
+                                                      steps_per_epoch if sampling == "shuffle" else 0)
         return ",".join([a.method, label, str(epochs_done), str(a.seed), eps, "%.4f" % total, "%.4f" % acc[2],
                          "%.4f" % acc[8], '"' + command.replace('"', "'") + '"'])
 

@@ -8,8 +8,9 @@ import (
 
 // TestImageNormFlags: --image-mean/--image-std reach the run (its data
 // notes and report.json's config, which validates against the schema), a
-// shuffled run's receipt still says its ε is not a guarantee, and a bad
-// pair is refused naming the flags.
+// shuffled run's receipt states its bound (one Gaussian per epoch) with
+// the Poisson figure marked as no guarantee, and a bad pair is refused
+// naming the flags.
 func TestImageNormFlags(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join("..", "..", "trainer", "testdata", "mnist-sample")
@@ -20,8 +21,9 @@ func TestImageNormFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "NOT A GUARANTEE") {
-		t.Errorf("a shuffled run must not state its ε as a guarantee:\n%s", out)
+	if strings.Contains(out, "NOT A GUARANTEE") || !strings.Contains(out, "one Gaussian per epoch") ||
+		!strings.Contains(out, "(NOT a guarantee of this run)") {
+		t.Errorf("a shuffled run's receipt must state its bound and mark the Poisson figure:\n%s", out)
 	}
 	rep := validateReport(t, dir, "dpsgd")
 	cfg := rep["config"].(map[string]any)

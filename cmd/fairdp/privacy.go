@@ -11,19 +11,21 @@ import (
 )
 
 const privacyUsage = `usage:
-  fairdp privacy epsilon --sigma S (--sample-rate Q | --scope sensitive) --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--orders opacus|tf] [--json]
+  fairdp privacy epsilon --sigma S (--sample-rate Q | --scope sensitive) --steps T --delta D [--sampling poisson|shuffle --steps-per-epoch K] [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--orders opacus|tf] [--json]
       ε spent by T steps of the Poisson-subsampled Gaussian mechanism with noise multiplier S
-  fairdp privacy sigma --epsilon E (--sample-rate Q | --scope sensitive) --steps T --delta D [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--tolerance TOL] [--orders opacus|tf] [--json]
+  fairdp privacy sigma --epsilon E (--sample-rate Q | --scope sensitive) --steps T --delta D [--sampling poisson|shuffle --steps-per-epoch K] [--accountant pld|rdp] [--relation add-remove|replace-one] [--classic] [--tolerance TOL] [--orders opacus|tf] [--json]
       the smallest noise multiplier whose ε is at most E
 
 Both use the privacy-loss-distribution accountant (pessimistic discretisation, a proven upper bound
 5-12 % below RDP), as training does by default; where it cannot bound the run it says why and falls
 back to RDP. --accountant rdp uses the RDP accountant (Mironov et al. 2019) with Balle et al. 2020's
 conversion to (ε, δ), or the classic one with --classic (--classic, --orders and --tolerance are RDP's).
-They assume Poisson sampling with rate Q; shuffled fixed-size batches are not covered. --scope sensitive
-is DP-FERMI's and SteFFLe's sensitive scope: its steps add the sampled records' s-independent terms
-exactly, which shows which records were sampled, so they are charged as plain Gaussian mechanisms
-(q = 1, S relative to the sensitivity 2C), as training charges them.
+They assume Poisson sampling with rate Q. With --sampling shuffle (fixed-size batches from a shuffled
+pass, K to an epoch) each record is in one batch per epoch, so each of the ⌈T/K⌉ epochs is charged as
+one Gaussian mechanism with noise multiplier S (no amplification by sampling): a proven bound, as
+training's receipts state it. --scope sensitive is DP-FERMI's and SteFFLe's sensitive scope: its steps
+add the sampled records' s-independent terms exactly, which shows which records were sampled, so they are
+charged as plain Gaussian mechanisms (q = 1, S relative to the sensitivity 2C), as training charges them.
 Run 'fairdp privacy epsilon -h' or 'fairdp privacy sigma -h' for the flags.
 `
 
@@ -56,8 +58,11 @@ type privacyQuery struct {
 	classic    bool
 	orders     string
 	relation   string
-	scope      string
-	json       bool
+	// sampling is poisson or shuffle; stepsPerEpoch is K for shuffle.
+	sampling      string
+	stepsPerEpoch int
+	scope         string
+	json          bool
 	// stderr receives the note when PLD falls back to RDP.
 	stderr io.Writer
 }
@@ -70,8 +75,38 @@ func (p *privacyQuery) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.orders, "orders", "opacus", "Rényi orders to optimise over: opacus (1.1…10.9, 12…63) or tf (TF-Privacy's list)")
 	fs.StringVar(&p.accountant, "accountant", accounting.DefaultAccountant, "pld: the privacy-loss-distribution accountant (tighter; falls back to rdp, saying why, where it cannot bound the run), or rdp")
 	fs.StringVar(&p.relation, "relation", accounting.RelationAddRemove, "pld only: neighbouring data sets differ by a record added or removed (add-remove), or by one record's value (replace-one; sigma is then relative to the sensitivity 2C). Not what --scope sensitive training is charged with: use --scope sensitive")
-	fs.StringVar(&p.scope, "scope", accounting.ScopeAll, "all: steps on a hidden Poisson sample with rate --sample-rate; sensitive: DP-FERMI's and SteFFLe's sensitive scope, whose exact s-independent terms show the sample, so steps are charged without sampling amplification (q = 1; no --sample-rate)")
+	fs.StringVar(&p.scope, "scope", accounting.ScopeAll, "all: steps on a hidden sample with rate --sample-rate; sensitive: DP-FERMI's and SteFFLe's sensitive scope, whose exact s-independent terms show the sample, so steps are charged without sampling amplification (q = 1; no --sample-rate)")
+	fs.StringVar(&p.sampling, "sampling", accounting.SamplingPoisson, "poisson, or shuffle: fixed-size batches from a shuffled pass, charged one Gaussian per epoch (needs --steps-per-epoch)")
+	fs.IntVar(&p.stepsPerEpoch, "steps-per-epoch", 0, "with --sampling shuffle: batches per epoch, ⌈n/batch⌉ (required there)")
 	fs.BoolVar(&p.json, "json", false, "print one JSON object instead of text")
+}
+
+// charged is the rate and number of releases the accountant composes: the
+// query's own under Poisson sampling; under shuffled batches one Gaussian
+// (rate 1) per epoch (accounting.ShuffledCharges).
+func (p *privacyQuery) charged() (q float64, steps int) {
+	if p.sampling != accounting.SamplingShuffle {
+		return p.sampleRate, p.steps
+	}
+	m := accounting.SubsampledGaussian(p.sampleRate, 1, 0, "")
+	m.Steps = p.steps
+	c, _, _, err := accounting.ShuffledCharges([]accounting.Mechanism{m}, p.stepsPerEpoch)
+	if err != nil || len(c) != 1 { // unreachable: check refused K < 1
+		return p.sampleRate, p.steps
+	}
+	return c[0].SampleRate, c[0].Steps
+}
+
+// samplingText names the sampling for the text output.
+func (p *privacyQuery) samplingText() string {
+	if p.sampling == accounting.SamplingShuffle {
+		q, e := p.charged()
+		if q == 1 && e != p.steps {
+			return fmt.Sprintf("shuffled batches, %d steps per epoch: %d epochs, one Gaussian each", p.stepsPerEpoch, e)
+		}
+		return "shuffled batches"
+	}
+	return "Poisson sampling"
 }
 
 // check validates the shared flags; required lists the flags that must have
@@ -103,6 +138,18 @@ func (p *privacyQuery) check(fs *flag.FlagSet, required ...string) ([]float64, e
 	}
 	if !(p.delta > 0 && p.delta < 1) {
 		return nil, fmt.Errorf("privacy %s: --delta must be in (0,1) (got %v)", fs.Name(), p.delta)
+	}
+	switch p.sampling {
+	case accounting.SamplingPoisson:
+		if given["steps-per-epoch"] {
+			return nil, fmt.Errorf("privacy %s: --steps-per-epoch applies to --sampling shuffle only", fs.Name())
+		}
+	case accounting.SamplingShuffle:
+		if p.stepsPerEpoch < 1 {
+			return nil, fmt.Errorf("privacy %s: --sampling shuffle needs --steps-per-epoch ≥ 1, the batches per epoch ⌈n/batch⌉ (got %d)", fs.Name(), p.stepsPerEpoch)
+		}
+	default:
+		return nil, fmt.Errorf("privacy %s: --sampling must be poisson or shuffle (got %q)", fs.Name(), p.sampling)
 	}
 	switch p.accountant {
 	case accounting.AccountantRDP:
@@ -147,7 +194,8 @@ func (p *privacyQuery) epsilon(orders []float64, sigma float64) (eps, order floa
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := acct.Step(accounting.SubsampledGaussian(p.sampleRate, sigma, 0, ""), p.steps); err != nil {
+	q, steps := p.charged()
+	if err := acct.Step(accounting.SubsampledGaussian(q, sigma, 0, ""), steps); err != nil {
 		return 0, 0, err
 	}
 	if p.classic {
@@ -175,23 +223,28 @@ type privacyAnswer struct {
 	Interval   float64 `json:"interval,omitempty"`
 	Fallback   string  `json:"fallback,omitempty"`
 	Sampling   string  `json:"sampling"`
+	// Epochs, for --sampling shuffle, is the number of Gaussians charged.
+	Epochs int `json:"epochs,omitempty"`
 	// Scope is "sensitive" under --scope sensitive (SampleRate is then 1),
 	// left out for the default scope all.
 	Scope string `json:"scope,omitempty"`
 }
 
 func (p *privacyQuery) answer(eps, order, sigma float64) privacyAnswer {
-	return privacyAnswer{Epsilon: eps, Order: order, Sigma: sigma, SampleRate: p.sampleRate, Steps: p.steps,
-		Delta: p.delta, Accountant: accounting.AccountantRDP, Conversion: p.conversion(), Orders: p.orders,
-		Sampling: accounting.SamplingPoisson, Scope: p.sensitiveScope()}
+	return p.sampled(privacyAnswer{Epsilon: eps, Order: order, Sigma: sigma, SampleRate: p.sampleRate, Steps: p.steps,
+		Delta: p.delta, Accountant: accounting.AccountantRDP, Conversion: p.conversion(), Orders: p.orders})
 }
 
-// sensitiveScope is the answer's Scope: "sensitive" or left out.
-func (p *privacyQuery) sensitiveScope() string {
+// sampled fills in a's sampling (and the epochs charged under shuffle).
+func (p *privacyQuery) sampled(a privacyAnswer) privacyAnswer {
+	a.Sampling = p.sampling
 	if p.scope == accounting.ScopeSensitive {
-		return p.scope
+		a.Scope = p.scope
 	}
-	return ""
+	if p.sampling == accounting.SamplingShuffle {
+		_, a.Epochs = p.charged()
+	}
+	return a
 }
 
 // pldOptions are the PLD accountant's options for this query.
@@ -211,13 +264,13 @@ func (p *privacyQuery) fallBack(a *privacyAnswer, why error) {
 func (p *privacyQuery) solve(orders []float64, sigma float64) (privacyAnswer, error) {
 	var pldErr error
 	if p.accountant == accounting.AccountantPLD {
-		m := accounting.SubsampledGaussian(p.sampleRate, sigma, 0, "")
-		m.Steps = p.steps
+		q, steps := p.charged()
+		m := accounting.SubsampledGaussian(q, sigma, 0, "")
+		m.Steps = steps
 		eps, err := accounting.PLDEpsilon([]accounting.Mechanism{m}, p.delta, p.pldOptions())
 		if err == nil {
-			return privacyAnswer{Epsilon: eps, Sigma: sigma, SampleRate: p.sampleRate, Steps: p.steps, Delta: p.delta,
-				Accountant: accounting.AccountantPLD, Relation: p.relation, Interval: accounting.DefaultPLDInterval,
-				Sampling: accounting.SamplingPoisson, Scope: p.sensitiveScope()}, nil
+			return p.sampled(privacyAnswer{Epsilon: eps, Sigma: sigma, SampleRate: p.sampleRate, Steps: p.steps, Delta: p.delta,
+				Accountant: accounting.AccountantPLD, Relation: p.relation, Interval: accounting.DefaultPLDInterval}), nil
 		}
 		if !errors.Is(err, accounting.ErrPLDRange) {
 			return privacyAnswer{}, err
@@ -239,7 +292,7 @@ func (p *privacyQuery) solve(orders []float64, sigma float64) (privacyAnswer, er
 func (p *privacyQuery) how(a privacyAnswer) string {
 	how := fmt.Sprintf("at RDP order %g", a.Order)
 	if a.Accountant == accounting.AccountantPLD {
-		how = fmt.Sprintf("by PLD, %s, interval %g, Poisson sampling", a.Relation, a.Interval)
+		how = fmt.Sprintf("by PLD, %s, interval %g, %s", a.Relation, a.Interval, p.samplingText())
 	}
 	if a.Scope == accounting.ScopeSensitive {
 		how += ", scope sensitive: no amplification by sampling (q = 1)"
@@ -276,8 +329,8 @@ func runPrivacyEpsilon(args []string, stdout, stderr io.Writer) error {
 			a.Epsilon, q.how(a), q.delta, sigma, q.sampleRate, q.steps)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "ε = %.4f at RDP order %g (δ = %g, σ = %g, q = %g, %d steps, %s conversion, Poisson sampling)\n",
-		a.Epsilon, a.Order, q.delta, sigma, q.sampleRate, q.steps, q.conversion())
+	_, err = fmt.Fprintf(stdout, "ε = %.4f at RDP order %g (δ = %g, σ = %g, q = %g, %d steps, %s conversion, %s)\n",
+		a.Epsilon, a.Order, q.delta, sigma, q.sampleRate, q.steps, q.conversion(), q.samplingText())
 	return err
 }
 
@@ -337,16 +390,17 @@ func runPrivacySigma(args []string, stdout, stderr io.Writer) error {
 			shown, a.Epsilon, target, q.how(a), q.delta, q.sampleRate, q.steps)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "σ = %g gives ε = %.4f ≤ %g at RDP order %g (δ = %g, q = %g, %d steps, %s conversion, Poisson sampling)\n",
-		shown, a.Epsilon, target, a.Order, q.delta, q.sampleRate, q.steps, q.conversion())
+	_, err = fmt.Fprintf(stdout, "σ = %g gives ε = %.4f ≤ %g at RDP order %g (δ = %g, q = %g, %d steps, %s conversion, %s)\n",
+		shown, a.Epsilon, target, a.Order, q.delta, q.sampleRate, q.steps, q.conversion(), q.samplingText())
 	return err
 }
 
 // calibrate is the smallest σ meeting target with the chosen accountant;
 // fallback is PLD's reason when it could not and RDP answered.
 func (q *privacyQuery) calibrate(orders []float64, target, tolerance float64) (sigma float64, fallback error, err error) {
+	rate, steps := q.charged()
 	if q.accountant == accounting.AccountantPLD {
-		sigma, err := accounting.CalibrateSigmaPLD(target, q.delta, q.sampleRate, q.steps,
+		sigma, err := accounting.CalibrateSigmaPLD(target, q.delta, rate, steps,
 			accounting.PLDCalibration{PLDOptions: q.pldOptions()})
 		if !errors.Is(err, accounting.ErrPLDRange) {
 			return sigma, nil, err
@@ -360,6 +414,6 @@ func (q *privacyQuery) calibrate(orders []float64, target, tolerance float64) (s
 	if tolerance > 0 {
 		opts = append(opts, accounting.WithEpsilonTolerance(tolerance))
 	}
-	sigma, err = accounting.CalibrateSigma(target, q.delta, q.sampleRate, q.steps, opts...)
+	sigma, err = accounting.CalibrateSigma(target, q.delta, rate, steps, opts...)
 	return sigma, fallback, err
 }

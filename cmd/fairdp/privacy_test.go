@@ -7,6 +7,7 @@ import (
 	"flag"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -309,3 +310,52 @@ func TestPrivacyPLDErrors(t *testing.T) {
 		t.Errorf("--tolerance with pld: err = %v", err)
 	}
 }
+
+// TestPrivacyShuffle: --sampling shuffle answers the shuffled bound, one
+// Gaussian per epoch (row 1's 2250 steps, 25 to an epoch: 90 Gaussians
+// with σ = 1.5, by RDP min_α 90α/(2σ²) + Balle et al. 2020's terms,
+// written out here), and sigma calibrates against it; a shuffled query
+// without --steps-per-epoch, or that flag without shuffle, is refused.
+func TestPrivacyShuffle(t *testing.T) {
+	out, _, err := runPrivacyArgs(t, "epsilon", "--sigma", "1.5", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5",
+		"--accountant", "rdp", "--sampling", "shuffle", "--steps-per-epoch", "25", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got privacyAnswer
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	want := math.Inf(1)
+	for _, a := range accounting.OpacusOrders() {
+		if a > 1.01 {
+			want = math.Min(want, 90*a/(2*1.5*1.5)+math.Log((a-1)/a)-(math.Log(1e-5)+math.Log(a))/(a-1))
+		}
+	}
+	if math.Abs(got.Epsilon-want) > 1e-9*want || got.Sampling != "shuffle" || got.Epochs != 90 {
+		t.Errorf("shuffled answer %+v, want ε = %v over 90 epochs", got, want)
+	}
+	out, _, err = runPrivacyArgs(t, "sigma", "--epsilon", "8", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5",
+		"--sampling", "shuffle", "--steps-per-epoch", "25", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := runPrivacyArgs(t, "epsilon", "--sigma", fmtFloat(got.Sigma), "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5",
+		"--sampling", "shuffle", "--steps-per-epoch", "25")
+	if err != nil || got.Epsilon > 8 || got.Epsilon < 7.99 || !strings.Contains(again, "90 epochs") {
+		t.Errorf("calibrated %+v; ε at that σ: %q (err %v)", got, again, err)
+	}
+	for _, args := range [][]string{
+		{"--sampling", "shuffle"}, {"--steps-per-epoch", "25"}, {"--sampling", "uniform"},
+	} {
+		base := []string{"epsilon", "--sigma", "1", "--sample-rate", "0.04", "--steps", "10", "--delta", "1e-5"}
+		if _, _, err := runPrivacyArgs(t, append(base, args...)...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }

@@ -116,12 +116,78 @@ func (l *Ledger) Epsilon(delta float64) (eps float64, fellBack bool, err error) 
 // Receipt states the ledger's guarantee at delta: the PLD receipt, or the
 // RDP receipt where the ledger is RDP, where PLD cannot bound the run, or
 // where RDP's ε is the smaller (see Epsilon). Stating RDP's on a PLD
-// ledger says why in the note.
+// ledger says why in the note. A shuffled run's receipt is the ledger's
+// receipt of its charged history (ShuffledCharges), with the Poisson-rate
+// figure (Epsilon) kept in Shuffle for comparison only.
 func (l *Ledger) Receipt(delta float64, run RunInfo) (Receipt, error) {
-	if l.pld == nil {
-		return l.rdp.Receipt(delta, run)
+	run, err := run.normalised()
+	if err != nil {
+		return Receipt{}, err
 	}
-	r, err := l.pld.Receipt(delta, run)
+	if run.Sampling != SamplingShuffle {
+		return l.receipt(delta, run)
+	}
+	adjacency := AdjacencyZeroOut
+	if l.pld != nil {
+		adjacency = shuffleAdjacency(l.pld.Options().Relation)
+	}
+	return shuffledReceipt(l.History(), run, adjacency, func(charged []Mechanism) (Receipt, error) {
+		c, err := l.charged(charged)
+		if err != nil {
+			return Receipt{}, err
+		}
+		return c.receipt(delta, run)
+	}, func() float64 {
+		eps, _, err := l.Epsilon(delta)
+		if err != nil {
+			return math.NaN()
+		}
+		return eps
+	})
+}
+
+// charged is an empty ledger of l's kind and options charged with mechs
+// (each m.Steps times).
+func (l *Ledger) charged(mechs []Mechanism) (*Ledger, error) {
+	var opts PLDOptions
+	if l.pld != nil {
+		opts = l.pld.Options()
+	}
+	c, err := NewLedger(l.kind, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mechs {
+		if err := c.Step(m, m.Steps); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// ShuffledEpsilon is Epsilon for a run with shuffled batches of
+// stepsPerEpoch steps to an epoch: the ε of its charged history
+// (ShuffledCharges), a proven bound where Epsilon of the same history is
+// only what Poisson sampling would spend.
+func (l *Ledger) ShuffledEpsilon(delta float64, stepsPerEpoch int) (eps float64, fellBack bool, err error) {
+	charged, _, _, err := ShuffledCharges(l.History(), stepsPerEpoch)
+	if err != nil {
+		return math.NaN(), false, err
+	}
+	c, err := l.charged(charged)
+	if err != nil {
+		return math.NaN(), false, err
+	}
+	return c.Epsilon(delta)
+}
+
+// receipt is Receipt of the history as the ledger composed it (no account
+// taken of the sampling).
+func (l *Ledger) receipt(delta float64, run RunInfo) (Receipt, error) {
+	if l.pld == nil {
+		return l.rdp.receipt(delta, run)
+	}
+	r, err := l.pld.receipt(delta, run)
 	var why string
 	switch {
 	case errors.Is(err, ErrPLDRange):
@@ -136,7 +202,7 @@ func (l *Ledger) Receipt(delta float64, run RunInfo) (Receipt, error) {
 		why = fmt.Sprintf("the RDP accountant's epsilon (%.6g) is below the PLD accountant's (%.6g, the default) for this run, so this is RDP's receipt; both are upper bounds",
 			rdp, *r.Epsilon)
 	}
-	r, err = l.rdp.Receipt(delta, run)
+	r, err = l.rdp.receipt(delta, run)
 	if err != nil {
 		return r, err
 	}
@@ -225,6 +291,11 @@ type SigmaCalibration struct {
 	// Spent are releases the calibrated steps compose with, each with its
 	// Steps (e.g. DP-FERMI's one-off noisy group counts).
 	Spent []Mechanism
+	// StepsPerEpoch, when not 0, says the batches are shuffled, cut this
+	// many to an epoch: σ is calibrated against the shuffled run's bound
+	// (ShuffledCharges: one Gaussian per epoch), not against Poisson
+	// sampling at rate q.
+	StepsPerEpoch int
 }
 
 // CalibrateRunSigma is the noise multiplier a run calibrates to targetEps
@@ -242,6 +313,19 @@ func CalibrateRunSigma(targetEps, delta, q float64, steps int, c SigmaCalibratio
 	kind, err := ResolveAccountant(c.Accountant)
 	if err != nil {
 		return 0, "", err
+	}
+	if c.StepsPerEpoch != 0 && q < 1 {
+		// ShuffledCharges of steps steps at rate q: ⌈steps/k⌉ Gaussians,
+		// i.e. the same calibration at rate 1 over the epochs. (At q = 1
+		// every step is already a Gaussian on the whole data.)
+		step := SubsampledGaussian(q, 1, 0, "")
+		step.Steps = steps
+		_, epochs, _, err := ShuffledCharges([]Mechanism{step}, c.StepsPerEpoch)
+		if err != nil {
+			return 0, "", err
+		}
+		c.StepsPerEpoch = 0
+		return CalibrateRunSigma(targetEps, delta, 1, epochs, c)
 	}
 	if kind == AccountantPLD {
 		key := calibrationKey(targetEps, delta, q, steps, c)

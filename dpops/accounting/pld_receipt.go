@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -9,11 +10,6 @@ import (
 // off the composed privacy-loss distribution: exactly, from its
 // pessimistic (connect-the-dots) discretisation.
 const ConversionPLD = "pld-connect-the-dots"
-
-// pldShuffleNote is the warning of every shuffle-sampled PLD receipt.
-const pldShuffleNote = "batches were shuffled fixed-size batches, not Poisson samples: the PLD analysis of the " +
-	"subsampled Gaussian does not cover this sampling, so epsilon is what Poisson sampling with the same rate " +
-	"would give, not a proven guarantee"
 
 // PLDState is a PLD accountant's exact state, what a training checkpoint
 // saves: its options and its history (as History reports it). The
@@ -52,20 +48,49 @@ func (a *PLD) Restore(s PLDState) error {
 // ErrPLDRange means PLD cannot bound the run: the caller issues the RDP
 // accountant's receipt instead and records why (AddNote), never silently.
 // The note states the discretisation interval and the neighbouring
-// relation, which the ε depends on.
+// relation, which the ε depends on. A shuffled run's receipt is that of
+// its charged history (ShuffledCharges: one Gaussian per epoch) under
+// zero-out adjacency (replace-one under RelationReplaceOne), with the
+// Poisson-rate figure kept in Shuffle for comparison only.
 func (a *PLD) Receipt(delta float64, run RunInfo) (Receipt, error) {
 	run, err := run.normalised()
 	if err != nil {
 		return Receipt{}, err
 	}
+	if run.Sampling != SamplingShuffle {
+		return a.receipt(delta, run)
+	}
+	opts := a.Options()
+	return shuffledReceipt(a.History(), run, shuffleAdjacency(opts.Relation), func(charged []Mechanism) (Receipt, error) {
+		c, err := NewPLD(opts)
+		if err != nil {
+			return Receipt{}, err
+		}
+		for _, m := range charged {
+			if err := c.add(m); err != nil {
+				return Receipt{}, err
+			}
+		}
+		return c.receipt(delta, run)
+	}, func() float64 {
+		eps, err := a.Epsilon(delta)
+		if err != nil {
+			return math.NaN()
+		}
+		return eps
+	})
+}
+
+// receipt is Receipt of the history as the accountant composed it (no
+// account taken of the sampling).
+func (a *PLD) receipt(delta float64, run RunInfo) (Receipt, error) {
 	eps, err := a.Epsilon(delta)
 	if err != nil {
 		return Receipt{}, err
 	}
 	// rdp_valid keeps its meaning for tools that read it (trainer's sweep
-	// totals): the subsampled-Gaussian analysis, here PLD's, covers the
-	// sampling only when it was Poisson.
-	valid := run.Sampling == SamplingPoisson
+	// totals): ε is a proven bound.
+	valid := true
 	h := a.Options().Interval
 	r := Receipt{Epsilon: finite(eps), Delta: delta, Accountant: AccountantPLD, Conversion: ConversionPLD,
 		Mechanisms: slices.Clone(a.History()), RDPValid: &valid, PLDInterval: &h, Relation: a.Options().Relation}
@@ -73,8 +98,5 @@ func (a *PLD) Receipt(delta float64, run RunInfo) (Receipt, error) {
 	r.addNote(fmt.Sprintf("PLD accountant: %s neighbouring data sets, privacy loss discretised pessimistically at interval %g; "+
 		"epsilon is an upper bound", a.Options().Relation, a.Options().Interval))
 	r.noteIfInfinite(eps)
-	if run.Sampling != SamplingPoisson {
-		r.addNote(pldShuffleNote)
-	}
 	return r, nil
 }

@@ -557,13 +557,31 @@ func TestPLDHistoryStateReceipt(t *testing.T) {
 	if err := b.Restore(PLDState{Interval: 5}); err == nil || !strings.Contains(err.Error(), "interval") {
 		t.Errorf("bad state: err = %v", err)
 	}
-	r, err := a.Receipt(1e-6, RunInfo{Scope: ScopeSensitive, Sampling: SamplingShuffle})
+	r, err := a.Receipt(1e-6, RunInfo{Scope: ScopeSensitive})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Epsilon == nil || *r.Epsilon != eps || r.Accountant != AccountantPLD || r.Conversion != ConversionPLD ||
-		!strings.Contains(r.Note, "replace-one") || !strings.Contains(r.Note, "interval 0.001") || !strings.Contains(r.Note, "shuffled") {
+		!strings.Contains(r.Note, "replace-one") || !strings.Contains(r.Note, "interval 0.001") || r.Shuffle != nil {
 		t.Errorf("receipt %+v", r)
+	}
+	// Shuffled, 50 steps to an epoch: the 500 gradient steps are 10
+	// Gaussians (rate 1) composed with the other releases; the Poisson
+	// figure is kept for comparison only.
+	r, err = a.Receipt(1e-6, RunInfo{Scope: ScopeSensitive, Sampling: SamplingShuffle, StepsPerEpoch: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charged := slices.Clone(h)
+	charged[3].SampleRate, charged[3].Steps = 1, 10
+	want, err := PLDEpsilon(charged, 1e-6, a.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Epsilon == nil || *r.Epsilon != want || !(want > eps) || r.Shuffle == nil || r.Shuffle.Epochs != 10 ||
+		r.Shuffle.Adjacency != AdjacencyReplaceOne || r.Shuffle.PoissonEquivalentEpsilon == nil ||
+		*r.Shuffle.PoissonEquivalentEpsilon != eps || !strings.Contains(r.Note, "shuffled") || !*r.RDPValid {
+		t.Errorf("shuffled receipt %+v (want ε = %v, Poisson figure %v)", r, want, eps)
 	}
 	if _, err := a.Receipt(1e-13, RunInfo{}); !errors.Is(err, ErrPLDRange) {
 		t.Errorf("receipt at δ = 1e-13: err = %v, want ErrPLDRange", err)

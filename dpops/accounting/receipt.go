@@ -29,11 +29,6 @@ const (
 	SamplingShuffle = "shuffle"
 )
 
-// shuffleNote is the warning every shuffle-sampled RDP receipt carries.
-const shuffleNote = "batches were shuffled fixed-size batches, not Poisson samples: the RDP analysis of the " +
-	"subsampled Gaussian does not cover this sampling, so epsilon is what Poisson sampling with the same rate " +
-	"would give, not a proven guarantee"
-
 // RunInfo is what a receipt needs to know about the run besides the
 // accountant: the adjacency scope, the batch sampling and the noise seed.
 type RunInfo struct {
@@ -43,6 +38,10 @@ type RunInfo struct {
 	// Records is the number of records the guarantee covers (0: not
 	// stated); a δ ≥ 1/Records gets a note saying the guarantee is weak.
 	Records int
+	// StepsPerEpoch is the number of batches a shuffled pass is cut into:
+	// required when Sampling is SamplingShuffle (see ShuffledCharges),
+	// ignored otherwise.
+	StepsPerEpoch int
 }
 
 func (r RunInfo) normalised() (RunInfo, error) {
@@ -75,7 +74,15 @@ type Receipt struct {
 	Mechanisms     []Mechanism `json:"mechanisms,omitempty"`
 	Scope          string      `json:"scope,omitempty"`
 	Sampling       string      `json:"sampling,omitempty"`
-	RDPValid       *bool       `json:"rdp_valid,omitempty"` // RDP and PLD receipts: false when sampling is not Poisson, which neither analysis covers
+	// RDPValid is true on every RDP and PLD receipt this package issues:
+	// their ε is a proven bound (a shuffled run's by ShuffledCharges).
+	// Receipts written before shuffled runs were bounded so carry false:
+	// their ε was the Poisson-rate figure, not a guarantee.
+	RDPValid *bool `json:"rdp_valid,omitempty"`
+	// Shuffle is, for sampling "shuffle", how ε was bounded (epochs,
+	// adjacency) and the Poisson-rate figure for comparison; Mechanisms
+	// are then the charged releases (one Gaussian per epoch).
+	Shuffle *ShuffleBound `json:"shuffle,omitempty"`
 	// PLDInterval and Relation are a PLD receipt's discretisation interval
 	// h and neighbouring relation, which its ε depends on.
 	PLDInterval *float64 `json:"pld_interval,omitempty"`
@@ -164,20 +171,43 @@ func (r *Receipt) noteIfInfinite(eps float64) {
 }
 
 // Receipt states the accountant's guarantee at delta with the conversion of
-// Balle et al. 2020 (and the classic one alongside). Shuffle sampling is
-// recorded with rdp_valid = false and a note.
+// Balle et al. 2020 (and the classic one alongside). A shuffled run's
+// receipt is that of its charged history (ShuffledCharges: one Gaussian,
+// RDP α/(2σ²), per epoch) under zero-out adjacency, with the Poisson-rate
+// figure kept in Shuffle for comparison only.
 func (a *RDP) Receipt(delta float64, run RunInfo) (Receipt, error) {
 	a.init()
 	run, err := run.normalised()
 	if err != nil {
 		return Receipt{}, err
 	}
+	if run.Sampling != SamplingShuffle {
+		return a.receipt(delta, run)
+	}
+	return shuffledReceipt(a.History(), run, AdjacencyZeroOut, func(charged []Mechanism) (Receipt, error) {
+		c, err := NewRDP(a.orders)
+		if err != nil {
+			return Receipt{}, err
+		}
+		for _, m := range charged {
+			if err := c.Step(m, m.Steps); err != nil {
+				return Receipt{}, err
+			}
+		}
+		return c.receipt(delta, run)
+	}, func() float64 { eps, _ := a.Epsilon(delta); return eps })
+}
+
+// receipt is Receipt of the history as the accountant composed it (no
+// account taken of the sampling).
+func (a *RDP) receipt(delta float64, run RunInfo) (Receipt, error) {
+	a.init()
 	eps, order, err := EpsilonFromRDP(a.orders, a.total, delta)
 	if err != nil {
 		return Receipt{}, err
 	}
 	classic, _, _ := EpsilonFromRDPClassic(a.orders, a.total, delta)
-	valid := run.Sampling == SamplingPoisson
+	valid := true
 	r := Receipt{Epsilon: finite(eps), EpsilonClassic: finite(classic), Delta: delta, Accountant: AccountantRDP,
 		Conversion: ConversionBalle2020, Mechanisms: a.History(), RDPValid: &valid}
 	if r.Epsilon != nil {
@@ -185,9 +215,6 @@ func (a *RDP) Receipt(delta float64, run RunInfo) (Receipt, error) {
 	}
 	r.setRun(run)
 	r.noteIfInfinite(eps)
-	if !valid {
-		r.addNote(shuffleNote)
-	}
 	return r, nil
 }
 
@@ -250,6 +277,7 @@ func (r Receipt) String() string {
 		b.WriteString(" NOT secure (seeded): the noise is reproducible from the seed")
 	}
 	if r.RDPValid != nil && !*r.RDPValid {
+		// Only receipts written before shuffled runs were bounded.
 		b.WriteString(" NOT A GUARANTEE: shuffled batches are outside the RDP analysis")
 	}
 	return b.String()
@@ -273,6 +301,13 @@ func (r Receipt) WriteText(w io.Writer) error {
 	}
 	for _, m := range r.Mechanisms {
 		fmt.Fprintf(&b, "  %s\n", m.summary())
+	}
+	if s := r.Shuffle; s != nil {
+		fmt.Fprintf(&b, "  shuffled batches: %d steps in %d epochs of %d, one Gaussian per epoch, %s adjacency", s.Steps, s.Epochs, s.StepsPerEpoch, s.Adjacency)
+		if s.PoissonEquivalentEpsilon != nil {
+			fmt.Fprintf(&b, "; Poisson sampling at the same rate would give ε = %.4g (NOT a guarantee of this run)", *s.PoissonEquivalentEpsilon)
+		}
+		b.WriteString("\n")
 	}
 	if r.Scope != "" || r.Sampling != "" {
 		fmt.Fprintf(&b, "  scope: %s; sampling: %s; ", r.Scope, r.Sampling)

@@ -72,16 +72,23 @@ func TestRDPReceiptJSON(t *testing.T) {
 
 func TestReceiptShuffleAndSeed(t *testing.T) {
 	seed := uint64(42)
-	r, err := row1Accountant(t).Receipt(1e-5, RunInfo{Scope: ScopeSensitive, Sampling: SamplingShuffle, Seed: &seed})
+	r, err := row1Accountant(t).Receipt(1e-5, RunInfo{Scope: ScopeSensitive, Sampling: SamplingShuffle, Seed: &seed, StepsPerEpoch: 25})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := decode(t, r)
-	if m["rdp_valid"] != false || m["sampling"] != "shuffle" || m["scope"] != "sensitive" {
+	if m["rdp_valid"] != true || m["sampling"] != "shuffle" || m["scope"] != "sensitive" {
 		t.Errorf("rdp_valid %v sampling %v scope %v", m["rdp_valid"], m["sampling"], m["scope"])
 	}
-	if note, _ := m["note"].(string); !strings.Contains(note, "Poisson") || !strings.Contains(note, "does not cover") {
-		t.Errorf("note = %q, want the RDP caveat", note)
+	sh, _ := m["shuffle"].(map[string]any)
+	if sh["epochs"] != 90.0 || sh["adjacency"] != AdjacencyZeroOut || sh["poisson_equivalent_epsilon"] == nil {
+		t.Errorf("shuffle = %v", m["shuffle"])
+	}
+	if note, _ := m["note"].(string); !strings.Contains(note, "at most one batch per epoch") || !strings.Contains(note, "NOT a guarantee") {
+		t.Errorf("note = %q, want the shuffled bound's statement", note)
+	}
+	if _, err := row1Accountant(t).Receipt(1e-5, RunInfo{Sampling: SamplingShuffle}); err == nil {
+		t.Error("a shuffled receipt without the steps per epoch was issued")
 	}
 	if m["seeded"] != true || m["seed"] != 42.0 {
 		t.Errorf("seeded %v seed %v", m["seeded"], m["seed"])
@@ -192,7 +199,7 @@ func TestReceiptRoundTrip(t *testing.T) {
 	var a RDP
 	_ = a.Step(SubsampledGaussian(1.0/214, 0.8, 1, "gradients"), 12840)
 	_ = a.Step(SubsampledGaussian(1.0/214, 8, 0, "group counts"), 12840)
-	r, err := a.Receipt(1e-6, RunInfo{Sampling: SamplingShuffle, Seed: &seed})
+	r, err := a.Receipt(1e-6, RunInfo{Sampling: SamplingShuffle, Seed: &seed, StepsPerEpoch: 214})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,9 +249,18 @@ func TestReceiptText(t *testing.T) {
 	if math.IsNaN(*r.Order) {
 		t.Error("order NaN")
 	}
-	shuffled, _ := row1Accountant(t).Receipt(1e-5, RunInfo{Sampling: SamplingShuffle})
-	if !strings.Contains(shuffled.String(), "NOT A GUARANTEE") {
-		t.Errorf("shuffle headline = %q, want the caveat", shuffled.String())
+	// A shuffled run's ε is now a proven bound: no caveat on its line,
+	// the Poisson figure below it, marked as no guarantee. A receipt
+	// written before (rdp_valid false) keeps the caveat.
+	shuffled, _ := row1Accountant(t).Receipt(1e-5, RunInfo{Sampling: SamplingShuffle, StepsPerEpoch: 25})
+	if strings.Contains(shuffled.String(), "NOT A GUARANTEE") ||
+		!strings.Contains(receiptText(t, shuffled), "Poisson sampling at the same rate would give ε = 7.329 (NOT a guarantee") {
+		t.Errorf("shuffled receipt:\n%s", receiptText(t, shuffled))
+	}
+	old, invalid := shuffled, false
+	old.RDPValid = &invalid
+	if !strings.Contains(old.String(), "NOT A GUARANTEE") {
+		t.Errorf("old shuffle headline = %q, want the caveat", old.String())
 	}
 	// A seeded run says it is not secure on the guarantee's line;
 	// a crypto-seeded one does not.

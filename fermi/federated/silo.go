@@ -296,7 +296,8 @@ func (s *Silo[T]) persist() error {
 }
 
 func (s *Silo[T]) runInfo() accounting.RunInfo {
-	return accounting.RunInfo{Scope: s.alg.Scope, Sampling: s.alg.Sampling, Seed: s.alg.Seed, Records: s.data.N()}
+	return accounting.RunInfo{Scope: s.alg.Scope, Sampling: s.alg.Sampling, Seed: s.alg.Seed, Records: s.data.N(),
+		StepsPerEpoch: s.alg.ShuffledStepsPerEpoch()}
 }
 
 // State is a copy of what the silo has released so far (what its state
@@ -354,6 +355,14 @@ func (s *Silo[T]) Spent() int { return s.state.Rounds }
 func (s *Silo[T]) SpentEpsilon() float64 {
 	if !s.alg.Private {
 		return 0
+	}
+	if s.alg.ShuffledStepsPerEpoch() > 0 {
+		// Shuffled batches: the receipt's bound (accounting.ShuffledCharges).
+		r, err := s.ledger.Receipt(s.delta, s.runInfo())
+		if err != nil || r.Epsilon == nil {
+			return math.Inf(1)
+		}
+		return *r.Epsilon
 	}
 	eps, _ := s.ledger.Epsilon(s.delta)
 	return eps
