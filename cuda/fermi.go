@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"fairdp/devstep"
 )
 
 // The parts of the ERMI regularizer ψ_i a FermiPass covers, with the values
-// of package fermi's Part (kernels/fermi.cu reads them as ints).
+// of devstep's, which package fermi plans with (kernels/fermi.cu reads them
+// as ints).
 const (
-	FermiFull         = 0 // every term of ψ_i
-	FermiNonSensitive = 1 // the terms that do not depend on the sample's sensitive attribute
-	FermiSensitive    = 2 // the terms that do
+	FermiFull         = devstep.FermiFull         // every term of ψ_i
+	FermiNonSensitive = devstep.FermiNonSensitive // the terms that do not depend on the sample's sensitive attribute
+	FermiSensitive    = devstep.FermiSensitive    // the terms that do
 )
 
 // FermiPass is one output gradient of a DP-FERMI step: for every sample,

@@ -31,14 +31,35 @@
 // # On a device
 //
 // Config.Device "cuda" runs SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI
-// (float32, with Config's optimizer: SGD, momentum or Adam) on a CUDA
-// device, or on package cuda's emulated device in a test build (tag
-// cudaemu, FAIRDP_DEVICE=emu): Train wraps the algorithm in a step that
-// owns a cuda.DeviceNet built from the model on its first step
-// (ondevice.go), and DPSGD hands its gradient work to it; a clip policy
-// decides on the device's per-group counts. DP-FERMI (package fermi, which
-// the trainer cannot import, recognised by its DeviceStep and
-// FinishDeviceStep methods) runs the same way with a cuda.DeviceFermi
+// (float32, with Config's optimizer: SGD, momentum or Adam) on a Device,
+// the one interface the loop has for an accelerator: one run's model
+// resident on it (Load the nn layers and the nn optimizer; Step a DP-SGD
+// step, FermiStep DP-FERMI's model half; Params; Close). The loop never
+// imports device code: the binary registers a Device for a Config.Device
+// value (RegisterDevice; cmd/fairdp registers package cuda's
+// TrainerDevice for "cuda" only in builds with the tag cuda or cudaemu), so
+// the default binary links no GPU code and says which build it needs. Why
+// the interface looks as it does:
+//
+//   - cuda sits below the loop and must not import it, so its type
+//     satisfies Device structurally; Go matches methods exactly, so no
+//     method returns another of the loop's interfaces (one value is the
+//     device, the loaded model and its steps), and the values the methods
+//     exchange are package devstep's, below both (layers and the optimizer
+//     are nn's own).
+//   - What a step means privately stays on the host, in the algorithms'
+//     own code: the step descriptions carry the clip, the noise std and the
+//     run's noise stream (the device draws its noise key from it, in the
+//     CPU step's order), a clip policy's rule (DPSGD-F's, Naïve's: it sees
+//     only per-group counts) and DP-FERMI's plan; the device returns sums.
+//   - DP-FERMI's part (FermiStep) is in the one interface rather than an
+//     optional one the loop would have to discover: every device that runs
+//     the SGD family runs DP-FERMI's model half with the same buffers.
+//
+// Train wraps the algorithm in a step that loads the model on the device
+// on its first step (ondevice.go), and DPSGD hands its gradient work to
+// it. DP-FERMI (package fermi, which the trainer cannot import, recognised
+// by its DeviceStep and FinishDeviceStep methods) runs the same way
 // (ondevice_fermi.go): the model's half of each step on the device, W's
 // step, its noise and the accountant in package fermi. The step implements
 // DeviceResident, so Run skips its optimizer (the update and its state are

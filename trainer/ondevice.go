@@ -1,13 +1,11 @@
 package trainer
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
-	"fairdp/cuda"
+	"fairdp/devstep"
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/models"
@@ -26,8 +24,8 @@ type DeviceResident[T nn.Float] interface {
 	Close() error
 }
 
-// deviceStep runs SGD, DP-SGD, DPSGD-F or Naive on a CUDA device (package
-// cuda's DeviceNet, on a GPU or, in a test build, the emulated device): the
+// deviceStep runs SGD, DP-SGD, DPSGD-F or Naive on a registered Device
+// (package cuda's, on a GPU or, in a test build, the emulated device): the
 // parameters and the optimizer's state live on the device for the whole
 // run, a step uploads only the batch's inputs and labels (and groups, for a
 // clip policy) and brings back the summed loss, the clip check and a
@@ -42,12 +40,11 @@ type DeviceResident[T nn.Float] interface {
 type deviceStep struct {
 	host   Algorithm[float32] // *SGD, or an algorithm that runs DPSGD
 	dp     *DPSGD[float32]    // the DP-SGD host runs; nil for SGD
-	lr     float32
-	opt    cuda.Optimizer
+	opt    nn.Optimizer[float32]
 	seeded bool
-	dev    cuda.Device
-	name   string // dev.Name(), kept for the report after Close
-	net    *cuda.DeviceNet
+	dev    Device
+	device string // the Config.Device value, for the report
+	loaded bool
 	labels []int32
 	groups []int32
 	counts [2][]int
@@ -69,22 +66,10 @@ type dpsgdBased interface {
 }
 
 // onDevice wraps alg (SGD, an algorithm that runs DP-SGD: dpsgd, dpsgdf,
-// naive, or DP-FERMI) into a step on the device OpenDevice opens; any other
-// algorithm is refused, never run on the CPU instead.
+// naive, or DP-FERMI) into a step on the device job.Cfg.Device names; any
+// other algorithm is refused, never run on the CPU instead.
 func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
-	opt := newOptimizer[float32](job.Cfg)
-	d := &deviceStep{host: alg, seeded: job.Source.Seeded}
-	switch o := opt.(type) {
-	case *nn.Adam[float32]:
-		d.lr, d.opt = o.LR, cuda.Optimizer{Kind: "adam", Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay}
-	case *nn.SGD[float32]:
-		d.lr, d.opt = o.LR, cuda.Optimizer{Kind: "sgd", Momentum: o.Momentum, WeightDecay: o.WeightDecay}
-	default:
-		return nil, fmt.Errorf("Device cuda has no update for the optimizer %T", opt)
-	}
-	if err := d.opt.Validate(); err != nil {
-		return nil, err
-	}
+	d := &deviceStep{host: alg, seeded: job.Source.Seeded, opt: newOptimizer[float32](job.Cfg), device: job.Cfg.Device}
 	var ermi ermiOnDevice
 	switch a := alg.(type) {
 	case *SGD[float32]:
@@ -95,11 +80,11 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	default:
 		return nil, deviceRefusal(alg.Name())
 	}
-	dev, err := cuda.OpenDevice()
+	dev, err := openDevice(job.Cfg.Device)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, err)
+		return nil, err
 	}
-	d.dev, d.name = dev, dev.Name()
+	d.dev = dev
 	if ermi != nil {
 		return newFermiDeviceStep(d, ermi)
 	}
@@ -108,9 +93,6 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	}
 	return d, nil
 }
-
-// deviceAlgorithms are the Config.Algo values that run on Device "cuda".
-var deviceAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive", "fermi"}
 
 func deviceRefusal(algo string) error {
 	return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("cuda runs Algo %v only; %s has no device step (use Device cpu)",
@@ -142,7 +124,7 @@ func (d *deviceStep) Step(m Model[float32], b Batch[float32]) (float64, error) {
 	if n > 0 {
 		scale = 1 / float64(n)
 	}
-	return d.net.Step(b.X, d.batchLabels(b), cuda.DPSGDStep{Clip: math.MaxFloat64, Scale: scale, LR: d.lr})
+	return d.dev.Step(b.X, d.batchLabels(b), devstep.DPSGD{Clip: math.MaxFloat64, Scale: scale})
 }
 
 // batchLabels is b's labels as the device takes them.
@@ -154,22 +136,21 @@ func (d *deviceStep) batchLabels(b Batch[float32]) []int32 {
 	return d.labels
 }
 
-// dpStep implements deviceGradients: a's step on the device. The Philox
-// key is drawn fresh from the run's noise stream; with a clip policy the
+// dpStep implements deviceGradients: a's step on the device. The device
+// draws its noise key fresh from the run's noise stream; with a clip policy the
 // device counts each group's norms above and at most the policy's
 // threshold, a.groupClip (the policy's own code: its noisy counts, bounds
 // and weights) decides on those counts alone, and the device clips with
 // the per-group bounds and weights it returns.
 func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error) {
-	s := cuda.DPSGDStep{Clip: a.Clip, NoiseStd: a.Sigma * a.Clip, Scale: 1 / float64(a.Batch), LR: d.lr,
-		Seed: cuda.NewNoiseSeed(a.noise)}
+	s := devstep.DPSGD{Clip: a.Clip, NoiseStd: a.Sigma * a.Clip, Scale: 1 / float64(a.Batch), Noise: a.noise}
 	if p := a.Policy; p != nil {
 		d.groups = grow(d.groups, b.N())
 		for i, g := range b.Groups {
 			d.groups[i] = int32(g)
 		}
 		s.Clip, s.NoiseStd = p.Threshold(), 0
-		s.Group = &cuda.GroupClip{Groups: d.groups, Count: p.Groups(), Rule: func(above, atMost []int32) (cuda.GroupRule, error) {
+		s.Group = &devstep.GroupClip{Groups: d.groups, Count: p.Groups(), Rule: func(above, atMost []int32) (devstep.GroupRule, error) {
 			for k, c := range [2][]int32{above, atMost} {
 				d.counts[k] = grow(d.counts[k], len(c))
 				for j, v := range c {
@@ -177,26 +158,27 @@ func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error
 				}
 			}
 			c, err := a.groupClip(d.counts[0], d.counts[1])
-			return cuda.GroupRule{Bounds: c.Bounds, Weights: c.Weights, NoiseStd: a.Sigma * c.Sensitivity}, err
+			return devstep.GroupRule{Bounds: c.Bounds, Weights: c.Weights, NoiseStd: a.Sigma * c.Sensitivity}, err
 		}}
 	}
-	return d.net.Step(b.X, d.batchLabels(b), s)
+	return d.dev.Step(b.X, d.batchLabels(b), s)
 }
 
-// prepare puts m's parameters on the device, with the run's optimizer, on
-// the first step.
+// prepare puts m's layers and parameters on the device, with the run's
+// optimizer, on the first step. The device runs fairdp's own layers only.
 func (d *deviceStep) prepare(m Model[float32]) error {
-	if d.net != nil {
+	if d.loaded {
 		return nil
 	}
-	spec, err := deviceNetSpec(m)
-	if err != nil {
+	mm, ok := m.(*models.Model[float32])
+	if !ok {
+		return fmt.Errorf("Device %s needs a *models.Model (fairdp's zoo or nn layers), not a %T", d.device, m)
+	}
+	if err := d.dev.Load(mm.Layers, m.InSize(), d.opt); err != nil {
 		return err
 	}
-	if d.net, err = cuda.NewDeviceNet(d.dev, spec); err != nil {
-		return err
-	}
-	return d.net.SetOptimizer(d.opt)
+	d.loaded = true
+	return nil
 }
 
 // Receipt implements Algorithm: the host algorithm's, with a note on how
@@ -232,10 +214,10 @@ var deviceSamplerCaveat = fmt.Sprintf("it is the textbook Box–Muller sampler o
 
 // Sync implements DeviceResident: the device's parameters into m.
 func (d *deviceStep) Sync(m Model[float32]) error {
-	if d.net == nil {
+	if !d.loaded {
 		return nil // no step ran: m holds the initial parameters
 	}
-	vals, err := d.net.Params()
+	vals, err := d.dev.Params()
 	if err != nil {
 		return err
 	}
@@ -258,11 +240,7 @@ func (d *deviceStep) Close() error {
 		return nil
 	}
 	d.closed = true
-	var err error
-	if d.net != nil {
-		err = d.net.Close()
-	}
-	return errors.Join(err, d.dev.Close())
+	return d.dev.Close()
 }
 
 // Finish implements Finisher: the host algorithm's (DPSGD-F's per-group
@@ -274,7 +252,7 @@ func (d *deviceStep) Finish(m Model[float32], job *Job, rep *Report) error {
 			return err
 		}
 	}
-	rep.Backend = "cuda: " + d.name
+	rep.Backend = d.device + ": " + d.dev.Name()
 	return nil
 }
 
@@ -285,84 +263,4 @@ func (d *deviceStep) EpochFields() map[string]any {
 		return l.EpochFields()
 	}
 	return nil
-}
-
-// deviceNetSpec describes m's layers for cuda.NewDeviceNet, with its
-// current parameters: linear, convolution, ReLU, max-pool and group-norm
-// layers (flatten is free: NCHW rows are already flat). Other layers are
-// refused.
-func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
-	mm, ok := m.(*models.Model[float32])
-	if !ok {
-		return nil, fmt.Errorf("Device cuda needs a *models.Model (fairdp's zoo or nn layers), not a %T", m)
-	}
-	var spec []cuda.NetLayer
-	size := m.InSize()
-	for i, l := range mm.Layers {
-		ls, ok := l.(nn.Describer)
-		if !ok {
-			return nil, fmt.Errorf("Device cuda: layer %d (%T) cannot be described", i, l)
-		}
-		s := ls.Spec()
-		switch s.Kind {
-		case nn.KindLinear:
-			if s.NoBias {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has no bias; the device's linear layer always has one (train it with Device cpu)", i, l.Name())
-			}
-			p := l.Params()
-			spec = append(spec, cuda.NetLayer{Kind: "linear", In: s.In, Out: s.Out, Weight: p[0].Value, Bias: p[1].Value})
-			size = s.Out
-		case nn.KindConv2d:
-			if win, ok := s.ConvWindow(); !ok || !win.IsSquare() {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has a per-axis window; the device's convolution has a square kernel "+
-					"and the same stride and pad on both axes (train it with Device cpu)", i, l.Name())
-			}
-			if s.NoBias {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has no bias; the device's convolution always has one (train it with Device cpu)", i, l.Name())
-			}
-			p := l.Params()
-			g := cuda.ConvGeom{InC: s.C, InH: s.H, InW: s.W, OutC: s.OutC, K: s.K, Stride: s.Stride, Pad: s.Pad}
-			spec = append(spec, cuda.NetLayer{Kind: "conv", Conv: g, Weight: p[0].Value, Bias: p[1].Value})
-			oh, ow := g.OutHW()
-			size = s.OutC * oh * ow
-		case nn.KindReLU:
-			spec = append(spec, cuda.NetLayer{Kind: "relu", Size: size})
-		case nn.KindMaxPool2d:
-			g := cuda.PoolGeom{C: s.C, H: s.H, W: s.W, K: s.K}
-			spec = append(spec, cuda.NetLayer{Kind: "maxpool", Pool: g})
-			oh, ow := g.OutHW()
-			size = s.C * oh * ow
-		case nn.KindGroupNorm:
-			p := l.Params()
-			eps, ok := l.(interface{ Eps() float64 })
-			if !ok {
-				return nil, fmt.Errorf("Device cuda: group norm layer %d (%T) does not say its ε", i, l)
-			}
-			g := cuda.GroupGeom{C: s.C, H: s.H, W: s.W, Groups: s.Groups, Eps: eps.Eps()}
-			spec = append(spec, cuda.NetLayer{Kind: "groupnorm", Norm: g, Weight: p[0].Value, Bias: p[1].Value})
-			size = g.Size()
-		case nn.KindFlatten:
-		default:
-			return nil, fmt.Errorf("Device cuda runs linear, conv2d, relu, maxpool2d, groupnorm and flatten layers; layer %d is %s", i, s.Kind)
-		}
-	}
-	return spec, nil
-}
-
-// checkDeviceConfig adds what Device "cuda" cannot run to errs: SGD,
-// DP-SGD, DPSGD-F, Naive and DP-FERMI in float32 run on the device, with
-// any of Config's optimizers.
-func checkDeviceConfig(c *Config, errs *FieldErrors) {
-	if c.Device != "cuda" {
-		return
-	}
-	if !slices.Contains(deviceAlgorithms, c.Algo) {
-		errs.add("Algo", "%q has no device step: Device cuda runs %v only", c.Algo, deviceAlgorithms)
-	}
-	if c.DType != "float32" {
-		errs.add("DType", "%s: Device cuda trains float32 only", c.DType)
-	}
-	if c.Baseline {
-		errs.add("Baseline", "is not run on Device cuda (train the baseline with Device cpu)")
-	}
 }
