@@ -6,7 +6,11 @@
 //
 // Run is the one training loop. Every algorithm (SGD, DP-SGD, DPSGD-F and
 // Naïve from package dpsgdf, DP-FERMI from fermi, SteFFLe from
-// fermi/federated) plugs in through Algorithm (Sampler, Step, Receipt) and
+// fermi/federated) plugs in through Algorithm (Sampler, Step, Receipt, and
+// Hooks: the loop's named extension points OnStart, OnEpoch, OnEnd,
+// NotCovered, PlannedRunEpsilon, Resume and Resident, in one struct so
+// that the loop's contract is read in one place rather than discovered
+// through optional interfaces) and
 // every model through Model: Forward, Loss, Backward, the taps per-sample
 // clipping reads (dpops.Tapped: SqNorms, ParamGrads), Params, ZeroGrads,
 // InSize, OutDim. *models.Model (the zoo, a --model-spec network, any stack
@@ -61,8 +65,8 @@
 // it. DP-FERMI (package fermi, which the trainer cannot import, recognised
 // by its DeviceStep and FinishDeviceStep methods) runs the same way
 // (ondevice_fermi.go): the model's half of each step on the device, W's
-// step, its noise and the accountant in package fermi. The step implements
-// DeviceResident, so Run skips its optimizer (the update and its state are
+// step, its noise and the accountant in package fermi. The step's Hooks
+// have Resident set, so Run skips its optimizer (the update and its state are
 // on the device) and copies the parameters back to the host model (Sync)
 // only before each epoch's evaluation, the report and the checkpoint.
 // Sampling, a policy's decisions, the accountant and the receipt are the
@@ -84,7 +88,7 @@
 // # Privacy of what a run writes
 //
 // What a run writes follows the receipt: a private run releases only noised
-// quantities and what DeclareNotCovered and the algorithm's NotCoverer list
+// quantities and what DeclareNotCovered and the algorithm's Hooks.NotCovered list
 // in the receipt's not_covered (exact test metrics, the record count,
 // preprocessing fitted on the training records, a non-private baseline).
 // Exact training statistics (per-group metrics, the loss, sampled batch

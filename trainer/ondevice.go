@@ -12,18 +12,6 @@ import (
 	"fairdp/nn"
 )
 
-// DeviceResident is implemented by an algorithm whose step keeps the
-// model's parameters on a device and updates them there (the optimizer's
-// update is part of its step). Run then does not apply its own optimizer,
-// calls Sync before anything reads the host model (each epoch's
-// evaluation, the report, the checkpoint) and Close when the run ends.
-type DeviceResident[T nn.Float] interface {
-	// Sync copies the parameters from the device into m.
-	Sync(m Model[T]) error
-	// Close frees the device; it may be called more than once.
-	Close() error
-}
-
 // deviceStep runs SGD, DP-SGD, DPSGD-F or Naive on a registered Device
 // (package cuda's, on a GPU or, in a test build, the emulated device): the
 // parameters and the optimizer's state live on the device for the whole
@@ -51,12 +39,7 @@ type deviceStep struct {
 	closed bool
 }
 
-var (
-	_ DeviceResident[float32]  = (*deviceStep)(nil)
-	_ Finisher[float32]        = (*deviceStep)(nil)
-	_ EpochLogger              = (*deviceStep)(nil)
-	_ deviceGradients[float32] = (*deviceStep)(nil)
-)
+var _ deviceGradients[float32] = (*deviceStep)(nil)
 
 // dpsgdBased is an algorithm whose steps are the trainer's DP-SGD: DPSGD
 // itself, and DPSGD-F and Naive (package dpsgdf), which run it with a clip
@@ -212,7 +195,7 @@ var deviceSamplerCaveat = fmt.Sprintf("it is the textbook Box–Muller sampler o
 	"(the accountant assumes an untruncated Gaussian) and not hardened against floating-point attacks (Mironov 2012; Jin et al. 2022)",
 	math.Sqrt(-2*math.Log(0x1p-53)))
 
-// Sync implements DeviceResident: the device's parameters into m.
+// Sync is Hooks.Resident.Sync: the device's parameters into m.
 func (d *deviceStep) Sync(m Model[float32]) error {
 	if !d.loaded {
 		return nil // no step ran: m holds the initial parameters
@@ -234,7 +217,7 @@ func (d *deviceStep) Sync(m Model[float32]) error {
 	return nil
 }
 
-// Close implements DeviceResident.
+// Close is Hooks.Resident.Close.
 func (d *deviceStep) Close() error {
 	if d.closed {
 		return nil
@@ -243,24 +226,24 @@ func (d *deviceStep) Close() error {
 	return d.dev.Close()
 }
 
-// Finish implements Finisher: the host algorithm's (DPSGD-F's per-group
-// series and plots), then the report's backend names the device (Run calls
-// it after Close).
-func (d *deviceStep) Finish(m Model[float32], job *Job, rep *Report) error {
-	if f, ok := d.host.(Finisher[float32]); ok {
-		if err := f.Finish(m, job, rep); err != nil {
-			return err
+// Hooks implements Algorithm: the host algorithm's (DPSGD-F's clip bounds
+// per epoch and series, DP-FERMI's W and results), resident on the device
+// (Run applies no optimizer; Sync and Close), then the report's backend
+// names the device (OnEnd runs after Close). A device run is not
+// checkpointed (its parameters and noise keys live on the device).
+func (d *deviceStep) Hooks() Hooks[float32] {
+	h := d.host.Hooks()
+	h.Resume = nil
+	h.Resident = &Resident[float32]{Sync: d.Sync, Close: d.Close}
+	hostEnd := h.OnEnd
+	h.OnEnd = func(m Model[float32], job *Job, rep *Report) error {
+		if hostEnd != nil {
+			if err := hostEnd(m, job, rep); err != nil {
+				return err
+			}
 		}
+		rep.Backend = d.device + ": " + d.dev.Name()
+		return nil
 	}
-	rep.Backend = d.device + ": " + d.dev.Name()
-	return nil
-}
-
-// EpochFields implements EpochLogger: the host algorithm's (DPSGD-F's clip
-// bounds, Naive's weights), nil when it logs none.
-func (d *deviceStep) EpochFields() map[string]any {
-	if l, ok := d.host.(EpochLogger); ok {
-		return l.EpochFields()
-	}
-	return nil
+	return h
 }

@@ -17,10 +17,6 @@ import (
 // accounting stay DP-FERMI's own code.
 type ermiOnDevice interface {
 	Algorithm[float32]
-	Finisher[float32]
-	EpochLogger
-	NotCoverer
-	ExactStatistics(on bool)
 	DeviceStep(n int) (devstep.FermiStep, error)
 	// DeviceNoiseNote says which of the algorithm's noise the device
 	// generated (after deviceNoiseNote in the receipt).
@@ -52,13 +48,6 @@ func newFermiDeviceStep(d *deviceStep, f ermiOnDevice) (Algorithm[float32], erro
 	return &fermiDeviceStep{deviceStep: d, fermi: f, noised: plan.NoiseStd > 0}, nil
 }
 
-var (
-	_ DeviceResident[float32] = (*fermiDeviceStep)(nil)
-	_ Finisher[float32]       = (*fermiDeviceStep)(nil)
-	_ EpochLogger             = (*fermiDeviceStep)(nil)
-	_ NotCoverer              = (*fermiDeviceStep)(nil)
-)
-
 // DeviceNoiseNote is the note a run on Device "cuda" that adds noise puts
 // in its receipt: how the noise was generated (seeded: whether the run was).
 func DeviceNoiseNote(seeded bool) string { return deviceNoiseNote(seeded) }
@@ -88,21 +77,3 @@ func (d *fermiDeviceStep) Receipt() (accounting.Receipt, error) {
 	}
 	return r, err
 }
-
-// Finish implements Finisher: DP-FERMI's results (W, the test ERMI of the
-// model Run synced from the device), then the device's name.
-func (d *fermiDeviceStep) Finish(m Model[float32], job *Job, rep *Report) error {
-	if err := d.fermi.Finish(m, job, rep); err != nil {
-		return err
-	}
-	return d.deviceStep.Finish(m, job, rep)
-}
-
-// EpochFields implements EpochLogger: DP-FERMI's.
-func (d *fermiDeviceStep) EpochFields() map[string]any { return d.fermi.EpochFields() }
-
-// NotCovered implements NotCoverer: DP-FERMI's.
-func (d *fermiDeviceStep) NotCovered() []accounting.NotCovered { return d.fermi.NotCovered() }
-
-// ExactStatistics passes Run's decision on to DP-FERMI.
-func (d *fermiDeviceStep) ExactStatistics(on bool) { d.fermi.ExactStatistics(on) }
