@@ -119,12 +119,10 @@ func (d *TrainerDevice) FermiStep(x []float32, labels []int32, groups []int, s d
 	if d.fermi == nil {
 		d.fermi = NewDeviceFermi(d.net)
 	}
-	step := FermiStep{Groups: s.Groups, Classes: s.Classes, EqualizedOdds: s.EqualizedOdds, W: s.W, InvSqrt: s.InvSqrt,
-		Clipped: FermiPass(s.Clipped), Exact: FermiPass(s.Exact), Clip: s.Clip, WWeight: s.WWeight,
-		NoiseStd: s.NoiseStd, Scale: s.Scale, LR: d.lr}
-	return d.fermi.Step(x, labels, groups, step, func(sums FermiSums) (NoiseSeed, error) {
+	s.LR = d.lr
+	return d.fermi.Step(x, labels, groups, s, func(sums FermiSums) (NoiseSeed, error) {
 		var seed NoiseSeed
-		err := finish(devstep.FermiSums(sums), func(noise *rand.Rand) error {
+		err := finish(sums, func(noise *rand.Rand) error {
 			seed = NewNoiseSeed(noise)
 			return nil
 		})

@@ -62,17 +62,18 @@ type FermiPass struct {
 
 // FermiStep is one DP-FERMI step as package fermi plans it
 // (DPFERMI.DeviceStep): the regularizer's state and which terms are clipped
-// and which are summed as they are.
+// and which are summed as they are. Package cuda's DeviceFermi runs it
+// (cuda.FermiStep is this type).
 //
 // The released θ gradient is Scale·(Σ_i c_i g_i + N(0, NoiseStd²)) +
-// Σ_i h_i, applied by the device's optimizer, where g_i is sample i's
-// parameter gradient for the Clipped pass's output gradient, c_i = min(1,
-// Clip/‖(g_i, WWeight·w_i)‖) its clip factor (w_i its W gradient, jointly
-// clipped; W is not in the norm when WWeight is 0), and h_i the parameter
-// gradient of the Exact pass. Either pass may be off.
+// Σ_i h_i, applied by the device's update at rate LR, where g_i is sample
+// i's parameter gradient for the Clipped pass's output gradient, c_i =
+// min(1, Clip/‖(g_i, WWeight·w_i)‖) its clip factor (w_i its W gradient,
+// jointly clipped; W is not in the norm when WWeight is 0), and h_i the
+// parameter gradient of the Exact pass. Either pass may be off.
 type FermiStep struct {
-	// Groups k and Classes l size W: one k×l matrix, or one per label for
-	// EqualizedOdds, row-major.
+	// Groups k and Classes l size W: Mats() matrices of k×l, row-major,
+	// matrix t = the label for EqualizedOdds, else 0.
 	Groups, Classes int
 	EqualizedOdds   bool
 	// W is the regularizer's W now; InvSqrt[t·k+r] is 1/sqrt(p̂(r)) of
@@ -83,6 +84,17 @@ type FermiStep struct {
 	Clip, WWeight  float64
 	NoiseStd       float64
 	Scale          float64
+	// LR is the rate of θ's update. The loop leaves it 0: a device sets it
+	// from the optimizer it was loaded with (trainer.Device.Load).
+	LR float32
+}
+
+// Mats is the number of W matrices.
+func (s FermiStep) Mats() int {
+	if s.EqualizedOdds {
+		return s.Classes
+	}
+	return 1
 }
 
 // FermiSums is what a DP-FERMI step brings back to the host: sums over the
@@ -91,7 +103,7 @@ type FermiSums struct {
 	N    int     // samples in the batch
 	Loss float64 // Σ_i ℓ_i
 	// WClipped is Σ_i c_i w_i of the Clipped pass (c_i = 1 when WWeight is
-	// 0), WExact Σ_i w_i of the Exact pass, one value per entry of W; nil
+	// 0), WExact Σ_i w_i of the Exact pass, each Mats()·k·l values; nil
 	// when the pass is off.
 	WClipped, WExact []float64
 	Psi              float64 // Σ_i ψ_i with every term, W as the step began

@@ -12,11 +12,11 @@
 // need no type here, because the device takes nn's own (nn.Layer,
 // nn.Optimizer) and reads them as package nn describes them.
 //
-// Why the types are not cuda's own: cuda's kernel-level types (DPSGDStep,
-// FermiStep, GroupClip) carry a device noise key or device-private state,
-// and its tests and benchmarks speak them; the device converts these
-// descriptions into them at the start of a step (cuda/loopdevice.go). The
-// noise key is not part of a description: the step carries the run's noise
-// stream and the device draws its key from it, so that the draws happen in
-// the order the CPU step makes them.
+// DP-FERMI's plan and sums are the device's own types (cuda.FermiStep is
+// FermiStep): plain data both sides read. DP-SGD's step is not: cuda's
+// DPSGDStep carries a device noise key and device-private state, so the
+// device converts DPSGD into it at the start of a step
+// (cuda/loopdevice.go). The noise key is not part of a description: the
+// step carries the run's noise stream and the device draws its key from
+// it, so that the draws happen in the order the CPU step makes them.
 package devstep
