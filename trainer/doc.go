@@ -157,6 +157,10 @@
 //
 // # Where this deviates from DESIGN.md
 //
+//   - A package DESIGN's table lacks, devstep, holds the values Device's
+//     methods exchange (the DP-SGD step, a clip policy's rule, DP-FERMI's
+//     plan and sums): package cuda satisfies Device without importing the
+//     loop, so those types must live below both.
 //   - DESIGN's package table has no trainer: the loop, the report and the
 //     checkpoint writing are shared by `fairdp train`, `fairdp sweep`, the
 //     library API and the bench reproductions, and algorithms may not import
