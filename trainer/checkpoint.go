@@ -463,7 +463,7 @@ func newResumer[T nn.Float](job *Job, m Model[T], opt nn.Optimizer[T], sampler d
 	}
 	res := hooks.Resume
 	if res == nil {
-		return nil, fmt.Errorf("algorithm %s cannot be checkpointed: its Hooks have no Resume", name)
+		return nil, fmt.Errorf("algorithm %s cannot be checkpointed: it does not implement trainer.Resumable (Hooks.Resume)", name)
 	}
 	if hooks.Resident != nil {
 		return nil, errors.New("a device-resident run cannot be checkpointed yet")
