@@ -10,8 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"fairdp/cuda"
 	"fairdp/trainer"
 )
+
+// As the binary does in builds with the tag cuda or cudaemu.
+func init() { trainer.RegisterDevice("cuda", cuda.CheckDevice, cuda.OpenTrainerDevice) }
 
 // trainer.CheckDevice: --device cpu always runs; --device cuda fails with a
 // message that names what is missing: the build tag and the toolkit in a

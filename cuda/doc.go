@@ -70,12 +70,20 @@
 // the missing device and the driver's error; gorgonia.org/cu's own start-up
 // check (which would exit the program) is defused in cuinit.c.
 //
-// OpenDevice is how the trainer gets its device for Config.Device "cuda"
-// (GPU 0 in a `cuda` build; the emulated device in a `cudaemu` test build
-// when FAIRDP_DEVICE=emu asks for it): package trainer wraps SGD, DP-SGD,
-// DPSGD-F and Naive in a step that owns a DeviceNet (trainer/ondevice.go),
-// and DP-FERMI in one that also owns a DeviceFermi
-// (trainer/ondevice_fermi.go), with any of its optimizers.
+// TrainerDevice is how the trainer gets its device for Config.Device
+// "cuda": it implements trainer.Device (Load a model's nn layers and nn
+// optimizer as a DeviceNet; Step; FermiStep through a DeviceFermi; Params;
+// Close) on the device OpenDevice opens (GPU 0 in a `cuda` build; the
+// emulated device in a `cudaemu` test build when FAIRDP_DEVICE=emu asks for
+// it). This package does not import the trainer, and the trainer and the
+// algorithms do not import this package: TrainerDevice satisfies
+// trainer.Device structurally, the step descriptions it takes are package
+// devstep's (converted to this package's DPSGDStep and FermiStep, whose
+// noise key it draws from the run's stream the description carries), and
+// the binary registers it (cmd/fairdp/register_cuda.go, only in builds with
+// the tag cuda or cudaemu: trainer.RegisterDevice("cuda", CheckDevice,
+// OpenTrainerDevice)). So the default binary links none of this package,
+// and a newcomer reading the loop sees one interface, not CUDA.
 //
 // The `cuda` build loads cuBLAS at run time (cublas_dl.c: libcublas.so.13,
 // .12 or .11, or FAIRDP_CUBLAS) and links only the driver's libcuda.so.1.

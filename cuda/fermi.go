@@ -4,71 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"fairdp/devstep"
 )
 
 // The parts of the ERMI regularizer ψ_i a FermiPass covers, with the values
-// of package fermi's Part (kernels/ermi.cu reads them as ints).
+// of devstep's, which package fermi plans with (kernels/ermi.cu reads them
+// as ints).
 const (
-	FermiFull         = 0 // every term of ψ_i
-	FermiNonSensitive = 1 // the terms that do not depend on the sample's sensitive attribute
-	FermiSensitive    = 2 // the terms that do
+	FermiFull         = devstep.FermiFull         // every term of ψ_i
+	FermiNonSensitive = devstep.FermiNonSensitive // the terms that do not depend on the sample's sensitive attribute
+	FermiSensitive    = devstep.FermiSensitive    // the terms that do
 )
 
-// FermiPass is one output gradient of a DP-FERMI step: for every sample,
-// dz_i = Loss·∂ℓ_i/∂z + Fair·∂ψ_i(Part)/∂z with respect to the logits z, and
-// W's per-sample gradient ∂ψ_i(Part)/∂W.
-type FermiPass struct {
-	On         bool
-	Loss, Fair float64
-	Part       int // FermiFull, FermiNonSensitive or FermiSensitive
-}
-
-// FermiStep is one DP-FERMI step on a DeviceNet, as package fermi plans it
-// (DPFERMI.DeviceStep): the regularizer's state and which terms are clipped
-// and which are summed as they are.
-//
-// The released θ gradient is Scale·(Σ_i c_i g_i + N(0, NoiseStd²)) +
-// Σ_i h_i, applied by SGD at rate LR, where g_i is sample i's parameter
-// gradient for the Clipped pass's output gradient, c_i = min(1, Clip/‖(g_i,
-// WWeight·w_i)‖) its clip factor (w_i its W gradient, jointly clipped; W
-// is not in the norm when WWeight is 0), and h_i the parameter gradient of
-// the Exact pass. Either pass may be off.
-type FermiStep struct {
-	// Groups k and Classes l size W: Mats() matrices of k×l, row-major,
-	// matrix t = the label for EqualizedOdds, else 0.
-	Groups, Classes int
-	EqualizedOdds   bool
-	// W is the regularizer's W now; InvSqrt[t·k+r] is 1/sqrt(p̂(r)) of
-	// matrix t (0 for an empty group).
-	W, InvSqrt []float64
-
-	Clipped, Exact FermiPass
-	Clip, WWeight  float64
-	NoiseStd       float64
-	Scale          float64
-	LR             float32
-}
-
-// Mats is the number of W matrices.
-func (s FermiStep) Mats() int {
-	if s.EqualizedOdds {
-		return s.Classes
-	}
-	return 1
-}
-
-// FermiSums is what a DP-FERMI step brings back to the host: sums over the
-// batch, never per-sample values.
-type FermiSums struct {
-	N    int     // samples in the batch
-	Loss float64 // Σ_i ℓ_i
-	// WClipped is Σ_i c_i w_i of the Clipped pass (c_i = 1 when WWeight is
-	// 0), WExact Σ_i w_i of the Exact pass, each Mats()·k·l values; nil
-	// when the pass is off.
-	WClipped, WExact []float64
-	Psi              float64 // Σ_i ψ_i with every term, W as the step began
-	Clipped          int     // samples whose joint norm exceeded Clip
-}
+// FermiPass, FermiStep and FermiSums are devstep's: package fermi plans a
+// step (DPFERMI.DeviceStep) in the types the loop hands to a device
+// (trainer.Device.FermiStep), and DeviceFermi runs it as planned. One
+// definition, below both cuda and fermi, so that neither imports the other.
+type (
+	FermiPass = devstep.FermiPass
+	FermiStep = devstep.FermiStep
+	FermiSums = devstep.FermiSums
+)
 
 // DeviceFermi runs DP-FERMI's steps on a DeviceNet: the ERMI regularizer's
 // gradients with respect to the logits and W are computed by the kernels of

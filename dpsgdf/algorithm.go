@@ -180,7 +180,7 @@ func (a *Algorithm[T]) PlannedEpsilon() (improved, classic float64) {
 	return a.core.PlannedEpsilon(a.cfg.Epochs)
 }
 
-// PlannedRunEpsilon implements trainer.EpsilonPlanner (the whole run, the
+// PlannedRunEpsilon is trainer.Hooks.PlannedRunEpsilon (the whole run, the
 // count releases included, at the run's δ).
 func (a *Algorithm[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 	return a.core.PlannedRunEpsilon()

@@ -24,7 +24,7 @@ func (a *Algorithm[T]) perGroupKey() string {
 	return "clip_bounds"
 }
 
-// EpochFields implements trainer.EpochLogger: the epoch's mean C^k
+// EpochFields is trainer.Hooks.OnEpoch: the epoch's mean C^k
 // (DPSGD-F) or θ^k (Naive) per group, the mean noise sensitivity
 // ("noise_bound": max_k C^k, or C0·max_k θ^k) and, for DPSGD-F, how many
 // steps fell back to C0 because the noisy clipped count was ≤ 0. Flat logs
@@ -61,7 +61,7 @@ func (a *Algorithm[T]) History() [][]float64 {
 	return out
 }
 
-// Finish implements trainer.Finisher: it puts σ1, σ2 and the per-epoch
+// Finish is trainer.Hooks.OnEnd: it puts σ1, σ2 and the per-epoch
 // series into report.json's "extra" and, with --out, plots the series
 // (clip_bounds.png for DPSGD-F, group_weights.png for Naive).
 func (a *Algorithm[T]) Finish(_ trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {
@@ -110,12 +110,14 @@ func (a *Algorithm[T]) series() []metrics.Series {
 	return out
 }
 
-// Compile-time checks that the trainer sees the optional interfaces.
-var (
-	_ trainer.Algorithm[float32] = (*Algorithm[float32])(nil)
-	_ trainer.EpochLogger        = (*Algorithm[float32])(nil)
-	_ trainer.Finisher[float64]  = (*Algorithm[float64])(nil)
-)
+var _ trainer.Algorithm[float64] = (*Algorithm[float64])(nil)
+
+// Hooks implements trainer.Algorithm: the clip bounds (weights) per epoch,
+// the per-group series and plots at the end, the checkpoint state, and the
+// planned ε that holds a given σ to a finite ε.
+func (a *Algorithm[T]) Hooks() trainer.Hooks[T] {
+	return trainer.Hooks[T]{OnEpoch: a.EpochFields, OnEnd: a.Finish, Resume: a, PlannedRunEpsilon: a.PlannedRunEpsilon}
+}
 
 // resultKey is where a report holds Result in memory; in report.json its
 // fields sit at the top of "extra" (Result is a trainer.InlineExtra).

@@ -5,16 +5,16 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fairdp/cuda"
+	"fairdp/devstep"
 	"fairdp/dpops/accounting"
 )
 
 // DeviceStep plans one step of DP-FERMI for a model that lives on a CUDA
-// device (the trainer's Device "cuda" runs it with cuda.DeviceFermi) on a
+// device (trainer.Device.FermiStep; package cuda's DeviceFermi) on a
 // batch of n samples: the terms Step clips and the terms it sums exactly,
 // with the same weights, clip bound, W weight κ and θ noise, W as it is now.
 // The device computes the model's half of the step and brings back
-// cuda.FermiSums, which FinishDeviceStep turns into W's step exactly as Step
+// devstep.FermiSums, which FinishDeviceStep turns into W's step exactly as Step
 // does.
 //
 //   - Not private: one exact pass, mean loss plus λ·mean ψ (Step's
@@ -25,22 +25,22 @@ import (
 //     inside unless lambdaAfterClip; off when λ = 0, as privateStep skips
 //     it) scaled by thetaScale after its noise, and an exact pass of the
 //     rest, loss/B plus λ/B times the terms without s.
-func (a *DPFERMI[T]) DeviceStep(n int) (cuda.FermiStep, error) {
+func (a *DPFERMI[T]) DeviceStep(n int) (devstep.FermiStep, error) {
 	if a.HardenedNoise {
-		return cuda.FermiStep{}, errors.New("fermi: HardenedNoise has no device step (the device's noise is Philox)")
+		return devstep.FermiStep{}, errors.New("fermi: HardenedNoise has no device step (the device's noise is Philox)")
 	}
 	reg := a.Reg
-	s := cuda.FermiStep{Groups: reg.Groups, Classes: reg.Classes, EqualizedOdds: reg.EqualizedOdds,
+	s := devstep.FermiStep{Groups: reg.Groups, Classes: reg.Classes, EqualizedOdds: reg.EqualizedOdds,
 		W: slices.Clone(reg.W), InvSqrt: slices.Clone(reg.invSqrt), Clip: a.Clip, WWeight: a.WWeight, Scale: 1}
 	if !a.Private {
 		if n > 0 {
-			s.Exact = cuda.FermiPass{On: true, Loss: float64(T(1) / T(n)), Fair: a.Lambda / float64(n), Part: cuda.FermiFull}
+			s.Exact = devstep.FermiPass{On: true, Loss: float64(T(1) / T(n)), Fair: a.Lambda / float64(n), Part: devstep.FermiFull}
 		}
 		return s, nil
 	}
 	s.NoiseStd, s.Scale = a.StdTheta, a.thetaScale()
 	if a.Scope == accounting.ScopeAll {
-		s.Clipped = cuda.FermiPass{On: true, Loss: 1, Fair: a.Lambda, Part: cuda.FermiFull}
+		s.Clipped = devstep.FermiPass{On: true, Loss: 1, Fair: a.Lambda, Part: devstep.FermiFull}
 		return s, nil
 	}
 	if a.Lambda > 0 {
@@ -48,10 +48,10 @@ func (a *DPFERMI[T]) DeviceStep(n int) (cuda.FermiStep, error) {
 		if a.lambdaAfterClip() {
 			fair = 1
 		}
-		s.Clipped = cuda.FermiPass{On: true, Fair: fair, Part: cuda.FermiSensitive}
+		s.Clipped = devstep.FermiPass{On: true, Fair: fair, Part: devstep.FermiSensitive}
 	}
 	inv := 1 / float64(a.Batch)
-	s.Exact = cuda.FermiPass{On: true, Loss: float64(T(inv)), Fair: a.Lambda * inv, Part: cuda.FermiNonSensitive}
+	s.Exact = devstep.FermiPass{On: true, Loss: float64(T(inv)), Fair: a.Lambda * inv, Part: devstep.FermiNonSensitive}
 	return s, nil
 }
 
@@ -71,8 +71,8 @@ func (a *DPFERMI[T]) DeviceNoiseNote() string { return hostNoiseNote }
 // accountant's charge for the step and the projected ascent step on W.
 // theta is called with the noise stream exactly where Step draws θ's noise
 // (before V_t), and must draw from it what the device's θ noise needs
-// (cuda.NewNoiseSeed); it is not called in a run that is not private.
-func (a *DPFERMI[T]) FinishDeviceStep(s cuda.FermiSums, theta func(noise *rand.Rand) error) error {
+// (the device's noise key); it is not called in a run that is not private.
+func (a *DPFERMI[T]) FinishDeviceStep(s devstep.FermiSums, theta func(noise *rand.Rand) error) error {
 	clear(a.w.Grad)
 	if s.N > 0 {
 		a.psiSum += s.Psi

@@ -442,7 +442,7 @@ func (a *DPFERMI[T]) countRelease() []accounting.Mechanism {
 	return []accounting.Mechanism{m}
 }
 
-// PlannedRunEpsilon implements trainer.EpsilonPlanner: the ε, at the run's
+// PlannedRunEpsilon is trainer.Hooks.PlannedRunEpsilon: the ε, at the run's
 // δ, of all planned steps composed with the group-count release.
 func (a *DPFERMI[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 	if !a.Private {
@@ -964,7 +964,7 @@ func (a *DPFERMI[T]) Receipt() (accounting.Receipt, error) {
 	return r, nil
 }
 
-// NotCovered implements trainer.NotCoverer: group frequencies taken as
+// NotCovered is trainer.Hooks.NotCovered: group frequencies taken as
 // public are exact statistics of the training records. (Under --scope
 // sensitive the sample is not hidden; the ledger charges that itself,
 // AccountedQ, so it is covered.)
@@ -980,12 +980,21 @@ func (a *DPFERMI[T]) NotCovered() []accounting.NotCovered {
 	return nc
 }
 
-// ExactStatistics says whether EpochFields may report exact statistics of
-// the training data (the trainer turns it off for a private run unless the
-// user asks for them).
+// Hooks implements trainer.Algorithm: whether exact statistics may be
+// released (OnStart), ‖W‖ and the epoch's statistics (OnEpoch), the
+// results (OnEnd), the public group sizes (NotCovered), the checkpoint
+// state and the planned ε.
+func (a *DPFERMI[T]) Hooks() trainer.Hooks[T] {
+	return trainer.Hooks[T]{OnStart: a.ExactStatistics, OnEpoch: a.EpochFields, OnEnd: a.Finish,
+		NotCovered: a.NotCovered, Resume: a, PlannedRunEpsilon: a.PlannedRunEpsilon}
+}
+
+// ExactStatistics is trainer.Hooks.OnStart: whether EpochFields may report
+// exact statistics of the training data (the trainer turns it off for a
+// private run unless the user asks for them).
 func (a *DPFERMI[T]) ExactStatistics(on bool) { a.exact = on }
 
-// EpochFields implements trainer.EpochLogger: ‖W‖ (a function of released
+// EpochFields is trainer.Hooks.OnEpoch: ‖W‖ (a function of released
 // quantities) and, when exact statistics are allowed, the mean ψ of the
 // epoch's samples (near the ERMI of the training batches when W is near W*)
 // and, for private runs, the fraction of samples clipped.
@@ -1001,7 +1010,7 @@ func (a *DPFERMI[T]) EpochFields() map[string]any {
 	return out
 }
 
-// Finish implements trainer.Finisher: DP-FERMI's settings, the final W and
+// Finish is trainer.Hooks.OnEnd: DP-FERMI's settings, the final W and
 // the ERMI of the model's soft predictions on the test set go into the
 // report's "extra" object.
 func (a *DPFERMI[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {

@@ -27,7 +27,13 @@
 // files are embedded (gzip) so that `fairdp train` works on a machine without
 // the shared data directory. Split, Subset, Batches and the Dataset methods
 // (counts per group and label, FillFloat32/FillFloat64 for model inputs)
-// serve every data set, tabular or image; Describe summarises one.
+// serve every data set, tabular or image; Describe summarises one. Load is
+// the one dispatch from a data set's name (a built-in table, an image set,
+// or a CSV file with its schema) to its loader, with the split, the limit
+// and a model's fitted preprocessing: the training loop, the pipelines and
+// the command all read data through it, so a name means the same data
+// everywhere. Its errors name the LoadOptions field at fault (OptionError),
+// which carry the names of trainer.Config's fields.
 //
 // # Schema reference
 //

@@ -35,6 +35,9 @@ type Algorithm[T nn.Float] interface {
 	// SGD). An error (the accountant could not state the guarantee) fails
 	// the run: it is never turned into a "not private" receipt.
 	Receipt() (accounting.Receipt, error)
+	// Hooks is what the algorithm adds to the loop (see Hooks); Run asks
+	// once, before the first step.
+	Hooks() Hooks[T]
 }
 
 // SGD is ordinary non-private minibatch training on shuffled batches.
@@ -74,6 +77,9 @@ func (a *SGD[T]) Step(m Model[T], b Batch[T]) (float64, error) {
 
 // Receipt implements Algorithm: SGD is not private.
 func (a *SGD[T]) Receipt() (accounting.Receipt, error) { return accounting.NotPrivate(), nil }
+
+// Hooks implements Algorithm: SGD only resumes from a checkpoint.
+func (a *SGD[T]) Hooks() Hooks[T] { return Hooks[T]{Resume: a} }
 
 // SaveState implements Resumable: SGD keeps nothing between steps (the
 // optimizer and the sampler are the loop's).

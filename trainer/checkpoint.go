@@ -457,15 +457,15 @@ type resumer[T nn.Float] struct {
 
 // newResumer is nil when the job has no checkpoint, and refuses a run
 // whose state it cannot save.
-func newResumer[T nn.Float](job *Job, m Model[T], opt nn.Optimizer[T], sampler dpops.Sampler, samplerRand *rand.ChaCha8, alg Algorithm[T]) (*resumer[T], error) {
+func newResumer[T nn.Float](job *Job, m Model[T], opt nn.Optimizer[T], sampler dpops.Sampler, samplerRand *rand.ChaCha8, name string, hooks Hooks[T]) (*resumer[T], error) {
 	if job.checkpoint == nil {
 		return nil, nil
 	}
-	res, ok := alg.(Resumable)
-	if !ok {
-		return nil, fmt.Errorf("algorithm %s cannot be checkpointed: it does not implement trainer.Resumable", alg.Name())
+	res := hooks.Resume
+	if res == nil {
+		return nil, fmt.Errorf("algorithm %s cannot be checkpointed: it does not implement trainer.Resumable (Hooks.Resume)", name)
 	}
-	if _, dev := alg.(DeviceResident[T]); dev {
+	if hooks.Resident != nil {
 		return nil, errors.New("a device-resident run cannot be checkpointed yet")
 	}
 	so, ok := opt.(nn.StatefulOptimizer[T])
@@ -476,10 +476,10 @@ func newResumer[T nn.Float](job *Job, m Model[T], opt nn.Optimizer[T], sampler d
 		encoding.BinaryMarshaler
 		encoding.BinaryUnmarshaler
 	}); !ok {
-		return nil, fmt.Errorf("algorithm %s's sampler %T cannot be checkpointed", alg.Name(), sampler)
+		return nil, fmt.Errorf("algorithm %s's sampler %T cannot be checkpointed", name, sampler)
 	}
 	return &resumer[T]{ck: job.checkpoint, job: job, m: m, opt: so, sampler: sampler, samplerRand: samplerRand, alg: res,
-		algName: alg.Name(), session: time.Now()}, nil
+		algName: name, session: time.Now()}, nil
 }
 
 // start restores the checkpointed run, or for a new run writes the state

@@ -313,7 +313,7 @@ type DPConfig struct {
 	Clip            float64 `json:"clip"` // per-sample clip bound C
 	// Sigma is the noise multiplier; 0 calibrates it to Epsilon. Given with
 	// a finite Epsilon, Epsilon is a cap: Train refuses a Sigma that spends
-	// more (EpsilonPlanner); Epsilon +Inf runs Sigma uncapped.
+	// more (Hooks.PlannedRunEpsilon); Epsilon +Inf runs Sigma uncapped.
 	Sigma float64 `json:"sigma"`
 	// Sampling is "poisson" (default; RDP accounting valid) or "shuffle".
 	Sampling string `json:"sampling"`
@@ -363,9 +363,9 @@ func resolveTrainFrac(cfg Config, fitted *loaders.Preprocessor) (Config, error) 
 	cfg.TrainFrac = DefaultTrainFrac
 	var s loaders.Schema
 	switch {
-	case isBuiltin(cfg.Dataset):
+	case loaders.IsBuiltin(cfg.Dataset):
 		s, _ = loaders.Builtin(cfg.Dataset)
-	case slices.Contains(imageSets, cfg.Dataset):
+	case slices.Contains(loaders.ImageSets, cfg.Dataset):
 		return cfg, nil
 	case cfg.Schema != "":
 		var err error

@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 
 	"fairdp/cuda"
-	"fairdp/models"
-	"fairdp/nn"
 )
 
 // Device cuda refuses, before any data is loaded and with errors naming the
@@ -69,45 +65,43 @@ func TestDeviceCudaRefusals(t *testing.T) {
 	}
 }
 
-// deviceNetSpec maps a model's layers to cuda.NetLayers one to one (flatten
-// is free), a group norm with its geometry, ε and parameters, and refuses a
-// layer the device has no kernel for, naming it.
-func TestDeviceNetSpecLayers(t *testing.T) {
-	spec := models.Spec{Arch: "gn", InShape: []int{2, 4, 4}, Classes: 3, Layers: []nn.LayerSpec{
-		{Kind: nn.KindGroupNorm, C: 2, H: 4, W: 4, Groups: 2},
-		{Kind: nn.KindConv2d, C: 2, H: 4, W: 4, OutC: 4, K: 3, Stride: 1, Pad: 1},
-		{Kind: nn.KindReLU}, {Kind: nn.KindMaxPool2d, C: 4, H: 4, W: 4, K: 2}, {Kind: nn.KindFlatten},
-		{Kind: nn.KindLinear, In: 16, Out: 3},
-	}}
-	m, err := models.New[float32](spec, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
+// A binary that registered no device "cuda" (the default build of
+// cmd/fairdp) refuses Device cuda before any data is loaded, naming the
+// field and the build tag, and never trains on the CPU instead.
+func TestDeviceCudaUnregistered(t *testing.T) {
+	devicesMu.Lock()
+	saved, had := devices["cuda"]
+	delete(devices, "cuda")
+	devicesMu.Unlock()
+	defer func() {
+		devicesMu.Lock()
+		if had {
+			devices["cuda"] = saved
+		}
+		devicesMu.Unlock()
+	}()
+	cfg := Defaults()
+	cfg.Device, cfg.Algo, cfg.Optimizer = "cuda", "dpsgd", "sgd"
+	_, err := Prepare(cfg, &bytes.Buffer{})
+	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "Device") || !strings.Contains(err.Error(), "-tags cuda") {
+		t.Errorf("Prepare with no device registered: %v, want ErrNoDevice naming Device and the build tag", err)
 	}
-	gn := m.Layers[0].Params()
-	gn[0].Value[1], gn[1].Value[0] = 1.5, -0.25
-	layers, err := deviceNetSpec(m)
-	if err != nil {
-		t.Fatal(err)
+	if err := CheckDevice("tpu"); err == nil || errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "cpu or cuda") {
+		t.Errorf("CheckDevice(tpu): %v, want the list of devices", err)
 	}
-	var kinds []string
-	for _, l := range layers {
-		kinds = append(kinds, l.Kind)
-	}
-	if want := []string{"groupnorm", "conv", "relu", "maxpool", "linear"}; !slices.Equal(kinds, want) {
-		t.Fatalf("device layers %v, want %v", kinds, want)
-	}
-	if g := layers[0].Norm; g != (cuda.GroupGeom{C: 2, H: 4, W: 4, Groups: 2, Eps: 1e-5}) ||
-		!slices.Equal(layers[0].Weight, []float32{1, 1.5}) || !slices.Equal(layers[0].Bias, []float32{-0.25, 0}) {
-		t.Errorf("group norm layer %+v, γ %v, β %v", g, layers[0].Weight, layers[0].Bias)
-	}
-	if layers[2].Size != 64 {
-		t.Errorf("ReLU after the convolution: Size %d, want 4·4·4", layers[2].Size)
-	}
-	spec.Layers[2].Kind = nn.KindTanh
-	if m, err = models.New[float32](spec, rand.New(rand.NewPCG(1, 2))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := deviceNetSpec(m); err == nil || !strings.Contains(err.Error(), "groupnorm") || !strings.Contains(err.Error(), "layer 2 is tanh") {
-		t.Errorf("a tanh layer on the device: %v, want a refusal naming it and the layers the device runs", err)
+}
+
+// RegisterDevice refuses "cpu" and a second registration of a name.
+func TestRegisterDevicePanics(t *testing.T) {
+	open := func() (Device, error) { return nil, errors.New("unused") }
+	for _, name := range []string{"cpu", "cuda"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("RegisterDevice(%q) did not panic", name)
+				}
+			}()
+			RegisterDevice(name, func() error { return nil }, open)
+		}()
 	}
 }

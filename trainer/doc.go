@@ -6,7 +6,11 @@
 //
 // Run is the one training loop. Every algorithm (SGD, DP-SGD, DPSGD-F and
 // Naïve from package dpsgdf, DP-FERMI from fermi, SteFFLe from
-// fermi/federated) plugs in through Algorithm (Sampler, Step, Receipt) and
+// fermi/federated) plugs in through Algorithm (Sampler, Step, Receipt, and
+// Hooks: the loop's named extension points OnStart, OnEpoch, OnEnd,
+// NotCovered, PlannedRunEpsilon, Resume and Resident, in one struct so
+// that the loop's contract is read in one place rather than discovered
+// through optional interfaces) and
 // every model through Model: Forward, Loss, Backward, the taps per-sample
 // clipping reads (dpops.Tapped: SqNorms, ParamGrads), Params, ZeroGrads,
 // InSize, OutDim. *models.Model (the zoo, a --model-spec network, any stack
@@ -31,17 +35,38 @@
 // # On a device
 //
 // Config.Device "cuda" runs SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI
-// (float32, with Config's optimizer: SGD, momentum or Adam) on a CUDA
-// device, or on package cuda's emulated device in a test build (tag
-// cudaemu, FAIRDP_DEVICE=emu): Train wraps the algorithm in a step that
-// owns a cuda.DeviceNet built from the model on its first step
-// (ondevice.go), and DPSGD hands its gradient work to it; a clip policy
-// decides on the device's per-group counts. DP-FERMI (package fermi, which
-// the trainer cannot import, recognised by its DeviceStep and
-// FinishDeviceStep methods) runs the same way with a cuda.DeviceFermi
+// (float32, with Config's optimizer: SGD, momentum or Adam) on a Device,
+// the one interface the loop has for an accelerator: one run's model
+// resident on it (Load the nn layers and the nn optimizer; Step a DP-SGD
+// step, FermiStep DP-FERMI's model half; Params; Close). The loop never
+// imports device code: the binary registers a Device for a Config.Device
+// value (RegisterDevice; cmd/fairdp registers package cuda's
+// TrainerDevice for "cuda" only in builds with the tag cuda or cudaemu), so
+// the default binary links no GPU code and says which build it needs. Why
+// the interface looks as it does:
+//
+//   - cuda sits below the loop and must not import it, so its type
+//     satisfies Device structurally; Go matches methods exactly, so no
+//     method returns another of the loop's interfaces (one value is the
+//     device, the loaded model and its steps), and the values the methods
+//     exchange are package devstep's, below both (layers and the optimizer
+//     are nn's own).
+//   - What a step means privately stays on the host, in the algorithms'
+//     own code: the step descriptions carry the clip, the noise std and the
+//     run's noise stream (the device draws its noise key from it, in the
+//     CPU step's order), a clip policy's rule (DPSGD-F's, Naïve's: it sees
+//     only per-group counts) and DP-FERMI's plan; the device returns sums.
+//   - DP-FERMI's part (FermiStep) is in the one interface rather than an
+//     optional one the loop would have to discover: every device that runs
+//     the SGD family runs DP-FERMI's model half with the same buffers.
+//
+// Train wraps the algorithm in a step that loads the model on the device
+// on its first step (ondevice.go), and DPSGD hands its gradient work to
+// it. DP-FERMI (package fermi, which the trainer cannot import, recognised
+// by its DeviceStep and FinishDeviceStep methods) runs the same way
 // (ondevice_fermi.go): the model's half of each step on the device, W's
-// step, its noise and the accountant in package fermi. The step implements
-// DeviceResident, so Run skips its optimizer (the update and its state are
+// step, its noise and the accountant in package fermi. The step's Hooks
+// have Resident set, so Run skips its optimizer (the update and its state are
 // on the device) and copies the parameters back to the host model (Sync)
 // only before each epoch's evaluation, the report and the checkpoint.
 // Sampling, a policy's decisions, the accountant and the receipt are the
@@ -70,7 +95,7 @@
 // # Privacy of what a run writes
 //
 // What a run writes follows the receipt: a private run releases only noised
-// quantities and what DeclareNotCovered and the algorithm's NotCoverer list
+// quantities and what DeclareNotCovered and the algorithm's Hooks.NotCovered list
 // in the receipt's not_covered (exact test metrics, the record count,
 // preprocessing fitted on the training records, a non-private baseline).
 // Exact training statistics (per-group metrics, the loss, sampled batch
@@ -156,6 +181,10 @@
 //
 // # Where this deviates from DESIGN.md
 //
+//   - A package DESIGN's table lacks, devstep, holds the values Device's
+//     methods exchange (the DP-SGD step, a clip policy's rule, DP-FERMI's
+//     plan and sums): package cuda satisfies Device without importing the
+//     loop, so those types must live below both.
 //   - DESIGN's package table has no trainer: the loop, the report and the
 //     checkpoint writing are shared by `fairdp train`, `fairdp sweep`, the
 //     library API and the bench reproductions, and algorithms may not import

@@ -427,7 +427,13 @@ func (a *DPSGD[T]) PlannedEpsilon(epochs int) (improved, classic float64) {
 	return improved, a.classicEpsilon(mechs)
 }
 
-// PlannedRunEpsilon implements EpsilonPlanner: PlannedEpsilon of the
+// Hooks implements Algorithm: DP-SGD resumes from a checkpoint and plans
+// its ε before training.
+func (a *DPSGD[T]) Hooks() Hooks[T] {
+	return Hooks[T]{Resume: a, PlannedRunEpsilon: a.PlannedRunEpsilon}
+}
+
+// PlannedRunEpsilon is Hooks.PlannedRunEpsilon: PlannedEpsilon of the
 // planned Epochs, at the run's δ.
 func (a *DPSGD[T]) PlannedRunEpsilon() (epsilon, delta float64, err error) {
 	eps, _ := a.PlannedEpsilon(a.Epochs)

@@ -38,9 +38,3 @@ func DeclareNotCovered(r *accounting.Receipt, trainRecords int, preprocess json.
 			"its results (baseline_test, cost_of_privacy) are NOT private")
 	}
 }
-
-// NotCoverer is implemented by algorithms that release or assume something
-// of their own beyond the guarantee (e.g. DP-FERMI's public group sizes).
-type NotCoverer interface {
-	NotCovered() []accounting.NotCovered
-}

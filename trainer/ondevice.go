@@ -1,33 +1,19 @@
 package trainer
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
-	"fairdp/cuda"
+	"fairdp/devstep"
 	"fairdp/dpops"
 	"fairdp/dpops/accounting"
 	"fairdp/models"
 	"fairdp/nn"
 )
 
-// DeviceResident is implemented by an algorithm whose step keeps the
-// model's parameters on a device and updates them there (the optimizer's
-// update is part of its step). Run then does not apply its own optimizer,
-// calls Sync before anything reads the host model (each epoch's
-// evaluation, the report, the checkpoint) and Close when the run ends.
-type DeviceResident[T nn.Float] interface {
-	// Sync copies the parameters from the device into m.
-	Sync(m Model[T]) error
-	// Close frees the device; it may be called more than once.
-	Close() error
-}
-
-// deviceStep runs SGD, DP-SGD, DPSGD-F or Naive on a CUDA device (package
-// cuda's DeviceNet, on a GPU or, in a test build, the emulated device): the
+// deviceStep runs SGD, DP-SGD, DPSGD-F or Naive on a registered Device
+// (package cuda's, on a GPU or, in a test build, the emulated device): the
 // parameters and the optimizer's state live on the device for the whole
 // run, a step uploads only the batch's inputs and labels (and groups, for a
 // clip policy) and brings back the summed loss, the clip check and a
@@ -42,24 +28,18 @@ type DeviceResident[T nn.Float] interface {
 type deviceStep struct {
 	host   Algorithm[float32] // *SGD, or an algorithm that runs DPSGD
 	dp     *DPSGD[float32]    // the DP-SGD host runs; nil for SGD
-	lr     float32
-	opt    cuda.Optimizer
+	opt    nn.Optimizer[float32]
 	seeded bool
-	dev    cuda.Device
-	name   string // dev.Name(), kept for the report after Close
-	net    *cuda.DeviceNet
+	dev    Device
+	device string // the Config.Device value, for the report
+	loaded bool
 	labels []int32
 	groups []int32
 	counts [2][]int
 	closed bool
 }
 
-var (
-	_ DeviceResident[float32]  = (*deviceStep)(nil)
-	_ Finisher[float32]        = (*deviceStep)(nil)
-	_ EpochLogger              = (*deviceStep)(nil)
-	_ deviceGradients[float32] = (*deviceStep)(nil)
-)
+var _ deviceGradients[float32] = (*deviceStep)(nil)
 
 // dpsgdBased is an algorithm whose steps are the trainer's DP-SGD: DPSGD
 // itself, and DPSGD-F and Naive (package dpsgdf), which run it with a clip
@@ -69,22 +49,10 @@ type dpsgdBased interface {
 }
 
 // onDevice wraps alg (SGD, an algorithm that runs DP-SGD: dpsgd, dpsgdf,
-// naive, or DP-FERMI) into a step on the device OpenDevice opens; any other
-// algorithm is refused, never run on the CPU instead.
+// naive, or DP-FERMI) into a step on the device job.Cfg.Device names; any
+// other algorithm is refused, never run on the CPU instead.
 func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
-	opt := newOptimizer[float32](job.Cfg)
-	d := &deviceStep{host: alg, seeded: job.Source.Seeded}
-	switch o := opt.(type) {
-	case *nn.Adam[float32]:
-		d.lr, d.opt = o.LR, cuda.Optimizer{Kind: "adam", Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay}
-	case *nn.SGD[float32]:
-		d.lr, d.opt = o.LR, cuda.Optimizer{Kind: "sgd", Momentum: o.Momentum, WeightDecay: o.WeightDecay}
-	default:
-		return nil, fmt.Errorf("Device cuda has no update for the optimizer %T", opt)
-	}
-	if err := d.opt.Validate(); err != nil {
-		return nil, err
-	}
+	d := &deviceStep{host: alg, seeded: job.Source.Seeded, opt: newOptimizer[float32](job.Cfg), device: job.Cfg.Device}
 	var ermi ermiOnDevice
 	switch a := alg.(type) {
 	case *SGD[float32]:
@@ -95,11 +63,11 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	default:
 		return nil, deviceRefusal(alg.Name())
 	}
-	dev, err := cuda.OpenDevice()
+	dev, err := openDevice(job.Cfg.Device)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: "cuda"}}, err)
+		return nil, err
 	}
-	d.dev, d.name = dev, dev.Name()
+	d.dev = dev
 	if ermi != nil {
 		return newFermiDeviceStep(d, ermi)
 	}
@@ -108,9 +76,6 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	}
 	return d, nil
 }
-
-// deviceAlgorithms are the Config.Algo values that run on Device "cuda".
-var deviceAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive", "fermi"}
 
 func deviceRefusal(algo string) error {
 	return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("cuda runs Algo %v only; %s has no device step (use Device cpu)",
@@ -142,7 +107,7 @@ func (d *deviceStep) Step(m Model[float32], b Batch[float32]) (float64, error) {
 	if n > 0 {
 		scale = 1 / float64(n)
 	}
-	return d.net.Step(b.X, d.batchLabels(b), cuda.DPSGDStep{Clip: math.MaxFloat64, Scale: scale, LR: d.lr})
+	return d.dev.Step(b.X, d.batchLabels(b), devstep.DPSGD{Clip: math.MaxFloat64, Scale: scale})
 }
 
 // batchLabels is b's labels as the device takes them.
@@ -154,22 +119,21 @@ func (d *deviceStep) batchLabels(b Batch[float32]) []int32 {
 	return d.labels
 }
 
-// dpStep implements deviceGradients: a's step on the device. The Philox
-// key is drawn fresh from the run's noise stream; with a clip policy the
+// dpStep implements deviceGradients: a's step on the device. The device
+// draws its noise key fresh from the run's noise stream; with a clip policy the
 // device counts each group's norms above and at most the policy's
 // threshold, a.groupClip (the policy's own code: its noisy counts, bounds
 // and weights) decides on those counts alone, and the device clips with
 // the per-group bounds and weights it returns.
 func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error) {
-	s := cuda.DPSGDStep{Clip: a.Clip, NoiseStd: a.Sigma * a.Clip, Scale: 1 / float64(a.Batch), LR: d.lr,
-		Seed: cuda.NewNoiseSeed(a.noise)}
+	s := devstep.DPSGD{Clip: a.Clip, NoiseStd: a.Sigma * a.Clip, Scale: 1 / float64(a.Batch), Noise: a.noise}
 	if p := a.Policy; p != nil {
 		d.groups = grow(d.groups, b.N())
 		for i, g := range b.Groups {
 			d.groups[i] = int32(g)
 		}
 		s.Clip, s.NoiseStd = p.Threshold(), 0
-		s.Group = &cuda.GroupClip{Groups: d.groups, Count: p.Groups(), Rule: func(above, atMost []int32) (cuda.GroupRule, error) {
+		s.Group = &devstep.GroupClip{Groups: d.groups, Count: p.Groups(), Rule: func(above, atMost []int32) (devstep.GroupRule, error) {
 			for k, c := range [2][]int32{above, atMost} {
 				d.counts[k] = grow(d.counts[k], len(c))
 				for j, v := range c {
@@ -177,26 +141,27 @@ func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error
 				}
 			}
 			c, err := a.groupClip(d.counts[0], d.counts[1])
-			return cuda.GroupRule{Bounds: c.Bounds, Weights: c.Weights, NoiseStd: a.Sigma * c.Sensitivity}, err
+			return devstep.GroupRule{Bounds: c.Bounds, Weights: c.Weights, NoiseStd: a.Sigma * c.Sensitivity}, err
 		}}
 	}
-	return d.net.Step(b.X, d.batchLabels(b), s)
+	return d.dev.Step(b.X, d.batchLabels(b), s)
 }
 
-// prepare puts m's parameters on the device, with the run's optimizer, on
-// the first step.
+// prepare puts m's layers and parameters on the device, with the run's
+// optimizer, on the first step. The device runs fairdp's own layers only.
 func (d *deviceStep) prepare(m Model[float32]) error {
-	if d.net != nil {
+	if d.loaded {
 		return nil
 	}
-	spec, err := deviceNetSpec(m)
-	if err != nil {
+	mm, ok := m.(*models.Model[float32])
+	if !ok {
+		return fmt.Errorf("Device %s needs a *models.Model (fairdp's zoo or nn layers), not a %T", d.device, m)
+	}
+	if err := d.dev.Load(mm.Layers, m.InSize(), d.opt); err != nil {
 		return err
 	}
-	if d.net, err = cuda.NewDeviceNet(d.dev, spec); err != nil {
-		return err
-	}
-	return d.net.SetOptimizer(d.opt)
+	d.loaded = true
+	return nil
 }
 
 // Receipt implements Algorithm: the host algorithm's, with a note on how
@@ -230,12 +195,12 @@ var deviceSamplerCaveat = fmt.Sprintf("it is the textbook Box–Muller sampler o
 	"(the accountant assumes an untruncated Gaussian) and not hardened against floating-point attacks (Mironov 2012; Jin et al. 2022)",
 	math.Sqrt(-2*math.Log(0x1p-53)))
 
-// Sync implements DeviceResident: the device's parameters into m.
+// Sync is Hooks.Resident.Sync: the device's parameters into m.
 func (d *deviceStep) Sync(m Model[float32]) error {
-	if d.net == nil {
+	if !d.loaded {
 		return nil // no step ran: m holds the initial parameters
 	}
-	vals, err := d.net.Params()
+	vals, err := d.dev.Params()
 	if err != nil {
 		return err
 	}
@@ -252,117 +217,33 @@ func (d *deviceStep) Sync(m Model[float32]) error {
 	return nil
 }
 
-// Close implements DeviceResident.
+// Close is Hooks.Resident.Close.
 func (d *deviceStep) Close() error {
 	if d.closed {
 		return nil
 	}
 	d.closed = true
-	var err error
-	if d.net != nil {
-		err = d.net.Close()
-	}
-	return errors.Join(err, d.dev.Close())
+	return d.dev.Close()
 }
 
-// Finish implements Finisher: the host algorithm's (DPSGD-F's per-group
-// series and plots), then the report's backend names the device (Run calls
-// it after Close).
-func (d *deviceStep) Finish(m Model[float32], job *Job, rep *Report) error {
-	if f, ok := d.host.(Finisher[float32]); ok {
-		if err := f.Finish(m, job, rep); err != nil {
-			return err
+// Hooks implements Algorithm: the host algorithm's (DPSGD-F's clip bounds
+// per epoch and series, DP-FERMI's W and results), resident on the device
+// (Run applies no optimizer; Sync and Close), then the report's backend
+// names the device (OnEnd runs after Close). A device run is not
+// checkpointed (its parameters and noise keys live on the device).
+func (d *deviceStep) Hooks() Hooks[float32] {
+	h := d.host.Hooks()
+	h.Resume = nil
+	h.Resident = &Resident[float32]{Sync: d.Sync, Close: d.Close}
+	hostEnd := h.OnEnd
+	h.OnEnd = func(m Model[float32], job *Job, rep *Report) error {
+		if hostEnd != nil {
+			if err := hostEnd(m, job, rep); err != nil {
+				return err
+			}
 		}
+		rep.Backend = d.device + ": " + d.dev.Name()
+		return nil
 	}
-	rep.Backend = "cuda: " + d.name
-	return nil
-}
-
-// EpochFields implements EpochLogger: the host algorithm's (DPSGD-F's clip
-// bounds, Naive's weights), nil when it logs none.
-func (d *deviceStep) EpochFields() map[string]any {
-	if l, ok := d.host.(EpochLogger); ok {
-		return l.EpochFields()
-	}
-	return nil
-}
-
-// deviceNetSpec describes m's layers for cuda.NewDeviceNet, with its
-// current parameters: linear, convolution, ReLU, max-pool and group-norm
-// layers (flatten is free: NCHW rows are already flat). Other layers are
-// refused.
-func deviceNetSpec(m Model[float32]) ([]cuda.NetLayer, error) {
-	mm, ok := m.(*models.Model[float32])
-	if !ok {
-		return nil, fmt.Errorf("Device cuda needs a *models.Model (fairdp's zoo or nn layers), not a %T", m)
-	}
-	var spec []cuda.NetLayer
-	size := m.InSize()
-	for i, l := range mm.Layers {
-		ls, ok := l.(nn.Describer)
-		if !ok {
-			return nil, fmt.Errorf("Device cuda: layer %d (%T) cannot be described", i, l)
-		}
-		s := ls.Spec()
-		switch s.Kind {
-		case nn.KindLinear:
-			if s.NoBias {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has no bias; the device's linear layer always has one (train it with Device cpu)", i, l.Name())
-			}
-			p := l.Params()
-			spec = append(spec, cuda.NetLayer{Kind: "linear", In: s.In, Out: s.Out, Weight: p[0].Value, Bias: p[1].Value})
-			size = s.Out
-		case nn.KindConv2d:
-			if win, ok := s.ConvWindow(); !ok || !win.IsSquare() {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has a per-axis window; the device's convolution has a square kernel "+
-					"and the same stride and pad on both axes (train it with Device cpu)", i, l.Name())
-			}
-			if s.NoBias {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has no bias; the device's convolution always has one (train it with Device cpu)", i, l.Name())
-			}
-			p := l.Params()
-			g := cuda.ConvGeom{InC: s.C, InH: s.H, InW: s.W, OutC: s.OutC, K: s.K, Stride: s.Stride, Pad: s.Pad}
-			spec = append(spec, cuda.NetLayer{Kind: "conv", Conv: g, Weight: p[0].Value, Bias: p[1].Value})
-			oh, ow := g.OutHW()
-			size = s.OutC * oh * ow
-		case nn.KindReLU:
-			spec = append(spec, cuda.NetLayer{Kind: "relu", Size: size})
-		case nn.KindMaxPool2d:
-			g := cuda.PoolGeom{C: s.C, H: s.H, W: s.W, K: s.K}
-			spec = append(spec, cuda.NetLayer{Kind: "maxpool", Pool: g})
-			oh, ow := g.OutHW()
-			size = s.C * oh * ow
-		case nn.KindGroupNorm:
-			p := l.Params()
-			eps, ok := l.(interface{ Eps() float64 })
-			if !ok {
-				return nil, fmt.Errorf("Device cuda: group norm layer %d (%T) does not say its ε", i, l)
-			}
-			g := cuda.GroupGeom{C: s.C, H: s.H, W: s.W, Groups: s.Groups, Eps: eps.Eps()}
-			spec = append(spec, cuda.NetLayer{Kind: "groupnorm", Norm: g, Weight: p[0].Value, Bias: p[1].Value})
-			size = g.Size()
-		case nn.KindFlatten:
-		default:
-			return nil, fmt.Errorf("Device cuda runs linear, conv2d, relu, maxpool2d, groupnorm and flatten layers; layer %d is %s", i, s.Kind)
-		}
-	}
-	return spec, nil
-}
-
-// checkDeviceConfig adds what Device "cuda" cannot run to errs: SGD,
-// DP-SGD, DPSGD-F, Naive and DP-FERMI in float32 run on the device, with
-// any of Config's optimizers.
-func checkDeviceConfig(c *Config, errs *FieldErrors) {
-	if c.Device != "cuda" {
-		return
-	}
-	if !slices.Contains(deviceAlgorithms, c.Algo) {
-		errs.add("Algo", "%q has no device step: Device cuda runs %v only", c.Algo, deviceAlgorithms)
-	}
-	if c.DType != "float32" {
-		errs.add("DType", "%s: Device cuda trains float32 only", c.DType)
-	}
-	if c.Baseline {
-		errs.add("Baseline", "is not run on Device cuda (train the baseline with Device cpu)")
-	}
+	return h
 }

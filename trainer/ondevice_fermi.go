@@ -4,28 +4,24 @@ import (
 	"errors"
 	"math/rand/v2"
 
-	"fairdp/cuda"
+	"fairdp/devstep"
 	"fairdp/dpops/accounting"
 )
 
 // ermiOnDevice is DP-FERMI (package fermi's DPFERMI, which the trainer
 // cannot import) as the device needs it: besides the algorithm's own
 // interfaces, DeviceStep plans each step's terms, clip bound and noise for
-// cuda.DeviceFermi, and FinishDeviceStep takes the batch's sums from the
+// the Device (Device.FermiStep), and FinishDeviceStep takes the batch's sums from the
 // device and does the rest of the step on the host (W's ascent step with its
 // noise, and the accountant), so that the privacy calibration and
 // accounting stay DP-FERMI's own code.
 type ermiOnDevice interface {
 	Algorithm[float32]
-	Finisher[float32]
-	EpochLogger
-	NotCoverer
-	ExactStatistics(on bool)
-	DeviceStep(n int) (cuda.FermiStep, error)
+	DeviceStep(n int) (devstep.FermiStep, error)
 	// DeviceNoiseNote says which of the algorithm's noise the device
 	// generated (after deviceNoiseNote in the receipt).
 	DeviceNoiseNote() string
-	FinishDeviceStep(s cuda.FermiSums, theta func(noise *rand.Rand) error) error
+	FinishDeviceStep(s devstep.FermiSums, theta func(noise *rand.Rand) error) error
 }
 
 // fermiDeviceStep runs DP-FERMI (both scopes, both calibrations, private or
@@ -34,14 +30,13 @@ type ermiOnDevice interface {
 // logits), per-sample clipping, θ's Philox noise and the SGD update stay on
 // the device; a step uploads the batch's inputs, labels and sensitive
 // groups (and W, a few values) and brings back the loss and the small sums
-// W's step needs (cuda.FermiSums). The host algorithm draws W's noise and
+// W's step needs (devstep.FermiSums). The host algorithm draws W's noise and
 // the Philox key of θ's from the run's noise stream in the CPU step's order,
 // so a seeded run samples the same batches and charges the same accountant
 // as on the CPU.
 type fermiDeviceStep struct {
 	*deviceStep
 	fermi  ermiOnDevice
-	steps  *cuda.DeviceFermi
 	noised bool // the plan adds noise: the receipt says how it was made
 }
 
@@ -53,13 +48,6 @@ func newFermiDeviceStep(d *deviceStep, f ermiOnDevice) (Algorithm[float32], erro
 	return &fermiDeviceStep{deviceStep: d, fermi: f, noised: plan.NoiseStd > 0}, nil
 }
 
-var (
-	_ DeviceResident[float32] = (*fermiDeviceStep)(nil)
-	_ Finisher[float32]       = (*fermiDeviceStep)(nil)
-	_ EpochLogger             = (*fermiDeviceStep)(nil)
-	_ NotCoverer              = (*fermiDeviceStep)(nil)
-)
-
 // DeviceNoiseNote is the note a run on Device "cuda" that adds noise puts
 // in its receipt: how the noise was generated (seeded: whether the run was).
 func DeviceNoiseNote(seeded bool) string { return deviceNoiseNote(seeded) }
@@ -70,22 +58,12 @@ func (d *fermiDeviceStep) Step(m Model[float32], b Batch[float32]) (float64, err
 	if err := d.prepare(m); err != nil {
 		return 0, err
 	}
-	if d.steps == nil {
-		d.steps = cuda.NewDeviceFermi(d.net)
-	}
 	plan, err := d.fermi.DeviceStep(b.N())
 	if err != nil {
 		return 0, err
 	}
-	plan.LR = d.lr // θ's update is the optimizer's, on the device
-	return d.steps.Step(b.X, d.batchLabels(b), b.Groups, plan, func(s cuda.FermiSums) (cuda.NoiseSeed, error) {
-		var seed cuda.NoiseSeed
-		err := d.fermi.FinishDeviceStep(s, func(noise *rand.Rand) error {
-			seed = cuda.NewNoiseSeed(noise)
-			return nil
-		})
-		return seed, err
-	})
+	// θ's update is the optimizer's, on the device.
+	return d.dev.FermiStep(b.X, d.batchLabels(b), b.Groups, plan, d.fermi.FinishDeviceStep)
 }
 
 // Receipt implements Algorithm: DP-FERMI's, with the notes on how the
@@ -99,30 +77,3 @@ func (d *fermiDeviceStep) Receipt() (accounting.Receipt, error) {
 	}
 	return r, err
 }
-
-// Close implements DeviceResident.
-func (d *fermiDeviceStep) Close() error {
-	var err error
-	if d.steps != nil {
-		err = d.steps.Close()
-	}
-	return errors.Join(err, d.deviceStep.Close())
-}
-
-// Finish implements Finisher: DP-FERMI's results (W, the test ERMI of the
-// model Run synced from the device), then the device's name.
-func (d *fermiDeviceStep) Finish(m Model[float32], job *Job, rep *Report) error {
-	if err := d.fermi.Finish(m, job, rep); err != nil {
-		return err
-	}
-	return d.deviceStep.Finish(m, job, rep)
-}
-
-// EpochFields implements EpochLogger: DP-FERMI's.
-func (d *fermiDeviceStep) EpochFields() map[string]any { return d.fermi.EpochFields() }
-
-// NotCovered implements NotCoverer: DP-FERMI's.
-func (d *fermiDeviceStep) NotCovered() []accounting.NotCovered { return d.fermi.NotCovered() }
-
-// ExactStatistics passes Run's decision on to DP-FERMI.
-func (d *fermiDeviceStep) ExactStatistics(on bool) { d.fermi.ExactStatistics(on) }

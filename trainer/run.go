@@ -61,7 +61,7 @@ type Report struct {
 	// non-private model's test results and the per-group accuracy change.
 	CostOfPrivacy *metrics.CostReport `json:"cost_of_privacy,omitempty"`
 	Baseline      *metrics.Split      `json:"baseline_test,omitempty"`
-	// Extra holds each family's typed result (see Finisher and Extras),
+	// Extra holds each family's typed result (see Hooks.OnEnd and Extras),
 	// read back with the family's accessor: "fermi" (fermi.ResultOf),
 	// "steffle" (federated.ResultOf, federated.ServerResultOf), "jagielski"
 	// (linear.FairExtra), "objpert" (linear.ObjPertExtra), "tailoring"
@@ -89,20 +89,8 @@ type EpochLog struct {
 	SamplesPerS  float64  `json:"samples_per_s"`
 	MeanBatch    *float64 `json:"mean_batch,omitempty"`
 	EmptyBatches int      `json:"empty_batches,omitempty"`
-	// Algo holds what an EpochLogger adds (e.g. DPSGD-F's clip bounds).
+	// Algo holds what Hooks.OnEpoch adds (e.g. DPSGD-F's clip bounds).
 	Algo map[string]any `json:"algo,omitempty"`
-}
-
-// EpochLogger is implemented by algorithms that log more per epoch; the
-// fields go into metrics.jsonl under "algo".
-type EpochLogger interface {
-	EpochFields() map[string]any
-}
-
-// Finisher is implemented by algorithms that add results after training
-// (plots, algorithm-specific report fields) before the files are written.
-type Finisher[T nn.Float] interface {
-	Finish(m Model[T], job *Job, rep *Report) error
 }
 
 // Job is a prepared training job: data loaded, model built.
@@ -204,13 +192,15 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if job.checkpoint != nil {
 		removeStaleTemps(job.checkpoint.dir, CheckpointFile, LedgerFile)
 	}
-	ck, err := newResumer(job, m, opt, sampler, samplerRand, alg)
+	hooks := alg.Hooks()
+	ck, err := newResumer(job, m, opt, sampler, samplerRand, alg.Name(), hooks)
 	if err != nil {
 		return nil, nil, err
 	}
 	// An algorithm resident on a device updates the parameters there: the
 	// host model is brought up to date (Sync) only before it is read.
-	resident, onDev := alg.(DeviceResident[T])
+	resident := hooks.Resident
+	onDev := resident != nil
 	if onDev {
 		defer resident.Close()
 	}
@@ -250,8 +240,8 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	private := receipt.Private()
 	exact := !private || cfg.ReportTrainStats
-	if el, ok := alg.(interface{ ExactStatistics(bool) }); ok {
-		el.ExactStatistics(exact)
+	if hooks.OnStart != nil {
+		hooks.OnStart(exact)
 	}
 	inSize := prod(spec.InShape)
 	var b Batch[T]
@@ -339,8 +329,8 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 			el.TrainLoss, el.MeanBatch, el.EmptyBatches = &loss, &mean, empty
 			el.SamplesPerS = float64(seen) / el.Seconds
 		}
-		if lg, ok := alg.(EpochLogger); ok {
-			el.Algo = lg.EpochFields()
+		if hooks.OnEpoch != nil {
+			el.Algo = hooks.OnEpoch()
 		}
 		if ck != nil {
 			// The epoch's state, its accountant included, is on disk before
@@ -380,8 +370,8 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		rep.Train, rep.TrainNotPrivate = &train, private
 	}
 	rep.Warnings = Warnings(rep.Test, job.Test.Labels, job.Test.GroupNames)
-	if f, ok := alg.(Finisher[T]); ok {
-		if err := f.Finish(m, job, rep); err != nil {
+	if hooks.OnEnd != nil {
+		if err := hooks.OnEnd(m, job, rep); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -406,8 +396,8 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	DeclareNotCovered(&rep.Privacy, job.Train.N(), job.Preprocess, cfg)
 	declareDataCounts(&rep.Privacy, job.Train)
-	if nc, ok := alg.(NotCoverer); ok && rep.Privacy.Private() {
-		for _, n := range nc.NotCovered() {
+	if hooks.NotCovered != nil && rep.Privacy.Private() {
+		for _, n := range hooks.NotCovered() {
 			rep.Privacy.AddNotCovered(n.Item, n.Detail)
 		}
 	}

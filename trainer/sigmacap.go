@@ -7,14 +7,6 @@ import (
 	"fairdp/nn"
 )
 
-// EpsilonPlanner is implemented by private algorithms that can say, before
-// their first step, the ε (at the run's δ, with the conversion their
-// receipt uses) that the whole run as configured will spend. Train needs it
-// to hold a given Privacy.Sigma to a finite Privacy.Epsilon.
-type EpsilonPlanner interface {
-	PlannedRunEpsilon() (epsilon, delta float64, err error)
-}
-
 // checkSigmaCap refuses a private run whose given noise multiplier
 // (Privacy.Sigma) would spend more than its finite Privacy.Epsilon. With
 // both set, ε is a cap the run honours: otherwise report.json would show the
@@ -26,8 +18,8 @@ func checkSigmaCap[T nn.Float](cfg Config, alg Algorithm[T]) error {
 	if p.Sigma == 0 || math.IsInf(p.Epsilon, 1) {
 		return nil
 	}
-	planner, ok := alg.(EpsilonPlanner)
-	if !ok {
+	plan := alg.Hooks().PlannedRunEpsilon
+	if plan == nil {
 		r, err := alg.Receipt()
 		if err != nil {
 			return err
@@ -38,7 +30,7 @@ func checkSigmaCap[T nn.Float](cfg Config, alg Algorithm[T]) error {
 		return FieldErrors{{Field: "Privacy.Sigma", Msg: fmt.Sprintf("%v with Privacy.Epsilon %v: %s cannot state before training the ε a given σ spends; "+
 			"give Privacy.Epsilon alone (σ calibrated to it), or Privacy.Sigma with Privacy.Epsilon inf", p.Sigma, p.Epsilon, alg.Name())}}
 	}
-	eps, delta, err := planner.PlannedRunEpsilon()
+	eps, delta, err := plan()
 	if err != nil {
 		return fmt.Errorf("the ε that Privacy.Sigma %v spends: %w", p.Sigma, err)
 	}

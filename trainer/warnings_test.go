@@ -1,11 +1,9 @@
 package trainer
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
-	"fairdp/loaders"
 	"fairdp/metrics"
 )
 
@@ -91,19 +89,5 @@ func TestOneClassWarning(t *testing.T) {
 		case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
 			t.Errorf("%s: warnings %q, want one containing %q", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestSkippedList(t *testing.T) {
-	var s []loaders.UTKSkip
-	if skippedList(s) != "" {
-		t.Error("nothing skipped, yet a list")
-	}
-	for i := range 12 {
-		s = append(s, loaders.UTKSkip{Name: fmt.Sprintf("f%d.jpg", i), Reason: "no race field"})
-	}
-	got := skippedList(s)
-	if !strings.HasPrefix(got, ": f0.jpg (no race field); f1.jpg") || !strings.HasSuffix(got, "f9.jpg (no race field); and 2 more") {
-		t.Errorf("list %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"fairdp/loaders"
 	"fairdp/trainer"
 )
 
@@ -53,7 +54,7 @@ func configRelativePaths(fs *flag.FlagSet, args []string, cfg *trainer.Config) e
 		p    *string
 	}{{"schema", &cfg.Schema}, {"dataset", &cfg.Dataset}, {"model-spec", &cfg.ModelSpecFile}} {
 		v := *f.p
-		if set[f.flag] || v == "" || filepath.IsAbs(v) || (f.flag == "dataset" && slices.Contains(trainer.DatasetNames(), v)) {
+		if set[f.flag] || v == "" || filepath.IsAbs(v) || (f.flag == "dataset" && slices.Contains(loaders.Names(), v)) {
 			continue
 		}
 		if _, err := os.Stat(v); err == nil {

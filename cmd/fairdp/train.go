@@ -9,12 +9,13 @@ import (
 	"strings"
 
 	"fairdp/fermi/federated"
+	"fairdp/loaders"
 	"fairdp/trainer"
 )
 
 // dataFlags registers the flags that name a data set.
 func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
-	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "built-in data set ("+strings.Join(trainer.DatasetNames(), ", ")+") or a CSV path")
+	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "built-in data set ("+strings.Join(loaders.Names(), ", ")+") or a CSV path")
 	fs.StringVar(&c.Schema, "schema", c.Schema, "schema JSON for a CSV --dataset")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the built-in data (default $FAIRDP_DATA, then ../shared/data; Adult is embedded)")
 	fs.Float64Var(&c.TrainFrac, "train-frac", c.TrainFrac, "fraction of records in the training split (not given: the schema's train_frac, else the built-in data set's, else this)")

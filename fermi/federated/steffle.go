@@ -271,7 +271,13 @@ func (a *Steffle[T]) SiloPrivacy() []SiloPrivacy {
 	return out
 }
 
-// NotCovered implements trainer.NotCoverer: the silos' record counts weight
+// Hooks implements trainer.Algorithm: every silo's ε and ‖W‖ per epoch,
+// the federation's results, and what its receipt does not cover.
+func (a *Steffle[T]) Hooks() trainer.Hooks[T] {
+	return trainer.Hooks[T]{OnEpoch: a.EpochFields, OnEnd: a.Finish, NotCovered: a.NotCovered}
+}
+
+// NotCovered is trainer.Hooks.NotCovered: the silos' record counts weight
 // the average and are public; a hybrid federation ships the sampled
 // records' features and labels between silos; public group sizes are
 // exact.
@@ -286,7 +292,7 @@ func (a *Steffle[T]) NotCovered() []accounting.NotCovered {
 	return append(out, a.Silos[0].alg.NotCovered()...)
 }
 
-// EpochFields implements trainer.EpochLogger: every silo's ε so far and ‖W‖.
+// EpochFields is trainer.Hooks.OnEpoch: every silo's ε so far and ‖W‖.
 // The trainer calls it once at the end of every epoch, after the epoch's
 // last step, so it is also where the model of a checkpoint epoch
 // (Settings.AverageEvery) is evaluated on the test split; that checkpoint's
@@ -315,7 +321,7 @@ func (a *Steffle[T]) EpochFields() map[string]any {
 // (Settings.AverageEvery), in epoch order.
 func (a *Steffle[T]) Checkpoints() []Checkpoint { return slices.Clone(a.checkpoints) }
 
-// Finish implements trainer.Finisher: the federation's settings, every
+// Finish is trainer.Hooks.OnEnd: the federation's settings, every
 // silo's privacy summary and every lane's size, batch, noise and ε go into
 // the report's "extra" object.
 func (a *Steffle[T]) Finish(m trainer.Model[T], job *trainer.Job, rep *trainer.Report) error {

@@ -1,0 +1,14 @@
+//go:build cuda || cudaemu
+
+package main
+
+import (
+	"fairdp/cuda"
+	"fairdp/trainer"
+)
+
+// --device cuda is package cuda's device, registered here and only in
+// builds with the tag cuda (a GPU) or cudaemu (the emulated device, for
+// tests): the default binary links no device code, and the loop and the
+// algorithms never import it (trainer.Device).
+func init() { trainer.RegisterDevice("cuda", cuda.CheckDevice, cuda.OpenTrainerDevice) }
