@@ -1,4 +1,4 @@
-module fairdp
+module github.com/fairdp/fairdp
 
 go 1.26.0
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync/atomic"
 
-	"fairdp/gemm"
+	"github.com/fairdp/fairdp/gemm"
 )
 
 // ownGemm says whether float32 matrix products run on package gemm (true) or

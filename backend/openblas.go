@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"strings"
 
-	"fairdp/gemm"
+	"github.com/fairdp/fairdp/gemm"
 
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"

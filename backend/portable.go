@@ -3,7 +3,7 @@
 package backend
 
 import (
-	"fairdp/gemm"
+	"github.com/fairdp/fairdp/gemm"
 
 	"gonum.org/v1/gonum/blas/gonum"
 )

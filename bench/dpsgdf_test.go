@@ -33,9 +33,9 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/dpsgdf"
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpsgdf"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // dpsgdfDataDir finds the shared data ($FAIRDP_DATA, else ../../shared/data

@@ -54,11 +54,11 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/fermi"
-	"fairdp/loaders"
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 
 	"gonum.org/v1/gonum/floats"
 )

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // sharedData is the real data directory ($FAIRDP_DATA, else ../../shared/data

@@ -44,9 +44,9 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/linear"
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // jagSplit is one split of Adult with the base classifier's scores, as

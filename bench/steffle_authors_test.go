@@ -25,8 +25,8 @@ import (
 
 	"gonum.org/v1/gonum/mathext"
 
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // authorsCell is one setting of the grid; authorsRow one run of it.

@@ -47,11 +47,11 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/fermi"
-	"fairdp/fermi/federated"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // steffleLR and steffleClip are the bench's η_θ and clip bound C (the same

@@ -35,10 +35,10 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/linear"
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 func envFloats(t *testing.T, name, def string) []float64 {

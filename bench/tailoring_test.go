@@ -49,9 +49,9 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/metrics"
-	"fairdp/tailoring"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/tailoring"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // tailoringSetup is one synthetic data set: the configuration of `fairdp

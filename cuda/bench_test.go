@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops"
 )
 
 // Benchmarks of the backend under test (FAIRDP_DEVICE=cuda on a GPU host,

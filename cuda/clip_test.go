@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Clip factors for the flat and per-sample policies: literal cases, and

@@ -3,7 +3,7 @@ package cuda
 import (
 	"fmt"
 
-	"fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops"
 )
 
 // Block is one parameter block whose per-sample gradients are known through

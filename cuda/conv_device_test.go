@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // A DeviceConv's forward, backward to the input, per-sample norms and

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // bruteConv forms each sample's convolution gradient from the definition

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/cuda"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/cuda"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // As the binary does in builds with the tag cuda or cudaemu.

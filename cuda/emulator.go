@@ -54,7 +54,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 
-	"fairdp/backend"
+	"github.com/fairdp/fairdp/backend"
 )
 
 // emulatorSources are the files emulator.cc includes from subdirectories.

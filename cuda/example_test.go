@@ -3,8 +3,8 @@ package cuda_test
 import (
 	"fmt"
 
-	"fairdp/cuda"
-	"fairdp/dpops"
+	"github.com/fairdp/fairdp/cuda"
+	"github.com/fairdp/fairdp/dpops"
 )
 
 // One private step of a linear layer with 2 inputs and 1 output on the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"fairdp/devstep"
+	"github.com/fairdp/fairdp/devstep"
 )
 
 // The parts of the ERMI regularizer ψ_i a FermiPass covers, with the values

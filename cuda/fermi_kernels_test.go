@@ -11,9 +11,9 @@ import (
 	"os"
 	"testing"
 
-	"fairdp/cuda"
-	"fairdp/fermi"
-	"fairdp/models"
+	"github.com/fairdp/fairdp/cuda"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/models"
 )
 
 // deviceForTest opens the device under test: the emulated device in a

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"fairdp/devstep"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/devstep"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TrainerDevice is one training run's model resident on a device, as the

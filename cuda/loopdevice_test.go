@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // netSpec maps a model's layers to NetLayers one to one (flatten

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // deviceUnderTest is the Device of the backend under test, or skips (the

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // cnnPlan is a small CNN of MNIST-CNN shape: convolutions with ReLU and

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"fairdp/dpops"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // testBuf allocates bytes on dev for the test's life.

@@ -1,6 +1,6 @@
 package cuda
 
-import "fairdp/nn"
+import "github.com/fairdp/fairdp/nn"
 
 // ReleaseTwin is DeviceNet's release on the CPU for nn's parameters (the
 // layers' weights and biases in model order): the Philox noise the device

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // linearCase runs an nn.Linear forward and backward on random data and

@@ -61,7 +61,7 @@ func TestProgramsRunAsWritten(t *testing.T) {
 			name := filepath.Base(doc) + "#" + string(rune('1'+i))
 			t.Run(name, func(t *testing.T) {
 				dir := t.TempDir()
-				mod := "module demo\n\ngo 1.26.0\n\nrequire fairdp v0.0.0\n\nreplace fairdp => " + root + "\n"
+				mod := "module demo\n\ngo 1.26.0\n\nrequire github.com/fairdp/fairdp v0.0.0\n\nreplace github.com/fairdp/fairdp => " + root + "\n"
 				for file, body := range map[string][]byte{"go.mod": []byte(mod), "go.sum": sum, "main.go": []byte(src)} {
 					if err := os.WriteFile(filepath.Join(dir, file), body, 0o644); err != nil {
 						t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Tapped is a block of parameters whose per-sample gradients are known

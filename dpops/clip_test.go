@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // zoo is every architecture of the model zoo at a test-sized input.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"unsafe"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // A batch's per-sample norms and clip factors are a long run of

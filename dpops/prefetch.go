@@ -5,7 +5,7 @@ import (
 	"math"
 	mrand "math/rand/v2"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Normals draws a step's standard normal values ahead of time, on a

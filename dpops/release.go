@@ -3,7 +3,7 @@ package dpops
 import (
 	"math/rand/v2"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // NoiseAndScale adds N(0, std²) to every gradient value of params and then

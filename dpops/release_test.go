@@ -5,7 +5,7 @@ import (
 	mrand "math/rand/v2"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestNoiseAndScale: with no noise the gradients are only scaled; with

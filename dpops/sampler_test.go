@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops"
 )
 
 func seededRand(seed uint64) *mrand.Rand {

@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Policy is how a step clips the per-sample gradients and scales the noise.

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // init registers the paper encodings as the built-in data sets

@@ -3,8 +3,8 @@ package dpsgdf_test
 import (
 	"fmt"
 
-	"fairdp/dpops"
-	"fairdp/dpsgdf"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpsgdf"
 )
 
 // DPSGD-F for Adult's sexes at ε = 3: σ2 is calibrated so that the

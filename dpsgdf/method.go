@@ -3,7 +3,7 @@ package dpsgdf
 import (
 	"math"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Method is DPSGD-F or Naïve as a trainer.PrivateOptions method. Naming it

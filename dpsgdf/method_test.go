@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"fairdp/dpsgdf"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpsgdf"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestMethodConfigures: dpsgdf.Method trains under its policy's name with

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"fairdp/dpops"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Preset is a named set of the paper's settings for `--preset`.

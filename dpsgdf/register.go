@@ -3,9 +3,9 @@ package dpsgdf
 import (
 	"fmt"
 
-	"fairdp/dpops/accounting"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 func init() {

@@ -12,9 +12,9 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestPresets checks the Xu, Du and Wu 2021 settings each preset applies.

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Plot files Finish writes into --out, like the paper's Figure 2.

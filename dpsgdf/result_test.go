@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"fairdp/dpsgdf"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpsgdf"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestResultReadsReportFiles: DPSGD-F's and Naïve's fields stay at the top

@@ -3,7 +3,7 @@ package dpsgdf
 import (
 	"fmt"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // savedStats is what a checkpoint keeps of epochStats and the last step's

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/dpops"
-	_ "fairdp/fermi"
-	"fairdp/fermi/federated"
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	_ "github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // defaultsTable is a table nobody tuned for: dim standard-normal features,

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fairdp/devstep"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/devstep"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // DeviceStep plans one step of DP-FERMI for a model that lives on a CUDA

@@ -3,8 +3,8 @@ package fermi_test
 import (
 	"fmt"
 
-	"fairdp/fermi"
-	"fairdp/metrics"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/metrics"
 )
 
 // The regularizer's closed-form maximiser turns the mean of ψ into ERMI:

@@ -1,9 +1,9 @@
 package fermi
 
 import (
-	"fairdp/loaders"
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // WGrad is W's ascent direction from the last Step, before η_W: the

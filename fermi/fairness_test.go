@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // addFairnessPerSample is addFairness as the definitions say it, one

@@ -7,12 +7,12 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Name is DP-FERMI's --algo value.

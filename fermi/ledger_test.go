@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
-	"fairdp/dpops/accounting/accountingtest"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting/accountingtest"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestAccountantReceipt checks DP-FERMI under each accountant and scope:

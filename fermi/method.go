@@ -3,7 +3,7 @@ package fermi
 import (
 	"math"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Method is DP-FERMI as a trainer.PrivateOptions method: private and fair

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"fairdp/fermi"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestMethodConfigures: fermi.Method's λ and fairness notion reach the

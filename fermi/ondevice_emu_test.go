@@ -11,13 +11,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/cuda"
-	"fairdp/cuda/cudatest"
-	"fairdp/dpops"
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/cuda"
+	"github.com/fairdp/fairdp/cuda/cudatest"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // deviceRun is one DP-FERMI run's report and trained parameters.

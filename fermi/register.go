@@ -1,8 +1,8 @@
 package fermi
 
 import (
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // init makes DP-FERMI available as --algo fermi and registers the paper's

@@ -3,8 +3,8 @@
 package fermi
 
 import (
-	"fairdp/cuda"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/cuda"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // DP-FERMI's on-device tests run Device "cuda" on package cuda's device, as

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Part selects which terms of ψ_i a gradient covers. The privacy scope

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/metrics"
-	"fairdp/models"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/models"
 )
 
 // randomProbs returns n rows of l class probabilities with groups in

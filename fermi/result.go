@@ -1,6 +1,6 @@
 package fermi
 
-import "fairdp/trainer"
+import "github.com/fairdp/fairdp/trainer"
 
 // Result is report.json's extra.fermi: DP-FERMI's settings, the final W
 // and the ERMI of the model's soft predictions on the test set, with the

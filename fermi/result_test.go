@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/fermi"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestResultKeysAndReadBack: extra.fermi, now a Result, has exactly the

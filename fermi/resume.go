@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Checkpoint state names.

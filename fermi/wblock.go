@@ -1,6 +1,6 @@
 package fermi
 
-import "fairdp/nn"
+import "github.com/fairdp/fairdp/nn"
 
 // wBlock holds the per-sample gradients of W for one batch so that the
 // clipping engine can treat W like one more tapped parameter block

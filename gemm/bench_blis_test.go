@@ -2,7 +2,7 @@
 
 package gemm_test
 
-import "fairdp/gemm/internal/blis"
+import "github.com/fairdp/fairdp/gemm/internal/blis"
 
 func init() {
 	extraImpls = append(extraImpls, impl{name: "blis", setup: blis.SetThreads, run: blis.Sgemm})

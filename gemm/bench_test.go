@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/backend"
-	"fairdp/gemm"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/gemm"
 
 	"gonum.org/v1/gonum/blas"
 	gonumblas "gonum.org/v1/gonum/blas/gonum"

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/backend"
-	"fairdp/dpops"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // A lowered Gorgonia graph trains on the same nn layers as the native

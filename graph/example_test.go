@@ -8,7 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"fairdp/graph"
+	"github.com/fairdp/fairdp/graph"
 )
 
 // A small Gorgonia CNN, as a Gorgonia user writes it, lowered to fairdp's

@@ -11,9 +11,9 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"fairdp/graph"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/graph"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestExampleConvnetTrainsPrivately: Gorgonia's examples/convnet (v0.9.18;

@@ -12,8 +12,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // The networks of Gorgonia v0.9.18's own examples (gorgonia/gorgonia at tag

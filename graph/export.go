@@ -14,9 +14,9 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"fairdp/backend"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 func init() { tensor.Use(backend.Implementation()) }

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // batchData draws a standard-normal input batch, labels and positive

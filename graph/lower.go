@@ -14,8 +14,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Supported lists what Lower recognises, as its refusals print it.

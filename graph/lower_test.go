@@ -15,8 +15,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // userNet writes a network the way a Gorgonia user does, with weights

@@ -9,7 +9,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // A program's graph often holds more than the forward pass: its loss, a

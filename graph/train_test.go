@@ -10,12 +10,12 @@ import (
 	"slices"
 	"testing"
 
-	_ "fairdp/dpsgdf"
-	_ "fairdp/fermi"
-	_ "fairdp/fermi/federated"
-	"fairdp/graph"
-	"fairdp/models"
-	"fairdp/trainer"
+	_ "github.com/fairdp/fairdp/dpsgdf"
+	_ "github.com/fairdp/fairdp/fermi"
+	_ "github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/graph"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestLoweredTrainsLikeNative: a zoo model written as a Gorgonia graph and

@@ -8,8 +8,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Net is a network written as a Gorgonia graph, in the form Lower reads: an

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops"
 	"gonum.org/v1/gonum/mat"
 )
 

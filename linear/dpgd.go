@@ -6,8 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
 	"gonum.org/v1/gonum/mat"
 )
 

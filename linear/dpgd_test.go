@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 	"gonum.org/v1/gonum/mat"
 )
 

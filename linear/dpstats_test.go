@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 	"gonum.org/v1/gonum/mat"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestSentinelErrorsNamePackage: the error values package linear exports

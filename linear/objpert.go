@@ -31,7 +31,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // LogisticCurvature is c, the bound on the logistic loss's second

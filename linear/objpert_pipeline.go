@@ -15,12 +15,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"fairdp/atomicfile"
-	"fairdp/dpops"
-	"fairdp/loaders"
-	"fairdp/metrics"
-	"fairdp/models"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // DefaultRowBound is the row-norm bound B used when none is given: √d for

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/models"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 func objPertConfig(eps float64) trainer.Config {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // regressionCSV writes a table y = 3 + 2·x0 − x1 + N(0, 0.5²) with a

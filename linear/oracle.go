@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // Jagielski et al.'s DP oracle learner (2019, their Algorithm 3): a

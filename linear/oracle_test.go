@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // advancedTotal is the advanced-composition ε (Dwork, Rothblum and Vadhan 2010,

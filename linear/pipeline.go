@@ -22,12 +22,12 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/atomicfile"
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // PostprocDefaults is the command line's starting point for the

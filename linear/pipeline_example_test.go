@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"fairdp/linear"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // DP post-processing (Jagielski et al. 2019) in one call, as `fairdp train

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sort"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
 	"gonum.org/v1/gonum/mat"
 )
 

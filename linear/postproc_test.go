@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/metrics"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/metrics"
 )
 
 // TestPostProcessSlack checks Jagielski et al.'s (2019) slack

@@ -1,6 +1,6 @@
 package linear
 
-import "fairdp/trainer"
+import "github.com/fairdp/fairdp/trainer"
 
 // The post-processing, oracle and objective-perturbation pipelines run
 // from a trainer.Config (trainer.RunConfig, `fairdp train --algo

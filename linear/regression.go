@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	_ "fairdp/backend" // OpenBLAS for gonum in the openblas build
+	_ "github.com/fairdp/fairdp/backend" // OpenBLAS for gonum in the openblas build
 	"gonum.org/v1/gonum/mat"
 )
 

@@ -3,7 +3,7 @@ package linear
 import (
 	"strconv"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // FairSweepColumns is sweep.csv's header: realised (sampled) and

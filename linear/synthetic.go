@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // SyntheticGroup is one group of the budget-tailoring paper's synthetic

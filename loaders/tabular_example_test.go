@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing/fstest"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // ExampleLoadCSV loads a CSV through a JSON schema: the preprocessing is

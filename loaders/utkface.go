@@ -20,7 +20,7 @@ import (
 	"runtime"
 	"strings"
 
-	"fairdp/atomicfile"
+	"github.com/fairdp/fairdp/atomicfile"
 
 	"github.com/disintegration/imaging"
 )

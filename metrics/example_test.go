@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"fairdp/metrics"
+	"github.com/fairdp/fairdp/metrics"
 )
 
 // Evaluate gives the per-split object of report.json; WriteTable prints it.

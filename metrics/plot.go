@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"fairdp/atomicfile"
+	"github.com/fairdp/fairdp/atomicfile"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"

@@ -4,8 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/backend"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Throughput of one full training step in float32 on synthetic inputs

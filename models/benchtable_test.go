@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/backend"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestBenchTable prints the throughput table `make bench` shows: for the

@@ -18,8 +18,8 @@ import (
 	"time"
 	"unsafe"
 
-	"fairdp/atomicfile"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Meta is what a checkpoint records besides the parameters: enough to

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // checkpointSpecs are small models of every arch.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // layerByLayer is the reference for Model.Forward and Backward: every layer

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Model is a sequential network: Layers applied in order to a batch.

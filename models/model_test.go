@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // teacherData is a tiny learnable problem: standard-normal inputs labelled

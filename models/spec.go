@@ -1,8 +1,8 @@
 package models
 
 import (
-	"fairdp/nn"
 	"fmt"
+	"github.com/fairdp/fairdp/nn"
 	"slices"
 	"strings"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestParamCounts checks parameter counts computed from the spec alone and

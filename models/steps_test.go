@@ -7,12 +7,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/fermi"
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // The benchmarks (Benchmark… in bench_test.go and the rows of

@@ -3,8 +3,8 @@ package nn_test
 import (
 	"testing"
 
-	"fairdp/backend"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestStepDoesNotAllocate runs training steps (plain and DP) with a

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Benchmarks of the peer layouts' layer sizes (bench/RESULTS.md) in float32. Each reports

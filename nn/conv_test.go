@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestConvNormMethodChoice checks the FLOP-count rule on layer sizes with

@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Example runs one DP-SGD-style step through a small model by hand:

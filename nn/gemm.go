@@ -4,8 +4,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"fairdp/backend" // also switches blas32/blas64 to OpenBLAS in the openblas build
-	"fairdp/gemm"
+	"github.com/fairdp/fairdp/backend" // also switches blas32/blas64 to OpenBLAS in the openblas build
+	"github.com/fairdp/fairdp/gemm"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/backend"
+	"github.com/fairdp/fairdp/backend"
 )
 
 // TestGemmShapes checks Gemm in float32 on every path it dispatches to

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/nn"
-	"fairdp/nn/nntest"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/nn/nntest"
 )
 
 // Every layer goes through nntest.CheckLayer: Backward and ParamGrads(nil)

@@ -3,7 +3,7 @@ package nn_test
 import (
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestSGDMomentumWeightDecay: lr 0.5, momentum 0.9, weight decay 0.1,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestOptimizerStateResumes: an optimizer rebuilt from the State of one

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"fairdp/backend"
+	"github.com/fairdp/fairdp/backend"
 )
 
 // Layers split their batch work (im2col chunks, pooling, element-wise ops,

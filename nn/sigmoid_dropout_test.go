@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/nn"
-	"fairdp/nn/nntest"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/nn/nntest"
 )
 
 // TestSigmoidLayer checks the Sigmoid layer like every other layer

@@ -3,7 +3,7 @@ package tailoring
 import (
 	"math"
 
-	"fairdp/linear"
+	"github.com/fairdp/fairdp/linear"
 )
 
 // SyntheticBounds are the public bounds that the synthetic generator's own

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"fairdp/linear"
+	"github.com/fairdp/fairdp/linear"
 )
 
 func TestSyntheticBounds(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"fairdp/linear"
-	"fairdp/tailoring"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/tailoring"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Budget tailoring on three synthetic groups: the small group whose slope

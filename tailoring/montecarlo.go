@@ -8,11 +8,11 @@ import (
 	"sort"
 	"sync"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/linear"
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Variant says which stage 2 runs.

@@ -1,6 +1,6 @@
 package tailoring
 
-import "fairdp/trainer"
+import "github.com/fairdp/fairdp/trainer"
 
 // Budget tailoring and its baseline run from a trainer.Config
 // (trainer.RunConfig, `fairdp train --algo tailoring|dpnose`).

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestRunChargesEveryReleasedFit: report.json's means,

@@ -20,13 +20,13 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/atomicfile"
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/linear"
-	"fairdp/loaders"
-	"fairdp/metrics"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Defaults is cfg set up for a tailoring run as `fairdp train --algo

@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/linear"
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/loaders"
 	"gonum.org/v1/gonum/mat"
 )
 

@@ -6,9 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/linear"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/linear"
 	"gonum.org/v1/gonum/mat"
 )
 

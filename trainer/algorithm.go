@@ -3,9 +3,9 @@ package trainer
 import (
 	"math/rand/v2"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Batch is one sampled mini-batch, already gathered into model input form.

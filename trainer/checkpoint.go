@@ -23,12 +23,12 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/atomicfile"
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // The files of a checkpoint directory (CheckpointOptions.Dir).

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
-	"fairdp/models"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // ckptConfig is a short seeded run of algo on 3,000 Adult records.

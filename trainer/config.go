@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // Config is one training job. The zero value is not usable; start from

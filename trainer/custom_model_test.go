@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	_ "fairdp/dpsgdf"          // registers dpsgdf and naive
-	_ "fairdp/fermi"           // registers fermi
-	_ "fairdp/fermi/federated" // registers steffle
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	_ "github.com/fairdp/fairdp/dpsgdf"          // registers dpsgdf and naive
+	_ "github.com/fairdp/fairdp/fermi"           // registers fermi
+	_ "github.com/fairdp/fairdp/fermi/federated" // registers steffle
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // logistic is a hand-written binary logistic regression that is not a

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
-	"fairdp/models"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
 )
 
 // LoadData loads the data set cfg names and splits it with r.

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // Data-aware default rules, from a sweep of DP-SGD (logistic regression,

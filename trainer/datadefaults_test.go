@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // TestDefaultsDoNotCollapse: a default private run on a

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	"fairdp/devstep"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/devstep"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Device is one run's model resident on an accelerator: what the loop (and

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/cuda"
+	"github.com/fairdp/fairdp/cuda"
 )
 
 // Device cuda refuses, before any data is loaded and with errors naming the

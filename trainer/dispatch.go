@@ -10,12 +10,12 @@ import (
 
 	"math"
 
-	"fairdp/atomicfile"
-	"fairdp/metrics"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/metrics"
 
-	"fairdp/backend"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Constructor builds an algorithm for a prepared job.

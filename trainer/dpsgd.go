@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // DPSGD is DP-SGD (Abadi et al. 2016): Poisson-sampled batches, each

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // newLedgerDPSGD is DP-SGD on 1,000 records (q = 0.05, 20 steps per

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestDPSGDEmptyBatch: an empty Poisson batch is legal; it still releases

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"io"
 
-	"fairdp/atomicfile"
-	"fairdp/backend"
-	"fairdp/dpops"
-	"fairdp/loaders"
-	"fairdp/metrics"
-	"fairdp/models"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/models"
 )
 
 // EvalOptions say which checkpoint EvaluateCheckpoint scores, and on what.

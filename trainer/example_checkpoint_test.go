@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // A resumable run: the same call starts the run and, after a crash or in

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // syntheticTable is n records of four features, a label that a linear

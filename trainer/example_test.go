@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"fairdp/dpops"
-	"fairdp/fermi"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // The one-call private API: validated options, the data loaded, and a

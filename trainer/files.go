@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"fairdp/atomicfile"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // The files a run writes in Config.Out (besides metrics.jsonl).

@@ -1,8 +1,8 @@
 package trainer
 
 import (
-	"fairdp/dpops/accounting"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Hooks are what an algorithm adds to the loop beyond Sampler, Step and

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // hookedSGD is SGD with every hook set, recording the calls.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // Input normalisation of image data by given constants.

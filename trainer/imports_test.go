@@ -20,12 +20,12 @@ func TestNoDeviceCodeBelowTheBinary(t *testing.T) {
 		t.Skip("runs go list three times")
 	}
 	for _, tags := range []string{"", "cudaemu", "cuda"} {
-		out, err := exec.Command(goCmd, "list", "-tags", tags, "-deps", "fairdp/trainer", "fairdp/fermi").CombinedOutput()
+		out, err := exec.Command(goCmd, "list", "-tags", tags, "-deps", "github.com/fairdp/fairdp/trainer", "github.com/fairdp/fairdp/fermi").CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -tags %q: %v\n%s", tags, err, out)
 		}
 		for _, pkg := range strings.Fields(string(out)) {
-			if pkg == "fairdp/cuda" || strings.HasPrefix(pkg, "fairdp/cuda/") {
+			if pkg == "github.com/fairdp/fairdp/cuda" || strings.HasPrefix(pkg, "github.com/fairdp/fairdp/cuda/") {
 				t.Errorf("with tags %q, trainer or fermi depends on %s: a device is registered from the binary (trainer.RegisterDevice), never imported below it", tags, pkg)
 			}
 		}

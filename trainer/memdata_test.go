@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/fermi"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestDataRefusals: every malformed in-memory table is refused by

@@ -3,9 +3,9 @@ package trainer
 import (
 	"fmt"
 
-	"fairdp/dpops"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Model is what the loop and every algorithm need from a network: a

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // DeclareNotCovered adds to a private run's receipt what every fairdp run

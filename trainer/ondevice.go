@@ -5,11 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"fairdp/devstep"
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/devstep"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // deviceStep runs SGD, DP-SGD, DPSGD-F or Naive on a registered Device

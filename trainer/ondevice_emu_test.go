@@ -19,11 +19,11 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/cuda"
-	"fairdp/cuda/cudatest"
-	"fairdp/dpops"
-	"fairdp/loaders"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/cuda"
+	"github.com/fairdp/fairdp/cuda/cudatest"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // philoxRelease is cuda.ReleaseTwin keyed for every step from the run's

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 
-	"fairdp/devstep"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/devstep"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // ermiOnDevice is DP-FERMI (package fermi's DPFERMI, which the trainer

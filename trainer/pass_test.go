@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"fairdp/models"
+	"github.com/fairdp/fairdp/models"
 )
 
 // TestPassParts: Run and its parts (Forward, LossGrad or Zero, Backward,

@@ -7,10 +7,10 @@ import (
 	"io"
 	"math"
 
-	"fairdp/dpops"
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Method is a private training method for PrivateOptions. Each is a value
@@ -104,8 +104,8 @@ type PrivateOptions struct {
 // trainer cannot import (those packages import trainer), for a Config
 // (the command line's, or one read from a report) naming one.
 var registeredBy = map[string]string{
-	"fermi": "fairdp/fermi", "dpsgdf": "fairdp/dpsgdf", "naive": "fairdp/dpsgdf",
-	"steffle": "fairdp/fermi/federated",
+	"fermi": "github.com/fairdp/fairdp/fermi", "dpsgdf": "github.com/fairdp/fairdp/dpsgdf", "naive": "github.com/fairdp/fairdp/dpsgdf",
+	"steffle": "github.com/fairdp/fairdp/fermi/federated",
 }
 
 // checkRegistered refuses an Algo whose registering package the program

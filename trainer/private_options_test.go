@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
-	"fairdp/models"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/models"
 )
 
 // nameOnly is a Method by name alone, as a Config names its algorithm:
@@ -26,7 +26,7 @@ func (m nameOnly) Configure(*Config) error { return nil }
 
 // TestUnregisteredMethodNamesImport: an algorithm named by a string whose
 // package the program does not import ("fermi" without
-// `import _ "fairdp/fermi"`) compiled, passed NewPrivate and Prepare, and
+// `import _ "github.com/fairdp/fairdp/fermi"`) compiled, passed NewPrivate and Prepare, and
 // failed only in Train with `Algo "fermi" is unknown (known: [dpsgd sgd])`.
 // Prepare (and so NewPrivate), PrepareCheckpointed and Train now refuse it
 // naming the import. (fermi.Method and dpsgdf.Method cannot reach this:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/models"
+	"github.com/fairdp/fairdp/models"
 )
 
 // TestNewPrivateRefusals: every bad option is refused before any data is

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/backend"
+	"github.com/fairdp/fairdp/backend"
 )
 
 // progress draws a one-line bar with throughput and ε spent when the output

@@ -1,6 +1,6 @@
 package trainer
 
-import "fairdp/cuda"
+import "github.com/fairdp/fairdp/cuda"
 
 // The trainer's tests run Device "cuda" on package cuda's device, as the
 // binary registers it (cmd/fairdp/register_cuda.go); without the tag cuda

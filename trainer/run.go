@@ -14,14 +14,14 @@ import (
 	"slices"
 	"time"
 
-	"fairdp/atomicfile"
-	"fairdp/backend"
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
-	"fairdp/metrics"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/metrics"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Version is fairdp's version string, written into reports and checkpoints.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // checkSigmaCap refuses a private run whose given noise multiplier

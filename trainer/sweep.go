@@ -19,11 +19,11 @@ import (
 	"strings"
 	"sync"
 
-	"fairdp/atomicfile"
-	"fairdp/backend"
-	"fairdp/dpops"
-	"fairdp/loaders"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/backend"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // SweepRun is one run of a grid: its complete settings and the key that

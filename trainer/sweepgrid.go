@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // FormatSweepValue writes a grid value the same way every time, since it is

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // testGrid is a two-axis grid with a prefix, like a post-processing sweep.

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"fairdp/metrics"
+	"github.com/fairdp/fairdp/metrics"
 )
 
 // MeanSD is the mean and sample standard deviation (n − 1; 0 for one

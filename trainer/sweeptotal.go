@@ -17,8 +17,8 @@ import (
 	"slices"
 	"strings"
 
-	"fairdp/atomicfile"
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // Methods a SweepTotal can name.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // pldReceipt is rdpReceipt's run receipted by the PLD accountant, the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // rdpReceipt is the receipt of a DPSGD-like run: the RDP accountant after

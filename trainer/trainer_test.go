@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 func quick(t *testing.T, mutate func(*Config)) (*Report, string) {

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // sampleConfig is a quick sgd run on loaders/testdata/adult_sample.data

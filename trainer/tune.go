@@ -17,10 +17,10 @@ import (
 	"slices"
 	"time"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TuneOptions configure Tune. Zero values take the defaults.

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // syntheticTable is n records of dim standard-normal features whose label

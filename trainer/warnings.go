@@ -3,7 +3,7 @@ package trainer
 import (
 	"fmt"
 
-	"fairdp/metrics"
+	"github.com/fairdp/fairdp/metrics"
 )
 
 // smallGroup is the test-split group size below which a group's metrics are

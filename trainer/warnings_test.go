@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/metrics"
+	"github.com/fairdp/fairdp/metrics"
 )
 
 func TestWarnings(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 var (

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // evalIgnored are the data flags eval accepts (its synopsis has always

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestEvalUsesStoredPreprocessing: eval encodes data

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/fermi/federated"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 const federateSynopsis = `federate --silos ADDR1,ADDR2,... --certs DIR [--dataset D --schema S --seed S] [--out DIR] [flags]

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"fairdp/dpops/accounting"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // floatsFlag parses comma-separated numbers, "0,0.25,1". allowInf also takes
@@ -139,7 +139,7 @@ var fieldFlags = map[string]string{
 	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
 	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2", "ObjPert.LabelRange": "--label-range",
 	"ObjPert.ResidualScale": "--residual-scale",
-	"Postproc.Base": "--base", "Postproc.BaseEpsilon": "--base-epsilon",
+	"Postproc.Base":         "--base", "Postproc.BaseEpsilon": "--base-epsilon",
 }
 
 // fieldFlagNames rewrites field names inside messages as flags.

@@ -21,7 +21,7 @@ import (
 	"os"
 	"os/signal"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 const usage = `fairdp: differentially private and fair model training

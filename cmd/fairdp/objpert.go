@@ -10,7 +10,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // runObjPert is `fairdp train --algo objpert ...` from cfg (the defaults,

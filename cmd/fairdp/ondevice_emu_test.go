@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/cuda/cudatest"
-	"fairdp/dpsgdf"
-	"fairdp/models"
+	"github.com/fairdp/fairdp/cuda/cudatest"
+	"github.com/fairdp/fairdp/dpsgdf"
+	"github.com/fairdp/fairdp/models"
 )
 
 // TestOnDeviceTrainCommand: `fairdp train --device cuda` on the emulated

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/cuda/cudatest"
+	"github.com/fairdp/fairdp/cuda/cudatest"
 )
 
 // TestOnDeviceFermiTrainCommand: `fairdp train --device cuda --algo fermi`

@@ -17,9 +17,9 @@ import (
 	"runtime"
 	"time"
 
-	"fairdp/dpops/accounting"
-	"fairdp/linear"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // postprocDefaults is cfg with the post-processing and oracle defaults.

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/linear"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/linear"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 func runPostprocArgs(t *testing.T, sweep bool, args ...string) (string, error) {

@@ -7,7 +7,7 @@ import (
 	"io"
 	"math"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 const privacyUsage = `usage:

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
-	"fairdp/dpops/accounting/accountingtest"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting/accountingtest"
 )
 
 func runPrivacyArgs(t *testing.T, args ...string) (stdout, stderr string, err error) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // trainGroupCounts is the exact size of every sensitive group in the

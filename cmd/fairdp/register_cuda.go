@@ -3,8 +3,8 @@
 package main
 
 import (
-	"fairdp/cuda"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/cuda"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // --device cuda is package cuda's device, registered here and only in

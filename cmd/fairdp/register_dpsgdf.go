@@ -2,4 +2,4 @@ package main
 
 // DPSGD-F and Naïve register --algo dpsgdf, --algo naive and the
 // dpsgdf-* presets with the trainer from their package's init.
-import _ "fairdp/dpsgdf"
+import _ "github.com/fairdp/fairdp/dpsgdf"

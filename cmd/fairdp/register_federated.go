@@ -1,4 +1,4 @@
 package main
 
 // SteFFLe (--algo steffle, fairdp silo, fairdp federate) registers itself with the trainer.
-import _ "fairdp/fermi/federated"
+import _ "github.com/fairdp/fairdp/fermi/federated"

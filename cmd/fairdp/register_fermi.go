@@ -1,4 +1,4 @@
 package main
 
 // DP-FERMI registers --algo fermi and its presets from its init.
-import _ "fairdp/fermi"
+import _ "github.com/fairdp/fairdp/fermi"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestResumeCommand: `fairdp train --checkpoint D` refuses to overwrite a

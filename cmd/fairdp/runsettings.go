@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // dataOwnTrainFrac lets the data's own training fraction (a schema's

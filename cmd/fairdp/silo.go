@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/fermi/federated"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // federationFlags adds SteFFLe's split of the data over silos to a flag

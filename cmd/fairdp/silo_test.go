@@ -16,8 +16,8 @@ import (
 	"sync"
 	"testing"
 
-	"fairdp/models"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestSiloCerts: the certs helper writes the CA, silo and server files,

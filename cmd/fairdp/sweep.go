@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/dpops/accounting"
-	"fairdp/fermi/federated"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 const sweepSynopsis = `sweep --algo fermi --lambda L1,L2,.. --epsilon E1,..,inf --seeds N --out DIR [train flags]

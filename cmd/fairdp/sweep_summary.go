@@ -9,7 +9,7 @@ import (
 	"math"
 	"path/filepath"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 func printSweepSummary(w io.Writer, cells []trainer.SweepCellSummary, fairness string, federated bool) {

@@ -17,8 +17,8 @@ import (
 	"sync"
 	"testing"
 
-	"fairdp/dpops/accounting"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // cancelAfter is stdout for a sweep that is "killed" (its context

@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
-	"fairdp/tailoring"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/tailoring"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 const tailoringSynopsis = "train --algo tailoring|dpnose --task regression --rho R[,R…] --trials N [flags]"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/tailoring"
+	"github.com/fairdp/fairdp/tailoring"
 )
 
 func runTailoringArgs(t *testing.T, args ...string) (string, string, error) {

@@ -8,9 +8,9 @@ import (
 	"io"
 	"strings"
 
-	"fairdp/fermi/federated"
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // dataFlags registers the flags that name a data set.

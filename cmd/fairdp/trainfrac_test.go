@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // TestTrainFracFromSchema: the schema's train_frac takes

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // tuneFlagValues are `fairdp train --tune` and its options.

@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"fairdp/cuda"
+	"github.com/fairdp/fairdp/cuda"
 )
 
 // UseDevice makes cuda.OpenDevice (Config.Device "cuda") open the device

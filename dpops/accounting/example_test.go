@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // DPSGD with Poisson rate 0.04 and noise multiplier 1.5 for 2250 steps

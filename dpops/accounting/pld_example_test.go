@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // ExamplePLD accounts 60 MNIST epochs of DPSGD (q = 256/60000, σ = 1,

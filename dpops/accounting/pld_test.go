@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting/accountingtest"
+	"github.com/fairdp/fairdp/dpops/accounting/accountingtest"
 )
 
 // pldEps is the PLD ε of one subsampled Gaussian run, failing the test on

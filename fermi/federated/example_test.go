@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/fermi/federated"
 )
 
 // Split six records over two silos by age with full heterogeneity (h = 1):

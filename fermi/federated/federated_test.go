@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/fermi"
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // synthetic is a small two-group binary task whose label depends on the

@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
-	"fairdp/dpops/accounting"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // The wire protocol is a hand-written gRPC service (no protoc): two unary

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // trainSteffle runs --algo steffle in process with set and returns the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // TestSpentSiloSaysSo: a silo whose budget is spent,

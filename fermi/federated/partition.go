@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"fairdp/loaders"
+	"github.com/fairdp/fairdp/loaders"
 )
 
 // Heterogeneous splits records 0..len(attr)-1 over silos by the silo

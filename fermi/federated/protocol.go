@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // The SteFFLe authors' public code trains with a step-decayed η_θ and reports

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/models"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // TestStepDecayScale: η_θ's multiplier is Factor^⌊(round−1)/Every⌋, so

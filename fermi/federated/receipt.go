@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // SiloPrivacy is one silo's line of a federation's privacy receipt, in

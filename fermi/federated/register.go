@@ -1,8 +1,8 @@
 package federated
 
 import (
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // init makes SteFFLe available as --algo steffle (the federation comes from

@@ -9,8 +9,8 @@ import (
 	"math"
 	"os"
 
-	"fairdp/dpops/accounting"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Report is report.json of a federation (`fairdp federate`), in the one

@@ -1,6 +1,6 @@
 package federated
 
-import "fairdp/trainer"
+import "github.com/fairdp/fairdp/trainer"
 
 // Result is report.json's extra.steffle of a SteFFLe run in one process
 // (`fairdp train --algo steffle`): the federation's settings, every silo's

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/fermi"
-	"fairdp/models"
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Client is how the server reaches a silo: an in-process *Silo (Local) or

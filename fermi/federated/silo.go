@@ -8,13 +8,13 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/fermi"
-	"fairdp/loaders"
-	"fairdp/models"
-	"fairdp/nn"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/models"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // Info is what a silo tells the server before training: the shapes the

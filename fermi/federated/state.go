@@ -12,11 +12,11 @@ import (
 	"math"
 	"os"
 
-	"fairdp/atomicfile"
-	"fairdp/dpops/accounting"
-	"fairdp/fermi"
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/atomicfile"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // SiloStateVersion is the format of the state file; a file of another

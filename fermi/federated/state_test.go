@@ -13,11 +13,11 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/dpops"
-	"fairdp/dpops/accounting"
-	"fairdp/fermi"
-	"fairdp/loaders"
-	"fairdp/trainer"
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
 )
 
 // request is a well-formed request for round r with θ and W filled with v.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"fairdp/nn"
+	"github.com/fairdp/fairdp/nn"
 )
 
 // Options tunes CheckLayer; the zero value gives the defaults.

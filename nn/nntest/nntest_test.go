@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"fairdp/nn"
-	"fairdp/nn/nntest"
+	"github.com/fairdp/fairdp/nn"
+	"github.com/fairdp/fairdp/nn/nntest"
 )
 
 // recorder is a testing.TB that collects failures instead of failing, so
