@@ -131,7 +131,7 @@ fi
 			for (i = 2; i < NF; i++) { if ($(i+1) == "samples/s") sps = $i; if ($(i+1) == "device-MB") mb = $i }
 			print k[1], k[2], k[3], sps, mb}' >"$out/.gpu-rows"
 	grep '^PEER ' "$out/bench-peer.txt" 2>/dev/null | awk '{print $2, $3, $4, $5, $6}' >"$out/.peer-rows"
-	awk 'NR == FNR { peer[$1 " " $2 " " $3] = $4 " | " $5; next }
+	awk 'FILENAME == ARGV[1] { peer[$1 " " $2 " " $3] = $4 " | " $5; next }
 		{ p = peer[$1 " " $2 " " $3]; if (p == "") p = "— | —"; print "| " $1 " | " $2 " | " $3 " | " $4 " | " $5 " | " p " |" }' \
 		"$out/.peer-rows" "$out/.gpu-rows"
 	[ -s "$out/.gpu-rows" ] || echo "| (no GPU rows: no device) | | | | | | |"
