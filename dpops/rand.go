@@ -29,7 +29,7 @@ type Source struct {
 
 // seedKeyPrefix domain-separates the key derived from a user seed, so seed s
 // here never collides with a ChaCha8 keyed from s by some other code.
-const seedKeyPrefix = "github.com/fairdp/fairdp/dpops/seed/v1\x00"
+const seedKeyPrefix = "fairdp/dpops/seed/v1\x00" // a fixed label, not the import path: changing it changes every seeded run
 
 // NewRand returns the root random stream of a run and its Source.
 //

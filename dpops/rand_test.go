@@ -23,7 +23,7 @@ func chacha(t *testing.T, hexKey string) *mrand.Rand {
 	return mrand.New(mrand.NewChaCha8(k))
 }
 
-// The seeded key is SHA-256("github.com/fairdp/fairdp/dpops/seed/v1\x00" ‖ seed as 8 bytes LE)
+// The seeded key is SHA-256("fairdp/dpops/seed/v1\x00" ‖ seed as 8 bytes LE)
 // and a derived key is HMAC-SHA256(root key, label); the hex keys below were
 // computed with Python's hashlib and hmac. The first outputs are pinned so a
 // change to the key schedule (which would silently change every seeded run)
