@@ -119,13 +119,7 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 		return err
 	}
 	if !c.Quiet {
-		if rep.Train != nil {
-			fmt.Fprintln(stdout)
-			rep.Train.WriteTable(stdout, trainTableTitle("train (randomised predictions)", rep.TrainNotPrivate))
-		}
-		fmt.Fprintln(stdout)
-		rep.Test.WriteTable(stdout, "test (randomised predictions)")
-		fmt.Fprintln(stdout)
+		printSplits(stdout, rep, " (randomised predictions)")
 	}
 	fmt.Fprint(stdout, "expected over the classifier's coins: ")
 	if e := res.ExpectedTrain; e != nil {

@@ -197,14 +197,20 @@ func prepareTrain(cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOpt
 	return trainer.Prepare(cfg, stdout)
 }
 
-func printReport(w io.Writer, rep *trainer.Report) {
+// printSplits prints the train table (when the report has one) and the
+// test table, each title followed by what (e.g. " (randomised predictions)").
+func printSplits(w io.Writer, rep *trainer.Report, what string) {
 	if rep.Train != nil {
 		fmt.Fprintln(w)
-		rep.Train.WriteTable(w, trainTableTitle("train", rep.TrainNotPrivate))
+		rep.Train.WriteTable(w, trainTableTitle("train"+what, rep.TrainNotPrivate))
 	}
 	fmt.Fprintln(w)
-	rep.Test.WriteTable(w, "test")
+	rep.Test.WriteTable(w, "test"+what)
 	fmt.Fprintln(w)
+}
+
+func printReport(w io.Writer, rep *trainer.Report) {
+	printSplits(w, rep, "")
 	fmt.Fprintf(w, "%s, %s (%d parameters), %.1f s\n", rep.Algorithm, rep.Model, rep.Params, rep.Seconds)
 	rep.Privacy.WriteText(w) // the full receipt: guarantee, mechanisms, assumptions
 	printWarnings(w, rep.Warnings)
