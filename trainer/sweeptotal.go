@@ -29,6 +29,10 @@ const (
 	// SweepTotalRDPBasic: the runs whose mechanisms allow it RDP-composed,
 	// the others added by basic composition.
 	SweepTotalRDPBasic = "rdp+basic"
+	// SweepTotalPLD: every run's mechanisms PLD-composed together at the
+	// largest δ of the runs, where every run was receipted by PLD under
+	// one neighbouring relation and discretisation interval.
+	SweepTotalPLD = "pld"
 	// SweepTotalBasic: basic composition, Σε_i at Σδ_i.
 	SweepTotalBasic = "basic"
 	// SweepTotalNone: no guarantee (a run is not private, or δ reaches 1).
@@ -52,8 +56,8 @@ type SweepTotal struct {
 	RunAccountants []string `json:"run_accountants,omitempty"`
 	// Order is the Rényi order attaining Epsilon (methods rdp, rdp+basic).
 	Order *float64 `json:"order,omitempty"`
-	// RDPRuns is how many runs were RDP-composed; the rest were added by
-	// basic composition.
+	// RDPRuns is how many runs were RDP-composed (PLD-composed, method
+	// pld); the rest were added by basic composition.
 	RDPRuns int `json:"rdp_runs"`
 	// BasicEpsilon and BasicDelta are the basic composition of every run
 	// (Σε_i, Σδ_i), shown beside an RDP total for comparison. BasicEpsilon
@@ -287,6 +291,11 @@ func (p *SweepPrivacy) Total() SweepTotal {
 			}
 		}
 	}
+	if len(notRDP) == 0 && t.RDPRuns > 0 && rdpDelta > 0 {
+		if eps, ok := p.pldTotal(rdpDelta); ok && eps < *t.Epsilon && rdpDelta < 1 {
+			t.Epsilon, t.Delta, t.Order, t.Method = &eps, rdpDelta, nil, SweepTotalPLD
+		}
+	}
 	if t.Method == SweepTotalBasic {
 		t.RDPRuns = 0
 	}
@@ -294,12 +303,14 @@ func (p *SweepPrivacy) Total() SweepTotal {
 	switch t.Method {
 	case SweepTotalRDP:
 		t.Accountant = accounting.AccountantRDP
+	case SweepTotalPLD:
+		t.Accountant = accounting.AccountantPLD
 	case SweepTotalRDPBasic:
 		t.Accountant = accounting.AccountantRDP + "+" + strings.Join(restAccts, "+")
 	default:
 		t.Accountant = strings.Join(allAccts, "+")
 	}
-	if t.Method != SweepTotalBasic && slices.ContainsFunc(allAccts, func(a string) bool { return a != accounting.AccountantRDP }) {
+	if (t.Method == SweepTotalRDP || t.Method == SweepTotalRDPBasic) && slices.ContainsFunc(allAccts, func(a string) bool { return a != accounting.AccountantRDP }) {
 		notes = append(notes, fmt.Sprintf("the runs' receipts are by %s; the total composes their mechanisms across runs by RDP "+
 			"(smaller than the sum of their ε here)", strings.Join(allAccts, "+")))
 	}
@@ -315,6 +326,36 @@ func (p *SweepPrivacy) Total() SweepTotal {
 	}
 	t.Note = strings.Join(notes, "; ")
 	return t
+}
+
+// pldTotal is the PLD composition at delta of every run's mechanisms
+// (Koskela et al. 2020: the runs' privacy-loss distributions convolved, as
+// one run's steps are), when every run's receipt is a PLD receipt under one
+// neighbouring relation and discretisation interval and each run's
+// mechanisms PLD-compose to at least the ε its receipt states (so they are
+// the whole run, as rdpCurve checks for RDP); ok is false otherwise.
+func (p *SweepPrivacy) pldTotal(delta float64) (eps float64, ok bool) {
+	var opts accounting.PLDOptions
+	var all []accounting.Mechanism
+	for i, k := range p.keys {
+		rec := p.runs[k].rec
+		if rec.Accountant != accounting.AccountantPLD || rec.PLDInterval == nil || rec.Epsilon == nil {
+			return 0, false
+		}
+		o := accounting.PLDOptions{Interval: *rec.PLDInterval, Relation: rec.Relation}
+		if i == 0 {
+			opts = o
+		} else if o != opts {
+			return 0, false
+		}
+		own, err := accounting.PLDEpsilon(rec.Mechanisms, rec.Delta, opts)
+		if err != nil || own < *rec.Epsilon*(1-1e-9) {
+			return 0, false
+		}
+		all = append(all, rec.Mechanisms...)
+	}
+	eps, err := accounting.PLDEpsilon(all, delta, opts)
+	return eps, err == nil && !math.IsInf(eps, 0) && !math.IsNaN(eps)
 }
 
 // maxRunNotes is how many distinct run notes a total repeats.

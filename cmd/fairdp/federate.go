@@ -58,6 +58,7 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&sc.Resume, "resume", false, "continue from --checkpoint if it exists")
 	fs.IntVar(&sc.Retries, "retries", 5, "attempts per silo and round before stopping")
 	fs.DurationVar(&sc.Backoff, "backoff", 200*time.Millisecond, "first retry delay (doubled each time)")
+	fs.StringVar(&sc.Accountant, "accountant", "", "pld or rdp: refuse silos that state ε with another accountant (empty: any, as long as every silo uses the same)")
 	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -441,8 +441,9 @@ func readSweepTotal(t *testing.T, dir string) (*trainer.SweepTotal, map[string]a
 }
 
 // TestSweepPrivacyTotal: a sweep states the guarantee of publishing all
-// its runs. For two private FERMI runs it is the RDP composition of both
-// runs' mechanisms (composed here by hand with the accountant), larger
+// its runs. For two private FERMI runs (receipted by PLD, the default) it
+// is the PLD composition of both runs' mechanisms (composed here by hand
+// with a fresh PLD accountant), below their RDP composition, larger
 // than either run's ε; resuming counts every run once, and extending the
 // grid adds the new runs.
 func TestSweepPrivacyTotal(t *testing.T) {
@@ -458,7 +459,8 @@ func TestSweepPrivacyTotal(t *testing.T) {
 		if total == nil || total.Runs != runs || len(rows)-1 != runs || total.Epsilon == nil {
 			t.Fatalf("privacy_total %+v for %d rows, want %d runs with a finite ε", total, len(rows)-1, runs)
 		}
-		var acct accounting.RDP
+		var acct accounting.PLD
+		var rdp accounting.RDP
 		delta := 0.0
 		for _, r := range rows[1:] {
 			rec, ok := recs[strings.Join(r[:3], ",")]
@@ -477,16 +479,22 @@ func TestSweepPrivacyTotal(t *testing.T) {
 				if err := acct.Step(m, m.Steps); err != nil {
 					t.Fatal(err)
 				}
+				if err := rdp.Step(m, m.Steps); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		want, _ := acct.Epsilon(delta)
-		if total.Method != trainer.SweepTotalRDP || total.Delta != delta || math.Abs(*total.Epsilon-want) > 1e-12*want {
-			t.Errorf("privacy_total %s (%s), want (ε = %v, δ = %v) by rdp", total, total.Method, want, delta)
+		want, err := acct.Epsilon(delta)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if *total.Epsilon >= *total.BasicEpsilon {
-			t.Errorf("RDP total %v not below the basic sum %v", *total.Epsilon, *total.BasicEpsilon)
+		if total.Method != trainer.SweepTotalPLD || total.Delta != delta || math.Abs(*total.Epsilon-want) > 1e-12*want {
+			t.Errorf("privacy_total %s (%s), want (ε = %v, δ = %v) by pld", total, total.Method, want, delta)
 		}
-		if line := fmt.Sprintf("privacy total (publishing every run): (ε = %.4g, δ = %.3g)-DP over %d runs [rdp composition",
+		if rdpEps, _ := rdp.Epsilon(delta); *total.Epsilon >= *total.BasicEpsilon || *total.Epsilon >= rdpEps {
+			t.Errorf("PLD total %v not below the basic sum %v and the RDP composition %v", *total.Epsilon, *total.BasicEpsilon, rdpEps)
+		}
+		if line := fmt.Sprintf("privacy total (publishing every run): (ε = %.4g, δ = %.3g)-DP over %d runs [pld composition",
 			want, delta, runs); !strings.Contains(out, line) {
 			t.Errorf("output lacks %q:\n%s", line, out)
 		}

@@ -37,9 +37,10 @@
 // The parts:
 //
 //   - Silo is one DP-FERMI party (a silo, or in a hybrid federation a
-//     lane): its data, sampler, DP-FERMI instance, a ledger (the RDP
-//     accountant of everything it ever released) that refuses over-budget
-//     rounds, and request validation.
+//     lane): its data, sampler, DP-FERMI instance, a ledger (the run's
+//     accountant, PLD unless RDP is asked for, of everything it ever
+//     released) that refuses over-budget rounds, and request validation.
+//     Info says which accountant; the server refuses silos that disagree.
 //   - SiloState (state.go) is the ledger on disk, the released noisy
 //     group counts and the last answer, written atomically and synced
 //     before an answer leaves the silo. A restarted silo continues it (a

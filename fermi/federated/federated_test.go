@@ -139,8 +139,16 @@ func TestMapping(t *testing.T) {
 // DP-FERMI's, so the trained models are bit-identical (acceptance: "N = 1
 // reproduces central DP-FERMI").
 func TestOneSiloIsCentralDPFERMI(t *testing.T) {
+	for _, acc := range []string{accounting.AccountantRDP, accounting.AccountantPLD} {
+		t.Run(acc, func(t *testing.T) { oneSiloIsCentral(t, acc) })
+	}
+}
+
+// oneSiloIsCentral is TestOneSiloIsCentralDPFERMI under accountant acc,
+// which central DP-FERMI and the silo both calibrate and account with.
+func oneSiloIsCentral(t *testing.T, acc string) {
 	cfg := testConfig(7)
-	cfg.Privacy.Accountant = accounting.AccountantRDP // what silos keep, so central σ is calibrated the same way
+	cfg.Privacy.Accountant = acc
 	train := synthetic(500, 1)
 	central, err := fermi.New[float64](testJob(t, cfg, train))
 	if err != nil {

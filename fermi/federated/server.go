@@ -1,6 +1,7 @@
 package federated
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,6 +67,10 @@ type ServerConfig struct {
 	Retries    int           // attempts per silo and round (0: 5)
 	Backoff    time.Duration // first retry delay, doubled each time (0: 100 ms)
 	Timeout    time.Duration // per call (0: 30 s)
+	// Accountant, if set, is the accountant every silo must state its ε
+	// with (accounting.AccountantPLD or AccountantRDP); "" accepts any,
+	// as long as all silos agree.
+	Accountant string
 	Log        io.Writer
 	// AfterRound, if set, runs after every completed round (after the
 	// checkpoint), e.g. to log metrics; an error stops Run.
@@ -107,6 +112,11 @@ func NewServer[T nn.Float](ctx context.Context, cfg ServerConfig, silos []Client
 	if err := cfg.Decay.Validate(); err != nil {
 		return nil, fmt.Errorf("federated: %w", err)
 	}
+	if cfg.Accountant != "" {
+		if _, err := accounting.ResolveAccountant(cfg.Accountant); err != nil {
+			return nil, fmt.Errorf("federated: %w", err)
+		}
+	}
 	s := &Server[T]{Cfg: cfg, Silos: silos}
 	if s.Cfg.Retries <= 0 {
 		s.Cfg.Retries = 5
@@ -127,6 +137,9 @@ func NewServer[T nn.Float](ctx context.Context, cfg ServerConfig, silos []Client
 			if err := sameShape(s.Infos[0], info); err != nil {
 				return nil, fmt.Errorf("federated: silo %s does not match silo %s: %w", c.Name(), silos[0].Name(), err)
 			}
+		}
+		if err := s.sameAccountant(c, info); err != nil {
+			return nil, err
 		}
 		if info.Records < 1 {
 			return nil, fmt.Errorf("federated: silo %s states %d records", c.Name(), info.Records)
@@ -164,6 +177,26 @@ func NewServer[T nn.Float](ctx context.Context, cfg ServerConfig, silos []Client
 		}
 	}
 	return s, nil
+}
+
+// sameAccountant refuses a silo whose accountant differs from the server's
+// setting or from the silos' before it: their ε (the report's per-silo
+// line, the federation's worst-case receipt) and the budgets they refuse
+// rounds at would otherwise be stated under different analyses. A silo
+// that does not say predates the field and kept an RDP ledger.
+func (s *Server[T]) sameAccountant(c Client, info Info) error {
+	got := cmp.Or(info.Accountant, accounting.AccountantRDP)
+	if want := s.Cfg.Accountant; want != "" && got != want {
+		return fmt.Errorf("federated: silo %s states ε with the %s accountant, the server uses %s: give every silo and the server the same accountant",
+			c.Name(), got, want)
+	}
+	if len(s.Infos) > 0 {
+		if first := cmp.Or(s.Infos[0].Accountant, accounting.AccountantRDP); got != first {
+			return fmt.Errorf("federated: silo %s states ε with the %s accountant, silo %s with %s: give every silo the same accountant",
+				c.Name(), got, s.Silos[0].Name(), first)
+		}
+	}
+	return nil
 }
 
 func sameShape(a, b Info) error {

@@ -40,6 +40,13 @@ type Info struct {
 	// for all Spent rounds (across restarts).
 	Sigma, SampleRate float64
 	Receipt           accounting.Receipt
+	// Accountant is the accountant the silo's ledger states ε with
+	// (accounting.AccountantPLD or AccountantRDP; "" from a silo that
+	// predates the field, which kept RDP): the server refuses a federation
+	// whose silos, or whose own setting, disagree, since the ε it reports
+	// per silo and the budgets the silos refuse rounds at are only
+	// comparable under one analysis.
+	Accountant string
 }
 
 // Request is one round's broadcast: the current θ (flattened in
@@ -90,7 +97,7 @@ type Silo[T nn.Float] struct {
 
 	// ledger composes every release: the group counts (once) and every
 	// round's message, at the noise it was actually sent with.
-	ledger *accounting.RDP
+	ledger *accounting.Ledger
 	// state mirrors the ledger on disk (statePath, "" for none) and is
 	// saved before any answer leaves the silo; saved says the last answer
 	// is on disk.
@@ -167,18 +174,16 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 		return nil, fmt.Errorf("silo %d: the state was written by a silo that was %s; restart it with the same privacy setting",
 			opts.Index, map[bool]string{true: "private", false: "not private"}[st.Private])
 	}
-	// A silo keeps an RDP ledger whatever the default: it states its ε
-	// after every round (Message.Epsilon, the budget check), which the PLD
-	// accountant recomputes from the whole history at ~0.1 s a round. Its
-	// DP-FERMI calibrates σ with the same accountant, or the ledger would
-	// find the budget spent before the planned rounds end.
-	switch cfg.Privacy.Accountant {
-	case "", accounting.AccountantRDP:
-		cfg.Privacy.Accountant = accounting.AccountantRDP
-	default:
-		return nil, fmt.Errorf("silo %d: %w", opts.Index, trainer.FieldErrors{{Field: "Privacy.Accountant",
-			Msg: fmt.Sprintf("%s is not available to SteFFLe's silos, which keep an RDP ledger (they state ε after every round): give rdp", cfg.Privacy.Accountant)}})
+	// A silo's ledger uses the run's accountant (PLD unless RDP is asked
+	// for), the one its DP-FERMI calibrates σ with, or the ledger would
+	// find the budget spent before the planned rounds end (or leave budget
+	// unused). The kind is a release setting: a restart under another is
+	// refused, since the stored budget was stated under the first.
+	acc, err := accounting.ResolveAccountant(cfg.Privacy.Accountant)
+	if err != nil {
+		return nil, fmt.Errorf("silo %d: %w", opts.Index, trainer.FieldErrors{{Field: "Privacy.Accountant", Msg: err.Error()}})
 	}
+	cfg.Privacy.Accountant = acc
 	spec := trainer.ModelSpec(cfg, data)
 	release := ReleaseSettings{Accountant: cfg.Privacy.Accountant, Scope: cfg.Fair.Scope, Fairness: cfg.Fair.Fairness, Clip: cfg.Privacy.Clip, Lambda: cfg.Fair.Lambda,
 		Calibration: cfg.Fair.Calibration, PublicGroupSizes: cfg.Fair.PublicGroupSizes, Sampling: cfg.Privacy.Sampling, Model: spec.String()}
@@ -226,7 +231,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	if !alg.Private {
 		s.budget = math.Inf(1)
 	}
-	if s.ledger, err = accounting.NewRDP(nil); err != nil {
+	if s.ledger, err = accounting.NewLedger(acc, accounting.PLDOptions{}); err != nil {
 		return nil, err
 	}
 	if st != nil {
@@ -278,7 +283,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	reg := alg.Reg
 	s.info = Info{Index: opts.Index, Records: records, Spec: spec, NumParams: m.NumParams(), Groups: reg.Groups,
 		Classes: reg.Classes, WLen: len(reg.W), Rounds: cfg.Epochs * sampler.StepsPerEpoch(), Epsilon: s.budget,
-		Delta: s.delta, Private: alg.Private}
+		Delta: s.delta, Private: alg.Private, Accountant: acc}
 	return s, nil
 }
 
@@ -364,7 +369,10 @@ func (s *Silo[T]) SpentEpsilon() float64 {
 		}
 		return *r.Epsilon
 	}
-	eps, _ := s.ledger.Epsilon(s.delta)
+	eps, _, err := s.ledger.Epsilon(s.delta)
+	if err != nil {
+		return math.Inf(1)
+	}
 	return eps
 }
 
@@ -376,35 +384,40 @@ func (s *Silo[T]) Epsilon(rounds int) (float64, error) {
 	if !s.alg.Private {
 		return 0, nil
 	}
-	plan, err := accounting.NewRDP(nil)
-	if err != nil {
-		return 0, err
-	}
+	var plan []accounting.Mechanism
 	for _, mech := range s.ledger.History() {
 		if fermi.IsCountRelease(mech) {
-			if err := plan.Step(mech, 1); err != nil {
-				return 0, err
-			}
+			mech.Steps = 1
+			plan = append(plan, mech)
 		}
 	}
-	if err := plan.Step(s.stepMechanism(), rounds); err != nil {
-		return 0, err
-	}
-	eps, _ := plan.Epsilon(s.delta)
-	return eps, nil
+	step := s.stepMechanism()
+	step.Steps = rounds
+	return accounting.PlanEpsilon(s.ledger.Kind(), accounting.PLDOptions{}, s.delta, append(plan, step)...)
 }
 
 // stepMechanism is what one round releases, as the ledger charges it.
 func (s *Silo[T]) stepMechanism() accounting.Mechanism { return s.alg.StepMechanism() }
 
-// epsilonWithNextRound is the ε of the ledger plus one more round.
+// epsilonWithNextRound is the ε of the ledger plus one more round, by the
+// ledger's accountant. The RDP bound of the same charges is computed
+// first: a PLD ledger states at most it (Ledger.Epsilon takes the smaller),
+// so when it is within budget the round is allowed without the PLD
+// composition (~0.1 s), which only runs near the budget.
 func (s *Silo[T]) epsilonWithNextRound() (float64, error) {
-	values, orders := s.ledger.Values(), s.ledger.Orders()
+	rdp := s.ledger.RDP()
+	values, orders := rdp.Values(), rdp.Orders()
 	for i, a := range orders {
 		values[i] += accounting.SubsampledGaussianRDP(s.alg.AccountedQ(), s.alg.Sigma, a)
 	}
 	eps, _, err := accounting.EpsilonFromRDP(orders, values, s.delta)
-	return eps, err
+	if s.ledger.Kind() == accounting.AccountantRDP || (err == nil && !s.overBudget(eps)) {
+		return eps, err
+	}
+	mechs := s.ledger.History()
+	step := s.stepMechanism()
+	step.Steps = 1
+	return accounting.PlanEpsilon(s.ledger.Kind(), accounting.PLDOptions{}, s.delta, append(mechs, step)...)
 }
 
 // Receipt is the silo's DP-FERMI receipt for the rounds of this start.

@@ -80,8 +80,9 @@ type SiloState struct {
 // PublicGroupSizes decide which group counts exist and whether they were
 // released with noise at all; Sampling decides which accountant formula
 // holds; Model decides what θ and the messages are; Accountant is the
-// analysis the ledger and σ's calibration use ("" in a state file from
-// before it was recorded: rdp, the only one silos have used). The σ itself (from
+// analysis the ledger and σ's calibration use (pld or rdp; "" in a state
+// file from before it was recorded: rdp, the only one silos used then, so
+// such a file continues only under rdp; the format is unchanged). The σ itself (from
 // epochs, ε or an explicit σ) may change: the ledger records every σ.
 type ReleaseSettings struct {
 	Scope            string  `json:"scope"`

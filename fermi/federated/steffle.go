@@ -1,6 +1,7 @@
 package federated
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -113,7 +114,7 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	a.averageAt = at
 	f := cfg.Fair
 	a.server, err = NewServer[T](context.Background(), ServerConfig{LR: cfg.LR, Decay: decay, WeightDecay: f.WeightDecay, Lambda: f.Lambda,
-		LRW: f.LRW, Radius: f.Radius, Seed: cfg.Seed}, clients)
+		LRW: f.LRW, Radius: f.Radius, Seed: cfg.Seed, Accountant: cmp.Or(cfg.Privacy.Accountant, accounting.DefaultAccountant)}, clients)
 	if err != nil {
 		return nil, fmt.Errorf("steffle: %w", err)
 	}
