@@ -120,7 +120,8 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if cfg.SplitSeed != nil {
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
-	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
+	// Not LoadData: least squares needs a target, not a class label.
+	train, test, prep, err := trainer.LoadDataAny(cfg, split.Derive("data"), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json
 // which name is loaders.Load's; the loop adds only what its algorithms
 // need of the data: a class label with at least two classes.
 func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
-	if train, test, prep, err = loadDataAny(cfg, r, fitted); err != nil {
+	if train, test, prep, err = LoadDataAny(cfg, r, fitted); err != nil {
 		return nil, nil, nil, err
 	}
 	if len(train.LabelNames) == 0 {
@@ -44,9 +44,11 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 	return train, test, prep, nil
 }
 
-// loadDataAny is LoadDataFitted without its classifier check: a data set
-// with a regression target loads too (eval of a regression model).
-func loadDataAny(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
+// LoadDataAny is LoadDataFitted without its classifier check: a data set
+// with a regression target and no class label loads too, for the callers
+// that fit or score regressions (objpert least squares, eval of a
+// regression model), which check the data's task themselves.
+func LoadDataAny(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
 	train, test, p, err := loaders.Load(loaders.LoadOptions{Dataset: cfg.Dataset, Schema: cfg.Schema, DataDir: cfg.DataDir,
 		TrainFrac: cfg.TrainFrac, Rand: r, Limit: cfg.Limit, ImageSize: cfg.ImageSize, Fitted: fitted})
 	if err != nil {
@@ -167,7 +169,7 @@ func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (E
 		return EvalData{}, fmt.Errorf("the checkpoint's split record has a malformed key %q", rec.Key)
 	}
 	cfg.TrainFrac, cfg.Limit = rec.TrainFrac, rec.Limit
-	train, test, _, err := loadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
+	train, test, _, err := LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
 	if err != nil {
 		return EvalData{}, err
 	}
@@ -177,7 +179,7 @@ func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (E
 	}
 	if cfg.Limit > 0 { // the whole file, not the training run's first records
 		cfg.Limit = 0
-		if train, test, _, err = loadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
+		if train, test, _, err = LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
 			return EvalData{}, err
 		}
 	}
