@@ -2,9 +2,10 @@ package linear
 
 // `fairdp train --algo objpert` as one library call (trainer pipeline
 // "objpert"): load and split the data as every run does, fit logistic
-// regression by objective perturbation, score it with the same evaluation
-// as the SGD family, and write report.json and model.ckpt (a zoo
-// "logistic" checkpoint, so `fairdp eval` scores it like any other).
+// regression by objective perturbation (least squares for a regression
+// target), score it with the same evaluation as the SGD family, and write
+// report.json and model.ckpt (a zoo "logistic" or "linear-regression"
+// checkpoint, so `fairdp eval` scores it like any other).
 
 import (
 	"context"
@@ -12,13 +13,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/fairdp/fairdp/atomicfile"
 	"github.com/fairdp/fairdp/dpops"
 	"github.com/fairdp/fairdp/loaders"
-	"github.com/fairdp/fairdp/metrics"
 	"github.com/fairdp/fairdp/models"
 	"github.com/fairdp/fairdp/trainer"
 )
@@ -51,8 +49,8 @@ type ObjPertReport struct {
 }
 
 // ObjPertRegressionReport is extra.objpert.regression: the public label
-// range and residual scale, the released model (no model.ckpt is written
-// for a regression: the model zoo has no regression output yet), and,
+// range and residual scale, the released model (also in model.ckpt, as a
+// zoo "linear-regression" network), and,
 // only when training statistics are reported, how many labels were
 // clipped.
 type ObjPertRegressionReport struct {
@@ -122,7 +120,8 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if cfg.SplitSeed != nil {
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
-	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
+	// Not LoadData: least squares needs a target, not a class label.
+	train, test, prep, err := trainer.LoadDataAny(cfg, split.Derive("data"), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -185,9 +184,9 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		rep.TrainNotPrivate, extra.ClippedRows = private, &res.Clipped
 	}
 	if res.Regression != nil {
-		return finishObjPertRegression(cfg, rep, res, train, test, trainStats, start)
+		return finishObjPertRegression(cfg, rep, res, train, test, trainStats, start, prep, src.String(), splitRec)
 	}
-	m, err := logisticModel(res)
+	m, err := linearModel(res, "logistic")
 	if err != nil {
 		return nil, err
 	}
@@ -212,12 +211,12 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 }
 
 // finishObjPertRegression scores a least-squares fit (mean squared
-// prediction error, per group) and, with cfg.Out set, writes report.json.
-// The released weights go into extra.objpert.regression: no model.ckpt is
-// written, because the model zoo (and so `fairdp eval`) has no regression
-// output yet.
+// prediction error, per group) and, with cfg.Out set, writes model.ckpt (a
+// zoo "linear-regression" checkpoint, so `fairdp eval` scores it by the
+// same MSPE) and report.json. The released weights are also in
+// extra.objpert.regression.
 func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPertResult, train, test *loaders.Dataset,
-	trainStats bool, start time.Time) (*trainer.Report, error) {
+	trainStats bool, start time.Time, prep []byte, seed string, split *trainer.SplitRecord) (*trainer.Report, error) {
 	g := res.Regression
 	rep.Model = fmt.Sprintf("linear regression, %s (%s)", ObjPertLeastSquaresLoss, ObjPertMethod)
 	rep.Config.ObjPert.LabelRange = []float64{g.LabelLo, g.LabelHi}
@@ -225,35 +224,46 @@ func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPe
 	extra := ObjPertExtra(rep)
 	extra.Regression = &ObjPertRegressionReport{Loss: ObjPertLeastSquaresLoss, LabelRange: []float64{g.LabelLo, g.LabelHi},
 		ResidualScale: g.ResidualScale, Weights: res.Weights, Intercept: res.Intercept}
-	rep.Test = metrics.EvaluateRegression(res.Predict(test.X), test.Targets, test.Groups, test.GroupNames)
+	// Scored through the zoo model, as eval scores the checkpoint.
+	m, err := linearModel(res, models.RegressionArch)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
+		return nil, err
+	}
 	if trainStats {
-		tr := metrics.EvaluateRegression(res.Predict(train.X), train.Targets, train.Groups, train.GroupNames)
+		tr, err := trainer.Evaluate[float64](m, train)
+		if err != nil {
+			return nil, err
+		}
 		rep.Train, extra.Regression.ClippedLabels = &tr, &g.ClippedLabels
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	if cfg.Out != "" {
-		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-			return nil, trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
-		}
-		if err := atomicfile.WriteJSON(filepath.Join(cfg.Out, trainer.ReportFile), rep); err != nil {
+		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, seed, split); err != nil {
 			return nil, err
 		}
 	}
 	return rep, nil
 }
 
-// logisticModel is the fitted model as a zoo "logistic" network (one
-// logit, weight then bias), so checkpoints and evaluation are the SGD
-// family's.
-func logisticModel(res *ObjPertResult) (*models.Model[float64], error) {
-	spec := models.Spec{Arch: "logistic", InShape: []int{len(res.Weights)}, Classes: 2}
+// linearModel is the fitted model as a zoo network of one Linear layer
+// (weight then bias): arch "logistic" (one logit) for a classifier,
+// models.RegressionArch (the prediction itself) for least squares, so
+// checkpoints and evaluation are the SGD family's.
+func linearModel(res *ObjPertResult, arch string) (*models.Model[float64], error) {
+	spec := models.Spec{Arch: arch, InShape: []int{len(res.Weights)}, Classes: 2}
+	if arch == models.RegressionArch {
+		spec.Classes = 1
+	}
 	m, err := models.New[float64](spec, rand.New(rand.NewPCG(0, 0))) // every value is overwritten below
 	if err != nil {
 		return nil, err
 	}
 	ps := m.Params()
 	if len(ps) != 2 || len(ps[0].Value) != len(res.Weights) || len(ps[1].Value) != 1 {
-		return nil, fmt.Errorf("linear: the zoo logistic model's parameters changed shape; objpert cannot fill them")
+		return nil, fmt.Errorf("linear: the zoo %s model's parameters changed shape; objpert cannot fill them", arch)
 	}
 	copy(ps[0].Value, res.Weights)
 	ps[1].Value[0] = res.Intercept

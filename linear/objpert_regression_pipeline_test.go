@@ -43,7 +43,8 @@ func regressionCSV(t *testing.T, dir string, n int) (csv, schema string) {
 // label range in its note, the test split is scored by its MSPE (without
 // privacy close to the noise's 0.25, far below the target's variance of
 // about 5), the private training statistics stay out, the released weights
-// are in extra.objpert.regression and only report.json is written.
+// are in extra.objpert.regression, and model.ckpt is a regression model
+// that `fairdp eval` scores with the same MSPE.
 func TestRunObjPertLeastSquares(t *testing.T) {
 	dir := t.TempDir()
 	csv, schema := regressionCSV(t, dir, 3000)
@@ -90,8 +91,25 @@ func TestRunObjPertLeastSquares(t *testing.T) {
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(cfg.Out, "model.ckpt")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("a regression wrote model.ckpt (%v), which eval cannot score", err)
+		// model.ckpt is a zoo regression model that eval scores on the
+		// held-out split with the MSPE training reported, group by group.
+		ev, err := trainer.EvaluateCheckpoint(trainer.EvalOptions{Checkpoint: filepath.Join(cfg.Out, "model.ckpt"), Data: trainer.Defaults()})
+		if err != nil {
+			t.Fatalf("ε %v: eval of the regression checkpoint: %v", eps, err)
+		}
+		if !ev.HeldOut || ev.Arch != "linear-regression" || ev.Test.MSPE == nil || *ev.Test.MSPE != mspe ||
+			len(ev.Test.Groups) != len(rep.Test.Groups) {
+			t.Fatalf("ε %v: eval held out %v, arch %q, split %+v; training reported MSPE %v", eps, ev.HeldOut, ev.Arch, ev.Test, mspe)
+		}
+		for i, g := range ev.Test.Groups {
+			if w := rep.Test.Groups[i]; g.N != w.N || (g.MSPE == nil) != (w.MSPE == nil) || (g.MSPE != nil && *g.MSPE != *w.MSPE) {
+				t.Errorf("ε %v: eval group %+v, training reported %+v", eps, g, w)
+			}
+		}
+		// The stored weights are the released ones (an independent path:
+		// ŷ = w·x + b by hand on the test records).
+		if got := handMSPE(t, extra.Regression, ev); math.Abs(got-mspe) > 1e-12*math.Max(1, mspe) {
+			t.Errorf("ε %v: MSPE by hand from extra.objpert.regression %v, eval %v", eps, got, mspe)
 		}
 	}
 	// Without the public label range the run is refused, naming it.
@@ -102,4 +120,25 @@ func TestRunObjPertLeastSquares(t *testing.T) {
 	if !errors.As(err, &fe) || fe[0].Field != "ObjPert.LabelRange" {
 		t.Errorf("no label range: error %v, want a field error naming ObjPert.LabelRange", err)
 	}
+}
+
+// handMSPE is the mean squared prediction error of the released weights on
+// the records eval scored, computed directly from the report's weights.
+func handMSPE(t *testing.T, r *ObjPertRegressionReport, ev *trainer.EvalResult) float64 {
+	t.Helper()
+	d := ev.Data
+	n, dim := d.N(), len(r.Weights)
+	if len(d.X) != n*dim {
+		t.Fatalf("eval data has %d values for %d records of %d features", len(d.X), n, dim)
+	}
+	sum := 0.0
+	for i := range n {
+		yhat := r.Intercept
+		for j, w := range r.Weights {
+			yhat += w * float64(d.X[i*dim+j])
+		}
+		e := yhat - d.Targets[i]
+		sum += e * e
+	}
+	return sum / float64(n)
 }

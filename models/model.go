@@ -112,6 +112,10 @@ func (m *Model[T]) Spec() Spec {
 	return s
 }
 
+// Regression reports whether m is a regression model (arch
+// RegressionArch): its one output per record is the prediction, not a logit.
+func (m *Model[T]) Regression() bool { return m.Arch == RegressionArch }
+
 // InSize is the number of input values per sample.
 func (m *Model[T]) InSize() int {
 	n := 1

@@ -224,5 +224,5 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// 431080 parameters, 10 logits per sample, 2 predictions
-	// models: unknown arch "resnet" (known: logistic, mlp, mnist-cnn, vgg)
+	// models: unknown arch "resnet" (known: logistic, mlp, mnist-cnn, vgg, linear-regression)
 }

@@ -18,6 +18,8 @@ type Spec struct {
 	InShape []int `json:"in_shape"`
 	// Classes is the number of labels (≥ 2). Logistic and MLP models with
 	// Classes == 2 have a single logit (sigmoid); all others have Classes.
+	// A regression model (arch "linear-regression") has no labels and one
+	// output per record: Classes is 1 there and nowhere else.
 	Classes int `json:"classes"`
 	// Hidden lists the widths of the MLP's hidden layers (mlp only).
 	Hidden []int `json:"hidden,omitempty"`
@@ -28,7 +30,16 @@ type Spec struct {
 }
 
 // Archs lists the architectures New builds, in the order errors list them.
-var Archs = []string{"logistic", "mlp", "mnist-cnn", "vgg"}
+var Archs = []string{"logistic", "mlp", "mnist-cnn", "vgg", RegressionArch}
+
+// RegressionArch is the zoo's regression model: ŷ = w·x + b, one output per
+// record read as the prediction itself (no sigmoid or softmax head), scored
+// by mean squared prediction error rather than by classification metrics.
+const RegressionArch = "linear-regression"
+
+// Regression reports whether the spec is a regression model (one output
+// per record, no classification head).
+func (s Spec) Regression() bool { return s.Arch == RegressionArch }
 
 // Limits that keep a malformed spec (for example a corrupt checkpoint
 // header) from asking for absurd allocations or overflowing int arithmetic.
@@ -111,6 +122,9 @@ func sumParams(plan []layerPlan) int {
 
 // String is a compact description such as "vgg 3×128×128 → 9 classes".
 func (s Spec) String() string {
+	if s.Regression() {
+		return fmt.Sprintf("%s %s → 1 output", s.Arch, shapeString(s.InShape))
+	}
 	str := fmt.Sprintf("%s %s → %d classes", s.Arch, shapeString(s.InShape), s.Classes)
 	if len(s.Hidden) > 0 {
 		str += fmt.Sprintf(" (hidden %v)", s.Hidden)
@@ -128,7 +142,13 @@ func shapeString(shape []int) string {
 
 // plan checks the spec and lays out its layers.
 func (s Spec) plan() ([]layerPlan, error) {
-	if s.Classes < 2 || s.Classes > maxDim {
+	if s.Regression() && s.Classes != 1 {
+		return nil, fmt.Errorf("models: spec %q: Classes = %d, want 1 (a regression model has one output per record)", s.Arch, s.Classes)
+	}
+	if s.Classes == 1 && !s.Regression() {
+		return nil, fmt.Errorf("models: spec %q: Classes = 1, want 2..%d (1 is only for arch %q, a regression output)", s.Arch, maxDim, RegressionArch)
+	}
+	if (s.Classes < 2 && !s.Regression()) || s.Classes > maxDim {
 		return nil, fmt.Errorf("models: spec %q: Classes = %d, want 2..%d", s.Arch, s.Classes, maxDim)
 	}
 	if len(s.InShape) == 0 || len(s.InShape) > maxRank {
@@ -158,7 +178,7 @@ func (s Spec) plan() ([]layerPlan, error) {
 		err  error
 	)
 	switch s.Arch {
-	case "logistic":
+	case "logistic", RegressionArch: // one Linear layer; Classes 1 gives one output
 		plan, err = s.planDense(nil)
 	case "mlp":
 		if len(s.Hidden) == 0 {

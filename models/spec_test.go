@@ -89,7 +89,7 @@ func TestSpecErrors(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{Arch: "resnet", InShape: []int{3}, Classes: 2}, `unknown arch "resnet" (known: logistic, mlp, mnist-cnn, vgg)`},
+		{Spec{Arch: "resnet", InShape: []int{3}, Classes: 2}, `unknown arch "resnet" (known: logistic, mlp, mnist-cnn, vgg, linear-regression)`},
 		{Spec{Arch: "logistic", InShape: []int{3}, Classes: 1}, "Classes = 1, want 2.."},
 		{Spec{Arch: "logistic", InShape: nil, Classes: 2}, "rank 0"},
 		{Spec{Arch: "logistic", InShape: []int{3, 0}, Classes: 2}, "InShape[1] = 0"},

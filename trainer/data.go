@@ -28,6 +28,27 @@ func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json
 // which name is loaders.Load's; the loop adds only what its algorithms
 // need of the data: a class label with at least two classes.
 func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
+	if train, test, prep, err = LoadDataAny(cfg, r, fitted); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(train.LabelNames) == 0 {
+		// Every algorithm that loads through here trains a classifier.
+		return nil, nil, nil, fmt.Errorf("data set %s has a regression target and no class label: algorithm %s trains classifiers "+
+			"(sgd, dpsgd, dpsgdf, naive, fermi, steffle, postproc, oracle); for a regression target use tailoring or dpnose "+
+			"with task regression, or give the schema a \"label\"", train.Name, cfg.Algo)
+	}
+	if len(train.LabelNames) < 2 {
+		return nil, nil, nil, fmt.Errorf("data set %s has %d class (%v): a classifier needs at least 2", train.Name,
+			len(train.LabelNames), train.LabelNames)
+	}
+	return train, test, prep, nil
+}
+
+// LoadDataAny is LoadDataFitted without its classifier check: a data set
+// with a regression target and no class label loads too, for the callers
+// that fit or score regressions (objpert least squares, eval of a
+// regression model), which check the data's task themselves.
+func LoadDataAny(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
 	train, test, p, err := loaders.Load(loaders.LoadOptions{Dataset: cfg.Dataset, Schema: cfg.Schema, DataDir: cfg.DataDir,
 		TrainFrac: cfg.TrainFrac, Rand: r, Limit: cfg.Limit, ImageSize: cfg.ImageSize, Fitted: fitted})
 	if err != nil {
@@ -40,16 +61,6 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 	}
 	if err := applyImageNorm(cfg, train, test); err != nil {
 		return nil, nil, nil, err
-	}
-	if len(train.LabelNames) == 0 {
-		// Every algorithm that loads through here trains a classifier.
-		return nil, nil, nil, fmt.Errorf("data set %s has a regression target and no class label: algorithm %s trains classifiers "+
-			"(sgd, dpsgd, dpsgdf, naive, fermi, steffle, postproc, oracle); for a regression target use tailoring or dpnose "+
-			"with task regression, or give the schema a \"label\"", train.Name, cfg.Algo)
-	}
-	if len(train.LabelNames) < 2 {
-		return nil, nil, nil, fmt.Errorf("data set %s has %d class (%v): a classifier needs at least 2", train.Name,
-			len(train.LabelNames), train.LabelNames)
 	}
 	return train, test, prep, nil
 }
@@ -158,7 +169,7 @@ func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (E
 		return EvalData{}, fmt.Errorf("the checkpoint's split record has a malformed key %q", rec.Key)
 	}
 	cfg.TrainFrac, cfg.Limit = rec.TrainFrac, rec.Limit
-	train, test, _, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
+	train, test, _, err := LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
 	if err != nil {
 		return EvalData{}, err
 	}
@@ -168,7 +179,7 @@ func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (E
 	}
 	if cfg.Limit > 0 { // the whole file, not the training run's first records
 		cfg.Limit = 0
-		if train, test, _, err = LoadDataFitted(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
+		if train, test, _, err = LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
 			return EvalData{}, err
 		}
 	}

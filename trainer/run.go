@@ -539,6 +539,12 @@ func completeSpec(s, data models.Spec, what string) (models.Spec, error) {
 	if s.Classes == 0 {
 		s.Classes = data.Classes
 	}
+	if s.Regression() {
+		// Its one output is a prediction, not a logit: the classification
+		// losses of these trainers do not fit it.
+		return models.Spec{}, fmt.Errorf("%s: arch %q is a regression output; the SGD trainers train classifiers "+
+			"(a least-squares fit is algorithm objpert with a regression schema)", what, s.Arch)
+	}
 	if !slices.Equal(s.InShape, data.InShape) {
 		return models.Spec{}, fmt.Errorf("%s: in_shape %v, the data has %v", what, s.InShape, data.InShape)
 	}
@@ -666,17 +672,49 @@ func (e *evaluator[T]) evaluate(d *loaders.Dataset) metrics.Split {
 	return metrics.Evaluate(e.predict(d), d.Labels, d.Groups, max(2, len(d.LabelNames)), d.GroupNames)
 }
 
-// Evaluate scores m on d, checking first that d fits the model's input.
+// Evaluate scores m on d, checking first that d fits the model's input. A
+// regression model (models.Model.Regression) is scored on d's targets by
+// mean squared prediction error, per group (metrics.EvaluateRegression); a
+// classifier on d's labels.
 func Evaluate[T nn.Float](m Model[T], d *loaders.Dataset) (metrics.Split, error) {
 	want := m.InSize()
 	if got := d.InputSize(); got != want {
 		return metrics.Split{}, fmt.Errorf("data set %s has %d inputs per record but the model expects %d",
 			d.Name, got, want)
 	}
+	regression := isRegression(m)
+	switch {
+	case regression && d.Targets == nil:
+		return metrics.Split{}, fmt.Errorf("data set %s has no regression target but the model is a regression (%s)", d.Name, models.RegressionArch)
+	case regression && m.OutDim() != 1:
+		return metrics.Split{}, fmt.Errorf("a regression model gives %d outputs per record, want 1", m.OutDim())
+	case regression:
+		return evaluateRegression(m, d), nil
+	case d.Targets != nil && len(d.LabelNames) == 0:
+		return metrics.Split{}, fmt.Errorf("data set %s has a regression target and no class label but the model is a classifier", d.Name)
+	}
 	if c := max(2, len(d.LabelNames)); c != Classes(m) {
 		return metrics.Split{}, fmt.Errorf("data set %s has %d classes but the model predicts %d", d.Name, c, Classes(m))
 	}
 	return newEvaluator(m).evaluate(d), nil
+}
+
+// isRegression says whether m is a zoo regression model.
+func isRegression[T nn.Float](m Model[T]) bool {
+	mm, ok := m.(*models.Model[T])
+	return ok && mm.Regression()
+}
+
+// evaluateRegression scores the regression model m (one output per
+// record, the prediction) on d's targets.
+func evaluateRegression[T nn.Float](m Model[T], d *loaders.Dataset) metrics.Split {
+	pred := make([]float64, d.N())
+	ForwardChunks(m, d, nil, func(lo, n int, out []T) {
+		for i := range n {
+			pred[lo+i] = float64(out[i])
+		}
+	})
+	return metrics.EvaluateRegression(pred, d.Targets, d.Groups, d.GroupNames)
 }
 
 // EvalReport is the report of `fairdp eval`: a checkpoint scored on the

@@ -25,7 +25,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 	fs.Float64Var(&c.ObjPert.L2, "l2", c.ObjPert.L2, "L2 penalty Λ on the weights over rows scaled to norm ≤ 1 (0: 8 times the smallest the budget allows, linear.DefaultObjPertL2)")
 	fs.Var(floatsFlag{p: &c.ObjPert.LabelRange}, "label-range", "lo,hi: public range of a regression target (a schema with \"target\"): least squares, labels clipped into it; never read it off the private rows")
 	fs.Float64Var(&c.ObjPert.ResidualScale, "residual-scale", c.ObjPert.ResidualScale, "least squares: residuals beyond h half-ranges of the label are clipped smoothly (0: 1)")
-	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json and model.ckpt (scored later by fairdp eval; a regression writes report.json only)")
+	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json and model.ckpt (scored later by fairdp eval)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
@@ -48,10 +48,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 		}
 		fmt.Fprintf(stdout, "privacy: %s\n", rep.Privacy.String())
 	}
-	switch {
-	case c.Out != "" && rep.Test.MSPE != nil:
-		fmt.Fprintf(stdout, "wrote %s (the weights are in extra.objpert.regression)\n", filepath.Join(c.Out, "report.json"))
-	case c.Out != "":
+	if c.Out != "" {
 		fmt.Fprintf(stdout, "wrote %s and model.ckpt\n", filepath.Join(c.Out, "report.json"))
 	}
 	return nil

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +54,70 @@ func TestObjPertTrainEval(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s: error %v, want one naming %q", tc.flag, tc.value, err, tc.want)
 		}
+	}
+}
+
+// TestObjPertLeastSquaresEval: objpert least squares on a regression
+// schema (`--label-range`) writes model.ckpt, and `fairdp eval --model`
+// scores it on the same held-out records with the MSPE the run reported,
+// overall and per group.
+func TestObjPertLeastSquaresEval(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("x0,x1,s,y\n")
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 2000 {
+		x0, x1 := r.NormFloat64(), r.NormFloat64()
+		fmt.Fprintf(&b, "%g,%g,%d,%g\n", x0, x1, i%2, 1+2*x0-x1+0.5*r.NormFloat64())
+	}
+	csv, schema := filepath.Join(dir, "reg.csv"), filepath.Join(dir, "reg.schema.json")
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(schema, []byte(`{"name": "reg", "files": ["reg.csv"], "format": {"header": true}, "target": "y",
+	  "sensitive": {"columns": ["s"]}, "numeric": ["x0", "x1"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	if _, stderr, err := runCLI(t, "train", "--algo", "objpert", "--dataset", csv, "--schema", schema, "--label-range", "-6,8",
+		"--epsilon", "2", "--seed", "3", "--out", out); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	evalJSON := filepath.Join(dir, "eval.json")
+	if _, stderr, err := runCLI(t, "eval", "--model", filepath.Join(out, "model.ckpt"), "--out", evalJSON); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var train, eval struct {
+		Test struct {
+			MSPE   *float64 `json:"mspe"`
+			Groups []struct {
+				N    int      `json:"n"`
+				MSPE *float64 `json:"mspe"`
+			} `json:"groups"`
+		} `json:"test"`
+	}
+	for _, f := range []struct {
+		path string
+		into any
+	}{{filepath.Join(out, "report.json"), &train}, {evalJSON, &eval}} {
+		raw, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, f.into); err != nil {
+			t.Fatalf("%s: %v", f.path, err)
+		}
+	}
+	if train.Test.MSPE == nil || eval.Test.MSPE == nil || *train.Test.MSPE != *eval.Test.MSPE ||
+		len(train.Test.Groups) != 2 || len(eval.Test.Groups) != 2 {
+		t.Fatalf("train test %+v, eval test %+v", train.Test, eval.Test)
+	}
+	for i, g := range eval.Test.Groups {
+		if w := train.Test.Groups[i]; g.N != w.N || g.MSPE == nil || w.MSPE == nil || *g.MSPE != *w.MSPE {
+			t.Errorf("group %d: eval n %d MSPE %v, train n %d MSPE %v", i, g.N, g.MSPE, w.N, w.MSPE)
+		}
+	}
+	if m := *eval.Test.MSPE; !(m < 1.5) {
+		t.Errorf("test MSPE %v at ε = 2 (noise variance 0.25, target variance ≈ 5.25)", m)
 	}
 }
