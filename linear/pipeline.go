@@ -358,7 +358,8 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.Privacy.Clip, rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, 0, ""
-	rep.Config.Federation, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.TailoringConfig{}
+	rep.Config.Federation = trainer.FederationConfig{}
+	rep.Config = trainer.WithoutSections(rep.Config)
 
 	switch cfg.Algo {
 	case "postproc":

@@ -59,14 +59,12 @@ type Config struct {
 	// it is left out of their settings JSON.
 	Federation FederationConfig `json:"federation,omitzero"`
 	// Postproc holds the settings of Jagielski et al.'s DP
-	// post-processing (Algo "postproc") and DP oracle learner ("oracle");
-	// Tailoring those of budget tailoring ("tailoring", "dpnose"). The
-	// other algorithms leave them zero, and report.json leaves them out.
+	// post-processing (Algo "postproc") and DP oracle learner ("oracle").
+	// The other algorithms leave it zero, and report.json leaves it out.
 	// Postproc keeps the JSON key "jagielski" that every report.json and
 	// sweep.json written so far carries, so `--config report.json` still
 	// repeats those runs.
-	Postproc  PostprocConfig  `json:"jagielski,omitzero"`
-	Tailoring TailoringConfig `json:"tailoring,omitzero"`
+	Postproc PostprocConfig `json:"jagielski,omitzero"`
 	// ObjPert holds the settings of private logistic regression by
 	// objective perturbation (Algo "objpert"; package linear runs it).
 	ObjPert ObjPertConfig `json:"objpert,omitzero"`
@@ -78,6 +76,13 @@ type Config struct {
 	// They are public constants, not fitted on the data: no privacy spent.
 	ImageMean []float64 `json:"image_mean,omitempty"`
 	ImageStd  []float64 `json:"image_std,omitempty"`
+
+	// sections holds the settings of algorithms above trainer by their
+	// report.json key (budget tailoring's "tailoring"), as JSON of the
+	// owning package's type; see RegisterSection. Never written in place:
+	// WithSection and UnmarshalJSON replace the map, so Configs copied by
+	// value do not share changes.
+	sections map[string]json.RawMessage
 }
 
 // ObjPertConfig is the part of Config only objective perturbation
@@ -154,53 +159,6 @@ type ScoresConfig struct {
 	// Positive is the label value of the positive class (others are
 	// negative; with "1", labels must be 0 or 1).
 	Positive string `json:"positive"`
-}
-
-// TailoringConfig is the part of Config only privacy-budget tailoring
-// (Algo "tailoring", the paper's DPSE) and its baseline ("dpnose") read
-// (Alabi and Wiggins 2023; package tailoring runs them). They use Config's Dataset
-// ("synthetic" or a CSV with Schema), TrainFrac (0: the schema's, else
-// 0.75), Seed, Privacy.Delta (0: 1/n²), Privacy.AllowLargeDelta and
-// Privacy.Clip (the per-example gradient clip Δ). Privacy.Epsilon is
-// recorded from the receipt: the budget is Rho.
-type TailoringConfig struct {
-	Task   string    `json:"task"`   // "regression" or "classification"
-	Rho    []float64 `json:"rho"`    // total zCDP budget(s) ρ; several compare DPSE and DPNoSE at each
-	Trials int       `json:"trials"` // independent private fits of the same data
-	// Workers runs trials in parallel (0: GOMAXPROCS); results do not
-	// depend on it.
-	Workers int `json:"workers,omitempty"`
-	// Synthetic data: group sizes, slopes β_k, noise sd (one or one per group).
-	Groups  []float64 `json:"groups,omitempty"`
-	Slopes  []float64 `json:"slopes,omitempty"`
-	Noise   []float64 `json:"noise,omitempty"`
-	Model   string    `json:"model"`   // "pooled" or "per-group"
-	Variant string    `json:"variant"` // "gd" or "ols"
-	// NoseBudget: DPNoSE spends all of ρ ("rho") or only DPSE's stage-2
-	// budget μ ("mu").
-	NoseBudget   string  `json:"nose_budget"`
-	TauShare     float64 `json:"tau_share"` // τ/ρ, stage 1's share
-	Steps        int     `json:"steps"`
-	LR           float64 `json:"lr"`
-	LossClip     float64 `json:"loss_clip"`     // 0: y-bound², 10 for logistic
-	ResidualClip float64 `json:"residual_clip"` // 0: y-bound²
-	Box          float64 `json:"box"`
-	Eta          float64 `json:"eta"`        // bounded group loss: max_k ℓ_k ≤ Eta
-	Multiplier   float64 `json:"multiplier"` // its Lagrange multiplier G (0: off)
-	// XBound and YBound are the public bounds on a feature row's L2 norm
-	// (intercept included) and on |y|; 0 for synthetic data: the
-	// generator's (tailoring.SyntheticBounds). The report records the
-	// bounds used.
-	XBound     float64 `json:"x_bound"`
-	YBound     float64 `json:"y_bound"`
-	Ridge      float64 `json:"ridge"`
-	NoiseRidge float64 `json:"noise_ridge"`
-	Average    bool    `json:"average"`
-	// Objective reads stage 2's group losses: "means" (Algorithm 2, the
-	// default when empty) or "sums" (the paper's synthetic study).
-	Objective string `json:"objective,omitempty"`
-	// WarmStart starts stage 2 at stage 1's private OLS fit (gd only).
-	WarmStart bool `json:"warm_start,omitempty"`
 }
 
 // Federation modes: who holds which part of each record.
@@ -595,9 +553,7 @@ func DecodeConfig(raw []byte, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(cfg)
+	return decodeConfig(raw, cfg, true)
 }
 
 // legacyConfigKeys renames the keys of a JSON object that are the Go field
@@ -629,6 +585,29 @@ func legacyConfigKeys(raw []byte, t reflect.Type) ([]byte, error) {
 			}
 			if !bytes.Equal(nv, v) {
 				obj[name], changed = nv, true
+			}
+		}
+	}
+	if t == reflect.TypeFor[Config]() {
+		sectionsMu.RLock()
+		defer sectionsMu.RUnlock()
+		for key, sec := range sections {
+			for _, l := range sec.legacy {
+				if v, ok := obj[l]; ok {
+					if _, both := obj[key]; !both {
+						delete(obj, l)
+						obj[key], changed = v, true
+					}
+				}
+			}
+			if v, ok := obj[key]; ok {
+				nv, err := legacyConfigKeys(v, sec.typ)
+				if err != nil {
+					return nil, err
+				}
+				if !bytes.Equal(nv, v) {
+					obj[key], changed = nv, true
+				}
 			}
 		}
 	}
