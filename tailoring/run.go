@@ -337,7 +337,8 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, ""
-	rep.Config.Federation, rep.Config.Postproc = trainer.FederationConfig{}, trainer.PostprocConfig{}
+	rep.Config.Federation = trainer.FederationConfig{}
+	rep.Config = trainer.WithoutSections(rep.Config, SectionKey)
 	return rep, nil
 }
 
