@@ -114,3 +114,22 @@ func TestConfigUnmarshalLenient(t *testing.T) {
 		t.Error("DecodeConfig accepts an unknown key")
 	}
 }
+
+// TestConfigDiffSections: a resumed run refuses a checkpoint whose
+// sections differ from the configuration now (and reflection over Config
+// does not reach into the unexported section map).
+func TestConfigDiffSections(t *testing.T) {
+	a := WithSection(Defaults(), "test_section", testSection{A: 1})
+	if errs := configDiff(a, a, "d"); len(errs) != 0 {
+		t.Errorf("equal configs differ: %v", errs)
+	}
+	for _, b := range []Config{WithSection(a, "test_section", testSection{A: 2}), WithoutSections(a)} {
+		errs := configDiff(a, b, "d")
+		if len(errs) != 1 || errs[0].Field != "test_section" {
+			t.Errorf("differing sections: %v", errs)
+		}
+		if errs := configDiff(b, a, "d"); len(errs) != 1 {
+			t.Errorf("differing sections, other way: %v", errs)
+		}
+	}
+}
