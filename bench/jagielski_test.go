@@ -58,7 +58,8 @@ type jagSplit = linear.FairSplit
 // attribute, L2 1e-4); the bench runs the library calls the command runs.
 func jagConfig(seed uint64) trainer.Config {
 	cfg := trainer.Defaults()
-	cfg.Algo, cfg.Postproc, cfg.Seed = "postproc", linear.PostprocDefaults(), &seed
+	cfg.Algo, cfg.Seed = "postproc", &seed
+	cfg = linear.WithPostprocConfig(cfg, linear.PostprocDefaults())
 	// With no data directory the loader reads the copy of Adult embedded
 	// in fairdp, so this benchmark never needs to skip.
 	cfg.DataDir = sharedData()
@@ -85,7 +86,9 @@ func jagAdult(tb testing.TB, seed uint64) *linear.FairData {
 func jagPost(tb testing.TB, d *linear.FairData, bins int, gamma, eps float64, seed uint64) (*linear.PostProcessResult, *linear.ExpectedRates, *linear.ExpectedRates) {
 	tb.Helper()
 	cfg := jagConfig(seed)
-	cfg.Postproc.Bins, cfg.Postproc.Gamma, cfg.Privacy.Epsilon = bins, gamma, eps
+	pc := linear.PostprocConfigOf(cfg)
+	pc.Bins, pc.Gamma, cfg.Privacy.Epsilon = bins, gamma, eps
+	cfg = linear.WithPostprocConfig(cfg, pc)
 	rep, err := linear.RunFair(context.Background(), d, cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -350,7 +353,9 @@ func jagOracle(t *testing.T, d *linear.FairData, epsilons, gammas []float64, see
 			}
 			for s := range n {
 				cfg := jagConfig(uint64(2000 + s))
-				cfg.Algo, cfg.Postproc.Gamma, cfg.Privacy.Epsilon, cfg.Privacy.Delta = "oracle", g, e, 1e-5
+				pc := linear.PostprocConfigOf(cfg)
+				pc.Gamma, cfg.Algo, cfg.Privacy.Epsilon, cfg.Privacy.Delta = g, "oracle", e, 1e-5
+				cfg = linear.WithPostprocConfig(cfg, pc)
 				key := strings.Join(linear.FairSweepRow(cfg, nil), ",")
 				byKey[key] = c
 				runs = append(runs, trainer.SweepRun{Key: key, Cfg: cfg})

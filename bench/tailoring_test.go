@@ -68,10 +68,12 @@ func newTailoringSetup(tb testing.TB, name string, sizes []int, slopes []float64
 	tb.Helper()
 	cfg := tailoring.Defaults(trainer.Defaults())
 	cfg.Algo, cfg.Seed = "tailoring", &seed
-	cfg.Tailoring.Groups, cfg.Tailoring.Slopes, cfg.Tailoring.Noise = nil, slopes, []float64{1}
+	t := tailoring.ConfigOf(cfg)
+	t.Groups, t.Slopes, t.Noise = nil, slopes, []float64{1}
 	for _, n := range sizes {
-		cfg.Tailoring.Groups = append(cfg.Tailoring.Groups, float64(n))
+		t.Groups = append(t.Groups, float64(n))
 	}
+	cfg = tailoring.WithConfig(cfg, t)
 	cfg.Privacy.Delta = 1e-5
 	return &tailoringSetup{name: name, sizes: sizes, slopes: slopes, cfg: cfg}
 }
@@ -98,7 +100,8 @@ type tailoringCell struct {
 func (s *tailoringSetup) run(tb testing.TB, c tailoringCell, rho float64, trials int) *tailoring.Summary {
 	tb.Helper()
 	cfg := s.cfg
-	t := &cfg.Tailoring
+	tc := tailoring.ConfigOf(cfg)
+	t := &tc
 	cfg.Algo = "tailoring"
 	if c.method == tailoring.DPNoSE {
 		cfg.Algo = "dpnose"
@@ -122,6 +125,7 @@ func (s *tailoringSetup) run(tb testing.TB, c tailoringCell, rho float64, trials
 	if c.steps > 0 {
 		t.Steps = c.steps
 	}
+	cfg = tailoring.WithConfig(cfg, tc)
 	rep, err := tailoring.Run(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -170,7 +170,8 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.ObjPert = trainer.ObjPertConfig{RowBound: bound, L2: res.L2}
 	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon}
-	rep.Config.Federation, rep.Config.Postproc, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.PostprocConfig{}, trainer.TailoringConfig{}
+	rep.Config.Federation = trainer.FederationConfig{}
+	rep.Config = trainer.WithoutSections(rep.Config)
 	extra := &ObjPertReport{Method: ObjPertMethod, RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
 		L2: res.L2, ExtraL2: res.ExtraL2}
 	if private {

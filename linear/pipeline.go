@@ -31,10 +31,10 @@ import (
 )
 
 // PostprocDefaults is the command line's starting point for the
-// post-processing and oracle settings (Config.Postproc).
-func PostprocDefaults() trainer.PostprocConfig {
-	return trainer.PostprocConfig{Gamma: 0.05, Fairness: "eo", Beta: DefaultBeta, Bins: 2, Threshold: 0.5, L2: 1e-4,
-		Scores: trainer.ScoresConfig{ScoreColumn: "score", GroupColumn: "group", LabelColumn: "label", Positive: "1"},
+// post-processing and oracle settings (PostprocConfigOf).
+func PostprocDefaults() PostprocConfig {
+	return PostprocConfig{Gamma: 0.05, Fairness: "eo", Beta: DefaultBeta, Bins: 2, Threshold: 0.5, L2: 1e-4,
+		Scores: ScoresConfig{ScoreColumn: "score", GroupColumn: "group", LabelColumn: "label", Positive: "1"},
 		Rounds: DefaultOracleRounds, Bound: DefaultOracleBound, Eta: DefaultOracleLearningRate, CountShare: DefaultCountShare}
 }
 
@@ -75,7 +75,7 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	add := func(field, format string, a ...any) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
 	}
-	j := cfg.Postproc
+	j := PostprocConfigOf(cfg)
 	if cfg.Algo != "postproc" && cfg.Algo != "oracle" {
 		add("Algo", "must be postproc or oracle (got %q)", cfg.Algo)
 	}
@@ -131,7 +131,7 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 }
 
 // LoadFairData loads the data set cfg names and, for post-processing, fits
-// the base classifier (or reads the external scores, cfg.Postproc.Scores).
+// the base classifier (or reads the external scores, PostprocConfig.Scores).
 // The split comes from cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded).
 func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	if _, err := validatePostproc(cfg); err != nil {
@@ -143,8 +143,9 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	}
 	_, src := dpops.NewRand(seed)
 	r := src.Derive("data")
-	if cfg.Postproc.Scores.File != "" {
-		return readScores(cfg.Postproc.Scores, cfg.TrainFrac, r)
+	pc := PostprocConfigOf(cfg)
+	if pc.Scores.File != "" {
+		return readScores(pc.Scores, cfg.TrainFrac, r)
 	}
 	train, test, prep, err := trainer.LoadData(cfg, r)
 	if err != nil {
@@ -170,17 +171,17 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	// The base classifier never sees the sensitive attribute: loaders keep
 	// it out of the features.
 	var base LinearClassifier
-	if cfg.Postproc.Base == "objpert" {
+	if pc.Base == "objpert" {
 		// Its noise comes from the run's seed, not the split's.
 		_, noise := dpops.NewRand(cfg.Seed)
 		pb, err := ObjectivePerturbation(noise.Derive("base"), d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label,
-			ObjPertOptions{Epsilon: cfg.Postproc.BaseEpsilon, RowBound: DefaultRowBound(d.Train.Dim)})
+			ObjPertOptions{Epsilon: pc.BaseEpsilon, RowBound: DefaultRowBound(d.Train.Dim)})
 		if err != nil {
 			return nil, fmt.Errorf("private base classifier: %w", err)
 		}
 		base.W = append([]float64{pb.Intercept}, pb.Weights...)
 		d.PrivateBase = pb
-	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, cfg.Postproc.L2); err != nil {
+	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, pc.L2); err != nil {
 		return nil, fmt.Errorf("base classifier: %w", err)
 	}
 	for _, s := range []*FairSplit{d.Train, d.Test} {
@@ -193,7 +194,7 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 }
 
 // readScores reads an external model's scores with groups and labels.
-func readScores(sc trainer.ScoresConfig, trainFrac float64, r *rand.Rand) (*FairData, error) {
+func readScores(sc ScoresConfig, trainFrac float64, r *rand.Rand) (*FairData, error) {
 	tab, err := loaders.ReadCSV(sc.File, loaders.CSVFormat{Header: true})
 	if err != nil {
 		return nil, err
@@ -324,8 +325,8 @@ func FairExtra(rep *trainer.Report) *FairResult {
 }
 
 // RunFair runs cfg.Algo ("postproc" or "oracle") on loaded data with
-// cfg.Postproc.Gamma, cfg.Privacy.Epsilon and noise seed cfg.Seed (nil:
-// crypto-seeded), and returns the report (extra.jagielski holds a
+// γ of its PostprocConfig, cfg.Privacy.Epsilon and noise seed cfg.Seed
+// (nil: crypto-seeded), and returns the report (extra.jagielski holds a
 // *FairResult). A failure of the private LP is a result (FairResult.Failed),
 // not an error: the budget was spent.
 func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Report, error) {
@@ -337,7 +338,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		return nil, err
 	}
 	start := time.Now()
-	j, epsilon, seed := cfg.Postproc, cfg.Privacy.Epsilon, cfg.Seed
+	j, epsilon, seed := PostprocConfigOf(cfg), cfg.Privacy.Epsilon, cfg.Seed
 	if d.PrivateBase != nil {
 		// A private base spent its share of the total ε already.
 		if cfg.Algo != "postproc" || j.Base != "objpert" || j.BaseEpsilon != d.PrivateBase.Epsilon {
@@ -358,7 +359,8 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.Privacy.Clip, rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, 0, ""
-	rep.Config.Federation, rep.Config.Tailoring = trainer.FederationConfig{}, trainer.TailoringConfig{}
+	rep.Config.Federation = trainer.FederationConfig{}
+	rep.Config = trainer.WithoutSections(rep.Config, PostprocSectionKey)
 
 	switch cfg.Algo {
 	case "postproc":

@@ -17,8 +17,10 @@ import (
 func ExampleRunPostproc() {
 	seed := uint64(3)
 	cfg := trainer.Defaults()
-	cfg.Algo, cfg.Postproc, cfg.Seed, cfg.Limit = "postproc", linear.PostprocDefaults(), &seed, 20000
-	cfg.Postproc.Gamma, cfg.Privacy.Epsilon = 0.01, 2
+	cfg.Algo, cfg.Seed, cfg.Limit = "postproc", &seed, 20000
+	pc := linear.PostprocDefaults()
+	pc.Gamma, cfg.Privacy.Epsilon = 0.01, 2
+	cfg = linear.WithPostprocConfig(cfg, pc)
 	rep, err := linear.RunPostproc(context.Background(), cfg)
 	if err != nil {
 		fmt.Println(err)

@@ -17,9 +17,16 @@ func privateBaseConfig() trainer.Config {
 	seed := uint64(5)
 	cfg.Algo, cfg.Limit, cfg.Seed = "postproc", 3000, &seed
 	cfg.Privacy.Epsilon = 2
-	cfg.Postproc = PostprocDefaults()
-	cfg.Postproc.Base, cfg.Postproc.BaseEpsilon = "objpert", 0.5
-	return cfg
+	pc := PostprocDefaults()
+	pc.Base, pc.BaseEpsilon = "objpert", 0.5
+	return WithPostprocConfig(cfg, pc)
+}
+
+// editPostproc changes the post-processing settings c holds.
+func editPostproc(c *trainer.Config, edit func(*PostprocConfig)) {
+	pc := PostprocConfigOf(*c)
+	edit(&pc)
+	*c = WithPostprocConfig(*c, pc)
 }
 
 // TestPostProcPrivateBase: with Postproc.Base "objpert" the base is
@@ -73,7 +80,7 @@ func TestPostProcPrivateBase(t *testing.T) {
 	}
 	// The non-private base keeps the paper's receipt.
 	plain := privateBaseConfig()
-	plain.Postproc.Base, plain.Postproc.BaseEpsilon = "", 0
+	editPostproc(&plain, func(pc *PostprocConfig) { pc.Base, pc.BaseEpsilon = "", 0 })
 	prep, err := RunPostproc(context.Background(), plain)
 	if err != nil {
 		t.Fatal(err)
@@ -85,13 +92,13 @@ func TestPostProcPrivateBase(t *testing.T) {
 
 func TestPostProcPrivateBaseRefuses(t *testing.T) {
 	for name, mutate := range map[string]func(c *trainer.Config){
-		"unknown base":           func(c *trainer.Config) { c.Postproc.Base = "sgd" },
-		"base ε not below total": func(c *trainer.Config) { c.Postproc.BaseEpsilon = 2 },
-		"base ε zero":            func(c *trainer.Config) { c.Postproc.BaseEpsilon = 0 },
+		"unknown base":           func(c *trainer.Config) { editPostproc(c, func(pc *PostprocConfig) { pc.Base = "sgd" }) },
+		"base ε not below total": func(c *trainer.Config) { editPostproc(c, func(pc *PostprocConfig) { pc.BaseEpsilon = 2 }) },
+		"base ε zero":            func(c *trainer.Config) { editPostproc(c, func(pc *PostprocConfig) { pc.BaseEpsilon = 0 }) },
 		"not private":            func(c *trainer.Config) { c.Privacy.Epsilon = math.Inf(1) },
-		"quantile bins":          func(c *trainer.Config) { c.Postproc.Bins = 4 },
+		"quantile bins":          func(c *trainer.Config) { editPostproc(c, func(pc *PostprocConfig) { pc.Bins = 4 }) },
 		"oracle":                 func(c *trainer.Config) { c.Algo = "oracle" },
-		"base ε without a base":  func(c *trainer.Config) { c.Postproc.Base = "" },
+		"base ε without a base":  func(c *trainer.Config) { editPostproc(c, func(pc *PostprocConfig) { pc.Base = "" }) },
 	} {
 		cfg := privateBaseConfig()
 		mutate(&cfg)

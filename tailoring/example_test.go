@@ -55,8 +55,10 @@ func ExampleRun() {
 	seed := uint64(7)
 	cfg := tailoring.Defaults(trainer.Defaults())
 	cfg.Algo, cfg.Seed = "tailoring", &seed
-	cfg.Tailoring.Groups, cfg.Tailoring.Slopes = []float64{2000, 100, 500}, []float64{1, -4, 1}
-	cfg.Tailoring.Trials, cfg.Tailoring.Steps = 4, 50
+	t := tailoring.ConfigOf(cfg)
+	t.Groups, t.Slopes = []float64{2000, 100, 500}, []float64{1, -4, 1}
+	t.Trials, t.Steps = 4, 50
+	cfg = tailoring.WithConfig(cfg, t)
 	rep, err := tailoring.Run(context.Background(), cfg)
 	if err != nil {
 		fmt.Println(err)

@@ -38,14 +38,16 @@ func TestRunChargesEveryReleasedFit(t *testing.T) {
 			seed := uint64(4)
 			cfg := Defaults(trainer.Defaults())
 			cfg.Algo, cfg.Seed = tc.algo, &seed
-			cfg.Tailoring.Groups, cfg.Tailoring.Slopes = []float64{300, 40, 80}, []float64{0, -4, 4}
-			cfg.Tailoring.Rho, cfg.Tailoring.Trials, cfg.Tailoring.Steps = tc.rhos, tc.trials, 5
-			cfg.Tailoring.NoseBudget = tc.nose
+			tcfg := ConfigOf(cfg)
+			tcfg.Groups, tcfg.Slopes = []float64{300, 40, 80}, []float64{0, -4, 4}
+			tcfg.Rho, tcfg.Trials, tcfg.Steps = tc.rhos, tc.trials, 5
+			tcfg.NoseBudget = tc.nose
+			cfg = WithConfig(cfg, tcfg)
 			rep, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			share := cfg.Tailoring.TauShare
+			share := tcfg.TauShare
 			noseRho := func(rho float64) float64 {
 				if tc.nose == "mu" {
 					return (1 - share) * rho
@@ -123,8 +125,10 @@ func TestComparisonPersistsReceiptFirst(t *testing.T) {
 	seed := uint64(6)
 	cfg := Defaults(trainer.Defaults())
 	cfg.Algo, cfg.Seed = "tailoring", &seed
-	cfg.Tailoring.Groups, cfg.Tailoring.Slopes = []float64{300, 40, 80}, []float64{0, -4, 4}
-	cfg.Tailoring.Rho, cfg.Tailoring.Trials, cfg.Tailoring.Steps = []float64{1, 3}, 2, 5
+	tcfg := ConfigOf(cfg)
+	tcfg.Groups, tcfg.Slopes = []float64{300, 40, 80}, []float64{0, -4, 4}
+	tcfg.Rho, tcfg.Trials, tcfg.Steps = []float64{1, 3}, 2, 5
+	cfg = WithConfig(cfg, tcfg)
 	out := t.TempDir()
 	readReceipt := func() accounting.Receipt {
 		t.Helper()
@@ -172,7 +176,8 @@ func TestComparisonPersistsReceiptFirst(t *testing.T) {
 
 	// Rerun into the same directory with ρ = 3, 5: ρ = 1's summaries stay
 	// in its log, released, so both receipts still charge them.
-	cfg.Tailoring.Rho = []float64{3, 5}
+	tcfg.Rho = []float64{3, 5}
+	cfg = WithConfig(cfg, tcfg)
 	if rep, err = Prepare(cfg); err != nil {
 		t.Fatal(err)
 	}

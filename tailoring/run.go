@@ -34,9 +34,9 @@ import (
 // trial, pooled model, stage 2 by 200 steps of gradient descent, clip Δ 2.
 func Defaults(cfg trainer.Config) trainer.Config {
 	cfg.Dataset, cfg.TrainFrac, cfg.Privacy.Clip, cfg.Privacy.Delta = "synthetic", 0, 2, 0
-	cfg.Tailoring = trainer.TailoringConfig{Task: "regression", Rho: []float64{2}, Trials: 1,
+	cfg = WithConfig(cfg, Config{Task: "regression", Rho: []float64{2}, Trials: 1,
 		Groups: []float64{10000, 500, 1000, 1500, 2000}, Slopes: []float64{0, -4, 4, 4, 4}, Noise: []float64{1},
-		Model: "pooled", Variant: "gd", NoseBudget: "rho", TauShare: 0.2, Steps: 200, LR: 0.1, Box: 5}
+		Model: "pooled", Variant: "gd", NoseBudget: "rho", TauShare: 0.2, Steps: 200, LR: 0.1, Box: 5})
 	return cfg
 }
 
@@ -104,7 +104,7 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	add := func(field, format string, a ...any) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
 	}
-	t := cfg.Tailoring
+	t := ConfigOf(cfg)
 	switch cfg.Algo {
 	case "tailoring", "dpnose":
 	default:
@@ -238,7 +238,9 @@ func datasetName(cfg trainer.Config) string {
 // load reads or draws the data; for synthetic data it also fills in the
 // public bounds the generator implies where cfg left them at 0.
 func load(cfg *trainer.Config, src dpops.Source, loss linear.Loss, intercept bool) (train, test *Data, notes []string, err error) {
-	t := &cfg.Tailoring
+	t := ConfigOf(*cfg)
+	// The bounds filled in here are recorded in the report's config.
+	defer func() { *cfg = WithConfig(*cfg, t) }()
 	var trainSet, testSet *loaders.Dataset
 	if cfg.Dataset == "synthetic" {
 		groups := make([]linear.SyntheticGroup, len(t.Groups))
@@ -311,7 +313,7 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Bounds = linear.Bounds{XNorm: cfg.Tailoring.XBound, Y: cfg.Tailoring.YBound}
+	o.Bounds = linear.Bounds{XNorm: ConfigOf(cfg).XBound, Y: ConfigOf(cfg).YBound}
 	if cfg.Privacy.Delta == 0 {
 		cfg.Privacy.Delta = accounting.DefaultDelta(len(train.Y))
 	}
@@ -323,10 +325,10 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 		primary = DPNoSE
 	}
 	methods := []Method{primary}
-	if len(cfg.Tailoring.Rho) > 1 {
+	if len(ConfigOf(cfg).Rho) > 1 {
 		methods = []Method{DPSE, DPNoSE}
 	}
-	ex := &ReportExtra{Task: cfg.Tailoring.Task, Trials: cfg.Tailoring.Trials, Notes: notes, Variant: variant, Options: o,
+	ex := &ReportExtra{Task: ConfigOf(cfg).Task, Trials: ConfigOf(cfg).Trials, Notes: notes, Variant: variant, Options: o,
 		Data: [2]*Data{train, test}, Source: src, Methods: methods, GroupNames: train.Names}
 	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: datasetName(cfg), DType: "float64", Backend: trainer.BackendName(),
 		Model:        fmt.Sprintf("linear (%s, %s loss, intercept, stage 2 %s)", o.Model, o.Loss, variant),
@@ -335,7 +337,8 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, ""
-	rep.Config.Federation, rep.Config.Postproc = trainer.FederationConfig{}, trainer.PostprocConfig{}
+	rep.Config.Federation = trainer.FederationConfig{}
+	rep.Config = trainer.WithoutSections(rep.Config, SectionKey)
 	return rep, nil
 }
 
@@ -361,7 +364,7 @@ func Run(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
 func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	start := time.Now()
 	ex, cfg := Extra(rep), &rep.Config
-	rhos := cfg.Tailoring.Rho
+	rhos := ConfigOf(*cfg).Rho
 	rows := make([][]*Summary, len(rhos))
 	var log *trainer.SweepLog
 	var earlier []*Summary // logged by a run with other ρ values: released too
@@ -393,11 +396,11 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 		if rows[i] == nil {
 			key := trainer.FormatSweepValue(rho)
 			index[key] = i
-			runs = append(runs, trainer.SweepRun{Key: key, Cfg: trainer.Config{Tailoring: trainer.TailoringConfig{Rho: []float64{rho}}}})
+			runs = append(runs, trainer.SweepRun{Key: key, Cfg: WithConfig(trainer.Config{}, Config{Rho: []float64{rho}})})
 		}
 	}
 	sweep := trainer.Sweep{Workers: 1, Pipeline: func(ctx context.Context, c trainer.Config) (*trainer.Report, error) {
-		row, err := runRho(ctx, ex, cfg, c.Tailoring.Rho[0])
+		row, err := runRho(ctx, ex, cfg, ConfigOf(c).Rho[0])
 		// One ρ's rows, in the one type extra.tailoring holds.
 		return &trainer.Report{Extra: trainer.Extras{"tailoring": &ReportExtra{Summaries: [][]*Summary{row}}}}, err
 	}}
@@ -504,11 +507,11 @@ func runReceipt(sums, earlier []*Summary, ex *ReportExtra, cfg trainer.Config) (
 // they exist: every method at every ρ of cfg, each with cfg's trials.
 func plannedSummaries(ex *ReportExtra, cfg trainer.Config) []*Summary {
 	var sums []*Summary
-	for _, rho := range cfg.Tailoring.Rho {
+	for _, rho := range ConfigOf(cfg).Rho {
 		for _, m := range ex.Methods {
 			o := ex.Options
 			o.Rho, o.Method = rho, m
-			sums = append(sums, &Summary{Method: m, Variant: ex.Variant, Rho: rho, FitRho: o.FitBudget(), Trials: cfg.Tailoring.Trials})
+			sums = append(sums, &Summary{Method: m, Variant: ex.Variant, Rho: rho, FitRho: o.FitBudget(), Trials: ConfigOf(cfg).Trials})
 		}
 	}
 	return sums
@@ -533,7 +536,10 @@ func openRhoLog(out string, cfg trainer.Config) (*trainer.SweepLog, error) {
 	// Not settings: the axis, the seed (kept apart), the trial workers (the
 	// results do not depend on them) and ε, which Finish records as an
 	// output (the ε that ρ converts to), so a rerun from report.json matches.
-	base.Tailoring.Rho, base.Tailoring.Workers, base.Seed, base.Privacy.Epsilon = nil, 0, nil, 0
+	t := ConfigOf(cfg)
+	t.Rho, t.Workers = nil, 0
+	base = WithConfig(base, t)
+	base.Seed, base.Privacy.Epsilon = nil, 0
 	settings := trainer.SweepSettings{Version: trainer.Version, Seeded: cfg.Seed != nil}
 	if cfg.Seed != nil {
 		settings.BaseSeed = *cfg.Seed
@@ -612,7 +618,7 @@ func runRho(ctx context.Context, ex *ReportExtra, cfg *trainer.Config, rho float
 		}
 		o := ex.Options
 		o.Rho, o.Method = rho, m
-		sum, err := RunTrials(ex.Source, ex.Data[0], ex.Data[1], o, ex.Variant, cfg.Tailoring.Trials, cfg.Tailoring.Workers, cfg.Privacy.Delta)
+		sum, err := RunTrials(ex.Source, ex.Data[0], ex.Data[1], o, ex.Variant, ConfigOf(*cfg).Trials, ConfigOf(*cfg).Workers, cfg.Privacy.Delta)
 		if err != nil {
 			return nil, fmt.Errorf("ρ = %g, %s: %w", rho, m, err)
 		}

@@ -15,11 +15,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -387,6 +389,9 @@ func configDiff(saved, now Config, dir string) FieldErrors {
 		for i := range a.NumField() {
 			f := a.Type().Field(i)
 			name := prefix + f.Name
+			if !f.IsExported() { // Config's sections, compared below
+				continue
+			}
 			switch name {
 			case "Out", "Quiet", "DataDir", "Preset":
 				continue
@@ -404,7 +409,30 @@ func configDiff(saved, now Config, dir string) FieldErrors {
 		}
 	}
 	walk("", reflect.ValueOf(saved), reflect.ValueOf(now))
+	// A section is its owner's settings, held as canonical JSON of its
+	// type: equal settings are equal bytes.
+	keys := slices.Sorted(maps.Keys(saved.sections))
+	for k := range now.sections {
+		if _, ok := saved.sections[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		x, y := saved.sections[k], now.sections[k]
+		if !bytes.Equal(x, y) {
+			errs.add(k, "is %s in the run checkpointed in %s and %s now: a resumed run must keep every setting that changes its training",
+				showSection(x), dir, showSection(y))
+		}
+	}
 	return errs
+}
+
+// showSection is a section's JSON for a message ("none" when absent).
+func showSection(raw []byte) string {
+	if raw == nil {
+		return "none"
+	}
+	return string(raw)
 }
 
 func showValue(v reflect.Value) string {

@@ -58,15 +58,6 @@ type Config struct {
 	// over silos; other algorithms ignore it, and sweeps of them zero it so
 	// it is left out of their settings JSON.
 	Federation FederationConfig `json:"federation,omitzero"`
-	// Postproc holds the settings of Jagielski et al.'s DP
-	// post-processing (Algo "postproc") and DP oracle learner ("oracle");
-	// Tailoring those of budget tailoring ("tailoring", "dpnose"). The
-	// other algorithms leave them zero, and report.json leaves them out.
-	// Postproc keeps the JSON key "jagielski" that every report.json and
-	// sweep.json written so far carries, so `--config report.json` still
-	// repeats those runs.
-	Postproc  PostprocConfig  `json:"jagielski,omitzero"`
-	Tailoring TailoringConfig `json:"tailoring,omitzero"`
 	// ObjPert holds the settings of private logistic regression by
 	// objective perturbation (Algo "objpert"; package linear runs it).
 	ObjPert ObjPertConfig `json:"objpert,omitzero"`
@@ -78,6 +69,14 @@ type Config struct {
 	// They are public constants, not fitted on the data: no privacy spent.
 	ImageMean []float64 `json:"image_mean,omitempty"`
 	ImageStd  []float64 `json:"image_std,omitempty"`
+
+	// sections holds the settings of algorithms above trainer by their
+	// report.json key (budget tailoring's "tailoring", post-processing's
+	// "jagielski"), as JSON of the
+	// owning package's type; see RegisterSection. Never written in place:
+	// WithSection and UnmarshalJSON replace the map, so Configs copied by
+	// value do not share changes.
+	sections map[string]json.RawMessage
 }
 
 // ObjPertConfig is the part of Config only objective perturbation
@@ -98,109 +97,6 @@ type ObjPertConfig struct {
 	// ResidualScale is h of least squares' smoothly clipped residuals, in
 	// units of half the label range (0: linear.DefaultResidualScale).
 	ResidualScale float64 `json:"residual_scale,omitempty"`
-}
-
-// PostprocConfig is the part of Config only DP post-processing and the DP
-// oracle learner read (Jagielski et al. 2019; package linear runs them). They use
-// Config's data settings (Dataset, Schema, DataDir, TrainFrac, Limit,
-// Seed), Privacy.Epsilon (ε for the sensitive attribute), and for the
-// oracle Privacy.Delta (0: 1/n² of the training records) and
-// Privacy.AllowLargeDelta.
-type PostprocConfig struct {
-	Gamma    float64 `json:"gamma"`     // allowed difference γ of the equalised rates
-	Fairness string  `json:"fairness"`  // "eo" (false- and true-positive rates) or "fpr" (false-positive rates)
-	AllPairs bool    `json:"all_pairs"` // constrain every pair of groups, not every group against group 0
-	// Post-processing: failure probability of the LP's slack, score bins
-	// (2: Ŷ = [score ≥ Threshold]; more: quantiles), the base logistic
-	// regression's L2 penalty, and optionally an external model's scores.
-	Beta      float64      `json:"beta"`
-	Bins      int          `json:"bins"`
-	Threshold float64      `json:"threshold"`
-	L2        float64      `json:"l2"`
-	Scores    ScoresConfig `json:"scores,omitzero"`
-	// Base is post-processing's base classifier: "" (plain logistic
-	// regression fitted without privacy, the paper's setting) or
-	// "objpert" (logistic regression by objective perturbation at
-	// BaseEpsilon, pure ε-DP for whole records, so the pipeline protects
-	// every attribute). Privacy.Epsilon is then the total: the base
-	// spends BaseEpsilon of it, post-processing the rest, and the receipt
-	// composes the two.
-	Base        string  `json:"base,omitempty"`
-	BaseEpsilon float64 `json:"base_epsilon,omitempty"`
-	// Oracle learner: rounds T, the largest ‖λ‖₁ B of the auditor,
-	// exponentiated-gradient rate, share of ε on the group-label counts,
-	// ridge of the least-squares learner (0: 1e-4 per record), and basic
-	// composition (pure ε-DP, δ = 0) instead of advanced composition.
-	// Fallback lets a round answer with a constant classifier ("" or
-	// "none": never, "cost" or "error"; see linear.OracleConfig.Fallback).
-	Rounds           int     `json:"rounds"`
-	Bound            float64 `json:"bound"`
-	Eta              float64 `json:"eta"`
-	CountShare       float64 `json:"count_share"`
-	Ridge            float64 `json:"ridge"`
-	BasicComposition bool    `json:"basic_composition,omitempty"`
-	Fallback         string  `json:"fallback,omitempty"`
-}
-
-// ScoresConfig names an external model's scores for post-processing: a CSV
-// with a header, one row per record (then Dataset is not read).
-type ScoresConfig struct {
-	File        string `json:"file"`
-	ScoreColumn string `json:"score_column"`
-	GroupColumn string `json:"group_column"`
-	LabelColumn string `json:"label_column"`
-	// SplitColumn says train or test per row ("": a TrainFrac split).
-	SplitColumn string `json:"split_column,omitempty"`
-	// Positive is the label value of the positive class (others are
-	// negative; with "1", labels must be 0 or 1).
-	Positive string `json:"positive"`
-}
-
-// TailoringConfig is the part of Config only privacy-budget tailoring
-// (Algo "tailoring", the paper's DPSE) and its baseline ("dpnose") read
-// (Alabi and Wiggins 2023; package tailoring runs them). They use Config's Dataset
-// ("synthetic" or a CSV with Schema), TrainFrac (0: the schema's, else
-// 0.75), Seed, Privacy.Delta (0: 1/n²), Privacy.AllowLargeDelta and
-// Privacy.Clip (the per-example gradient clip Δ). Privacy.Epsilon is
-// recorded from the receipt: the budget is Rho.
-type TailoringConfig struct {
-	Task   string    `json:"task"`   // "regression" or "classification"
-	Rho    []float64 `json:"rho"`    // total zCDP budget(s) ρ; several compare DPSE and DPNoSE at each
-	Trials int       `json:"trials"` // independent private fits of the same data
-	// Workers runs trials in parallel (0: GOMAXPROCS); results do not
-	// depend on it.
-	Workers int `json:"workers,omitempty"`
-	// Synthetic data: group sizes, slopes β_k, noise sd (one or one per group).
-	Groups  []float64 `json:"groups,omitempty"`
-	Slopes  []float64 `json:"slopes,omitempty"`
-	Noise   []float64 `json:"noise,omitempty"`
-	Model   string    `json:"model"`   // "pooled" or "per-group"
-	Variant string    `json:"variant"` // "gd" or "ols"
-	// NoseBudget: DPNoSE spends all of ρ ("rho") or only DPSE's stage-2
-	// budget μ ("mu").
-	NoseBudget   string  `json:"nose_budget"`
-	TauShare     float64 `json:"tau_share"` // τ/ρ, stage 1's share
-	Steps        int     `json:"steps"`
-	LR           float64 `json:"lr"`
-	LossClip     float64 `json:"loss_clip"`     // 0: y-bound², 10 for logistic
-	ResidualClip float64 `json:"residual_clip"` // 0: y-bound²
-	Box          float64 `json:"box"`
-	Eta          float64 `json:"eta"`        // bounded group loss: max_k ℓ_k ≤ Eta
-	Multiplier   float64 `json:"multiplier"` // its Lagrange multiplier G (0: off)
-	// XBound and YBound are the public bounds on a feature row's L2 norm
-	// (intercept included) and on |y|; 0 for synthetic data: the
-	// generator's (tailoring.SyntheticBounds). The report records the
-	// bounds used.
-	XBound     float64 `json:"x_bound"`
-	YBound     float64 `json:"y_bound"`
-	Ridge      float64 `json:"ridge"`
-	NoiseRidge float64 `json:"noise_ridge"`
-	Average    bool    `json:"average"`
-	// Objective reads stage 2's group losses: "means" (Algorithm 2, the
-	// default when empty) or "sums" (the paper's synthetic study).
-	Objective string `json:"objective,omitempty"`
-	// WarmStart starts stage 2 at stage 1's private OLS fit (gd only).
-	WarmStart bool `json:"warm_start,omitempty"`
 }
 
 // Federation modes: who holds which part of each record.
@@ -595,9 +491,7 @@ func DecodeConfig(raw []byte, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(cfg)
+	return decodeConfig(raw, cfg, true)
 }
 
 // legacyConfigKeys renames the keys of a JSON object that are the Go field
@@ -629,6 +523,29 @@ func legacyConfigKeys(raw []byte, t reflect.Type) ([]byte, error) {
 			}
 			if !bytes.Equal(nv, v) {
 				obj[name], changed = nv, true
+			}
+		}
+	}
+	if t == reflect.TypeFor[Config]() {
+		sectionsMu.RLock()
+		defer sectionsMu.RUnlock()
+		for key, sec := range sections {
+			for _, l := range sec.legacy {
+				if v, ok := obj[l]; ok {
+					if _, both := obj[key]; !both {
+						delete(obj, l)
+						obj[key], changed = v, true
+					}
+				}
+			}
+			if v, ok := obj[key]; ok {
+				nv, err := legacyConfigKeys(v, sec.typ)
+				if err != nil {
+					return nil, err
+				}
+				if !bytes.Equal(nv, v) {
+					obj[key], changed = nv, true
+				}
 			}
 		}
 	}

@@ -24,17 +24,18 @@ import (
 
 // postprocDefaults is cfg with the post-processing and oracle defaults.
 func postprocDefaults(cfg trainer.Config) trainer.Config {
-	if cfg.Postproc == (trainer.PostprocConfig{}) {
-		cfg.Postproc = linear.PostprocDefaults()
+	if linear.PostprocConfigOf(cfg) == (linear.PostprocConfig{}) {
+		cfg = linear.WithPostprocConfig(cfg, linear.PostprocDefaults())
 	}
 	return cfg
 }
 
 // postprocFlags registers the flags shared by train and sweep (not
-// --gamma and --epsilon, whose forms differ). delta is --delta's value:
-// -1 (default) keeps cfg's.
-func postprocFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
-	j := &c.Postproc
+// --gamma and --epsilon, whose forms differ) on c and on j, the
+// post-processing settings, which the caller puts back into c after
+// parsing (linear.WithPostprocConfig). delta is --delta's value: -1
+// (default) keeps cfg's.
+func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig, delta *float64) {
 	dataFlags(fs, c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "postproc (DP post-processing) or oracle (DP oracle learner)")
 	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates) or fpr (equal false-positive rates)")
@@ -67,13 +68,13 @@ func postprocFlags(fs *flag.FlagSet, c *trainer.Config, delta *float64) {
 
 // setPostprocDelta applies --delta when it was given: -1 is the default
 // δ, 0 basic composition.
-func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, delta float64) {
+func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig, delta float64) {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "delta" })
 	if !given {
 		return
 	}
-	c.Privacy.Delta, c.Postproc.BasicComposition = max(delta, 0), delta == 0
+	c.Privacy.Delta, j.BasicComposition = max(delta, 0), delta == 0
 }
 
 // runPostproc is `fairdp train --algo postproc|oracle ...` from cfg (the
@@ -82,8 +83,9 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 	c := postprocDefaults(cfg)
 	fs := newFlagSet("train", "train --algo postproc|oracle --gamma G --epsilon E [--dataset adult] [--fairness eo|fpr] [--seed S] [--out D]", stderr)
 	var delta float64
-	postprocFlags(fs, &c, &delta)
-	fs.Float64Var(&c.Postproc.Gamma, "gamma", c.Postproc.Gamma, "allowed difference γ of the equalised rates")
+	j := linear.PostprocConfigOf(c)
+	postprocFlags(fs, &c, &j, &delta)
+	fs.Float64Var(&j.Gamma, "gamma", j.Gamma, "allowed difference γ of the equalised rates")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for the sensitive attribute (inf: not private)")
 	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -92,7 +94,8 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 	if err := checkOut(c.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
 		return err
 	}
-	setPostprocDelta(fs, &c, delta)
+	setPostprocDelta(fs, &c, &j, delta)
+	c = linear.WithPostprocConfig(c, j)
 	dataOwnTrainFrac(fs, args, &c)
 	if err := configRelativePaths(fs, args, &c); err != nil {
 		return err
@@ -103,7 +106,7 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 	}
 	src := trainer.NoiseSource(c.Seed)
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records, %d groups), γ = %g, ε = %s, %s\n",
-		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), c.Postproc.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
+		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), j.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
 	rep, err := linear.RunFair(ctx, d, c)
 	if err != nil {
 		return err
@@ -151,7 +154,8 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 	seeds, workers := 5, runtime.GOMAXPROCS(0)
 	fs := newFlagSet("sweep", "sweep --algo postproc|oracle --gamma g1,g2,.. --epsilon e1,..,inf --seeds N --out D", stderr)
 	var delta float64
-	postprocFlags(fs, &c, &delta)
+	j := linear.PostprocConfigOf(c)
+	postprocFlags(fs, &c, &j, &delta)
 	fs.Var(floatsFlag{p: &gammas, unique: true, check: nonNegative}, "gamma", "values of γ, comma-separated")
 	fs.Var(floatsFlag{p: &epsilons, allowInf: true, unique: true, check: positiveOrInf}, "epsilon", "values of ε, comma-separated (inf: not private)")
 	fs.IntVar(&seeds, "seeds", seeds, "noise seeds per (ε, γ)")
@@ -159,7 +163,7 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	setPostprocDelta(fs, &c, delta)
+	setPostprocDelta(fs, &c, &j, delta)
 	switch {
 	case c.Out == "":
 		return errors.New("sweep: --out D is required (sweep.csv and pareto.png go there)")
@@ -172,21 +176,28 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 	if c.Seed != nil {
 		base = *c.Seed
 	}
-	c.SplitSeed, c.Postproc.Gamma, c.Privacy.Epsilon = &base, gammas[0], epsilons[0]
+	j.Gamma = gammas[0]
+	c = linear.WithPostprocConfig(c, j)
+	c.SplitSeed, c.Privacy.Epsilon = &base, epsilons[0]
 	d, err := linear.LoadFairData(c)
 	if err != nil {
 		return err
 	}
 	out := c.Out
 	neutral := c
-	neutral.Out, neutral.Quiet, neutral.Postproc.Gamma, neutral.Privacy.Epsilon, neutral.Seed = "", false, 0, 1, nil
+	neutral.Out, neutral.Quiet, neutral.Privacy.Epsilon, neutral.Seed = "", false, 1, nil
+	nj := j
+	nj.Gamma = 0
+	neutral = linear.WithPostprocConfig(neutral, nj)
 	grid := trainer.SweepGrid{Prefix: []string{c.Algo}, Seeds: seeds,
 		Axes: []trainer.SweepAxis{{Column: "epsilon", Values: epsilons}, {Column: "gamma", Values: gammas}}}
 	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns, Settings: neutral, Seed: &base,
 		Configure: func(cell []float64) trainer.Config {
 			r := c
-			r.Out, r.Privacy.Epsilon, r.Postproc.Gamma = "", cell[0], cell[1]
-			return r
+			rj := j
+			rj.Gamma = cell[1]
+			r.Out, r.Privacy.Epsilon = "", cell[0]
+			return linear.WithPostprocConfig(r, rj)
 		},
 		Row: func(run trainer.SweepRun, rep *trainer.Report) []string { return linear.FairSweepRow(run.Cfg, rep) },
 		Legacy: func(row []string) (accounting.Receipt, bool) {

@@ -25,10 +25,13 @@ const tailoringSynopsis = "train --algo tailoring|dpnose --task regression --rho
 // its spread; with a list of ρ it runs both methods at each and prints the
 // DPSE/DPNoSE ratio per group.
 func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
-	if cfg.Tailoring.Task == "" {
+	if tailoring.ConfigOf(cfg).Task == "" {
 		cfg = tailoring.Defaults(cfg)
 	}
-	t := &cfg.Tailoring
+	// The flags edit tailoring's own settings, which go back into cfg once
+	// parsed.
+	tc := tailoring.ConfigOf(cfg)
+	t := &tc
 	fs := newFlagSet("train", tailoringSynopsis, stderr)
 	fs.StringVar(&cfg.Algo, "algo", cfg.Algo, "tailoring (DPSE: budget split by DP standard errors) or dpnose (the uniform-split baseline)")
 	fs.StringVar(&t.Task, "task", t.Task, "regression (squared loss, MSPE) or classification (logistic loss, error rate)")
@@ -71,11 +74,12 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	cfg = tailoring.WithConfig(cfg, tc)
 	// A ρ comparison reruns from its log (rho_runs.csv: the logged fits are
 	// reused, never refitted, and other settings are refused), so its
 	// report is the same run's. A single fit's report and receipt are kept
 	// unless --overwrite.
-	if len(cfg.Tailoring.Rho) <= 1 {
+	if len(tc.Rho) <= 1 {
 		if err := checkOut(cfg.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
 			return err
 		}
