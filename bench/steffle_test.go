@@ -48,7 +48,6 @@ import (
 	"time"
 
 	"github.com/fairdp/fairdp/dpops"
-	"github.com/fairdp/fairdp/dpops/accounting"
 	"github.com/fairdp/fairdp/fermi"
 	"github.com/fairdp/fairdp/fermi/federated"
 	"github.com/fairdp/fairdp/trainer"
@@ -151,10 +150,9 @@ func steffleCfg(p steffleParams, s steffleSetting, seed uint64) trainer.Config {
 	case "sgd":
 		c.Algo, c.Privacy.Epsilon, c.Fair.Lambda = "sgd", math.Inf(1), 0
 	case "central":
-		// SteFFLe's silos account by RDP (they state ε every round), so
-		// central DP-FERMI is compared under the same accountant: one silo
-		// is then the central algorithm, σ included.
-		c.Algo, c.Privacy.Accountant = fermi.Name, accounting.AccountantRDP
+		// SteFFLe's silos account with the run's accountant, as central
+		// DP-FERMI does: one silo is then the central algorithm, σ included.
+		c.Algo = fermi.Name
 	}
 	return c
 }
