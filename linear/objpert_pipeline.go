@@ -191,20 +191,38 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if err != nil {
 		return nil, err
 	}
-	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
+	if err := scoreLinear(rep, m, train, test, trainStats); err != nil {
 		return nil, err
+	}
+	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
+	return finishObjPert(cfg, rep, m, start, prep, src.String(), splitRec)
+}
+
+// scoreLinear scores the fitted model on the test split and, with
+// trainStats, on the training split (exact statistics of private records:
+// the caller decides), as eval will score its checkpoint.
+func scoreLinear(rep *trainer.Report, m *models.Model[float64], train, test *loaders.Dataset, trainStats bool) error {
+	var err error
+	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
+		return err
 	}
 	if trainStats {
 		tr, err := trainer.Evaluate[float64](m, train)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rep.Train = &tr
 	}
-	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
+	return nil
+}
+
+// finishObjPert stamps the run's time and, with cfg.Out set, writes
+// model.ckpt and report.json.
+func finishObjPert(cfg trainer.Config, rep *trainer.Report, m *models.Model[float64], start time.Time, prep []byte,
+	seed string, split *trainer.SplitRecord) (*trainer.Report, error) {
 	rep.Seconds = time.Since(start).Seconds()
 	if cfg.Out != "" {
-		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, src.String(), splitRec); err != nil {
+		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, seed, split); err != nil {
 			return nil, err
 		}
 	}
@@ -230,23 +248,13 @@ func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPe
 	if err != nil {
 		return nil, err
 	}
-	if rep.Test, err = trainer.Evaluate[float64](m, test); err != nil {
+	if err := scoreLinear(rep, m, train, test, trainStats); err != nil {
 		return nil, err
 	}
 	if trainStats {
-		tr, err := trainer.Evaluate[float64](m, train)
-		if err != nil {
-			return nil, err
-		}
-		rep.Train, extra.Regression.ClippedLabels = &tr, &g.ClippedLabels
+		extra.Regression.ClippedLabels = &g.ClippedLabels
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	if cfg.Out != "" {
-		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, seed, split); err != nil {
-			return nil, err
-		}
-	}
-	return rep, nil
+	return finishObjPert(cfg, rep, m, start, prep, seed, split)
 }
 
 // linearModel is the fitted model as a zoo network of one Linear layer
