@@ -125,3 +125,29 @@ func checkLossArgs[T Float](fn string, logits []T, want int, weight, loss, dlogi
 		panic(fmt.Sprintf("nn.%s: dlogits has %d values, want %d", fn, len(dlogits), want))
 	}
 }
+
+// SquaredError is the squared loss of a regression output, one prediction
+// per sample: loss[i] = (p_i − y_i)² and dpred[i] = weight_i·2(p_i − y_i).
+// It is the per-sample term of the mean squared error Mean((p − y)²) that
+// Gorgonia's examples/iris minimises (v0.9.18), so a batch of one has
+// exactly that program's cost and gradient. The targets are real numbers
+// (no label check); weight, loss and dpred follow SoftmaxCrossEntropy's
+// conventions (loss unweighted, the gradient weighted).
+func SquaredError[T Float](pred, targets []T, weight, loss, dpred []T) {
+	n := len(targets)
+	checkLossArgs("SquaredError", pred, n, weight, loss, dpred, n)
+	for i, y := range targets {
+		r := float64(pred[i]) - float64(y)
+		if loss != nil {
+			loss[i] = T(r * r)
+		}
+		if dpred == nil {
+			continue
+		}
+		w := 1.0
+		if weight != nil {
+			w = float64(weight[i])
+		}
+		dpred[i] = T(w * 2 * r)
+	}
+}
