@@ -16,7 +16,7 @@ import (
 type Model[T nn.Float] struct {
 	Arch    string // one of Archs, or a caller's own name for hand-built Layers
 	InShape []int  // per-sample input shape
-	Classes int    // number of labels; a one-logit model has Classes == 2
+	Classes int    // number of labels; a one-logit model has Classes == 2; 1 is a regression (Regression)
 	// Hidden is the MLP's hidden widths (nil for other archs); kept so that
 	// Spec() can rebuild the model.
 	Hidden []int
@@ -112,9 +112,10 @@ func (m *Model[T]) Spec() Spec {
 	return s
 }
 
-// Regression reports whether m is a regression model (arch
-// RegressionArch): its one output per record is the prediction, not a logit.
-func (m *Model[T]) Regression() bool { return m.Arch == RegressionArch }
+// Regression reports whether m is a regression model (arch RegressionArch,
+// or a network of one's own with Classes 1, as Spec.Regression): its one
+// output per record is the prediction, not a logit.
+func (m *Model[T]) Regression() bool { return isRegression(m.Arch, m.Classes) }
 
 // InSize is the number of input values per sample.
 func (m *Model[T]) InSize() int {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/fairdp/fairdp/nn"
 )
 
 // TestRegressionArch: the zoo's regression model is one Linear layer with
@@ -57,5 +59,39 @@ func TestRegressionArch(t *testing.T) {
 		if err := bad.spec.Validate(); err == nil || !strings.Contains(err.Error(), bad.msg) {
 			t.Errorf("%+v: Validate() = %v, want an error with %q", bad.spec, err, bad.msg)
 		}
+	}
+}
+
+// TestCustomRegression: a network of one's own (Layers) with Classes 1 and
+// one output is a regression, as a lowered Gorgonia regression graph is;
+// it survives a checkpoint round trip as one. Classes 1 with another
+// output count, or on a zoo classifier, is refused.
+func TestCustomRegression(t *testing.T) {
+	layers := []nn.LayerSpec{{Kind: nn.KindLinear, In: 3, Out: 4}, {Kind: nn.KindReLU}, {Kind: nn.KindLinear, In: 4, Out: 1, NoBias: true}}
+	spec := Spec{Arch: "my-net", InShape: []int{3}, Classes: 1, Layers: layers}
+	m, err := New[float32](spec, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spec.Regression() || !m.Regression() || m.OutDim() != 1 || !m.Spec().Regression() {
+		t.Fatalf("spec regression %v, model %v, OutDim %d", spec.Regression(), m.Regression(), m.OutDim())
+	}
+	if s := (Spec{Arch: "my-net", InShape: []int{3}, Classes: 2, Layers: layers}); s.Regression() {
+		t.Errorf("%+v: a one-logit classifier read as a regression", s)
+	}
+	var buf bytes.Buffer
+	if err := Save(&buf, m, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, _, err := Load(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lm, ok := loaded.(*Model[float32]); !ok || !lm.Regression() {
+		t.Fatalf("loaded %T, not a regression", loaded)
+	}
+	wide := Spec{Arch: "my-net", InShape: []int{3}, Classes: 1, Layers: layers[:2]}
+	if err := wide.Validate(); err == nil || !strings.Contains(err.Error(), "gives 4 values, want 1") {
+		t.Errorf("Classes 1 with 4 outputs: Validate() = %v", err)
 	}
 }

@@ -18,8 +18,10 @@ type Spec struct {
 	InShape []int `json:"in_shape"`
 	// Classes is the number of labels (≥ 2). Logistic and MLP models with
 	// Classes == 2 have a single logit (sigmoid); all others have Classes.
-	// A regression model (arch "linear-regression") has no labels and one
-	// output per record: Classes is 1 there and nowhere else.
+	// A regression model has no labels and one output per record, the
+	// prediction: Classes is 1 for arch "linear-regression" and for a
+	// network of one's own (Layers) that ends in one output (a Gorgonia
+	// graph read by a squared error), and nowhere else.
 	Classes int `json:"classes"`
 	// Hidden lists the widths of the MLP's hidden layers (mlp only).
 	Hidden []int `json:"hidden,omitempty"`
@@ -38,8 +40,16 @@ var Archs = []string{"logistic", "mlp", "mnist-cnn", "vgg", RegressionArch}
 const RegressionArch = "linear-regression"
 
 // Regression reports whether the spec is a regression model (one output
-// per record, no classification head).
-func (s Spec) Regression() bool { return s.Arch == RegressionArch }
+// per record, no classification head): the zoo's RegressionArch, or a
+// network of one's own with Classes 1.
+func (s Spec) Regression() bool { return isRegression(s.Arch, s.Classes) }
+
+// isRegression is Spec.Regression and Model.Regression: a zoo arch is a
+// regression only as RegressionArch (a zoo classifier with Classes 1 is an
+// error, not a regression); any other name with Classes 1 is one.
+func isRegression(arch string, classes int) bool {
+	return arch == RegressionArch || (classes == 1 && !slices.Contains(Archs, arch))
+}
 
 // Limits that keep a malformed spec (for example a corrupt checkpoint
 // header) from asking for absurd allocations or overflowing int arithmetic.
@@ -146,7 +156,7 @@ func (s Spec) plan() ([]layerPlan, error) {
 		return nil, fmt.Errorf("models: spec %q: Classes = %d, want 1 (a regression model has one output per record)", s.Arch, s.Classes)
 	}
 	if s.Classes == 1 && !s.Regression() {
-		return nil, fmt.Errorf("models: spec %q: Classes = 1, want 2..%d (1 is only for arch %q, a regression output)", s.Arch, maxDim, RegressionArch)
+		return nil, fmt.Errorf("models: spec %q: Classes = 1, want 2..%d (1 is only for arch %q or a network of one's own, a regression output)", s.Arch, maxDim, RegressionArch)
 	}
 	if (s.Classes < 2 && !s.Regression()) || s.Classes > maxDim {
 		return nil, fmt.Errorf("models: spec %q: Classes = %d, want 2..%d", s.Arch, s.Classes, maxDim)
@@ -234,6 +244,9 @@ func (s Spec) planCustom() ([]layerPlan, error) {
 		shape = l.OutShape(shape)
 	}
 	out := shapeSize(shape)
+	if s.Classes == 1 && out != 1 {
+		return nil, fmt.Errorf("models: spec %q: the last layer gives %d values, want 1 (Classes 1 is a regression: one prediction per record)", s.Arch, out)
+	}
 	if out != s.Classes && !(s.Classes == 2 && out == 1) {
 		return nil, fmt.Errorf("models: spec %q: the last layer gives %d values, want %d logits (or 1 for two classes)", s.Arch, out, s.Classes)
 	}
