@@ -14,6 +14,10 @@ type Batch[T nn.Float] struct {
 	X      []T   // len(Idx)·prod(InShape) inputs
 	Labels []int
 	Groups []int
+	// Targets are the records' regression targets when the model is a
+	// regression (one prediction per record): the loss is then the squared
+	// error against them (Pass.LossGrad), not m.Loss. nil for a classifier.
+	Targets []T
 }
 
 // N is the number of records in the batch (0 is legal under Poisson sampling).

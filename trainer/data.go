@@ -31,13 +31,13 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 	if train, test, prep, err = LoadDataAny(cfg, r, fitted); err != nil {
 		return nil, nil, nil, err
 	}
-	if len(train.LabelNames) == 0 {
-		// Every algorithm that loads through here trains a classifier.
+	if len(train.LabelNames) == 0 && !slices.Contains(regressionAlgorithms, cfg.Algo) {
+		// The other algorithms that load through here train classifiers.
 		return nil, nil, nil, fmt.Errorf("data set %s has a regression target and no class label: algorithm %s trains classifiers "+
-			"(sgd, dpsgd, dpsgdf, naive, fermi, steffle, postproc, oracle); for a regression target use tailoring or dpnose "+
-			"with task regression, or give the schema a \"label\"", train.Name, cfg.Algo)
+			"(fermi, steffle, postproc, oracle); for a regression target use %v (squared loss), objpert (least squares), "+
+			"or tailoring or dpnose with task regression, or give the schema a \"label\"", train.Name, cfg.Algo, regressionAlgorithms)
 	}
-	if len(train.LabelNames) < 2 {
+	if len(train.LabelNames) == 1 { // 0 is a regression schema, for regressionAlgorithms
 		return nil, nil, nil, fmt.Errorf("data set %s has %d class (%v): a classifier needs at least 2", train.Name,
 			len(train.LabelNames), train.LabelNames)
 	}

@@ -89,11 +89,10 @@ func Train(ctx context.Context, job *Job) (*Report, error) {
 	if job.Model != nil && job.Cfg.Baseline {
 		return nil, errors.New("Baseline cannot be combined with Job.Model: the model is trained in place, so there is no untrained twin")
 	}
-	if r, ok := job.Model.(interface{ Regression() bool }); ok && r.Regression() {
-		// Its one output is a prediction, not a logit: these algorithms'
-		// classification losses do not fit it.
-		return nil, fmt.Errorf("Job.Model is a regression output (%s); algorithm %s trains classifiers "+
-			"(a least-squares fit is algorithm objpert with a regression schema)", models.RegressionArch, job.Cfg.Algo)
+	if regressionRun(job) {
+		if err := checkRegressionRun(job.Cfg); err != nil {
+			return nil, err
+		}
 	}
 	if groupAlgorithms[job.Cfg.Algo] && len(job.Train.GroupNames) < 2 {
 		return nil, fmt.Errorf("algorithm %s balances or constrains sensitive groups, and data set %s has %d group (%v): "+

@@ -106,12 +106,19 @@ func (p *Pass[T]) Forward(m Model[T], b Batch[T]) []T {
 // LossGrad computes, from logits (m's training-mode output for b), each
 // sample's loss (weight nil: 1 each) into p.Loss and ∂loss/∂logits into
 // p.DLogits, and returns the sum of the weighted losses (0 for an empty
-// batch).
+// batch). A batch with regression targets (b.Targets, set by the loop for a
+// regression model) takes the squared error (p − y)² of its one output per
+// record (nn.SquaredError) instead of m.Loss's cross-entropy: the clipping
+// after it bounds each record's gradient whatever the targets are.
 func (p *Pass[T]) LossGrad(m Model[T], b Batch[T], logits []T, weight []T) float64 {
 	if !p.size(m, b.N()) {
 		return 0
 	}
-	m.Loss(logits, b.Labels, weight, p.Loss, p.DLogits)
+	if b.Targets != nil {
+		nn.SquaredError(logits, b.Targets, weight, p.Loss, p.DLogits)
+	} else {
+		m.Loss(logits, b.Labels, weight, p.Loss, p.DLogits)
+	}
 	return sum(p.Loss)
 }
 

@@ -27,7 +27,7 @@ func TestPassParts(t *testing.T) {
 	b.Idx = []int{3, 1, 4, 15, 9, 26, 5, 35}
 	n := b.N()
 	m := fresh()
-	gather(job.Train, b.Idx, m.InSize(), &b)
+	gather(job.Train, b.Idx, m.InSize(), &b, false)
 	weight := make([]float64, n)
 	for i := range weight {
 		weight[i] = float64(i+1) / 10

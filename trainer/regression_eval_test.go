@@ -1,12 +1,8 @@
 package trainer_test
 
 import (
-	"context"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,37 +49,5 @@ func TestEvaluateRegressionModel(t *testing.T) {
 	}
 	if _, err := trainer.Evaluate[float64](logit, d); err == nil || !strings.Contains(err.Error(), "model is a classifier") {
 		t.Errorf("classifier on a regression target: error %v", err)
-	}
-}
-
-// TestSGDRefusesRegressionSpec: the SGD trainers fit classifiers, so a
-// model spec naming the regression arch, or a caller's own regression
-// model, is refused before any training (and before any privacy is
-// spent), naming objpert.
-func TestSGDRefusesRegressionSpec(t *testing.T) {
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "spec.json")
-	if err := os.WriteFile(spec, []byte(`{"arch": "linear-regression", "classes": 1}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := trainer.Defaults()
-	cfg.Limit, cfg.Epochs, cfg.ModelSpecFile = 500, 1, spec
-	_, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "regression output") || !strings.Contains(err.Error(), "objpert") {
-		t.Errorf("error %v, want a refusal naming the regression output and objpert", err)
-	}
-	// A caller's own regression model (Job.Model) is refused the same way.
-	cfg.ModelSpecFile = ""
-	job, err := trainer.Prepare(cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := models.New[float32](models.Spec{Arch: models.RegressionArch, InShape: []int{job.Train.Dim}, Classes: 1}, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	job.Model = m
-	if _, err := trainer.Train(context.Background(), job); err == nil || !strings.Contains(err.Error(), "regression output") {
-		t.Errorf("Job.Model regression: error %v, want a refusal naming the regression output", err)
 	}
 }

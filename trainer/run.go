@@ -78,12 +78,15 @@ type Report struct {
 // training statistics (TrainLoss, MeanBatch, EmptyBatches) and reports
 // throughput from the expected batch size.
 type EpochLog struct {
-	Epoch        int      `json:"epoch"`
-	Steps        int      `json:"steps"`
-	TrainLoss    *float64 `json:"train_loss,omitempty"`
-	TestError    float64  `json:"test_error"`
-	TestDP       float64  `json:"test_dp_violation"`
-	TestEO       float64  `json:"test_eo_violation"`
+	Epoch     int      `json:"epoch"`
+	Steps     int      `json:"steps"`
+	TrainLoss *float64 `json:"train_loss,omitempty"`
+	TestError float64  `json:"test_error"`
+	TestDP    float64  `json:"test_dp_violation"`
+	TestEO    float64  `json:"test_eo_violation"`
+	// TestMSPE is a regression's mean squared prediction error on the test
+	// split (its TestError, TestDP and TestEO are 0).
+	TestMSPE     *float64 `json:"test_mspe,omitempty"`
 	Epsilon      *float64 `json:"epsilon"`
 	Seconds      float64  `json:"seconds"`
 	SamplesPerS  float64  `json:"samples_per_s"`
@@ -180,6 +183,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkTask(job, isRegression(m), alg.Name()); err != nil {
+		return nil, nil, err
+	}
 	opt := newOptimizer[T](cfg)
 	samplerRand := job.Source.DeriveChaCha8("sampler")
 	sampler, err := alg.Sampler(job.Train.N(), rand.New(samplerRand))
@@ -244,6 +250,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		hooks.OnStart(exact)
 	}
 	inSize := prod(spec.InShape)
+	regression := isRegression(m)
 	var b Batch[T]
 	start := time.Now()
 	ev := newEvaluator[T](m)
@@ -265,7 +272,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 				return nil, nil, err
 			}
 			b.Idx = sampler.Next()
-			gather(job.Train, b.Idx, inSize, &b)
+			gather(job.Train, b.Idx, inSize, &b, regression)
 			l, err := alg.Step(m, b)
 			if err != nil {
 				return nil, nil, fmt.Errorf("epoch %d step %d: %w", epoch, s+1, err)
@@ -321,7 +328,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		}
 		test := ev.evaluate(job.Test)
 		el := EpochLog{Epoch: epoch, Steps: stepsPerEpoch,
-			TestError: test.Error, TestDP: test.DPViolation, TestEO: test.EOViolation,
+			TestError: test.Error, TestDP: test.DPViolation, TestEO: test.EOViolation, TestMSPE: test.MSPE,
 			Epsilon: receipt.Epsilon, Seconds: time.Since(epStart).Seconds()}
 		el.SamplesPerS = float64(stepsPerEpoch*cfg.Batch) / el.Seconds // expected batch: public
 		if exact {
@@ -369,7 +376,9 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		train := ev.evaluate(job.Train)
 		rep.Train, rep.TrainNotPrivate = &train, private
 	}
-	rep.Warnings = Warnings(rep.Test, job.Test.Labels, job.Test.GroupNames)
+	if !regression { // the warnings compare class predictions with the labels
+		rep.Warnings = Warnings(rep.Test, job.Test.Labels, job.Test.GroupNames)
+	}
 	if hooks.OnEnd != nil {
 		if err := hooks.OnEnd(m, job, rep); err != nil {
 			return nil, nil, err
@@ -539,12 +548,6 @@ func completeSpec(s, data models.Spec, what string) (models.Spec, error) {
 	if s.Classes == 0 {
 		s.Classes = data.Classes
 	}
-	if s.Regression() {
-		// Its one output is a prediction, not a logit: the classification
-		// losses of these trainers do not fit it.
-		return models.Spec{}, fmt.Errorf("%s: arch %q is a regression output; the SGD trainers train classifiers "+
-			"(a least-squares fit is algorithm objpert with a regression schema)", what, s.Arch)
-	}
 	if !slices.Equal(s.InShape, data.InShape) {
 		return models.Spec{}, fmt.Errorf("%s: in_shape %v, the data has %v", what, s.InShape, data.InShape)
 	}
@@ -583,28 +586,55 @@ func ModelSpec(cfg Config, d *loaders.Dataset) models.Spec {
 		in = []int{d.Dim}
 		if arch == "" {
 			arch = "logistic"
+			if regressionData(cfg, d) {
+				arch = models.RegressionArch
+			}
 		}
 	}
 	hidden := cfg.Hidden
 	if arch == "mlp" && len(hidden) == 0 {
 		hidden = DefaultHidden
 	}
-	return models.Spec{Arch: arch, InShape: in, Classes: max(2, len(d.LabelNames)), Hidden: hidden}
+	classes := max(2, len(d.LabelNames))
+	if regressionData(cfg, d) {
+		classes = 1 // one prediction per record (models.Spec.Regression)
+	}
+	return models.Spec{Arch: arch, InShape: in, Classes: classes, Hidden: hidden}
+}
+
+// regressionData says whether cfg trains a regression on d: d has a
+// regression target, and no class label or cfg asks for the regression
+// arch. A schema with both a target and a label trains a classifier unless
+// Model is models.RegressionArch (what it always did).
+func regressionData(cfg Config, d *loaders.Dataset) bool {
+	return d.Targets != nil && (len(d.LabelNames) == 0 || cfg.Model == models.RegressionArch)
 }
 
 // DefaultHidden is the MLP's hidden widths when Config.Hidden is empty.
 var DefaultHidden = []int{64}
 
-// gather copies the batch's inputs, labels and groups into b's buffers.
-func gather[T nn.Float](d *loaders.Dataset, idx []int, inSize int, b *Batch[T]) {
+// gather copies the batch's inputs, labels and groups into b's buffers,
+// and with targets its regression targets into b.Targets (non-nil, even
+// for an empty batch, so that the loss knows the batch is a regression's).
+// Data without class labels (a regression schema) gives labels 0.
+func gather[T nn.Float](d *loaders.Dataset, idx []int, inSize int, b *Batch[T], targets bool) {
 	n := len(idx)
 	b.X = grow(b.X, n*inSize)
 	b.Labels = grow(b.Labels, n)
 	b.Groups = grow(b.Groups, n)
 	fill(d, idx, b.X)
 	for i, j := range idx {
-		b.Labels[i] = d.Labels[j]
+		b.Labels[i] = 0
+		if d.Labels != nil {
+			b.Labels[i] = d.Labels[j]
+		}
 		b.Groups[i] = d.Groups[j]
+	}
+	if targets {
+		b.Targets = grow(b.Targets, n)[:n:n]
+		for i, j := range idx {
+			b.Targets[i] = T(d.Targets[j])
+		}
 	}
 }
 
@@ -629,9 +659,14 @@ func prod(s []int) int {
 type evaluator[T nn.Float] struct {
 	m Model[T]
 	x []T
+	// regression: m's outputs are predictions, scored by MSPE
+	// (evaluateRegression).
+	regression bool
 }
 
-func newEvaluator[T nn.Float](m Model[T]) *evaluator[T] { return &evaluator[T]{m: m} }
+func newEvaluator[T nn.Float](m Model[T]) *evaluator[T] {
+	return &evaluator[T]{m: m, regression: isRegression(m)}
+}
 
 // predict returns the predicted class of every record of d.
 func (e *evaluator[T]) predict(d *loaders.Dataset) []int {
@@ -669,6 +704,9 @@ func ForwardChunks[T nn.Float](m Model[T], d *loaders.Dataset, x []T, f func(lo,
 }
 
 func (e *evaluator[T]) evaluate(d *loaders.Dataset) metrics.Split {
+	if e.regression {
+		return evaluateRegression(e.m, d)
+	}
 	return metrics.Evaluate(e.predict(d), d.Labels, d.Groups, max(2, len(d.LabelNames)), d.GroupNames)
 }
 
@@ -699,10 +737,12 @@ func Evaluate[T nn.Float](m Model[T], d *loaders.Dataset) (metrics.Split, error)
 	return newEvaluator(m).evaluate(d), nil
 }
 
-// isRegression says whether m is a zoo regression model.
+// isRegression says whether m is a regression model: one that says so
+// (models.Model.Regression: the zoo's linear-regression, or a network of
+// one's own with Classes 1).
 func isRegression[T nn.Float](m Model[T]) bool {
-	mm, ok := m.(*models.Model[T])
-	return ok && mm.Regression()
+	r, ok := m.(interface{ Regression() bool })
+	return ok && r.Regression()
 }
 
 // evaluateRegression scores the regression model m (one output per

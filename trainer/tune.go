@@ -206,6 +206,9 @@ func checkTunable(job *Job) error {
 	if !slices.Contains(tunable, cfg.Algo) {
 		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, tunable)
 	}
+	if regressionRun(job) {
+		errs.add("Model", "a regression output cannot be tuned yet: the search scores class predictions on held-out records")
+	}
 	if !(cfg.Privacy.Epsilon > 0) || math.IsInf(cfg.Privacy.Epsilon, 1) {
 		errs.add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", cfg.Privacy.Epsilon)
 	}
