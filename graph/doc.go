@@ -27,7 +27,10 @@
 //     branch's layers, so the model stays a sequence of layers and its
 //     per-sample norms stay exact, each block lying in one inner layer);
 //     and a SoftMax, LogSoftMax or one-output Sigmoid head (on {batch, 1}
-//     or {batch}), which is folded into fairdp's cross-entropy loss. It
+//     or {batch}), which is folded into fairdp's cross-entropy loss; or no
+//     head and one value per record that a squared error in the program
+//     reads, a regression (HeadSquaredError: Classes 1, trained with the
+//     squared loss on a regression schema's targets, as examples/iris). It
 //     returns a Lowered: the models.Model to train (trainer.TrainPrivate),
 //     the head, and the graph's learnable nodes in the model's Params
 //     order. A program's graph may hold more (its loss, L2 terms, Grad and
@@ -38,8 +41,8 @@
 //     else is refused with an error naming the node, its op and Supported
 //     — among them BatchNorm (it mixes the records of a batch, which
 //     per-sample clipping cannot bound; GroupNorm is the private
-//     alternative), an output a program's squared error reads (a
-//     regression: fairdp would train it as a logit), a dilated
+//     alternative), an output of several values per record that a squared
+//     error reads (a multi-output regression), a dilated
 //     convolution, another reshape, a weight shared by two
 //     layers and an output that does not depend on the input; shapes are
 //     checked against the nn layers before anything is trained. The op

@@ -38,6 +38,7 @@ type example struct {
 	g          *G.ExprGraph
 	x, y, out  *G.Node
 	learnables G.Nodes
+	cost       *G.Node // the program's cost, where a test reads it (exampleIris)
 }
 
 func must(n *G.Node, err error) *G.Node {
@@ -471,67 +472,6 @@ func TestExampleLogisticRegression(t *testing.T) {
 func ConvnetExample(t *testing.T, bs int, dt tensor.Dtype) (g *G.ExprGraph, x, out *G.Node, learnables G.Nodes) {
 	e := exampleConvnet(t, bs, dt, true, true)
 	return e.g, e.x, e.out, e.learnables
-}
-
-// exampleIris is examples/iris/main.go's graph: X and Y are the data
-// (NodeFromAny of the iris matrix, 150 × 4 features and a bias column of
-// ones, and the species coded 1…3; random values of that shape here, as
-// iris.csv is not in this repository), θ a Gaussian vector, pred =
-// Mul(X, θ) and, with program, the squared-error cost and its Grad.
-func exampleIris(t *testing.T, program bool) *example {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(150, 5))
-	xv, yv := make([]float64, 150*5), make([]float64, 150)
-	for i := range 150 {
-		for j := range 4 {
-			xv[i*5+j] = 4 + 2*rng.Float64()
-		}
-		xv[i*5+4] = 1
-		yv[i] = float64(1 + rng.IntN(3))
-	}
-	xT := tensor.New(tensor.WithShape(150, 5), tensor.WithBacking(xv))
-	yT := tensor.New(tensor.WithShape(150), tensor.WithBacking(yv))
-	g := G.NewGraph()
-	X := G.NodeFromAny(g, xT, G.WithName("x"))
-	Y := G.NodeFromAny(g, yT, G.WithName("y"))
-	theta := G.NewVector(g, G.Float64, G.WithName("theta"), G.WithShape(xT.Shape()[1]), G.WithInit(G.Gaussian(0, 1)))
-	pred := must(G.Mul(X, theta))
-	var predicted G.Value
-	G.Read(pred, &predicted)
-	if program {
-		squaredError := must(G.Square(must(G.Sub(pred, Y))))
-		cost := must(G.Mean(squaredError))
-		if _, err := G.Grad(cost, theta); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &example{g: g, x: X, y: Y, out: pred, learnables: G.Nodes{theta}}
-}
-
-// TestExampleIris: examples/iris's network, Mul(X, θ) with a vector θ,
-// lowers to a one-output Linear without a bias whose outputs are
-// Gorgonia's; with the program's squared-error cost on it, Lower refuses
-// (the output is a regression, which fairdp does not train from a graph
-// yet) rather than train it as a classifier's logit.
-func TestExampleIris(t *testing.T) {
-	net := exampleIris(t, false)
-	l, err := Lower[float64](net.g, net.x, net.out, LowerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := names(l.Model); got != "Linear(5→1, no bias)" || l.Head != HeadNone {
-		t.Fatalf("lowered to %s, head %s; want Linear(5→1, no bias), logits", got, l.Head)
-	}
-	x := values(net.x)
-	got := evalExample(t, net, x, net.out)[0]
-	if d := maxRelDiff(l.Model.Forward(x, 150, false), got); d > 1e-9 {
-		t.Errorf("outputs differ from Gorgonia's by rel %.3g", d)
-	}
-	prog := exampleIris(t, true)
-	if _, err := Lower[float64](prog.g, prog.x, prog.out, LowerOptions{}); err == nil ||
-		!strings.Contains(err.Error(), "feeds a squared error (a regression") {
-		t.Errorf("error %v, want a refusal naming the squared error", err)
-	}
 }
 
 // exampleResNet is examples/resnet/main.go's newResNet and fwd (and, with

@@ -24,13 +24,16 @@ const Supported = "Mul or BatchedMatMul of the input with a weight or a transpos
 	"Conv2d with or without a broadcast bias (any kernel, pad and stride per axis, dilation 1), " +
 	"MaxPool2D (window = stride, no padding), Rectify, LeakyRelu, Tanh, Sigmoid, Dropout, " +
 	"Reshape (flattening, and back to {batch, C, H, W}), Add of two branches of one shape from one node (a residual join), " +
-	"and a SoftMax, LogSoftMax or one-output Sigmoid head"
+	"and a SoftMax, LogSoftMax or one-output Sigmoid head, or one output per record read by a squared error (a regression)"
 
 // Head says what the graph's output applies to the logits. fairdp's loss
 // starts from the logits (softmax cross-entropy, or sigmoid binary
 // cross-entropy for one logit), so a head is folded into the loss: training
 // the lowered model minimises exactly the cross-entropy of the graph's
 // SoftMax (or Sigmoid) output, and the head itself has nothing to learn.
+// A regression output (HeadSquaredError) has no head: its one value per
+// record is the prediction, trained with the squared error the graph takes
+// of it.
 type Head string
 
 // The heads Lower folds into the loss.
@@ -39,6 +42,12 @@ const (
 	HeadSoftMax    Head = "softmax"     // SoftMax over the classes
 	HeadLogSoftMax Head = "log-softmax" // LogSoftMax over the classes
 	HeadSigmoid    Head = "sigmoid"     // Sigmoid of a single logit
+	// HeadSquaredError is a regression: the output, one value per record
+	// ({batch} or {batch, 1}), is the prediction that a squared error in the
+	// graph reads (as in Gorgonia's examples/iris). The lowered model has
+	// Classes 1 (models.Model.Regression) and trains with the squared loss
+	// (p − y)² per record on a regression schema's targets.
+	HeadSquaredError Head = "squared-error"
 )
 
 // LowerOptions are the choices Lower cannot read from the graph.
@@ -106,11 +115,14 @@ type Lowered[T nn.Float] struct {
 // plus a scalar bias node or not, is a one-output Linear whose output is
 // the vector {batch} (a Sigmoid on it is the binary head). The rest of the
 // graph (a loss, L2 terms, Grad and update nodes) is left alone and
-// reported (Lowered.Untouched, L2, WeightDecay, Notes). An Add of two
+// reported (Lowered.Untouched, L2, WeightDecay, Notes). An output without
+// a head that a squared error reads, one value per record, is a regression
+// (HeadSquaredError). An Add of two
 // branches computed from one node is a residual join, nn's Residual
 // holding each branch's layers. Anything else — another op, BatchNorm (it
-// mixes the records of a batch), an output a squared error reads (a
-// regression), a dilated convolution, a weight used by two layers
+// mixes the records of a batch), an output of several values per record
+// that a squared error reads (a multi-output regression), a dilated
+// convolution, a weight used by two layers
 // or as its own bias, two weights on one backing array (WriteBack would
 // write one over the other),
 // an output that does not depend on the input — is an error naming the node
@@ -170,9 +182,11 @@ func lower[T nn.Float](g *G.ExprGraph, input, output *G.Node, opts LowerOptions)
 	}
 	if head == HeadNone {
 		if sq := w.squaredError(output); sq != nil {
-			return nil, w.refuse(sq, fmt.Sprintf("the output %s feeds a squared error (a regression, as in Gorgonia's "+
-				"examples/iris); fairdp would train its output as a classifier's logit with cross-entropy, another "+
-				"objective, so regression outputs are not lowered yet", output.Name()))
+			if per := w.perSample(output); !slices.Equal(per, []int{1}) {
+				return nil, w.refuse(sq, fmt.Sprintf("the output %s, %v per record, feeds a squared error (a regression with several "+
+					"outputs); fairdp's regression output is one prediction per record ({batch} or {batch, 1})", output.Name(), per))
+			}
+			head = HeadSquaredError
 		}
 	}
 	if ls := logits.Shape(); ls[0] != w.batch || len(ls) > 2 {
@@ -207,7 +221,11 @@ func assemble[T nn.Float](w *walker, stages []stage, logits *G.Node, head Head, 
 		arch = "gorgonia"
 	}
 	outDim := w.perSample(logits)[0]
-	m := &models.Model[T]{Arch: arch, InShape: slices.Clone([]int(w.input.Shape()[1:])), Classes: max(outDim, 2)}
+	classes := max(outDim, 2)
+	if head == HeadSquaredError {
+		classes = 1 // a regression (models.Spec.Regression)
+	}
+	m := &models.Model[T]{Arch: arch, InShape: slices.Clone([]int(w.input.Shape()[1:])), Classes: classes}
 	l := &Lowered[T]{Model: m, Head: head, Logits: logits}
 	owner := map[*G.Node]int{}
 	var claimed []backingRange
