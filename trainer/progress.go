@@ -83,8 +83,12 @@ func (p *progress) epoch(l EpochLog) {
 	if l.TrainLoss != nil {
 		loss = fmt.Sprintf("train loss %.4f  ", *l.TrainLoss)
 	}
-	fmt.Fprintf(p.w, "epoch %d: %stest error %.4f  DP %.4f  EO %.4f  ε %s  %.0f samples/s\n",
-		l.Epoch, loss, l.TestError, l.TestDP, l.TestEO, e, l.SamplesPerS)
+	if l.TestMSPE != nil { // a regression: no error rate or violations
+		fmt.Fprintf(p.w, "epoch %d: %stest MSPE %.4f  ε %s  %.0f samples/s\n", l.Epoch, loss, *l.TestMSPE, e, l.SamplesPerS)
+	} else {
+		fmt.Fprintf(p.w, "epoch %d: %stest error %.4f  DP %.4f  EO %.4f  ε %s  %.0f samples/s\n",
+			l.Epoch, loss, l.TestError, l.TestDP, l.TestEO, e, l.SamplesPerS)
+	}
 	p.start = p.now()
 }
 

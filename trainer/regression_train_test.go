@@ -47,7 +47,8 @@ func regressionTable(t *testing.T, dir string, n int) (csv, schema string) {
 // predictor's (the test targets' own mean, about 5.25) — trained as a
 // classifier's logit with cross-entropy on labels 0 the predictions run
 // negative and the MSPE exceeds it. The receipt has the usual shape,
-// model.ckpt is a regression model that eval scores with the same MSPE,
+// model.ckpt is a regression model that eval scores with the same MSPE
+// (as do the epoch lines),
 // and the algorithms that train classifiers refuse, naming the choices.
 func TestDPSGDRegression(t *testing.T) {
 	dir := t.TempDir()
@@ -58,9 +59,13 @@ func TestDPSGDRegression(t *testing.T) {
 		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Seed = algo, csv, schema, &seed
 		cfg.Epochs, cfg.Batch, cfg.LR, cfg.Privacy.Epsilon = 10, 128, 0.05, 1
 		cfg.Out = filepath.Join(dir, algo)
-		rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
+		var log strings.Builder
+		rep, err := trainer.RunConfig(context.Background(), cfg, &log)
 		if err != nil {
 			t.Fatalf("%s: %v", algo, err)
+		}
+		if !strings.Contains(log.String(), "epoch 10: test MSPE ") {
+			t.Errorf("%s: the epoch lines do not show the test MSPE:\n%s", algo, log.String())
 		}
 		if rep.Model != models.RegressionArch || rep.Test.MSPE == nil || len(rep.Test.Groups) != 2 || rep.Test.Groups[0].MSPE == nil {
 			t.Fatalf("%s: model %q, test split %+v; want a linear-regression scored by MSPE per group", algo, rep.Model, rep.Test)

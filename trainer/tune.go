@@ -207,7 +207,7 @@ func checkTunable(job *Job) error {
 		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, tunable)
 	}
 	if regressionRun(job) {
-		errs.add("Model", "a regression output cannot be tuned yet: the search scores class predictions on held-out records")
+		errs.add("Model", "is a regression output (one prediction per record), which cannot be tuned yet: the search scores class predictions on held-out records")
 	}
 	if !(cfg.Privacy.Epsilon > 0) || math.IsInf(cfg.Privacy.Epsilon, 1) {
 		errs.add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", cfg.Privacy.Epsilon)
