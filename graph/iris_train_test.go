@@ -4,13 +4,8 @@ package graph_test
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -24,16 +19,17 @@ import (
 // linear regression Mul(X, θ) with its squared-error cost and Grad, built
 // as the example builds it) lowered to a regression trains privately
 // through the library's entry (NewPrivate, TrainPrivate) with DP-SGD at
-// ε = 2 on a generated regression table (irisTable: the example's five
-// columns and a target): the test MSPE is well below the constant predictor's, the receipt holds
+// ε = 2 on the regression sample (trainer/testdata/regression-sample:
+// 1,500 synthetic records with the example's five columns, the last a
+// column of ones, and a target): the test MSPE is well below the constant predictor's, the receipt holds
 // the budget, and the private θ is written back into the example's node,
 // where Gorgonia's TapeMachine predicts with it what the lowered model
 // predicts.
 func TestExampleIrisTrainsPrivately(t *testing.T) {
-	dir := t.TempDir()
-	csv, schema := irisTable(t, dir, 2000)
+	const sample = "../trainer/testdata/regression-sample/"
 	seed := uint64(17)
-	p, err := trainer.NewPrivate(trainer.PrivateOptions{Dataset: csv, Schema: schema, Epsilon: 2, Epochs: 10, Batch: 64,
+	p, err := trainer.NewPrivate(trainer.PrivateOptions{Dataset: sample + "regression.csv", Schema: sample + "regression.schema.json",
+		Epsilon: 2, Epochs: 10, Batch: 64,
 		LR: 0.05, Seed: &seed})
 	if err != nil {
 		t.Fatal(err)
@@ -97,36 +93,6 @@ func TestExampleIrisTrainsPrivately(t *testing.T) {
 			t.Fatalf("record %d: Gorgonia predicts %v with the written-back θ, the lowered model %v", i, v, want[i])
 		}
 	}
-}
-
-// irisTable writes n records shaped as examples/iris's design matrix: four
-// features in [4, 6), a bias column of ones, and a target
-// y = 2·f0 − f1 + 0.5·f2 + N(0, 0.2²) around the features' means, so that
-// the standardised features (the loader centres each column, the constant
-// one to 0) predict it without an intercept.
-func irisTable(t *testing.T, dir string, n int) (csv, schema string) {
-	t.Helper()
-	r := rand.New(rand.NewPCG(4, 150))
-	var b strings.Builder
-	b.WriteString("f0,f1,f2,f3,bias,s,y\n")
-	for i := range n {
-		f := [4]float64{}
-		for j := range f {
-			f[j] = 4 + 2*r.Float64()
-		}
-		y := 2*(f[0]-5) - (f[1] - 5) + 0.5*(f[2]-5) + 0.2*r.NormFloat64()
-		fmt.Fprintf(&b, "%g,%g,%g,%g,1,%d,%g\n", f[0], f[1], f[2], f[3], i%2, y)
-	}
-	csv, schema = filepath.Join(dir, "iris.csv"), filepath.Join(dir, "iris.schema.json")
-	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := `{"name": "iris-like", "files": ["iris.csv"], "format": {"header": true}, "target": "y",
-	  "sensitive": {"columns": ["s"]}, "numeric": ["f0", "f1", "f2", "f3", "bias"]}`
-	if err := os.WriteFile(schema, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return csv, schema
 }
 
 // variance is the mean squared deviation of v from its mean: the MSPE of

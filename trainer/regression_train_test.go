@@ -2,7 +2,6 @@ package trainer_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -17,29 +16,12 @@ import (
 	"github.com/fairdp/fairdp/trainer"
 )
 
-// regressionTable writes n records y = 3 + 2·x0 − x1 + N(0, 0.5²) (x2 is
-// noise) with a sensitive column s and a schema with the target y and no
-// class label, and returns the CSV's and the schema's paths.
-func regressionTable(t *testing.T, dir string, n int) (csv, schema string) {
-	t.Helper()
-	r := rand.New(rand.NewPCG(21, 13))
-	var b strings.Builder
-	b.WriteString("x0,x1,x2,s,y\n")
-	for i := range n {
-		x0, x1, x2 := r.NormFloat64(), r.NormFloat64(), r.NormFloat64()
-		fmt.Fprintf(&b, "%g,%g,%g,%d,%g\n", x0, x1, x2, i%2, 3+2*x0-x1+0.5*r.NormFloat64())
-	}
-	csv, schema = filepath.Join(dir, "reg.csv"), filepath.Join(dir, "reg.schema.json")
-	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := `{"name": "reg", "files": ["reg.csv"], "format": {"header": true}, "target": "y",
-	  "sensitive": {"columns": ["s"]}, "numeric": ["x0", "x1", "x2"]}`
-	if err := os.WriteFile(schema, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return csv, schema
-}
+// The regression sample (testdata/regression-sample/README.md): 1,500
+// synthetic records, a target and no class label.
+const (
+	regressionCSV    = "testdata/regression-sample/regression.csv"
+	regressionSchema = "testdata/regression-sample/regression.schema.json"
+)
 
 // TestDPSGDRegression: DP-SGD (and DPSGD-F, whose group rule reads no
 // label) on a regression schema trains the zoo's linear-regression with
@@ -52,11 +34,10 @@ func regressionTable(t *testing.T, dir string, n int) (csv, schema string) {
 // and the algorithms that train classifiers refuse, naming the choices.
 func TestDPSGDRegression(t *testing.T) {
 	dir := t.TempDir()
-	csv, schema := regressionTable(t, dir, 3000)
 	for _, algo := range []string{"dpsgd", "dpsgdf"} {
 		cfg := trainer.Defaults()
 		seed := uint64(5)
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Seed = algo, csv, schema, &seed
+		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Seed = algo, regressionCSV, regressionSchema, &seed
 		cfg.Epochs, cfg.Batch, cfg.LR, cfg.Privacy.Epsilon = 10, 128, 0.05, 1
 		cfg.Out = filepath.Join(dir, algo)
 		var log strings.Builder
@@ -98,7 +79,7 @@ func TestDPSGDRegression(t *testing.T) {
 	}
 	for _, algo := range []string{"fermi", "steffle"} {
 		cfg := trainer.Defaults()
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Epochs = algo, csv, schema, 1
+		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Epochs = algo, regressionCSV, regressionSchema, 1
 		_, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "trains classifiers") || !strings.Contains(err.Error(), "dpsgd") {
 			t.Errorf("%s on a regression schema: error %v, want a refusal naming the algorithms that train regressions", algo, err)
