@@ -89,9 +89,10 @@ func TestDPSGDRegression(t *testing.T) {
 
 // TestRegressionNeedsTargets: a regression model (a spec naming the
 // regression arch, or a caller's own) on data without a target is refused
-// before training, as is a regression output under DP-FERMI on data with
-// both a label and a target; this replaces the refusal of every regression
-// model by the SGD trainers.
+// before training, as is a regression output under DP-FERMI; data with both
+// a label and a target trains a classifier unless Model names the
+// regression arch. This replaces the refusal of every regression model by
+// the SGD trainers (TestSGDRefusesRegressionSpec).
 func TestRegressionNeedsTargets(t *testing.T) {
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "spec.json")
@@ -120,6 +121,32 @@ func TestRegressionNeedsTargets(t *testing.T) {
 	job.Cfg.Algo = "fermi"
 	if _, err := trainer.Train(context.Background(), job); err == nil || !strings.Contains(err.Error(), "trains classifiers") {
 		t.Errorf("Job.Model regression under fermi: error %v", err)
+	}
+	// A schema with both a target and a label trains a classifier unless
+	// Model names the regression arch; DP-FERMI refuses that.
+	both := filepath.Join(dir, "both.schema.json")
+	if err := os.WriteFile(both, []byte(`{"name": "both", "files": ["regression.csv"], "format": {"header": true}, "target": "y",
+	  "label": {"column": "y", "threshold": 0}, "sensitive": {"columns": ["s"]}, "numeric": ["f0", "f1", "f2", "f3", "bias"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg = trainer.Defaults()
+	cfg.Dataset, cfg.Schema, cfg.Epochs, cfg.Batch, cfg.Quiet = regressionCSV, both, 1, 64, true
+	for _, tc := range []struct {
+		algo, model string
+		regression  bool
+	}{{"dpsgd", "", false}, {"dpsgd", models.RegressionArch, true}, {"fermi", models.RegressionArch, false}} {
+		cfg.Algo, cfg.Model = tc.algo, tc.model
+		rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
+		switch {
+		case tc.algo == "fermi":
+			if err == nil || !strings.Contains(err.Error(), "trains classifiers") {
+				t.Errorf("fermi with model %s: error %v", tc.model, err)
+			}
+		case err != nil:
+			t.Errorf("%s with model %q: %v", tc.algo, tc.model, err)
+		case (rep.Test.MSPE != nil) != tc.regression || (rep.Model == models.RegressionArch) != tc.regression:
+			t.Errorf("%s with model %q: trained %s, test MSPE %v", tc.algo, tc.model, rep.Model, rep.Test.MSPE)
+		}
 	}
 }
 
