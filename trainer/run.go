@@ -614,9 +614,9 @@ func regressionData(cfg Config, d *loaders.Dataset) bool {
 var DefaultHidden = []int{64}
 
 // gather copies the batch's inputs, labels and groups into b's buffers,
-// and with targets its regression targets into b.Targets (non-nil, even
-// for an empty batch, so that the loss knows the batch is a regression's).
-// Data without class labels (a regression schema) gives labels 0.
+// and with targets its regression targets into b.Targets, which makes
+// Pass.LossGrad take the squared loss (an empty batch has no loss to
+// take). Data without class labels (a regression schema) gives labels 0.
 func gather[T nn.Float](d *loaders.Dataset, idx []int, inSize int, b *Batch[T], targets bool) {
 	n := len(idx)
 	b.X = grow(b.X, n*inSize)
@@ -631,7 +631,7 @@ func gather[T nn.Float](d *loaders.Dataset, idx []int, inSize int, b *Batch[T], 
 		b.Groups[i] = d.Groups[j]
 	}
 	if targets {
-		b.Targets = grow(b.Targets, n)[:n:n]
+		b.Targets = grow(b.Targets, n)
 		for i, j := range idx {
 			b.Targets[i] = T(d.Targets[j])
 		}
