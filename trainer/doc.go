@@ -22,7 +22,12 @@
 // Pass is the one forward/loss/backward pass every algorithm begins a step
 // with: SGD and DP-SGD (and so DPSGD-F and Naïve) call Run; DP-FERMI calls
 // its parts (Forward, LossGrad or Zero, Backward) to add its fairness term
-// to ∂loss/∂logits before back-propagating.
+// to ∂loss/∂logits before back-propagating. A regression output (one
+// prediction per record: models.Model.Regression) is the one case where
+// the loss is not the model's own: the loop gathers the records' targets
+// into Batch.Targets and LossGrad takes the squared error (nn.SquaredError),
+// so SGD, DP-SGD, DPSGD-F and Naïve train it with the same clipping, noise
+// and receipt (regression.go lists them; DP-FERMI and SteFFLe refuse it).
 //
 // DPSGD is the one DP-SGD. DPSGD-F and Naïve are DPSGD with a ClipPolicy
 // (from the batch's per-group counts of norms above and at most a
