@@ -108,14 +108,14 @@
 // point, the SGD family here, DP-FERMI and SteFFLe (fermi, fermi/federated,
 // also `fairdp federate`), DP post-processing and the oracle learner
 // (linear.RunPostproc), budget tailoring and DPNoSE (tailoring.Run) and
-// `fairdp eval` (EvalReport). Its JSON Schema is report.schema.json
+// `fairdp eval` (EvaluateCheckpoint). Its JSON Schema is report.schema.json
 // (ReportSchema); tests validate every algorithm's output against it.
 // Report.Config is the configuration actually run, with snake_case keys
 // (Config's json tags; PostprocConfig holds post-processing's settings, and
 // an algorithm above trainer keeps its own settings type as a section of
 // Config under its key, RegisterSection, as tailoring does under
 // "tailoring"), so ReadConfig repeats a run from its report;
-// DecodeConfig also reads the Go field names reports had before. Extra
+// ReadConfig also reads the Go field names reports had before. Extra
 // (Extras) holds each family's typed result under its key (extra.fermi,
 // extra.steffle, extra.jagielski, extra.tailoring, extra.eval, …; DPSGD-F's
 // fields at its top, an InlineExtra); each family's accessor (fermi.ResultOf,

@@ -122,7 +122,7 @@ func Prepare(cfg Config, log io.Writer) (*Job, error) {
 }
 
 // prepareFitted is Prepare for evaluating a trained model: tabular data is
-// encoded with the model's fitted preprocessing (LoadDataFitted).
+// encoded with the model's fitted preprocessing (loadDataFitted).
 func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
 	key := split.DeriveKey("data") // the stream split.Derive("data") gives
-	train, test, prep, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), fitted)
+	train, test, prep, err := loadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), fitted)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, nil, FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
 		}
-		removeStaleTemps(cfg.Out, metricsFile, ModelFile, ReportFile)
+		removeStaleTemps(cfg.Out, metricsFile, modelFile, ReportFile)
 		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, metricsFile)); err != nil {
 			return nil, nil, err
 		}
@@ -587,13 +587,13 @@ func ModelSpec(cfg Config, d *loaders.Dataset) models.Spec {
 	}
 	hidden := cfg.Hidden
 	if arch == "mlp" && len(hidden) == 0 {
-		hidden = DefaultHidden
+		hidden = defaultHidden
 	}
 	return models.Spec{Arch: arch, InShape: in, Classes: max(2, len(d.LabelNames)), Hidden: hidden}
 }
 
-// DefaultHidden is the MLP's hidden widths when Config.Hidden is empty.
-var DefaultHidden = []int{64}
+// defaultHidden is the MLP's hidden widths when Config.Hidden is empty.
+var defaultHidden = []int{64}
 
 // gather copies the batch's inputs, labels and groups into b's buffers.
 func gather[T nn.Float](d *loaders.Dataset, idx []int, inSize int, b *Batch[T]) {
@@ -717,11 +717,11 @@ func evaluateRegression[T nn.Float](m Model[T], d *loaders.Dataset) metrics.Spli
 	return metrics.EvaluateRegression(pred, d.Targets, d.Groups, d.GroupNames)
 }
 
-// EvalReport is the report of `fairdp eval`: a checkpoint scored on the
+// evalReport is the report of `fairdp eval`: a checkpoint scored on the
 // test split of the data cfg names (Algorithm and Config.Algo "eval").
 // Its privacy is the checkpoint's receipt, the guarantee of the model
 // evaluated; extra.eval names the checkpoint.
-func EvalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
+func evalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
 	cfg.Algo = "eval"
 	rep := &Report{Algorithm: cfg.Algo, Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
 		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,

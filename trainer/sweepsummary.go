@@ -53,11 +53,11 @@ type SweepCellSummary struct {
 // Summary averages sweep.csv's rows per cell of the grid, in grid order;
 // cells without rows are left out.
 func (p *SweepPlan) Summary(o SweepSummaryOptions) ([]SweepCellSummary, error) {
-	return SummarizeSweep(p.Rows(), p.opts.Columns, p.opts.Grid, o)
+	return summarizeSweep(p.Rows(), p.opts.Columns, p.opts.Grid, o)
 }
 
-// SummarizeSweep is SweepPlan.Summary for rows with the header columns.
-func SummarizeSweep(rows [][]string, columns []string, g SweepGrid, o SweepSummaryOptions) ([]SweepCellSummary, error) {
+// summarizeSweep is SweepPlan.Summary for rows with the header columns.
+func summarizeSweep(rows [][]string, columns []string, g SweepGrid, o SweepSummaryOptions) ([]SweepCellSummary, error) {
 	col := func(name string) (int, error) {
 		if i := slices.Index(columns, name); i >= 0 {
 			return i, nil
