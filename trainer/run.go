@@ -104,8 +104,10 @@ type Job struct {
 	// Model, if set, is the caller's own model (a Model of the element
 	// type Cfg.DType names: a *models.Model built from nn layers, or a type
 	// of one's own): Run trains it in place instead of building the zoo
-	// model Cfg names. TrainPrivate sets it.
-	Model any
+	// model Cfg names. TrainPrivate sets it. Its type is AnyModel, so that
+	// only a Model compiles here; the element type is checked when the run
+	// starts.
+	Model AnyModel
 
 	// checkpoint, set by PrepareCheckpointed, makes Run save the run after
 	// every epoch and continue a saved one.
