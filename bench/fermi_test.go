@@ -130,6 +130,17 @@ func fermiConfig(t *testing.T, c fermiCase) trainer.Config {
 // FAIRDP_FERMI_FIRST_SEED (default 1) onwards on one split (split seed 1,
 // or split seed = run seed with FAIRDP_FERMI_RESPLIT=1), workers runs at a
 // time.
+//
+// Its seed rule is its own, not trainer.OpenSweep's (SweepSeed), on
+// purpose: every recorded DP-FERMI number (results/fermi.md and its CSVs:
+// fermi_adult_sweep.csv's 200 runs, the EO, Parkinsons, resplit and
+// UTKFace grids) was made with run seeds 1–5 on split seed 1, and a later
+// FAIRDP_FERMI_FIRST_SEED extends a recorded grid seed by seed, which
+// needs seed i to be i. SweepSeed's derived seeds would change every
+// recorded run; re-deriving them is the full profile (85 minutes on 2
+// dedicated cores for the Adult sweep alone). FAIRDP_FERMI_RESPLIT's new
+// split per run has no form in OpenSweep's rule (one split per sweep).
+// The runs themselves go through the one sweep runner's Sweep.
 func fermiGrid(t *testing.T, c fermiCase, seeds, workers int) []*fermiCell {
 	t.Helper()
 	cfg := fermiConfig(t, c)

@@ -95,7 +95,7 @@ func TestLoweredTrainsLikeNative(t *testing.T) {
 }
 
 // withModel is job with the lowered model m in Job.Model, on a copy.
-func withModel(job *trainer.Job, m any) *trainer.Job {
+func withModel(job *trainer.Job, m trainer.AnyModel) *trainer.Job {
 	j := *job
 	j.Model = m
 	return &j

@@ -309,7 +309,7 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 		}
 		ck.dataKey = key[:]
 	}
-	train, test, prep, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), nil)
+	train, test, prep, err := loadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -477,16 +477,16 @@ func ReadConfig(path string) (Config, error) {
 		raw = c
 	}
 	cfg := Defaults()
-	if err := DecodeConfig(raw, &cfg); err != nil {
+	if err := decodeConfigStrict(raw, &cfg); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// DecodeConfig decodes a Config JSON into cfg (keys it leaves out keep
+// decodeConfigStrict decodes a Config JSON into cfg (keys it leaves out keep
 // cfg's values), refusing unknown keys. It reads the keys of fairdp before
 // snake_case too (Go field names: "Algo", "TrainFrac", "Privacy": {"Epsilon"}).
-func DecodeConfig(raw []byte, cfg *Config) error {
+func decodeConfigStrict(raw []byte, cfg *Config) error {
 	raw, err := legacyConfigKeys(raw, reflect.TypeFor[Config]())
 	if err != nil {
 		return err

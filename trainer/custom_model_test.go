@@ -178,7 +178,7 @@ func TestCustomModelRefusals(t *testing.T) {
 
 // withModel is job with the caller's model m in Job.Model, on a copy so
 // that one prepared job trains several models.
-func withModel(job *trainer.Job, m any) *trainer.Job {
+func withModel(job *trainer.Job, m trainer.AnyModel) *trainer.Job {
 	j := *job
 	j.Model = m
 	return &j

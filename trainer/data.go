@@ -18,16 +18,16 @@ import (
 // Tabular data gets its preprocessing fitted on the training split; the
 // fitted preprocessor is returned as JSON for the checkpoint.
 func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
-	return LoadDataFitted(cfg, r, nil)
+	return loadDataFitted(cfg, r, nil)
 }
 
-// LoadDataFitted is LoadData for tabular data encoded with a preprocessing
+// loadDataFitted is LoadData for tabular data encoded with a preprocessing
 // fitted before (a checkpoint's): nothing is fitted on this data, and data
 // whose columns do not match it is refused (loaders.Preprocessor.
 // CompatibleWith). nil fits a new one, as LoadData. Which loader reads
 // which name is loaders.Load's; the loop adds only what its algorithms
 // need of the data: a class label with at least two classes.
-func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
+func loadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
 	if train, test, prep, err = LoadDataAny(cfg, r, fitted); err != nil {
 		return nil, nil, nil, err
 	}
@@ -44,7 +44,7 @@ func LoadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 	return train, test, prep, nil
 }
 
-// LoadDataAny is LoadDataFitted without its classifier check: a data set
+// LoadDataAny is loadDataFitted without its classifier check: a data set
 // with a regression target and no class label loads too, for the callers
 // that fit or score regressions (objpert least squares, eval of a
 // regression model), which check the data's task themselves.
@@ -137,8 +137,8 @@ func ReadSplitRecord(meta models.Meta) (*SplitRecord, error) {
 	return &r, nil
 }
 
-// EvalData is what `fairdp eval` scores and how to describe it.
-type EvalData struct {
+// evalData is what `fairdp eval` scores and how to describe it.
+type evalData struct {
 	Data *loaders.Dataset
 	// HeldOut is true when Data is the held-out split of the model's own
 	// training data; false when it is the whole of another file.
@@ -148,7 +148,7 @@ type EvalData struct {
 	Scored string
 }
 
-// LoadEvalData loads the data cfg names (Dataset, Schema, DataDir; the
+// loadEvalData loads the data cfg names (Dataset, Schema, DataDir; the
 // split settings and seeds of cfg are not read) for scoring a model whose
 // checkpoint recorded rec and whose tabular data is encoded with fitted.
 //
@@ -159,40 +159,40 @@ type EvalData struct {
 // another file (or the training file read another way) and all of it is
 // scored, and Scored says so. A checkpoint without a record cannot tell, and
 // is refused.
-func LoadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (EvalData, error) {
+func loadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (evalData, error) {
 	if rec == nil {
-		return EvalData{}, errors.New("the checkpoint records no train/test split (it was written before fairdp kept one), " +
+		return evalData{}, errors.New("the checkpoint records no train/test split (it was written before fairdp kept one), " +
 			"so eval cannot tell which records the model trained on: retrain the model with this version of fairdp")
 	}
 	key, err := hex.DecodeString(rec.Key)
 	if err != nil || len(key) != 32 {
-		return EvalData{}, fmt.Errorf("the checkpoint's split record has a malformed key %q", rec.Key)
+		return evalData{}, fmt.Errorf("the checkpoint's split record has a malformed key %q", rec.Key)
 	}
 	cfg.TrainFrac, cfg.Limit = rec.TrainFrac, rec.Limit
 	train, test, _, err := LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
 	if err != nil {
-		return EvalData{}, err
+		return evalData{}, err
 	}
 	if hex.EncodeToString(dataFingerprint(test)) == rec.TestSHA256 {
-		return EvalData{Data: test, HeldOut: true,
+		return evalData{Data: test, HeldOut: true,
 			Scored: fmt.Sprintf("the held-out split of the model's training data, %d records (the %d it trained on are not scored)", test.N(), train.N())}, nil
 	}
 	if cfg.Limit > 0 { // the whole file, not the training run's first records
 		cfg.Limit = 0
 		if train, test, _, err = LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
-			return EvalData{}, err
+			return evalData{}, err
 		}
 	}
 	all, err := loaders.Concat(train, test)
 	if err != nil {
-		return EvalData{}, err
+		return evalData{}, err
 	}
 	all.Name = strings.TrimSuffix(train.Name, "/train")
 	// Notes about one split (how it was drawn, its own counts) do not
 	// describe the whole; those about the file (rows dropped before the
 	// split, the filter, the label) are in both.
 	all.Notes = slices.DeleteFunc(slices.Clone(train.Notes), func(n string) bool { return !slices.Contains(test.Notes, n) })
-	return EvalData{Data: all, Scored: fmt.Sprintf("the whole of %s, %d records: it is not the model's training data read the way the model was "+
+	return evalData{Data: all, Scored: fmt.Sprintf("the whole of %s, %d records: it is not the model's training data read the way the model was "+
 		"trained (its held-out split differs), so every record is scored; if it holds training records, they are scored too",
 		strings.Join(all.Sources, ", "), all.N())}, nil
 }

@@ -80,22 +80,43 @@
 // device step (other algorithms and pipelines, float64, Baseline): a run
 // never falls back to the CPU silently.
 //
-// # Library API
+// # One way in
 //
-// NewPrivate and TrainPrivate are the one way in to train a model
-// privately at a target (ε, δ): PrivateOptions names the data (a built-in
-// data set, a CSV with a schema, or Data, records held in memory), the
-// model when the caller brings none (a zoo name or a Spec; TrainPrivate
-// otherwise takes any Model, a lowered Gorgonia graph's included) and the
-// Method, a value exported by the package that implements it
-// (DPSGDMethod here, dpsgdf.Method, fermi.Method), so that a program
-// naming a method links its implementation; its errors are FieldErrors
-// naming the field at fault. They build a Config and go through Train and
-// Run like `fairdp train`. Config with Prepare and Train (the caller's
-// model in Job.Model) is the command line's form, with every setting it
-// has; RunConfig adds the pipelines; NewDPSGDFrom builds DP-SGD from
-// DPSGDOptions (σ for a target ε, PlannedEpsilon) for an algorithm built
-// on it.
+// NewPrivate and TrainPrivate are the one way to train a model privately
+// at a target (ε, δ) from a Go program: PrivateOptions names the data (a
+// built-in data set, a CSV with a schema, or Data, records held in
+// memory), the model when the caller brings none (a zoo name or a Spec;
+// TrainPrivate otherwise takes any Model, a lowered Gorgonia graph's
+// included) and the Method, a value exported by the package that
+// implements it (DPSGDMethod here, dpsgdf.Method, fermi.Method), so that a
+// program naming a method links its implementation; its errors are
+// FieldErrors naming the field at fault. They build a Config and go
+// through Train and Run like `fairdp train`, so a library run and a
+// command-line run with the same settings are the same run.
+//
+// The other exported entries are not alternative ways to train; each has
+// one kind of caller, which is why it is exported:
+//
+//   - The command line (cmd/fairdp) holds Config, the CLI-shaped
+//     configuration with every setting a flag has, and runs it: Prepare
+//     (PrepareCheckpointed for --checkpoint) loads the data and seeds the
+//     run, so the binary can print what it is about to train; Train runs
+//     the prepared job with the algorithm Config.Algo names; RunConfig
+//     runs a Config whole, the algorithms and the registered pipelines
+//     (post-processing, the oracle learner, tailoring) alike, as
+//     `--config report.json` repeats a run from its report (ReadConfig).
+//   - The algorithm packages (dpsgdf, fermi, fermi/federated, linear,
+//     tailoring) register with Register, RegisterPipeline, RegisterPreset
+//     and RegisterSection, build their steps on Run's types (Algorithm,
+//     Hooks, Batch, Pass, Resumable, State) and, for DPSGD-F and Naïve,
+//     on NewDPSGDFrom: DP-SGD from its own options (DPSGDOptions: σ for a
+//     target ε, PlannedEpsilon), the constructor an algorithm built on
+//     DP-SGD calls; NewDPSGD is the same from a prepared Job. Run is the
+//     loop they plug into; their tests drive it directly with an Algorithm
+//     they built.
+//
+// A test in the package (TestExportedSurface) lists every exported name,
+// so that a new one is a decision rather than an accident.
 //
 // # Privacy of what a run writes
 //
@@ -113,14 +134,14 @@
 // point, the SGD family here, DP-FERMI and SteFFLe (fermi, fermi/federated,
 // also `fairdp federate`), DP post-processing and the oracle learner
 // (linear.RunPostproc), budget tailoring and DPNoSE (tailoring.Run) and
-// `fairdp eval` (EvalReport). Its JSON Schema is report.schema.json
+// `fairdp eval` (EvaluateCheckpoint). Its JSON Schema is report.schema.json
 // (ReportSchema); tests validate every algorithm's output against it.
 // Report.Config is the configuration actually run, with snake_case keys
 // (Config's json tags; PostprocConfig holds post-processing's settings, and
 // an algorithm above trainer keeps its own settings type as a section of
 // Config under its key, RegisterSection, as tailoring does under
 // "tailoring"), so ReadConfig repeats a run from its report;
-// DecodeConfig also reads the Go field names reports had before. Extra
+// ReadConfig also reads the Go field names reports had before. Extra
 // (Extras) holds each family's typed result under its key (extra.fermi,
 // extra.steffle, extra.jagielski, extra.tailoring, extra.eval, …; DPSGD-F's
 // fields at its top, an InlineExtra); each family's accessor (fermi.ResultOf,
@@ -135,7 +156,7 @@
 // on a Sweep, Workers at a time, training SGD-family runs itself or calling
 // Sweep.Pipeline for the pipelines that are not Algorithms
 // (post-processing, the oracle learner). SweepPlan.Summary,
-// WriteSweepTable, SweepCurves and PlotSweep are the summary, table and
+// WriteSweepTable and SweepPlan.Plot are the summary, table and
 // plot of every sweep. Budget tailoring's ρ comparison is one run's
 // release, not a grid of runs: it runs its ρ values on Sweep with its own
 // log (rho_runs.csv) and one receipt for every fit.

@@ -82,7 +82,7 @@ func EvaluateCheckpoint(o EvalOptions) (*EvalResult, error) {
 			return nil, fmt.Errorf("%s: stored preprocessing: %w", ckpt, err)
 		}
 	}
-	ev, err := LoadEvalData(cfg, fitted, rec)
+	ev, err := loadEvalData(cfg, fitted, rec)
 	if err != nil {
 		if own {
 			return nil, fmt.Errorf("%s: the data it was trained on (dataset %q, schema %q, paths as given to train): %w; "+
@@ -144,10 +144,10 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 	return nil
 }
 
-// Report is the evaluation as a report (EvalReport; extra.eval also says
+// Report is the evaluation as a report (evalReport; extra.eval also says
 // what was scored).
 func (r *EvalResult) Report() (*Report, error) {
-	rep, err := EvalReport(r.cfg, r.Data.Name, r.Checkpoint, r.meta, r.params, r.Test)
+	rep, err := evalReport(r.cfg, r.Data.Name, r.Checkpoint, r.meta, r.params, r.Test)
 	if err != nil {
 		return nil, err
 	}

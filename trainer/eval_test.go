@@ -17,7 +17,7 @@ import (
 // the checkpoint's receipt and says what was scored.
 func TestEvaluateCheckpoint(t *testing.T) {
 	rep, dir := quick(t, func(c *Config) { c.Algo, c.Limit, c.Epochs = "dpsgd", 3000, 1 })
-	res, err := EvaluateCheckpoint(EvalOptions{Checkpoint: filepath.Join(dir, ModelFile), Data: Defaults()})
+	res, err := EvaluateCheckpoint(EvalOptions{Checkpoint: filepath.Join(dir, modelFile), Data: Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,3 +29,6 @@ func CheckpointRandKeys(t interface{ Fatal(...any) }, dir string) []string {
 	}
 	return keys
 }
+
+// LoadEvalData is loadEvalData, for the external split-record tests.
+var LoadEvalData = loadEvalData

@@ -153,7 +153,7 @@ func isInline[R any]() bool {
 }
 
 // EvalExtra is report.json's extra.eval: which checkpoint `fairdp eval`
-// scored, and on what records (EvalData.Scored). EvaluateCheckpoint's
+// scored, and on what records (evalData.Scored). EvaluateCheckpoint's
 // EvalResult is the whole evaluation; this is the part a report carries.
 type EvalExtra struct {
 	Checkpoint string `json:"checkpoint"`

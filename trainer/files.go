@@ -16,7 +16,7 @@ import (
 
 // The files a run writes in Config.Out (besides metrics.jsonl).
 const (
-	ModelFile  = "model.ckpt"
+	modelFile  = "model.ckpt"
 	ReportFile = "report.json"
 )
 
@@ -26,7 +26,7 @@ const (
 // without them, is fine. Callers that mean to replace them (or continue the
 // same run) skip the check.
 func CheckOut(dir string) error {
-	for _, name := range []string{ModelFile, ReportFile} {
+	for _, name := range []string{modelFile, ReportFile} {
 		_, err := os.Lstat(filepath.Join(dir, name))
 		switch {
 		case err == nil:
@@ -98,7 +98,7 @@ func WriteModelOutputs[T nn.Float](dir string, rep *Report, m *models.Model[T], 
 		}
 		meta.Info[SplitInfoKey] = string(b)
 	}
-	if err := models.SaveFile(filepath.Join(dir, ModelFile), m, meta); err != nil {
+	if err := models.SaveFile(filepath.Join(dir, modelFile), m, meta); err != nil {
 		return err
 	}
 	return atomicfile.WriteJSON(filepath.Join(dir, ReportFile), rep)

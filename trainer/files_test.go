@@ -22,9 +22,9 @@ func TestCheckOut(t *testing.T) {
 		{"missing dir", nil, ""},
 		{"empty dir", []string{}, ""},
 		{"unrelated files", []string{"notes.txt", metricsFile}, ""},
-		{"a model", []string{ModelFile}, ModelFile},
+		{"a model", []string{modelFile}, modelFile},
 		{"a report", []string{ReportFile}, ReportFile},
-		{"both", []string{ReportFile, ModelFile}, ModelFile},
+		{"both", []string{ReportFile, modelFile}, modelFile},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")

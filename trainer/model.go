@@ -43,7 +43,22 @@ type Model[T nn.Float] interface {
 	ZeroGrads()
 }
 
+// AnyModel is a Model of either element type: the methods of Model that
+// do not name the element type. Job is not generic (the algorithm
+// constructors and the command line share one Job for float32 and
+// float64 runs), so Job.Model holds an AnyModel rather than a Model[T];
+// an AnyModel rather than an any, so that a value that is no model at all
+// (a spec, a data set, a Gorgonia graph not yet lowered) does not compile.
+// Run asserts the Model[T] of the run's element type, naming the mismatch.
+type AnyModel interface {
+	InSize() int
+	OutDim() int
+	ZeroGrads()
+}
+
 var (
+	_ AnyModel       = Model[float32](nil)
+	_ AnyModel       = Model[float64](nil)
 	_ Model[float32] = (*models.Model[float32])(nil)
 	_ Model[float64] = (*models.Model[float64])(nil)
 )

@@ -30,8 +30,8 @@ func RegisterPipeline(name string, p Pipeline) {
 	pipelines[name] = p
 }
 
-// PipelineNames lists the registered pipelines.
-func PipelineNames() []string {
+// pipelineNames lists the registered pipelines.
+func pipelineNames() []string {
 	return slices.Sorted(maps.Keys(pipelines))
 }
 
@@ -48,7 +48,7 @@ func RunConfig(ctx context.Context, cfg Config, log io.Writer) (*Report, error) 
 	}
 	if _, ok := algorithms[cfg.Algo]; !ok {
 		return nil, FieldErrors{{Field: "Algo", Msg: fmt.Sprintf("%q is unknown (algorithms: %v; pipelines: %v)",
-			cfg.Algo, AlgorithmNames(), PipelineNames())}}
+			cfg.Algo, AlgorithmNames(), pipelineNames())}}
 	}
 	job, err := Prepare(cfg, log)
 	if err != nil {

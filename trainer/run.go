@@ -107,8 +107,10 @@ type Job struct {
 	// Model, if set, is the caller's own model (a Model of the element
 	// type Cfg.DType names: a *models.Model built from nn layers, or a type
 	// of one's own): Run trains it in place instead of building the zoo
-	// model Cfg names. TrainPrivate sets it.
-	Model any
+	// model Cfg names. TrainPrivate sets it. Its type is AnyModel, so that
+	// only a Model compiles here; the element type is checked when the run
+	// starts.
+	Model AnyModel
 
 	// checkpoint, set by PrepareCheckpointed, makes Run save the run after
 	// every epoch and continue a saved one.
@@ -125,7 +127,7 @@ func Prepare(cfg Config, log io.Writer) (*Job, error) {
 }
 
 // prepareFitted is Prepare for evaluating a trained model: tabular data is
-// encoded with the model's fitted preprocessing (LoadDataFitted).
+// encoded with the model's fitted preprocessing (loadDataFitted).
 func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -146,7 +148,7 @@ func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
 	key := split.DeriveKey("data") // the stream split.Derive("data") gives
-	train, test, prep, err := LoadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), fitted)
+	train, test, prep, err := loadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), fitted)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +217,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, nil, FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
 		}
-		removeStaleTemps(cfg.Out, metricsFile, ModelFile, ReportFile)
+		removeStaleTemps(cfg.Out, metricsFile, modelFile, ReportFile)
 		if jsonl, err = atomicfile.Create(filepath.Join(cfg.Out, metricsFile)); err != nil {
 			return nil, nil, err
 		}
@@ -593,7 +595,7 @@ func ModelSpec(cfg Config, d *loaders.Dataset) models.Spec {
 	}
 	hidden := cfg.Hidden
 	if arch == "mlp" && len(hidden) == 0 {
-		hidden = DefaultHidden
+		hidden = defaultHidden
 	}
 	classes := max(2, len(d.LabelNames))
 	if regressionData(cfg, d) {
@@ -610,8 +612,8 @@ func regressionData(cfg Config, d *loaders.Dataset) bool {
 	return d.Targets != nil && (len(d.LabelNames) == 0 || cfg.Model == models.RegressionArch)
 }
 
-// DefaultHidden is the MLP's hidden widths when Config.Hidden is empty.
-var DefaultHidden = []int{64}
+// defaultHidden is the MLP's hidden widths when Config.Hidden is empty.
+var defaultHidden = []int{64}
 
 // gather copies the batch's inputs, labels and groups into b's buffers,
 // and with targets its regression targets into b.Targets, which makes
@@ -757,11 +759,11 @@ func evaluateRegression[T nn.Float](m Model[T], d *loaders.Dataset) metrics.Spli
 	return metrics.EvaluateRegression(pred, d.Targets, d.Groups, d.GroupNames)
 }
 
-// EvalReport is the report of `fairdp eval`: a checkpoint scored on the
+// evalReport is the report of `fairdp eval`: a checkpoint scored on the
 // test split of the data cfg names (Algorithm and Config.Algo "eval").
 // Its privacy is the checkpoint's receipt, the guarantee of the model
 // evaluated; extra.eval names the checkpoint.
-func EvalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
+func evalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
 	cfg.Algo = "eval"
 	rep := &Report{Algorithm: cfg.Algo, Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
 		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,

@@ -148,7 +148,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes, as encoding/json reads a
 // struct: keys are matched without regard to case and unknown keys are
-// ignored (DecodeConfig refuses them). Like Config's own fields, a
+// ignored (decodeConfigStrict refuses them). Like Config's own fields, a
 // section's settings that the JSON leaves out keep the values c held.
 func (c *Config) UnmarshalJSON(data []byte) error { return decodeConfig(data, c, false) }
 

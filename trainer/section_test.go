@@ -44,7 +44,7 @@ func TestSectionRoundTrip(t *testing.T) {
 	}
 
 	back := Defaults()
-	if err := DecodeConfig(raw, &back); err != nil {
+	if err := decodeConfigStrict(raw, &back); err != nil {
 		t.Fatal(err)
 	}
 	if s := Section[testSection](back, "test_section"); s.A != 3 || len(s.Inner) != 2 || s.Inner[1] != 2 {
@@ -56,7 +56,7 @@ func TestSectionRoundTrip(t *testing.T) {
 	}
 
 	// Keys left out keep the values held.
-	if err := DecodeConfig([]byte(`{"test_section":{"b":"x"}}`), &back); err != nil {
+	if err := decodeConfigStrict([]byte(`{"test_section":{"b":"x"}}`), &back); err != nil {
 		t.Fatal(err)
 	}
 	if s := Section[testSection](back, "test_section"); s.A != 3 || s.B != "x" {
@@ -64,7 +64,7 @@ func TestSectionRoundTrip(t *testing.T) {
 	}
 	// The Go field name a report wrote before snake_case keys.
 	var legacy Config
-	if err := DecodeConfig([]byte(`{"TestSection":{"A":5}}`), &legacy); err != nil {
+	if err := decodeConfigStrict([]byte(`{"TestSection":{"A":5}}`), &legacy); err != nil {
 		t.Fatal(err)
 	}
 	if s := Section[testSection](legacy, "test_section"); s.A != 5 {
@@ -72,7 +72,7 @@ func TestSectionRoundTrip(t *testing.T) {
 	}
 	for _, bad := range []string{`{"test_section":{"c":1}}`, `{"test_sectio":{"a":1}}`, `{"test_section":{"a":"x"}}`} {
 		var c Config
-		if err := DecodeConfig([]byte(bad), &c); err == nil {
+		if err := decodeConfigStrict([]byte(bad), &c); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
@@ -110,8 +110,8 @@ func TestConfigUnmarshalLenient(t *testing.T) {
 	if c.Algo != "x" || Section[testSection](c, "test_section").A != 4 {
 		t.Errorf("read %q %+v", c.Algo, Section[testSection](c, "test_section"))
 	}
-	if err := DecodeConfig([]byte(`{"algorithm":"x","unknown":1}`), &c); err == nil {
-		t.Error("DecodeConfig accepts an unknown key")
+	if err := decodeConfigStrict([]byte(`{"algorithm":"x","unknown":1}`), &c); err == nil {
+		t.Error("decodeConfigStrict accepts an unknown key")
 	}
 }
 

@@ -340,7 +340,7 @@ func CheckSweepSettings(dir string, base Config, s *SweepSettings) error {
 	// Sweeps started before the config keys were snake_case stored Go
 	// field names: compare in today's form.
 	var stored Config
-	if err := DecodeConfig(prev.Config, &stored); err != nil {
+	if err := decodeConfigStrict(prev.Config, &stored); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if prev.Config, err = json.Marshal(stored); err != nil {

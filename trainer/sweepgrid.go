@@ -164,13 +164,13 @@ func OpenSweep(o SweepOptions) (*SweepPlan, error) {
 		}
 		return nil, err
 	}
-	if p.receipts, err = OpenSweepReceipts(filepath.Join(o.Dir, "receipts.jsonl")); err != nil {
+	if p.receipts, err = openSweepReceipts(filepath.Join(o.Dir, "receipts.jsonl")); err != nil {
 		p.log.Close()
 		return nil, err
 	}
-	p.privacy = PublishedPrivacy(p.log, p.receipts, o.Total, o.Legacy)
+	p.privacy = publishedPrivacy(p.log, p.receipts, o.Total, o.Legacy)
 	if p.privacy.Len() > 0 {
-		if err := WriteSweepTotal(o.Dir, p.privacy.Total()); err != nil {
+		if err := writeSweepTotal(o.Dir, p.privacy.Total()); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func (p *SweepPlan) Run(ctx context.Context, sw *Sweep, finished func(r SweepRes
 			return err
 		}
 		p.privacy.Add(r.Run.Key, r.Report.Privacy)
-		if err := WriteSweepTotal(p.opts.Dir, p.privacy.Total()); err != nil {
+		if err := writeSweepTotal(p.opts.Dir, p.privacy.Total()); err != nil {
 			return err
 		}
 		if err := p.log.Append(row); err != nil {

@@ -4,9 +4,11 @@ package trainer
 // table and the trade-off plots, for every kind of sweep.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -53,11 +55,11 @@ type SweepCellSummary struct {
 // Summary averages sweep.csv's rows per cell of the grid, in grid order;
 // cells without rows are left out.
 func (p *SweepPlan) Summary(o SweepSummaryOptions) ([]SweepCellSummary, error) {
-	return SummarizeSweep(p.Rows(), p.opts.Columns, p.opts.Grid, o)
+	return summarizeSweep(p.Rows(), p.opts.Columns, p.opts.Grid, o)
 }
 
-// SummarizeSweep is SweepPlan.Summary for rows with the header columns.
-func SummarizeSweep(rows [][]string, columns []string, g SweepGrid, o SweepSummaryOptions) ([]SweepCellSummary, error) {
+// summarizeSweep is SweepPlan.Summary for rows with the header columns.
+func summarizeSweep(rows [][]string, columns []string, g SweepGrid, o SweepSummaryOptions) ([]SweepCellSummary, error) {
 	col := func(name string) (int, error) {
 		if i := slices.Index(columns, name); i >= 0 {
 			return i, nil
@@ -139,10 +141,72 @@ func WriteSweepTable(w io.Writer, cells []SweepCellSummary, axisLabels, metricLa
 	return tw.Flush()
 }
 
-// SweepCurves turns cell summaries into plot curves: consecutive cells
+// SweepPlotOptions is the trade-off plot of a sweep's summary
+// (SweepPlan.Plot): one point per cell at the means of two metrics, with
+// error bars of one standard deviation over seeds, and each curve's Pareto
+// front.
+type SweepPlotOptions struct {
+	Title, XLabel, YLabel string
+	// X and Y are the metrics on the axes: indices into
+	// SweepSummaryOptions.Metrics.
+	X, Y int
+	// Curve names the curve a cell's point is on; consecutive cells with
+	// the same name form one curve.
+	Curve func(SweepCellSummary) string
+	// SplitValues, when set, draws one plot per value v of the cell axis
+	// SplitAxis (an index into SweepCellSummary.Cell), in this order:
+	// pareto-SplitName-v.png titled SplitTitle(v), the first value's also
+	// as pareto.png. Without it the one plot is pareto.png, titled Title.
+	// A grid with more axes than a plot can show in readable curves
+	// (SteFFLe's silos and heterogeneity, crossed with ε) splits by one.
+	SplitValues []float64
+	SplitAxis   int
+	SplitName   string
+	SplitTitle  func(v float64) string
+}
+
+// Plot draws the summary cells (Summary) into the sweep's directory as
+// o says and returns the files it wrote, so that every sweep's plot has
+// one file layout.
+func (p *SweepPlan) Plot(cells []SweepCellSummary, o SweepPlotOptions) ([]string, error) {
+	if o.Curve == nil {
+		return nil, errors.New("sweep: SweepPlotOptions.Curve is required")
+	}
+	if len(o.SplitValues) == 0 {
+		path := filepath.Join(p.opts.Dir, "pareto.png")
+		return []string{path}, metrics.ParetoPlot(path, o.Title, o.XLabel, o.YLabel, sweepCurves(cells, o.Curve, o.X, o.Y))
+	}
+	if o.SplitTitle == nil {
+		return nil, errors.New("sweep: SweepPlotOptions.SplitTitle is required with SplitValues")
+	}
+	var files []string
+	for i, v := range o.SplitValues {
+		var at []SweepCellSummary
+		for _, c := range cells {
+			if c.Cell[o.SplitAxis] == v {
+				at = append(at, c)
+			}
+		}
+		curves := sweepCurves(at, o.Curve, o.X, o.Y)
+		names := []string{"pareto-" + o.SplitName + "-" + FormatSweepValue(v) + ".png"}
+		if i == 0 {
+			names = append(names, "pareto.png")
+		}
+		for _, name := range names {
+			path := filepath.Join(p.opts.Dir, name)
+			if err := metrics.ParetoPlot(path, o.SplitTitle(v), o.XLabel, o.YLabel, curves); err != nil {
+				return nil, err
+			}
+			files = append(files, path)
+		}
+	}
+	return files, nil
+}
+
+// sweepCurves turns cell summaries into plot curves: consecutive cells
 // with the same name(c) form one curve, each cell a point (Mean[x],
 // Mean[y]) with error bars of one standard deviation.
-func SweepCurves(cells []SweepCellSummary, name func(SweepCellSummary) string, x, y int) []metrics.Curve {
+func sweepCurves(cells []SweepCellSummary, name func(SweepCellSummary) string, x, y int) []metrics.Curve {
 	var curves []metrics.Curve
 	for _, c := range cells {
 		n := name(c)
@@ -153,10 +217,4 @@ func SweepCurves(cells []SweepCellSummary, name func(SweepCellSummary) string, x
 		cur.Points = append(cur.Points, metrics.Point{X: c.Mean[x], Y: c.Mean[y], XErr: c.SD[x], YErr: c.SD[y]})
 	}
 	return curves
-}
-
-// PlotSweep draws the curves as a trade-off plot (metrics.ParetoPlot: the
-// points with error bars and each curve's Pareto front) at path.
-func PlotSweep(path, title, xlabel, ylabel string, curves []metrics.Curve) error {
-	return metrics.ParetoPlot(path, title, xlabel, ylabel, curves)
 }

@@ -126,8 +126,8 @@ type composedRun struct {
 	why   string    // why curve is nil
 }
 
-// NewSweepPrivacy returns an empty composition.
-func NewSweepPrivacy(opts SweepTotalOptions) *SweepPrivacy {
+// newSweepPrivacy returns an empty composition.
+func newSweepPrivacy(opts SweepTotalOptions) *SweepPrivacy {
 	return &SweepPrivacy{opts: opts, orders: accounting.OpacusOrders(), runs: map[string]composedRun{}}
 }
 
@@ -369,9 +369,9 @@ func listKeys(keys []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(keys[:5], ", "), len(keys)-5)
 }
 
-// WriteSweepTotal sets privacy_total in dir/sweep.json (written by
+// writeSweepTotal sets privacy_total in dir/sweep.json (written by
 // CheckSweepSettings), keeping every other field as stored.
-func WriteSweepTotal(dir string, t SweepTotal) error {
+func writeSweepTotal(dir string, t SweepTotal) error {
 	path := filepath.Join(dir, "sweep.json")
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -404,9 +404,9 @@ type receiptLine struct {
 	Receipt accounting.Receipt `json:"receipt"`
 }
 
-// OpenSweepReceipts opens (or creates) the receipts file at path; a torn
+// openSweepReceipts opens (or creates) the receipts file at path; a torn
 // last line left by a crash is cut off.
-func OpenSweepReceipts(path string) (*SweepReceipts, error) {
+func openSweepReceipts(path string) (*SweepReceipts, error) {
 	s := &SweepReceipts{path: path, recs: map[string]accounting.Receipt{}}
 	raw, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -456,14 +456,14 @@ func (s *SweepReceipts) Append(key string, rec accounting.Receipt) error {
 // Close closes the file.
 func (s *SweepReceipts) Close() error { return s.f.Close() }
 
-// PublishedPrivacy composes the receipts of the runs that have a row in
+// publishedPrivacy composes the receipts of the runs that have a row in
 // log, in file order. A row without a stored receipt (a sweep started
 // before receipts were kept) is counted through legacy, which builds a
 // receipt from the row (its ε and δ); legacy nil, or its false, counts the
 // run as not private, so an unknown run never shrinks the total.
-func PublishedPrivacy(log *SweepLog, recs *SweepReceipts, opts SweepTotalOptions,
+func publishedPrivacy(log *SweepLog, recs *SweepReceipts, opts SweepTotalOptions,
 	legacy func(row []string) (accounting.Receipt, bool)) *SweepPrivacy {
-	p := NewSweepPrivacy(opts)
+	p := newSweepPrivacy(opts)
 	for _, row := range log.Rows() {
 		k := log.key(row)
 		rec, ok := recs.Receipt(k)

@@ -69,7 +69,7 @@ func TestSweepTotalAccountant(t *testing.T) {
 		{"a legacy row added by basic composition", []accounting.Receipt{p1, p2, legacy}, SweepTotalRDPBasic, "rdp+unknown", []string{"pld", "unknown"}, rdp12 + legacyEps, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewSweepPrivacy(SweepTotalOptions{})
+			s := newSweepPrivacy(SweepTotalOptions{})
 			for i, r := range tc.runs {
 				s.Add(fmt.Sprint("k", i), r)
 			}

@@ -145,7 +145,7 @@ func TestSweepPrivacyTotal(t *testing.T) {
 			SweepTotalNone, math.NaN(), 0, 0, 0, "1 of 2 runs state no finite ε", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := NewSweepPrivacy(tc.opts)
+			p := newSweepPrivacy(tc.opts)
 			for i, r := range tc.runs {
 				p.Add(fmt.Sprint("k", i), r)
 			}
@@ -200,7 +200,7 @@ func TestSweepPrivacyTotal(t *testing.T) {
 	}
 	// A run added twice (a resumed sweep) counts once; its sensitive scope
 	// is the total's.
-	p := NewSweepPrivacy(SweepTotalOptions{})
+	p := newSweepPrivacy(SweepTotalOptions{})
 	for _, r := range []accounting.Receipt{run1, run2, run2, lap1} {
 		p.Add(fmt.Sprint("k", *r.Epsilon), r)
 	}
@@ -208,7 +208,7 @@ func TestSweepPrivacyTotal(t *testing.T) {
 		t.Errorf("run added twice: %d runs, scope %q; want 3, sensitive", got.Runs, got.Scope)
 	}
 	// The runs' caveats reach the total, each once, the first few in full.
-	p = NewSweepPrivacy(SweepTotalOptions{})
+	p = newSweepPrivacy(SweepTotalOptions{})
 	for i := range 6 {
 		r := rdpReceipt(t, 0.01, 1.1, 1000, 1e-5)
 		r.AddNote(fmt.Sprint("caveat ", i/2)) // three distinct notes, each twice
@@ -229,12 +229,12 @@ func TestSweepPrivacyTotal(t *testing.T) {
 }
 
 // TestSweepReceipts: receipts survive reopening, a torn last line is cut,
-// a repeated key keeps the last receipt, and PublishedPrivacy counts
+// a repeated key keeps the last receipt, and publishedPrivacy counts
 // exactly the runs with rows (legacy rows through the callback), each once.
 func TestSweepReceipts(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "receipts.jsonl")
-	s, err := OpenSweepReceipts(path)
+	s, err := openSweepReceipts(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestSweepReceipts(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.WriteString(`{"key":"d","rece`) // torn by a crash
 	f.Close()
-	if s, err = OpenSweepReceipts(path); err != nil {
+	if s, err = openSweepReceipts(path); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -280,21 +280,21 @@ func TestSweepReceipts(t *testing.T) {
 		e := 0.5
 		return accounting.Receipt{Epsilon: &e, Delta: 1e-6}, row[1] == "0.5"
 	}
-	got := PublishedPrivacy(log, s, SweepTotalOptions{}, legacy).Total()
+	got := publishedPrivacy(log, s, SweepTotalOptions{}, legacy).Total()
 	rdp, _ := composedRDP(t, 1e-5, r1, r2)
 	if got.Runs != 3 || got.Method != SweepTotalRDPBasic || math.Abs(*got.Epsilon-(rdp+0.5)) > 1e-12 {
 		t.Errorf("published total %s, want RDP of a, b (%v) + 0.5 over 3 runs", got, rdp)
 	}
-	if got := PublishedPrivacy(log, s, SweepTotalOptions{}, nil).Total(); got.Epsilon != nil {
+	if got := publishedPrivacy(log, s, SweepTotalOptions{}, nil).Total(); got.Epsilon != nil {
 		t.Errorf("a row with no receipt and no legacy counted as %s, want no finite total", got)
 	}
 
-	// WriteSweepTotal keeps the settings and adds the total.
+	// writeSweepTotal keeps the settings and adds the total.
 	settings := SweepSettings{Version: "v", Seeded: true, BaseSeed: 3}
 	if err := CheckSweepSettings(dir, Defaults(), &settings); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteSweepTotal(dir, got); err != nil {
+	if err := writeSweepTotal(dir, got); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "sweep.json"))
@@ -303,7 +303,7 @@ func TestSweepReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.PrivacyTotal == nil || *back.PrivacyTotal.Epsilon != *got.Epsilon || back.BaseSeed != 3 {
-		t.Errorf("sweep.json after WriteSweepTotal: %s", raw)
+		t.Errorf("sweep.json after writeSweepTotal: %s", raw)
 	}
 	if err := CheckSweepSettings(dir, Defaults(), &SweepSettings{Version: "v", Seeded: true, BaseSeed: 3}); err != nil {
 		t.Errorf("a sweep with a total no longer resumes: %v", err)

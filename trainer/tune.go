@@ -39,7 +39,7 @@ type TuneOptions struct {
 	// ScoreShare is the share of a trial's Rényi DP (at the order that
 	// attains the search's ε) spent on its noisy validation score (0: 0.1).
 	ScoreShare float64
-	// Space is the search space; nil: DefaultTuneSpace from the data and
+	// Space is the search space; nil: defaultTuneSpace from the data and
 	// the job's settings.
 	Space *TuneSpace
 }
@@ -79,7 +79,7 @@ type TuneSpace struct {
 	Clip   []float64 `json:"clip"`
 }
 
-// DefaultTuneSpace is the search space for n training records (those a
+// defaultTuneSpace is the search space for n training records (those a
 // trial trains on) around cfg's settings, which for a default run are
 // already the data-aware ones (AdaptToData): the learning rate from a third
 // to 3 times cfg.LR, sampling rates of 5, 10 and 25 % (the two regimes of
@@ -87,7 +87,7 @@ type TuneSpace struct {
 // from a third to 3 times cfg's. It stays near the rule's settings because
 // a trial is drawn at random and K is often small (P[K = 1] ≈ 0.27 for the
 // default law): every point of the space must be a reasonable run.
-func DefaultTuneSpace(cfg Config, n int) TuneSpace {
+func defaultTuneSpace(cfg Config, n int) TuneSpace {
 	s := TuneSpace{Epochs: []int{20, 40}}
 	for _, f := range []float64{1.0 / 3, 1, 3} {
 		s.LR = append(s.LR, cfg.LR*f)
@@ -370,7 +370,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	space := DefaultTuneSpace(cfg, train.N())
+	space := defaultTuneSpace(cfg, train.N())
 	if opts.Space != nil {
 		space = *opts.Space
 	}

@@ -242,9 +242,8 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	epsName := func(cell trainer.SweepCellSummary) string { return "ε = " + trainer.FormatSweepValue(cell.Cell[0]) }
-	curves := trainer.SweepCurves(cells, epsName, 1, 0)
-	title := fmt.Sprintf("%s on %s: expected test error vs EO violation", c.Algo, d.Name)
-	if err := trainer.PlotSweep(filepath.Join(out, "pareto.png"), title, "equalized-odds violation (test)", "error (test)", curves); err != nil {
+	if _, err := plan.Plot(cells, trainer.SweepPlotOptions{Title: fmt.Sprintf("%s on %s: expected test error vs EO violation", c.Algo, d.Name),
+		XLabel: "equalized-odds violation (test)", YLabel: "error (test)", X: 1, Y: 0, Curve: epsName}); err != nil {
 		return err
 	}
 	if !c.Quiet {

@@ -187,7 +187,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	printSweepSummary(stdout, summary, base.Fair.Fairness, ax.federated)
 	printSweepTotal(stdout, plan.Total())
-	plots, err := plotSweep(dir, base, ax, summary)
+	plots, err := plotSweep(plan, base, ax, summary)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 
 	"github.com/fairdp/fairdp/trainer"
 )
@@ -52,8 +51,8 @@ func violationName(fairness string) string {
 // has one curve per ε. With several (N, h) one plot per ε would need
 // (N, h) × ε curves, too many to read, so each ε E gets its own
 // DIR/pareto-eps-E.png with one curve per (N, h), and pareto.png is the
-// plot of the first --epsilon value.
-func plotSweep(dir string, base trainer.Config, ax sweepAxes, cells []trainer.SweepCellSummary) ([]string, error) {
+// plot of the first --epsilon value (SweepPlotOptions.SplitValues).
+func plotSweep(plan *trainer.SweepPlan, base trainer.Config, ax sweepAxes, cells []trainer.SweepCellSummary) ([]string, error) {
 	f := trainer.FormatSweepValue
 	epsName := func(e float64) string {
 		if math.IsInf(e, 1) {
@@ -62,42 +61,24 @@ func plotSweep(dir string, base trainer.Config, ax sweepAxes, cells []trainer.Sw
 		return "ε = " + f(e)
 	}
 	// The cell's values end with ε, λ; a SteFFLe cell starts with N, h.
-	eps := func(c trainer.SweepCellSummary) float64 { return c.Cell[len(c.Cell)-2] }
-	yLabel := "test " + violationName(base.Fair.Fairness)
+	o := trainer.SweepPlotOptions{XLabel: "test error", YLabel: "test " + violationName(base.Fair.Fairness), X: 0, Y: 1}
 	if len(ax.silos)*len(ax.hets) == 1 {
-		curves := trainer.SweepCurves(cells, func(c trainer.SweepCellSummary) string { return epsName(eps(c)) }, 0, 1)
-		title := fmt.Sprintf("%s on %s: λ sweep", base.Algo, base.Dataset)
+		o.Title = fmt.Sprintf("%s on %s: λ sweep", base.Algo, base.Dataset)
 		if ax.federated {
-			title += fmt.Sprintf(" (N = %d, h = %s)", ax.silos[0], f(ax.hets[0]))
+			o.Title += fmt.Sprintf(" (N = %d, h = %s)", ax.silos[0], f(ax.hets[0]))
 		}
-		path := filepath.Join(dir, "pareto.png")
-		return []string{path}, trainer.PlotSweep(path, title, "test error", yLabel, curves)
+		o.Curve = func(c trainer.SweepCellSummary) string { return epsName(c.Cell[len(c.Cell)-2]) }
+		return plan.Plot(cells, o)
 	}
-	var files []string
-	for i, e := range ax.epsilons {
-		var at []trainer.SweepCellSummary
-		for _, c := range cells {
-			if eps(c) == e {
-				at = append(at, c)
-			}
-		}
-		curves := trainer.SweepCurves(at, func(c trainer.SweepCellSummary) string {
-			return fmt.Sprintf("N = %s, h = %s", f(c.Cell[0]), f(c.Cell[1]))
-		}, 0, 1)
-		title := fmt.Sprintf("%s on %s, %s: λ sweep per (N, h)", base.Algo, base.Dataset, epsName(e))
-		names := []string{"pareto-eps-" + f(e) + ".png"}
-		if i == 0 {
-			names = append(names, "pareto.png")
-		}
-		for _, name := range names {
-			path := filepath.Join(dir, name)
-			if err := trainer.PlotSweep(path, title, "test error", yLabel, curves); err != nil {
-				return nil, err
-			}
-			files = append(files, path)
-		}
+	o.SplitValues, o.SplitName = ax.epsilons, "eps"
+	o.SplitAxis = 2 // a SteFFLe cell: N, h, ε, λ
+	o.SplitTitle = func(e float64) string {
+		return fmt.Sprintf("%s on %s, %s: λ sweep per (N, h)", base.Algo, base.Dataset, epsName(e))
 	}
-	return files, nil
+	o.Curve = func(c trainer.SweepCellSummary) string {
+		return fmt.Sprintf("N = %s, h = %s", f(c.Cell[0]), f(c.Cell[1]))
+	}
+	return plan.Plot(cells, o)
 }
 
 func unitInterval(x float64) error {
