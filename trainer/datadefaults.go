@@ -100,8 +100,11 @@ func dataRuleFor(n int, eps float64) dataRule {
 const (
 	fairLambdaSmall = 0.5 // ε·n below dataDefaultBudget
 	fairLambdaLarge = 2
-	// fermiTunedBudget is the ε·n from which DP-FERMI keeps Defaults().
+	// fermiTunedBudget is the ε·n from which DP-FERMI may keep
+	// Defaults(); it does when Defaults() also take at least
+	// fermiTunedSteps noisy steps on the table (fermiKeepsDefaults).
 	fermiTunedBudget = 10000
+	fermiTunedSteps  = 1500
 	// SteFFLe's server takes plain SGD steps of η = steffleLR times a
 	// mean of gradients clipped to C (Config's, at every budget); it
 	// samples steffleRate of a silo's records a round, for steffleEpochs.
@@ -109,6 +112,17 @@ const (
 	steffleRate   = 0.05
 	steffleEpochs = 40
 )
+
+// fermiKeepsDefaults reports whether DP-FERMI keeps Defaults() for n
+// training records at ε: a large budget (ε·n ≥ fermiTunedBudget) and
+// enough of Defaults()' Adam steps of 0.005 (epochs·n/batch ≥
+// fermiTunedSteps, i.e. n ≥ 19,200 at batch 256 and 20 epochs) for the
+// model to reach the data's optimum. It reads the defaults from
+// Defaults(), so a change there moves the threshold with them.
+func fermiKeepsDefaults(n int, eps float64) bool {
+	d := Defaults()
+	return eps*float64(n) >= fermiTunedBudget && float64(d.Epochs)*float64(n)/float64(d.Batch) >= fermiTunedSteps
+}
 
 // dataAware are the algorithms whose defaults follow the data with Adam:
 // the private SGD family, which shares DP-SGD's step, and DP-FERMI.
@@ -153,10 +167,11 @@ func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out
 		per = max(1, n/cfg.Federation.Silos)
 	}
 	r := dataRuleFor(per, cfg.Privacy.Epsilon)
-	if cfg.Algo == "fermi" && cfg.Privacy.Epsilon*float64(n) >= fermiTunedBudget {
-		// Defaults() is DP-FERMI's setting tuned on Adult; on large
-		// budgets it beats the majority class, and the rule's settings
-		// do not keep Adult's fairness (the rules above).
+	if cfg.Algo == "fermi" && fermiKeepsDefaults(n, cfg.Privacy.Epsilon) {
+		// Defaults() is DP-FERMI's setting tuned on Adult; where it
+		// takes enough steps at a large budget it beats the majority
+		// class, and the rule's settings do not keep Adult's fairness
+		// (the rules above).
 		return cfg, ""
 	}
 	if cfg.Algo == steffleAlgo {
