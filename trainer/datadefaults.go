@@ -83,12 +83,22 @@ import (
 //   - SteFFLe: the budget is a silo's, ε·ñ with ñ = n/silos, and the
 //     batch is a silo's. Its server takes plain SGD steps, whose size η·C
 //     does not adapt as Adam's does: q = 0.05, 40 epochs, C = 1, η = 0.1
-//     at every budget, λ as DP-FERMI's (0.5 below ε·ñ = 2,000, else 2).
+//     below ε·ñ = 2,000 and 0.5 from it, λ as DP-FERMI's (0.5 below
+//     ε·ñ = 2,000, else 2).
 //     At ε = 1 it reached .187 and .178 on 1,000 records a silo (seeds 1
 //     and 2; majority class .254 and .236) and .164 on 1,250 (majority
 //     .260); DP-SGD's small-budget settings (q = 0.25, 20 epochs: 80
 //     rounds) stayed near the start (.302 and .255 at η = 0.5), and
-//     C = 0.1 with η = 0.5–2 was no better (.181–.203).
+//     C = 0.1 with η = 0.5–2 was no better (.181–.203). At large silo
+//     budgets η = 0.1 is too small a step: on the synthetic 22,000×20
+//     table with 10 % positives (5,500 records a silo, ε·ñ = 5,500) it
+//     gave .099/.095/.104 against majority .101/.096/.106 (seeds 1–3),
+//     η = 0.5 .080/.079/.082; on Credit (7,500 a silo) .196/.192/.197
+//     against .187/.181/.185. On small silos η = 0.5 was no better
+//     (Parkinsons, 1,468 a silo: .053 against .052 mean of 3 seeds;
+//     Communities, 498: .194 against .176, seed 1), so it applies from
+//     ε·ñ = 2,000 on (bench/results/tabular.md, "SteFFLe: η = 0.5 at
+//     large silo budgets").
 //
 // Where no private model beats the majority class the rules cannot either:
 // on synthetic tables with 5 % positives (22,000 records and 5 features,
@@ -99,22 +109,23 @@ const (
 	dataDefaultMinB   = 16   // smallest default batch (tiny tables)
 )
 
-// dataRule is one regime's settings: sampling rate, epochs, the step
-// (Adam's, or plain SGD's for SteFFLe), the clip bound as a multiple of
-// Config's, and DP-FERMI's and SteFFLe's λ.
+// dataRule is one regime's settings: sampling rate, epochs, Adam's step,
+// the clip bound as a multiple of Config's, DP-FERMI's and SteFFLe's λ,
+// and SteFFLe's plain SGD step.
 type dataRule struct {
 	rate      float64
 	epochs    int
 	lr, clipX float64
 	lambda    float64
+	steffleLR float64
 }
 
 // dataRuleFor is the regime of n training records at ε.
 func dataRuleFor(n int, eps float64) dataRule {
 	if eps*float64(n) < dataDefaultBudget {
-		return dataRule{rate: 0.25, epochs: 20, lr: 0.1, clipX: 0.1, lambda: fairLambdaSmall}
+		return dataRule{rate: 0.25, epochs: 20, lr: 0.1, clipX: 0.1, lambda: fairLambdaSmall, steffleLR: steffleLRSmall}
 	}
-	return dataRule{rate: 0.05, epochs: 40, lr: 0.03, clipX: 1, lambda: fairLambdaLarge}
+	return dataRule{rate: 0.05, epochs: 40, lr: 0.03, clipX: 1, lambda: fairLambdaLarge, steffleLR: steffleLRLarge}
 }
 
 // DP-FERMI's and SteFFLe's data-aware λ and SteFFLe's SGD step (the
@@ -127,12 +138,15 @@ const (
 	// fermiTunedSteps noisy steps on the table (fermiKeepsDefaults).
 	fermiTunedBudget = 10000
 	fermiTunedSteps  = 1500
-	// SteFFLe's server takes plain SGD steps of η = steffleLR times a
-	// mean of gradients clipped to C (Config's, at every budget); it
-	// samples steffleRate of a silo's records a round, for steffleEpochs.
-	steffleLR     = 0.1
-	steffleRate   = 0.05
-	steffleEpochs = 40
+	// SteFFLe's server takes plain SGD steps of η times a mean of
+	// gradients clipped to C (Config's, at every budget): η =
+	// steffleLRSmall below a silo's ε·ñ = dataDefaultBudget, else
+	// steffleLRLarge; it samples steffleRate of a silo's records a round,
+	// for steffleEpochs.
+	steffleLRSmall = 0.1
+	steffleLRLarge = 0.5
+	steffleRate    = 0.05
+	steffleEpochs  = 40
 )
 
 // fermiKeepsDefaults reports whether DP-FERMI keeps Defaults() for n
@@ -197,7 +211,7 @@ func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out
 		return cfg, ""
 	}
 	if cfg.Algo == steffleAlgo {
-		r.rate, r.epochs, r.lr, r.clipX = steffleRate, steffleEpochs, steffleLR, 1
+		r.rate, r.epochs, r.lr, r.clipX = steffleRate, steffleEpochs, r.steffleLR, 1
 	}
 	var changed []string
 	if !fixed["Batch"] {

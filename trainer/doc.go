@@ -171,8 +171,8 @@
 // above where they take at least 1,500 steps (n ≥ 19,200; with fewer,
 // Adam's steps of 0.005 leave the model short of the data's optimum, so
 // the λ = 2 rule applies at every larger budget too); SteFFLe applies the budget rule to one silo's records with its
-// own plain-SGD settings (q = 0.05, 40 epochs, η = 0.1, C as given, λ as
-// DP-FERMI's). Without the rules both returned
+// own plain-SGD settings (q = 0.05, 40 epochs, η = 0.1 below a silo's
+// ε·ñ = 2,000 and 0.5 from it, C as given, λ as DP-FERMI's). Without the rules both returned
 // models no better than the majority class on small tables.
 //
 // Tune searches the same settings privately (Papernot and Steinke 2022):
