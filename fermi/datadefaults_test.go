@@ -64,6 +64,30 @@ func defaultsSplit(t *testing.T, seed uint64, dim int, intercept float64, nTrain
 	return train, test, majority
 }
 
+// trainDefault trains algo at ε with the settings a user gets without
+// flags (Defaults() adapted to train by trainer.AdaptToData, λ not given,
+// as the command line does; SteFFLe with its plain SGD server), seed 3,
+// and returns those settings, AdaptToData's note and the report.
+func trainDefault(t *testing.T, algo string, eps float64, train, test *loaders.Dataset) (trainer.Config, string, *trainer.Report) {
+	t.Helper()
+	cfg := trainer.Defaults()
+	seed := uint64(3)
+	cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Privacy.Epsilon, cfg.Model = algo, &seed, true, eps, "logistic"
+	if algo == federated.Name {
+		cfg.Optimizer = "sgd" // SteFFLe's server steps (the command line's default for it)
+	}
+	if !trainer.AdaptsToData(cfg) {
+		t.Fatalf("%s: the data-aware defaults do not apply", algo)
+	}
+	cfg, note := trainer.AdaptToData(cfg, train, map[string]bool{"Fair.Lambda": false})
+	rr, src := dpops.NewRand(cfg.Seed)
+	rep, err := trainer.Train(context.Background(), &trainer.Job{Cfg: cfg, Train: train, Test: test, Rand: rr, Source: src, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, note, rep
+}
+
 // TestFairDefaultsDoNotCollapse: a default DP-FERMI or SteFFLe run (the
 // settings a user gets without flags, adapted to the data by
 // trainer.AdaptToData as the command line does) on a 3,000-record table
@@ -77,21 +101,7 @@ func TestFairDefaultsDoNotCollapse(t *testing.T) {
 	train, test, majority := defaultsSplit(t, 5, 15, -1.6, 3000, 1500, 0.18, 0.32)
 	for _, algo := range []string{"fermi", federated.Name} {
 		for _, eps := range []float64{0.5, 1} {
-			cfg := trainer.Defaults()
-			seed := uint64(3)
-			cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Privacy.Epsilon, cfg.Model = algo, &seed, true, eps, "logistic"
-			if algo == federated.Name {
-				cfg.Optimizer = "sgd" // SteFFLe's server steps (the command line's default for it)
-			}
-			if !trainer.AdaptsToData(cfg) {
-				t.Fatalf("%s: the data-aware defaults do not apply", algo)
-			}
-			cfg, _ = trainer.AdaptToData(cfg, train, map[string]bool{"Fair.Lambda": false})
-			rr, src := dpops.NewRand(cfg.Seed)
-			rep, err := trainer.Train(context.Background(), &trainer.Job{Cfg: cfg, Train: train, Test: test, Rand: rr, Source: src, Log: io.Discard})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, _, rep := trainDefault(t, algo, eps, train, test)
 			sel := rep.Test.Overall.SelectionRate
 			t.Logf("%s ε = %v: test error %.4f (majority %.4f), selection rate %.3f", algo, eps, rep.Test.Error, majority, sel)
 			if !(rep.Test.Error < majority-0.03) || sel < 0.03 || sel > 0.97 {
@@ -122,18 +132,7 @@ func TestFairDefaultsLargeBudget(t *testing.T) {
 	for _, algo := range []string{"fermi", federated.Name} {
 		errs := map[float64]float64{}
 		for _, eps := range []float64{1, 4} {
-			cfg := trainer.Defaults()
-			seed := uint64(3)
-			cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Privacy.Epsilon, cfg.Model = algo, &seed, true, eps, "logistic"
-			if algo == federated.Name {
-				cfg.Optimizer = "sgd" // SteFFLe's server steps (the command line's default for it)
-			}
-			cfg, note := trainer.AdaptToData(cfg, train, map[string]bool{"Fair.Lambda": false})
-			rr, src := dpops.NewRand(cfg.Seed)
-			rep, err := trainer.Train(context.Background(), &trainer.Job{Cfg: cfg, Train: train, Test: test, Rand: rr, Source: src, Log: io.Discard})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, note, rep := trainDefault(t, algo, eps, train, test)
 			errs[eps] = rep.Test.Error
 			t.Logf("%s ε = %v (%s): test error %.4f (majority %.4f), selection rate %.3f, DP violation %.4f", algo, eps, note,
 				rep.Test.Error, majority, rep.Test.Overall.SelectionRate, rep.Test.DPViolation)
