@@ -95,13 +95,21 @@ func TestAdaptToDataRules(t *testing.T) {
 	}{
 		{"fermi λ, small budget", "fermi", 750, 1, 1, map[string]bool{"Fair.Lambda": false}, 188, 0.1, fairLambdaSmall, "λ 0.5"},
 		{"fermi, medium budget", "fermi", 5000, 1, 1, map[string]bool{"Fair.Lambda": false}, 250, 0.03, fairLambdaLarge, "λ 2"},
-		{"fermi, large budget: Adult's tuned defaults", "fermi", 10000, 1, 1, map[string]bool{"Fair.Lambda": false}, base.Batch, base.LR, base.Fair.Lambda, ""},
+		{"fermi, large budget: Adult's tuned defaults", "fermi", 20000, 1, 1, map[string]bool{"Fair.Lambda": false}, base.Batch, base.LR, base.Fair.Lambda, ""},
+		{"fermi, Adult", "fermi", 33916, 1, 1, map[string]bool{"Fair.Lambda": false}, base.Batch, base.LR, base.Fair.Lambda, ""},
+		// Large budget but too few of Defaults()' steps (20·n/256 < 1,500):
+		// the middle rule.
+		{"fermi, large budget, few steps", "fermi", 10000, 1, 1, map[string]bool{"Fair.Lambda": false}, 500, 0.03, fairLambdaLarge, "λ 2"},
+		{"fermi, ε = 4, few steps", "fermi", 4406, 1, 4, map[string]bool{"Fair.Lambda": false}, 220, 0.03, fairLambdaLarge, "λ 2"},
+		{"fermi, enough steps, small budget", "fermi", 40000, 1, 0.2, map[string]bool{"Fair.Lambda": false}, 2000, 0.03, fairLambdaLarge, "λ 2"},
 		{"fermi λ not named", "fermi", 750, 1, 1, nil, 188, 0.1, base.Fair.Lambda, "batch 188"},
 		{"fermi λ given", "fermi", 750, 1, 1, map[string]bool{"Fair.Lambda": true}, 188, 0.1, base.Fair.Lambda, "batch 188"},
 		{"dpsgd has no λ", "dpsgd", 750, 1, 1, map[string]bool{"Fair.Lambda": false}, 188, 0.1, base.Fair.Lambda, "batch 188"},
-		// SteFFLe: q 0.05 of a silo, η 0.1, C as given; λ by ε·ñ.
+		// SteFFLe: q 0.05 of a silo, C as given; η and λ by ε·ñ.
 		{"steffle, 3 silos", "steffle", 3000, 3, 1, map[string]bool{"Fair.Lambda": false}, 50, 0.1, fairLambdaSmall, "1000 training records a silo"},
-		{"steffle, large silos", "steffle", 60000, 3, 1, map[string]bool{"Fair.Lambda": false}, 1000, 0.1, fairLambdaLarge, "20000 training records a silo"},
+		{"steffle, large silos", "steffle", 60000, 3, 1, map[string]bool{"Fair.Lambda": false}, 1000, 0.5, fairLambdaLarge, "20000 training records a silo"},
+		{"steffle, silo budget just below", "steffle", 5997, 3, 1, map[string]bool{"Fair.Lambda": false}, 100, 0.1, fairLambdaSmall, "1999 training records a silo"},
+		{"steffle, silo budget just above", "steffle", 6000, 3, 1, map[string]bool{"Fair.Lambda": false}, 100, 0.5, fairLambdaLarge, "2000 training records a silo"},
 	} {
 		cfg := base
 		cfg.Algo, cfg.Privacy.Epsilon, cfg.Federation.Silos = c.algo, c.eps, c.silos
