@@ -60,7 +60,9 @@ def build_processed_csv(named_csv, out_path):
     for c in ["EDUCATION", "MARRIAGE", "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6"]:
         df[c] = df[c].astype(str)
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
-    df.to_csv(out_path, index=False)
+    tmp = f"{out_path}.{os.getpid()}"
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, out_path)  # concurrent runs share the workdir: never read half a file
 
 
 def install_opacus_shim():

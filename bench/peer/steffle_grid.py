@@ -98,9 +98,33 @@ def run_fairdp(o, n, h, eps, seed):
     return ca["test_error"], ca["test_dp_violation"], " ".join(shown + ["--out", "$OUT"]), det
 
 
+def table(path):
+    """The CSV as markdown: error / violation per (source, N) and h, mean over seeds (count in brackets)."""
+    rows = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            rows.setdefault((r["source"], int(r["N"]), float(r["h"])), []).append(
+                (float(r["error"]), float(r["violation"])))
+    hs = sorted({k[2] for k in rows})
+    print("| source | N | " + " | ".join("h = %g" % h for h in hs) + " |")
+    print("|---|---|" + "---|" * len(hs))
+    for src, n in sorted({(k[0], k[1]) for k in rows}):
+        cellv = []
+        for h in hs:
+            v = rows.get((src, n, h))
+            if not v:
+                cellv.append("—")
+                continue
+            e = sum(x[0] for x in v) / len(v)
+            d = sum(x[1] for x in v) / len(v)
+            cellv.append("%.4f / %.4f%s" % (e, d, "" if len(v) == 1 else " (%d)" % len(v)))
+        print("| %s | %d | %s |" % (src, n, " | ".join(cellv)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source", choices=["authors", "fairdp"], required=True)
+    ap.add_argument("--source", choices=["authors", "fairdp"])
+    ap.add_argument("--table", action="store_true", help="print the CSV as a markdown table and stop")
     ap.add_argument("--csv", default="bench/results/steffle_authors_code.csv")
     ap.add_argument("--details", default="bench/results/steffle_authors_code_runs.jsonl")
     ap.add_argument("--src", help="unpacked snapshot of the authors' code (source authors)")
@@ -115,6 +139,11 @@ def main():
     ap.add_argument("--lam", type=float, help="source authors: the code's λ (default: the preset's 0.5)")
     ap.add_argument("--lr-theta", type=float, help="source authors: the code's η_θ (default: the preset's 0.05)")
     o = ap.parse_args()
+    if o.table:
+        table(o.csv)
+        return
+    if not o.source:
+        ap.error("--source is needed to run")
     o.authors_args = (["--lam", fmt(o.lam)] if o.lam is not None else []) + \
         (["--lr-theta", fmt(o.lr_theta)] if o.lr_theta is not None else [])
     source = o.source + o.tag
