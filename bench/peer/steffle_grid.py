@@ -68,12 +68,17 @@ def append(path, row, details_path, details):
 
 
 def run_authors(o, n, h, eps, seed):
-    shown = ["/usr/bin/python3", "bench/peer/steffle_authors.py", "--src", "$SRC", "--credit", o.credit_shown,
+    # The code orders its features by a Python set (args of get_dummies and
+    # the model's input), so the hash seed fixes the column order and with it
+    # the run: pinned to the seed (rows without it in their command ran with
+    # a random one).
+    shown = ["PYTHONHASHSEED=%d" % seed, "/usr/bin/python3", "bench/peer/steffle_authors.py", "--src", "$SRC", "--credit", o.credit_shown,
              "--workdir", "$WORK", "--silos", str(n), "--heterogeneity", fmt(h), "--epsilon", fmt(eps),
              "--seed", str(seed)] + o.authors_args
     argv = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "steffle_authors.py"),
-            "--src", o.src, "--credit", o.credit, "--workdir", o.workdir] + shown[8:]
-    p = subprocess.run(argv, capture_output=True, text=True)
+            "--src", o.src, "--credit", o.credit, "--workdir", o.workdir] + shown[9:]
+    env = dict(os.environ, PYTHONHASHSEED=str(seed))
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
     res = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
     if p.returncode != 0 or not res:
         raise RuntimeError(f"authors N={n} h={h} seed={seed}: rc {p.returncode}\n{p.stderr[-3000:]}")
