@@ -17,7 +17,7 @@ cells run extremes first (h = 0 and 0.9), so a partial grid is still a
 comparison. Each run's details (checkpoint lists, noise, the code's group
 maps per silo) go to the --details JSON-lines file.
 
-    SRC=/tmp/steffle-src; mkdir -p $SRC
+    SRC=$(mktemp -d)
     git --git-dir=<mirror of the authors' repository> archive HEAD '*.py' | tar x -C $SRC
     nice /usr/bin/python3 bench/peer/steffle_grid.py --source authors --src $SRC --seeds 1
     nice /usr/bin/python3 bench/peer/steffle_grid.py --source fairdp --seeds 1
