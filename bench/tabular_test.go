@@ -133,14 +133,15 @@ func TestTabularObjPert(t *testing.T) {
 			for _, e := range eps {
 				for _, b := range bounds {
 					for _, l2 := range l2s {
-						cfg.Privacy.Epsilon, cfg.ObjPert = e, trainer.ObjPertConfig{RowBound: b, L2: l2}
+						cfg.Privacy.Epsilon = e
+						cfg = linear.WithObjPertConfig(cfg, linear.ObjPertConfig{RowBound: b, L2: l2})
 						rep, err := linear.RunObjPert(context.Background(), cfg)
 						if err != nil {
 							t.Fatal(err)
 						}
-						fmt.Fprintf(res, "%s,%d,%g,%g,%g,%.6f,%.6f,%.6f\n", set, s, e, rep.Config.ObjPert.RowBound, l2,
+						fmt.Fprintf(res, "%s,%d,%g,%g,%g,%.6f,%.6f,%.6f\n", set, s, e, linear.ObjPertConfigOf(rep.Config).RowBound, l2,
 							rep.Test.Error, rep.Test.DPViolation, rep.Test.EOViolation)
-						t.Logf("%s seed %d ε %g B %.3g Λ %g: test error %.4f", set, s, e, rep.Config.ObjPert.RowBound, l2, rep.Test.Error)
+						t.Logf("%s seed %d ε %g B %.3g Λ %g: test error %.4f", set, s, e, linear.ObjPertConfigOf(rep.Config).RowBound, l2, rep.Test.Error)
 					}
 				}
 			}

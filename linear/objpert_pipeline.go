@@ -81,16 +81,17 @@ func validateObjPert(cfg trainer.Config) error {
 	if !(cfg.Privacy.Epsilon > 0) {
 		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
 	}
-	if o := cfg.ObjPert; !(o.RowBound >= 0) || math.IsInf(o.RowBound, 1) {
+	o := ObjPertConfigOf(cfg)
+	if !(o.RowBound >= 0) || math.IsInf(o.RowBound, 1) {
 		add("ObjPert.RowBound", "must be a finite number > 0, or 0 for √(features) (got %v)", o.RowBound)
 	}
-	if o := cfg.ObjPert; !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
+	if !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
 		add("ObjPert.L2", "must be a finite number ≥ 0 (got %v)", o.L2)
 	}
-	if r := cfg.ObjPert.LabelRange; r != nil && (len(r) != 2 || !(r[0] < r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0)) {
+	if r := o.LabelRange; r != nil && (len(r) != 2 || !(r[0] < r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0)) {
 		add("ObjPert.LabelRange", "must be two finite numbers lo < hi (got %v)", r)
 	}
-	if h := cfg.ObjPert.ResidualScale; !(h >= 0) || math.IsInf(h, 1) {
+	if h := o.ResidualScale; !(h >= 0) || math.IsInf(h, 1) {
 		add("ObjPert.ResidualScale", "must be a finite number > 0, or 0 for %v (got %v)", DefaultResidualScale, h)
 	}
 	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {
@@ -126,28 +127,29 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		return nil, err
 	}
 	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
+	o := ObjPertConfigOf(cfg)
 	switch {
 	case train.X == nil:
 		return nil, fmt.Errorf("data set %s is not tabular: objpert fits a linear model on features", train.Name)
 	case train.Targets == nil && len(train.LabelNames) != 2:
 		return nil, fmt.Errorf("data set %s has %d classes; objpert fits binary logistic regression", train.Name, len(train.LabelNames))
-	case train.Targets != nil && len(cfg.ObjPert.LabelRange) != 2:
+	case train.Targets != nil && len(o.LabelRange) != 2:
 		return nil, trainer.FieldErrors{{Field: "ObjPert.LabelRange", Msg: fmt.Sprintf("data set %s has a regression target: objpert fits least "+
 			"squares and needs the target's public range lo,hi (never read off the private records)", train.Name)}}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bound := cfg.ObjPert.RowBound
+	bound := o.RowBound
 	if bound == 0 {
 		bound = DefaultRowBound(train.Dim)
 	}
 	n := train.N()
-	opt := ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: cfg.ObjPert.L2}
+	opt := ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: o.L2}
 	var res *ObjPertResult
 	if train.Targets != nil {
 		res, err = ObjectivePerturbationLeastSquares(src.Derive("noise"), train.X, n, train.Dim, train.Targets, ObjPertRegressionOptions{
-			ObjPertOptions: opt, LabelLo: cfg.ObjPert.LabelRange[0], LabelHi: cfg.ObjPert.LabelRange[1], ResidualScale: cfg.ObjPert.ResidualScale})
+			ObjPertOptions: opt, LabelLo: o.LabelRange[0], LabelHi: o.LabelRange[1], ResidualScale: o.ResidualScale})
 	} else {
 		res, err = ObjectivePerturbation(src.Derive("noise"), train.X, n, train.Dim, train.Labels, opt)
 	}
@@ -168,10 +170,9 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	// reading it back repeats. Settings objpert does not read are left out.
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
-	rep.Config.ObjPert = trainer.ObjPertConfig{RowBound: bound, L2: res.L2}
 	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon}
 	rep.Config.Federation = trainer.FederationConfig{}
-	rep.Config = trainer.WithoutSections(rep.Config)
+	rep.Config = WithObjPertConfig(trainer.WithoutSections(rep.Config), ObjPertConfig{RowBound: bound, L2: res.L2})
 	extra := &ObjPertReport{Method: ObjPertMethod, RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
 		L2: res.L2, ExtraL2: res.ExtraL2}
 	if private {
@@ -238,8 +239,9 @@ func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPe
 	trainStats bool, start time.Time, prep []byte, seed string, split *trainer.SplitRecord) (*trainer.Report, error) {
 	g := res.Regression
 	rep.Model = fmt.Sprintf("linear regression, %s (%s)", ObjPertLeastSquaresLoss, ObjPertMethod)
-	rep.Config.ObjPert.LabelRange = []float64{g.LabelLo, g.LabelHi}
-	rep.Config.ObjPert.ResidualScale = g.ResidualScale
+	o := ObjPertConfigOf(rep.Config)
+	o.LabelRange, o.ResidualScale = []float64{g.LabelLo, g.LabelHi}, g.ResidualScale
+	rep.Config = WithObjPertConfig(rep.Config, o)
 	extra := ObjPertExtra(rep)
 	extra.Regression = &ObjPertRegressionReport{Loss: ObjPertLeastSquaresLoss, LabelRange: []float64{g.LabelLo, g.LabelHi},
 		ResidualScale: g.ResidualScale, Weights: res.Weights, Intercept: res.Intercept}

@@ -49,8 +49,8 @@ func TestRunObjPert(t *testing.T) {
 				t.Fatalf("report %+v", rep)
 			}
 			dim := rep.Params - 1
-			if want := math.Sqrt(float64(dim)); extra.RowBound != want || rep.Config.ObjPert.RowBound != want {
-				t.Errorf("row bound %v, config %v; want the default √%d", extra.RowBound, rep.Config.ObjPert.RowBound, dim)
+			if want := math.Sqrt(float64(dim)); extra.RowBound != want || ObjPertConfigOf(rep.Config).RowBound != want {
+				t.Errorf("row bound %v, config %v; want the default √%d", extra.RowBound, ObjPertConfigOf(rep.Config).RowBound, dim)
 			}
 			if got := rep.Privacy.Private(); got != private {
 				t.Fatalf("receipt private %v, want %v", got, private)
@@ -101,8 +101,10 @@ func TestRunObjPert(t *testing.T) {
 
 func TestRunObjPertRefuses(t *testing.T) {
 	for name, mutate := range map[string]func(c *trainer.Config){
-		"negative bound":   func(c *trainer.Config) { c.ObjPert.RowBound = -1 },
-		"infinite L2":      func(c *trainer.Config) { c.ObjPert.L2 = math.Inf(1) },
+		"negative bound": func(c *trainer.Config) { *c = WithObjPertConfig(*c, ObjPertConfig{RowBound: -1}) },
+		// An infinite Λ cannot be held in a configuration section (JSON
+		// has no infinity); a negative one is the reachable bad value.
+		"negative L2":      func(c *trainer.Config) { *c = WithObjPertConfig(*c, ObjPertConfig{L2: -1}) },
 		"ε zero":           func(c *trainer.Config) { c.Privacy.Epsilon = 0 },
 		"image data":       func(c *trainer.Config) { c.Dataset = "mnist"; c.DataDir = t.TempDir() },
 		"other algorithm":  func(c *trainer.Config) { c.Algo = "postproc" },

@@ -2,7 +2,8 @@ package main
 
 // `fairdp train --algo objpert`: the flags and the printing of private
 // logistic regression by objective perturbation. The pipeline is
-// linear.RunObjPert, reached through trainer.RunConfig like any algorithm.
+// linear.RunObjPert, reached through trainer.RunConfig like any algorithm;
+// its settings are linear's configuration section (linear.ObjPertConfig).
 
 import (
 	"context"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/fairdp/fairdp/linear"
 	"github.com/fairdp/fairdp/trainer"
 )
 
@@ -17,14 +19,15 @@ import (
 // or the --config file's settings); args are the train flags.
 func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
 	c := cfg
+	o := linear.ObjPertConfigOf(c)
 	fs := newFlagSet("train", "train --algo objpert --epsilon E [--dataset adult] [--row-bound B] [--l2 Λ] [--label-range LO,HI] [--seed S] [--out D]", stderr)
 	dataFlags(fs, &c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "objpert (logistic regression by objective perturbation, pure ε-DP)")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε, pure ε-DP for whole records (inf: the same fit without noise)")
-	fs.Float64Var(&c.ObjPert.RowBound, "row-bound", c.ObjPert.RowBound, "public bound B on a preprocessed row's L2 norm; longer rows are clipped (0: √(encoded features)); choose it from knowledge of the features, never from the private rows")
-	fs.Float64Var(&c.ObjPert.L2, "l2", c.ObjPert.L2, "L2 penalty Λ on the weights over rows scaled to norm ≤ 1 (0: 8 times the smallest the budget allows, linear.DefaultObjPertL2)")
-	fs.Var(floatsFlag{p: &c.ObjPert.LabelRange}, "label-range", "lo,hi: public range of a regression target (a schema with \"target\"): least squares, labels clipped into it; never read it off the private rows")
-	fs.Float64Var(&c.ObjPert.ResidualScale, "residual-scale", c.ObjPert.ResidualScale, "least squares: residuals beyond h half-ranges of the label are clipped smoothly (0: 1)")
+	fs.Float64Var(&o.RowBound, "row-bound", o.RowBound, "public bound B on a preprocessed row's L2 norm; longer rows are clipped (0: √(encoded features)); choose it from knowledge of the features, never from the private rows")
+	fs.Float64Var(&o.L2, "l2", o.L2, "L2 penalty Λ on the weights over rows scaled to norm ≤ 1 (0: 8 times the smallest the budget allows, linear.DefaultObjPertL2)")
+	fs.Var(floatsFlag{p: &o.LabelRange}, "label-range", "lo,hi: public range of a regression target (a schema with \"target\"): least squares, labels clipped into it; never read it off the private rows")
+	fs.Float64Var(&o.ResidualScale, "residual-scale", o.ResidualScale, "least squares: residuals beyond h half-ranges of the label are clipped smoothly (0: 1)")
 	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json and model.ckpt (scored later by fairdp eval)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
@@ -32,6 +35,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	c = linear.WithObjPertConfig(c, o)
 	rep, err := trainer.RunConfig(ctx, c, stdout)
 	if err != nil {
 		return flagError(err)
