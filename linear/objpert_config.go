@@ -20,11 +20,24 @@ func WithObjPertConfig(cfg trainer.Config, o ObjPertConfig) trainer.Config {
 	return trainer.WithSection(cfg, ObjPertSectionKey, o)
 }
 
+// ObjPertDefaults are the settings of a run that names none: the
+// mechanism and Λ chosen from public facts (MechanismAuto, ChooseObjPert),
+// B = √d. The CLI starts from them; RunObjPert uses them when cfg holds no
+// objective-perturbation settings at all.
+func ObjPertDefaults() ObjPertConfig { return ObjPertConfig{Mechanism: MechanismAuto} }
+
 // ObjPertConfig is the part of a trainer.Config only objective
 // perturbation (Algo "objpert") reads. It uses trainer.Config's data
-// settings, Seed and Privacy.Epsilon (pure ε-DP: Privacy.Delta is not
-// read).
+// settings, Seed, Privacy.Epsilon and, for the Gaussian mechanism,
+// Privacy.Delta (0: 1/n² of the training records) and
+// Privacy.AllowLargeDelta.
 type ObjPertConfig struct {
+	// Mechanism is MechanismPure, MechanismGaussian or MechanismAuto (the
+	// default, ObjPertDefaults: ChooseObjPert picks the mechanism and, when
+	// L2 is 0, Λ from n, d, ε and δ). "" is MechanismPure: the mechanism
+	// every report written before the choice existed ran, so its settings
+	// rerun unchanged. A report records the mechanism it ran, never auto.
+	Mechanism string `json:"mechanism,omitempty"`
 	// RowBound is the public bound B on a preprocessed feature row's L2
 	// norm: rows are clipped to it, never measured to choose it (0: √d for
 	// d encoded features, DefaultRowBound).
@@ -32,6 +45,10 @@ type ObjPertConfig struct {
 	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: a
 	// rule on ε and the record count, DefaultObjPertL2).
 	L2 float64 `json:"l2"`
+	// WeightL2 is a further penalty (WeightL2/2)‖w‖² on the feature
+	// weights only (ObjPertOptions.WeightL2; 0 with MechanismAuto and L2
+	// 0: the rule's, ChooseObjPert).
+	WeightL2 float64 `json:"weight_l2,omitempty"`
 	// LabelRange is the public range [lo, hi] of a regression target
 	// (least squares, for a schema with a target): labels outside it are
 	// clipped into it. Never read off the private data.

@@ -64,8 +64,16 @@ func TestRunObjPert(t *testing.T) {
 				t.Errorf("train stats %v, clipped rows %v, not-private mark %v; want shown %v", rep.Train != nil, extra.ClippedRows, rep.TrainNotPrivate, showTrain)
 			}
 			if private {
-				if *rep.Privacy.Epsilon != tc.eps || rep.Privacy.Delta != 0 || extra.EpsilonPrime == nil {
-					t.Errorf("receipt ε %v δ %v, ε' %v", *rep.Privacy.Epsilon, rep.Privacy.Delta, extra.EpsilonPrime)
+				// The default (auto) chooses from public facts and says why;
+				// the Gaussian mechanism's δ is 1/n² of the training records.
+				wantDelta := 0.0
+				if extra.Mechanism == MechanismGaussian {
+					wantDelta = 1 / float64(rep.TrainRecords*rep.TrainRecords)
+				}
+				if *rep.Privacy.Epsilon != tc.eps || math.Abs(rep.Privacy.Delta-wantDelta) > 1e-12*wantDelta || extra.EpsilonPrime == nil ||
+					extra.Choice == "" || ObjPertConfigOf(rep.Config).Mechanism != extra.Mechanism {
+					t.Errorf("receipt ε %v δ %v (want %v), ε' %v, mechanism %q chosen because %q, config %+v", *rep.Privacy.Epsilon,
+						rep.Privacy.Delta, wantDelta, extra.EpsilonPrime, extra.Mechanism, extra.Choice, ObjPertConfigOf(rep.Config))
 				}
 				for _, want := range []string{"exact_minimiser", "test_evaluation", "record_count", "preprocessing"} {
 					if !slices.Contains(items, want) {
