@@ -44,14 +44,15 @@
 //     expected noise norm (ObjPertNoiseNorm: 2(d+1)/ε' pure, σ√(d+1)
 //     Gaussian), Λ = DefaultObjPertL2 for both and no weight penalty.
 //     The rule was checked on sweeps (bench/results/tabular.md, 2 seeds:
-//     Λ at 2, 8, 32, 128 times the smallest; weight penalty at 0, 0.03,
-//     0.1, 0.3, 1 times the expected noise over n): 8 times was best on
-//     Communities at every ε and, for the Gaussian mechanism, on the
-//     15,000 × 100 table at ε ≥ 1 (at ε = 0.5, 128 times gave .109
-//     against .123, both above the majority class's .099), and every
-//     weight penalty cost 0.001–0.006 of error on Adult-like tables while
-//     only 0.1 lifted the 15,000 × 100 table at ε = 0.5 to the majority
-//     class (.0996 against .1219), so the default adds none.
+//     Λ at 2, 8, 32, 128 times the smallest; a weight penalty of 16–256
+//     times the smallest Λ, or 0.03 and 0.1 times the expected noise over
+//     n): 8 times was best on Communities at every ε and, for the Gaussian
+//     mechanism, on the 15,000 × 100 table at ε ≥ 1 (at ε = 0.5, 128
+//     times gave .109 against .123, both above the majority class's
+//     .099). Every weight penalty cost 0.001–0.008 of error on Credit,
+//     Dutch and a 3,750 × 20 table, and only 0.1 times the noise lifted
+//     the 15,000 × 100 table at ε = 0.5 to the majority class (.0996
+//     against .1219), so the default adds none.
 //     objpert_regression.go is its least-squares twin for a schema with a
 //     target: the residuals clipped smoothly (a pseudo-Huber loss with a
 //     slope bounded by 1 and curvature 1/h, the conditions of Kifer, Smith
