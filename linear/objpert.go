@@ -194,11 +194,12 @@ func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 func (r *ObjPertResult) gaussianReceipt(rec *accounting.Receipt) {
 	rec.Delta = r.Delta
 	rec.Accountant, rec.Conversion = "theorem", "none: one release"
-	rec.Mechanisms = []accounting.Mechanism{{Kind: accounting.KindGaussian, NoiseMultiplier: r.NoiseStd / 2, Sensitivity: 2,
-		Steps: 1, Protects: "logistic regression weights (" + ObjPertGaussianMethod + ")", Epsilon: r.Epsilon}}
-	if r.Regression != nil {
-		rec.Mechanisms[0].Protects = "least-squares weights (" + ObjPertGaussianMethod + ")"
-	}
+	// No mechanism list: the release is not a plain Gaussian mechanism
+	// (part of ε bounds the Jacobian), so no accountant may re-derive its
+	// cost from σ (a zCDP or PLD reading of N(0, σ²) would understate it).
+	// Without a list, composers (trainer's sweep totals) take the (ε, δ)
+	// stated here; σ and the constants are in the note.
+	rec.Mechanisms = nil
 	rec.Note = fmt.Sprintf("%s, (ε, δ)-DP: rows clipped to the public bound B = %g and scaled by 1/√(B²+1) "+
 		"with the intercept feature counted; c = %g, Λ = %g, Δ = %g, weight penalty %g (a convex r, Kifer et al.'s Theorem 2); ε' = ε − 2 log(1 + c/(n(Λ+Δ))) = %g "+
 		"(the rest of ε bounds the Jacobian, as in Chaudhuri et al.'s Theorem 9); noise b ~ N(0, σ² I) on the summed loss "+

@@ -1,8 +1,10 @@
 package linear
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -74,9 +76,11 @@ func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Epsilon == nil || *rec.Epsilon != tc.eps || rec.Delta != delta || len(rec.Mechanisms) != 1 ||
-			rec.Mechanisms[0].NoiseMultiplier != res.NoiseStd/2 {
-			t.Errorf("ε %v: receipt %+v; want (ε, δ) = (%v, %v) and one Gaussian release", tc.eps, rec, tc.eps, delta)
+		// No mechanism list (no composer may re-derive the cost from σ);
+		// the note states σ.
+		if rec.Epsilon == nil || *rec.Epsilon != tc.eps || rec.Delta != delta || len(rec.Mechanisms) != 0 ||
+			!strings.Contains(rec.Note, fmt.Sprintf("= %g for δ", res.NoiseStd)) {
+			t.Errorf("ε %v: receipt %+v; want (ε, δ) = (%v, %v), no mechanism list, σ in the note", tc.eps, rec, tc.eps, delta)
 		}
 	}
 }
