@@ -36,7 +36,9 @@ type ObjPertConfig struct {
 	// default, ObjPertDefaults: ChooseObjPert picks the mechanism and, when
 	// L2 is 0, Λ from n, d, ε and δ). "" is MechanismPure: the mechanism
 	// every report written before the choice existed ran, so its settings
-	// rerun unchanged. A report records the mechanism it ran, never auto.
+	// rerun unchanged. A report records the mechanism as asked (auto
+	// decides again from the same public facts and recorded δ on a rerun)
+	// and, in extra.objpert.mechanism, the one that ran.
 	Mechanism string `json:"mechanism,omitempty"`
 	// RowBound is the public bound B on a preprocessed feature row's L2
 	// norm: rows are clipped to it, never measured to choose it (0: √d for

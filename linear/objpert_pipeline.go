@@ -220,18 +220,19 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	rep.Config.Out, rep.Config.Quiet = "", false
 	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon, Delta: res.Delta, AllowLargeDelta: res.Delta != 0 && cfg.Privacy.AllowLargeDelta}
 	rep.Config.Federation = trainer.FederationConfig{}
-	// The mechanism run, never auto; "" keeps a pure run's settings as
-	// they were before the choice existed.
-	ran := ObjPertConfig{RowBound: bound, L2: res.L2, WeightL2: res.WeightL2}
-	if o.Mechanism != "" || res.Mechanism != MechanismPure {
-		ran.Mechanism = res.Mechanism
-	}
+	// The mechanism as asked: auto decides again from the same public
+	// facts (n, d, ε and the δ recorded above), so a rerun repeats the
+	// choice and its reason; "" keeps a pure run's settings as they were
+	// before the choice existed. extra.objpert.mechanism says what ran.
+	ran := ObjPertConfig{Mechanism: o.Mechanism, RowBound: bound, L2: res.L2, WeightL2: res.WeightL2}
 	rep.Config = WithObjPertConfig(trainer.WithoutSections(rep.Config), ran)
 	extra := &ObjPertReport{Method: res.method(), RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
 		L2: res.L2, ExtraL2: res.ExtraL2, WeightL2: res.WeightL2, Choice: choice}
 	if private {
 		extra.EpsilonPrime = &res.EpsilonPrime
-		extra.Mechanism = ran.Mechanism // as the settings record it: "" for a run from settings older than the choice
+		if o.Mechanism != "" { // "" for a run from settings older than the choice, as they ran
+			extra.Mechanism = res.Mechanism
+		}
 		if res.Mechanism == MechanismGaussian {
 			extra.Delta, extra.NoiseStd = &res.Delta, &res.NoiseStd
 		}

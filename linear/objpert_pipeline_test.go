@@ -71,7 +71,7 @@ func TestRunObjPert(t *testing.T) {
 					wantDelta = 1 / float64(rep.TrainRecords*rep.TrainRecords)
 				}
 				if *rep.Privacy.Epsilon != tc.eps || math.Abs(rep.Privacy.Delta-wantDelta) > 1e-12*wantDelta || extra.EpsilonPrime == nil ||
-					extra.Choice == "" || ObjPertConfigOf(rep.Config).Mechanism != extra.Mechanism {
+					extra.Choice == "" || ObjPertConfigOf(rep.Config).Mechanism != MechanismAuto || extra.Mechanism == "" {
 					t.Errorf("receipt ε %v δ %v (want %v), ε' %v, mechanism %q chosen because %q, config %+v", *rep.Privacy.Epsilon,
 						rep.Privacy.Delta, wantDelta, extra.EpsilonPrime, extra.Mechanism, extra.Choice, ObjPertConfigOf(rep.Config))
 				}
