@@ -21,8 +21,13 @@ package bench
 // a generated table with its NAME.schema.json beside it, as
 // bench/tabular_synthetic.py writes them), FAIRDP_TABULAR_SEEDS
 // (default 5), FAIRDP_TABULAR_EPS (default "0.5,1,4"), FAIRDP_TABULAR_L2
-// (objpert's Λ, default 0: ObjPertOptions' default) and
-// FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
+// (objpert's Λ, default 0: the mechanism's default), FAIRDP_TABULAR_K
+// (Λ as K times the smallest regulariser the budget allows for the
+// training records, linear.ObjPertMinL2; overrides FAIRDP_TABULAR_L2),
+// FAIRDP_TABULAR_W (with K: the weight-only penalty as W times the
+// expected noise norm over n, linear.ObjPertNoiseNorm; default 0),
+// FAIRDP_TABULAR_MECH (objpert's mechanism: auto, pure, gaussian; default
+// auto) and FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
 
 import (
 	"bufio"
@@ -101,12 +106,18 @@ func TestTabularObjPert(t *testing.T) {
 	eps := append(envFloats(t, "FAIRDP_TABULAR_EPS", "0.5,1,4"), math.Inf(1))
 	l2s := envFloats(t, "FAIRDP_TABULAR_L2", "0")
 	bounds := envFloats(t, "FAIRDP_TABULAR_BOUND", "0")
+	var ks []float64
+	if os.Getenv("FAIRDP_TABULAR_K") != "" {
+		ks = envFloats(t, "FAIRDP_TABULAR_K", "")
+	}
+	ws := envFloats(t, "FAIRDP_TABULAR_W", "0")
+	mechs := strings.Split(orDefault(os.Getenv("FAIRDP_TABULAR_MECH"), linear.MechanismAuto), ",")
 	res, err := os.Create(filepath.Join(out, "objpert.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Close()
-	fmt.Fprintln(res, "dataset,seed,epsilon,row_bound,l2,test_error,dp_violation,eo_violation")
+	fmt.Fprintln(res, "dataset,seed,epsilon,mechanism_asked,mechanism,k,w,row_bound,l2,weight_l2,test_error,dp_violation,eo_violation")
 	for _, path := range sets {
 		set := strings.TrimSuffix(filepath.Base(path), ".csv")
 		for s := 1; s <= seeds; s++ {
@@ -130,17 +141,47 @@ func TestTabularObjPert(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			type point struct{ k, l2 float64 }
+			var grid []point
+			for _, l2 := range l2s {
+				grid = append(grid, point{0, l2})
+			}
+			if ks != nil {
+				grid = grid[:0]
+				for _, k := range ks {
+					grid = append(grid, point{k, 0})
+				}
+			}
 			for _, e := range eps {
 				for _, b := range bounds {
-					for _, l2 := range l2s {
-						cfg.Privacy.Epsilon, cfg.ObjPert = e, trainer.ObjPertConfig{RowBound: b, L2: l2}
-						rep, err := linear.RunObjPert(context.Background(), cfg)
-						if err != nil {
-							t.Fatal(err)
+					for _, m := range mechs {
+						for _, p := range grid {
+							for _, w := range ws {
+								var wl2 float64
+								if p.k != 0 && !math.IsInf(e, 1) {
+									p.l2 = p.k * linear.ObjPertMinL2(e, train.N(), linear.LogisticCurvature)
+									// W in units of the expected noise in the mean gradient.
+									mech := m
+									if mech == linear.MechanismAuto {
+										mech = linear.ChooseObjPert(train.N(), train.Dim, e, 1/float64(train.N()*train.N()), linear.LogisticCurvature).Mechanism
+									}
+									ep, _ := linear.ObjPertBudget(e, train.N(), p.l2)
+									wl2 = w * linear.ObjPertNoiseNorm(mech, train.Dim, ep, 1/float64(train.N()*train.N())) / float64(train.N())
+								}
+								cfg.Privacy.Epsilon = e
+								cfg = linear.WithObjPertConfig(cfg, linear.ObjPertConfig{Mechanism: m, RowBound: b, L2: p.l2, WeightL2: wl2})
+								rep, err := linear.RunObjPert(context.Background(), cfg)
+								if err != nil {
+									t.Fatal(err)
+								}
+								ran := linear.ObjPertExtra(rep).Mechanism
+								fmt.Fprintf(res, "%s,%d,%g,%s,%s,%g,%g,%g,%g,%g,%.6f,%.6f,%.6f\n", set, s, e, m, ran, p.k, w,
+									linear.ObjPertConfigOf(rep.Config).RowBound, linear.ObjPertExtra(rep).L2, linear.ObjPertExtra(rep).WeightL2,
+									rep.Test.Error, rep.Test.DPViolation, rep.Test.EOViolation)
+								t.Logf("%s seed %d ε %g %s→%s K %g W %g B %.3g Λ %.3g: test error %.4f", set, s, e, m, ran, p.k, w,
+									linear.ObjPertConfigOf(rep.Config).RowBound, linear.ObjPertExtra(rep).L2, rep.Test.Error)
+							}
 						}
-						fmt.Fprintf(res, "%s,%d,%g,%g,%g,%.6f,%.6f,%.6f\n", set, s, e, rep.Config.ObjPert.RowBound, l2,
-							rep.Test.Error, rep.Test.DPViolation, rep.Test.EOViolation)
-						t.Logf("%s seed %d ε %g B %.3g Λ %g: test error %.4f", set, s, e, rep.Config.ObjPert.RowBound, l2, rep.Test.Error)
 					}
 				}
 			}

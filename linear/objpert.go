@@ -41,8 +41,27 @@ const LogisticCurvature = 0.25
 // newtonTolerance is where minimiseLogistic stops: the gradient's ∞-norm.
 const newtonTolerance = 1e-9
 
-// ObjPertMethod names the mechanism in receipts and reports.
+// ObjPertMethod names the pure mechanism in receipts and reports.
 const ObjPertMethod = "objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 2)"
+
+// ObjPertGaussianMethod names the Gaussian mechanism in receipts and
+// reports.
+const ObjPertGaussianMethod = "objective perturbation with Gaussian noise (Kifer, Smith, Thakurta 2012, Theorem 2, " +
+	"on Chaudhuri, Monteleoni, Sarwate 2011's budget split)"
+
+// Objective-perturbation mechanisms (ObjPertOptions.Mechanism,
+// ObjPertConfig.Mechanism).
+const (
+	// MechanismPure is Chaudhuri et al.'s Algorithm 2: pure ε-DP, noise of
+	// density ∝ exp(−ε'/2 ‖b‖), whose norm grows like the dimension.
+	MechanismPure = "pure"
+	// MechanismGaussian is the (ε, δ)-DP Gaussian variant: noise
+	// N(0, σ² I), whose norm grows like the square root of the dimension.
+	MechanismGaussian = "gaussian"
+	// MechanismAuto picks one of the two from public facts
+	// (ChooseObjPert); only the pipeline's settings take it.
+	MechanismAuto = "auto"
+)
 
 // ObjPertOptions are the public settings of ObjectivePerturbation.
 type ObjPertOptions struct {
@@ -57,6 +76,20 @@ type ObjPertOptions struct {
 	// for the budget (ObjPertBudget). 0 means DefaultObjPertL2; without
 	// privacy it means 1/n (scikit-learn's default C = 1).
 	L2 float64
+	// WeightL2 ≥ 0 adds (WeightL2/2)‖w‖² on the feature weights only (not
+	// the intercept), against the mean loss. It is the extra convex
+	// regulariser r that Kifer, Smith and Thakurta 2012's Theorem 2 allows
+	// beside the Δ that buys the privacy: it only raises the objective's
+	// curvature, so ε' (which the smallest curvature, Λ+Δ, sets) does not
+	// change. When the noise swamps the signal it shrinks the weights
+	// while the intercept, barely penalised, still fits the base rate: the
+	// model falls back towards the majority class instead of below it.
+	WeightL2 float64
+	// Mechanism is MechanismPure ("" too) or MechanismGaussian.
+	Mechanism string
+	// Delta is δ of the Gaussian mechanism, in (0, 1); the pure
+	// mechanism needs none (0).
+	Delta float64
 }
 
 func (o ObjPertOptions) validate() error {
@@ -68,6 +101,21 @@ func (o ObjPertOptions) validate() error {
 	}
 	if !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
 		return fmt.Errorf("linear: objective perturbation: L2 penalty must be a finite number ≥ 0 (got %v)", o.L2)
+	}
+	if !(o.WeightL2 >= 0) || math.IsInf(o.WeightL2, 1) {
+		return fmt.Errorf("linear: objective perturbation: weight penalty must be a finite number ≥ 0 (got %v)", o.WeightL2)
+	}
+	switch o.Mechanism {
+	case "", MechanismPure:
+		if o.Delta != 0 {
+			return fmt.Errorf("linear: objective perturbation: the pure mechanism takes no δ (got %v)", o.Delta)
+		}
+	case MechanismGaussian:
+		if !math.IsInf(o.Epsilon, 1) && !(o.Delta > 0 && o.Delta < 1) {
+			return fmt.Errorf("linear: objective perturbation: the Gaussian mechanism needs δ in (0, 1) (got %v)", o.Delta)
+		}
+	default:
+		return fmt.Errorf("linear: objective perturbation: mechanism %q, want %q or %q", o.Mechanism, MechanismPure, MechanismGaussian)
 	}
 	return nil
 }
@@ -84,12 +132,19 @@ type ObjPertResult struct {
 	Scaled []float64
 	// RowBound is B and Scale √(B²+1).
 	RowBound, Scale float64
-	// Epsilon is the budget; EpsilonPrime ε' of Algorithm 2 (the noise
-	// density is ∝ exp(−ε'/2 ‖b‖)); both +Inf without privacy.
+	// Epsilon is the budget; EpsilonPrime ε' of Algorithm 2, what the
+	// noise is calibrated to (pure: density ∝ exp(−ε'/2 ‖b‖); Gaussian:
+	// σ = GaussianObjPertSigma(ε', δ)); both +Inf without privacy.
 	Epsilon, EpsilonPrime float64
+	// Mechanism is MechanismPure or MechanismGaussian; Delta is the
+	// Gaussian mechanism's δ (0 for pure) and NoiseStd its σ per
+	// coordinate of b (0 for pure).
+	Mechanism       string
+	Delta, NoiseStd float64
 	// L2 is Λ as given (or its non-private default) and ExtraL2 the Δ
-	// Algorithm 2 added: the objective's regulariser is (Λ+Δ)/2 ‖v‖².
-	L2, ExtraL2 float64
+	// Algorithm 2 added: the objective's regulariser is (Λ+Δ)/2 ‖v‖²,
+	// plus WeightL2/2 times the squared norm of the feature weights.
+	L2, ExtraL2, WeightL2 float64
 	// Clipped counts the training rows longer than RowBound: an exact
 	// statistic of the private data, reported only on request.
 	Clipped int
@@ -101,9 +156,9 @@ type ObjPertResult struct {
 	acct       *accounting.Pure
 }
 
-// Receipt is the run's privacy receipt: one pure ε-DP release of the
-// weights, every record protected (features, label; the sensitive
-// attribute is not an input).
+// Receipt is the run's privacy receipt: one pure ε-DP (or, for the
+// Gaussian mechanism, (ε, δ)-DP) release of the weights, every record
+// protected (features, label; the sensitive attribute is not an input).
 func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 	if r.acct == nil {
 		return accounting.NotPrivate(), nil
@@ -113,9 +168,17 @@ func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 		return accounting.Receipt{}, err
 	}
 	rec.Sampling = "none" // one release from the whole training split
+	if r.Mechanism == MechanismGaussian {
+		r.gaussianReceipt(&rec)
+		return rec, nil
+	}
 	rec.Note = fmt.Sprintf("%s, pure ε-DP by its Theorem 9: rows clipped to the public bound B = %g and scaled by 1/√(B²+1) "+
 		"with the intercept feature counted; c = %g, Λ = %g, Δ = %g, ε' = %g, noise density ∝ exp(−ε'/2 ‖b‖)",
 		ObjPertMethod, r.RowBound, r.Curvature, r.L2, r.ExtraL2, r.EpsilonPrime)
+	if r.WeightL2 > 0 {
+		rec.Note += fmt.Sprintf("; feature weights penalised by a further %g/2 ‖w‖² (a convex regulariser beside Λ+Δ, "+
+			"which leaves ε' unchanged: Kifer, Smith, Thakurta 2012, Theorem 2)", r.WeightL2)
+	}
 	if g := r.Regression; g != nil {
 		rec.Note += fmt.Sprintf("; least squares: %s", g.note())
 	}
@@ -123,6 +186,50 @@ func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 		"Newton's method returns a float64 approximation (gradient ∞-norm ≤ %g or no further decrease at float64 precision), "+
 		"without the output perturbation of Iyengar et al.'s AMP that would cover the difference", newtonTolerance))
 	return rec, nil
+}
+
+// gaussianReceipt turns the pure accountant's receipt of one ε charge
+// into the Gaussian mechanism's: one (ε, δ)-DP release by the theorem
+// (no composition, so no conversion), its noise named.
+func (r *ObjPertResult) gaussianReceipt(rec *accounting.Receipt) {
+	rec.Delta = r.Delta
+	rec.Accountant, rec.Conversion = "theorem", "none: one release"
+	// No mechanism list: the release is not a plain Gaussian mechanism
+	// (part of ε bounds the Jacobian), so no accountant may re-derive its
+	// cost from σ (a zCDP or PLD reading of N(0, σ²) would understate it).
+	// Without a list, composers (trainer's sweep totals) take the (ε, δ)
+	// stated here; σ and the constants are in the note.
+	rec.Mechanisms = nil
+	rec.Note = fmt.Sprintf("%s, (ε, δ)-DP: rows clipped to the public bound B = %g and scaled by 1/√(B²+1) "+
+		"with the intercept feature counted; c = %g, Λ = %g, Δ = %g, weight penalty %g (a convex r, Kifer et al.'s Theorem 2); ε' = ε − 2 log(1 + c/(n(Λ+Δ))) = %g "+
+		"(the rest of ε bounds the Jacobian, as in Chaudhuri et al.'s Theorem 9); noise b ~ N(0, σ² I) on the summed loss "+
+		"with σ = √(8 log(2/δ) + 4ε')/ε' = %g for δ = %g (gradient sensitivity 2, within the span of the two differing rows)",
+		ObjPertGaussianMethod, r.RowBound, r.Curvature, r.L2, r.ExtraL2, r.WeightL2, r.EpsilonPrime, r.NoiseStd, r.Delta)
+	if g := r.Regression; g != nil {
+		rec.Note += fmt.Sprintf("; least squares: %s", g.note())
+	}
+	rec.AddNotCovered("exact_minimiser", fmt.Sprintf("the guarantee is proved for the exact minimiser of the perturbed objective; "+
+		"Newton's method returns a float64 approximation (gradient ∞-norm ≤ %g or no further decrease at float64 precision), "+
+		"without the output perturbation of Iyengar et al.'s AMP that would cover the difference", newtonTolerance))
+}
+
+// GaussianObjPertSigma is the standard deviation of each coordinate of
+// the Gaussian mechanism's noise b (added to the summed loss as bᵀv) at
+// noise budget ε' and δ: Kifer, Smith and Thakurta 2012's Theorem 2
+// β = ζ √(8 log(2/δ) + 4ε')/ε' with ζ = 1 (|ℓ'| ≤ 1, rows of norm ≤ 1).
+//
+// Why it suffices: at a released v the noises that produce it under
+// neighbouring data sets differ by u = ℓ'(vᵀx')x' − ℓ'(vᵀx)x, of norm
+// ≤ 2 and inside span{x, x'}, a plane fixed by the two differing rows.
+// The Gaussian part of the privacy loss, (2bᵀu + ‖u‖²)/(2σ²), is at most
+// (2‖Πb‖ + 2)/σ² for Π the projection on that plane, and ‖Πb‖/σ is
+// χ-distributed with 2 degrees of freedom, so it exceeds ε' with
+// probability ≤ δ once σ ≥ (√(2 log(1/δ)) + √(2 log(1/δ) + 2ε'))/ε',
+// which the formula above bounds from above ((a+b)² ≤ 2a² + 2b²). The
+// rest of ε bounds the ratio of the Jacobians exactly as in the pure
+// mechanism (ObjPertBudget).
+func GaussianObjPertSigma(epsPrime, delta float64) float64 {
+	return math.Sqrt(8*math.Log(2/delta)+4*epsPrime) / epsPrime
 }
 
 // DefaultL2Factor is K of DefaultObjPertL2. The noise's effect on the
@@ -143,7 +250,14 @@ func DefaultObjPertL2(epsilon float64, n int) float64 {
 
 // defaultObjPertL2 is DefaultObjPertL2 for a loss of curvature bound c.
 func defaultObjPertL2(epsilon float64, n int, c float64) float64 {
-	return DefaultL2Factor * c / (float64(n) * math.Expm1(epsilon/4))
+	return DefaultL2Factor * ObjPertMinL2(epsilon, n, c)
+}
+
+// ObjPertMinL2 is the smallest regulariser Algorithm 2 allows at budget ε
+// for n rows and a loss of curvature bound c, c/(n(e^{ε/4} − 1)): the Λ+Δ
+// of its second branch, where ε' = ε/2.
+func ObjPertMinL2(epsilon float64, n int, c float64) float64 {
+	return c / (float64(n) * math.Expm1(epsilon/4))
 }
 
 // ObjPertBudget is steps 1–2 of Algorithm 2 for n rows, budget ε and
@@ -253,14 +367,17 @@ func objectivePerturbation(r *rand.Rand, x []float64, n, dim int, label []int, o
 // privacy) and the minimiser (res.Scaled). released names the release in
 // the accountant's ledger. Logistic regression and least squares share it.
 func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertOptions, c float64, released string,
-	minimise func(*Examples, float64, []float64) ([]float64, error)) (*ObjPertResult, []float64, error) {
+	minimise func(*Examples, penalty) ([]float64, error)) (*ObjPertResult, []float64, error) {
 	rows, scale, clipped := objPertRows(x, n, dim, opt.RowBound)
 	ex, err := NewExamples(rows, y)
 	if err != nil {
 		return nil, nil, err
 	}
 	res := &ObjPertResult{RowBound: opt.RowBound, Scale: scale, Epsilon: opt.Epsilon, EpsilonPrime: math.Inf(1),
-		L2: opt.L2, Clipped: clipped, Curvature: c}
+		L2: opt.L2, WeightL2: opt.WeightL2, Clipped: clipped, Curvature: c, Mechanism: MechanismPure}
+	if opt.Mechanism == MechanismGaussian {
+		res.Mechanism = MechanismGaussian
+	}
 	var b, lin []float64
 	if math.IsInf(opt.Epsilon, 1) {
 		if res.L2 == 0 {
@@ -271,15 +388,25 @@ func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertO
 			res.L2 = defaultObjPertL2(opt.Epsilon, n, c)
 		}
 		res.EpsilonPrime, res.ExtraL2 = objPertBudget(opt.Epsilon, n, res.L2, c)
-		b = SphereGammaNoise(r, dim+1, 2/res.EpsilonPrime)
+		method := ObjPertMethod
+		if res.Mechanism == MechanismGaussian {
+			res.Delta, res.NoiseStd = opt.Delta, GaussianObjPertSigma(res.EpsilonPrime, opt.Delta)
+			b = make([]float64, dim+1)
+			for j := range b {
+				b[j] = res.NoiseStd * r.NormFloat64()
+			}
+			method = ObjPertGaussianMethod
+		} else {
+			b = SphereGammaNoise(r, dim+1, 2/res.EpsilonPrime)
+		}
 		lin = make([]float64, dim+1)
 		floats.ScaleTo(lin, 1/float64(n), b)
 		res.acct = &accounting.Pure{}
-		if err := res.acct.Spend(opt.Epsilon, released+" ("+ObjPertMethod+")"); err != nil {
+		if err := res.acct.Spend(opt.Epsilon, released+" ("+method+")"); err != nil {
 			return nil, nil, err
 		}
 	}
-	v, err := minimise(ex, res.L2+res.ExtraL2, lin)
+	v, err := minimise(ex, penalty{l2: res.L2 + res.ExtraL2, weights: res.WeightL2, lin: lin})
 	if err != nil {
 		return nil, nil, fmt.Errorf("objective perturbation: %w", err)
 	}
@@ -302,36 +429,54 @@ func binaryTargets(label []int, n int) ([]float64, error) {
 	return y, nil
 }
 
-// minimiseLogistic minimises (1/n) Σ ℓ(x_iᵀw, y_i) + (l2/2)‖w‖² + linᵀw
-// (lin nil: no linear term) for the logistic loss ℓ by Newton's method
-// (minimiseNewton). FitLogistic and objective perturbation share it.
-func minimiseLogistic(ex *Examples, l2 float64, lin []float64) ([]float64, error) {
+// penalty is what minimiseNewton adds to the mean loss:
+// (l2/2)‖w‖² + (weights/2)‖w_{1..d−1}‖² + linᵀw, the second term on every
+// coordinate but the last (the intercept; 0: none), lin nil: no linear
+// term.
+type penalty struct {
+	l2, weights float64
+	lin         []float64
+}
+
+// minimiseLogistic minimises (1/n) Σ ℓ(x_iᵀw, y_i) plus the penalty p
+// for the logistic loss ℓ by Newton's method (minimiseNewton).
+// FitLogistic and objective perturbation share it.
+func minimiseLogistic(ex *Examples, p penalty) ([]float64, error) {
 	sums := func(w, grad []float64) float64 { return ex.ClippedSums(w, Logistic, math.Inf(1), math.Inf(1), grad) }
 	curvature := func(m, _ float64) float64 {
 		p := sigmoid(m)
 		return p * (1 - p)
 	}
-	return minimiseNewton(ex, l2, lin, "logistic regression", sums, curvature)
+	return minimiseNewton(ex, p, "logistic regression", sums, curvature)
 }
 
-// minimiseNewton minimises (1/n) Σ ℓ(x_iᵀw, y_i) + (l2/2)‖w‖² + linᵀw
-// (lin nil: no linear term) for a convex loss ℓ by Newton's method with
+// minimiseNewton minimises (1/n) Σ ℓ(x_iᵀw, y_i) plus the penalty p
+// for a convex loss ℓ by Newton's method with
 // backtracking; each Newton step solves its normal equations with
 // SolveNormal. sums writes Σ_i ∇ℓ_i(w) into grad and returns Σ_i ℓ_i(w);
 // curvature(m, y) is ∂²ℓ/∂m² at margin m. It stops when the gradient's
 // ∞-norm is ≤ newtonTolerance or the objective cannot fall any more at
 // float64 precision. name says which fit failed.
-func minimiseNewton(ex *Examples, l2 float64, lin []float64, name string, sums func(w, grad []float64) float64,
+func minimiseNewton(ex *Examples, p penalty, name string, sums func(w, grad []float64) float64,
 	curvature func(m, y float64) float64) ([]float64, error) {
-	if !(l2 > 0) || math.IsInf(l2, 1) {
-		return nil, fmt.Errorf("linear: L2 penalty %v, want a finite number > 0", l2)
+	if !(p.l2 > 0) || math.IsInf(p.l2, 1) || !(p.weights >= 0) || math.IsInf(p.weights, 1) {
+		return nil, fmt.Errorf("linear: L2 penalty %v (weights %v), want a finite number > 0 (≥ 0)", p.l2, p.weights)
 	}
 	n, d := ex.Len(), ex.Dim()
+	lin := p.lin
+	// l2 is the diagonal of the quadratic penalty.
+	l2 := make([]float64, d)
+	for j := range l2 {
+		l2[j] = p.l2
+		if j < d-1 {
+			l2[j] += p.weights
+		}
+	}
 	objective := func(w, grad []float64) float64 {
 		loss := sums(w, grad) / float64(n)
 		for j := range w {
-			grad[j] = grad[j]/float64(n) + l2*w[j]
-			loss += l2 / 2 * w[j] * w[j]
+			grad[j] = grad[j]/float64(n) + l2[j]*w[j]
+			loss += l2[j] / 2 * w[j] * w[j]
 			if lin != nil {
 				grad[j] += lin[j]
 				loss += lin[j] * w[j]
@@ -360,7 +505,7 @@ func minimiseNewton(ex *Examples, l2 float64, lin []float64, name string, sums f
 		}
 		hess.SymOuterK(1, weighted.T())
 		for j := range d {
-			hess.SetSym(j, j, hess.At(j, j)+l2)
+			hess.SetSym(j, j, hess.At(j, j)+l2[j])
 		}
 		step, err := SolveNormal(hess, grad)
 		if err != nil {

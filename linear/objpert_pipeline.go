@@ -13,9 +13,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
 	"github.com/fairdp/fairdp/loaders"
 	"github.com/fairdp/fairdp/models"
 	"github.com/fairdp/fairdp/trainer"
@@ -34,6 +36,15 @@ func DefaultRowBound(dim int) float64 { return math.Sqrt(float64(dim)) }
 // how many training rows were clipped.
 type ObjPertReport struct {
 	Method string `json:"method"`
+	// Mechanism is MechanismPure or MechanismGaussian (absent without
+	// privacy); Choice says why MechanismAuto picked it, from public facts
+	// only (absent when the settings named the mechanism).
+	Mechanism string `json:"mechanism,omitempty"`
+	Choice    string `json:"choice,omitempty"`
+	// Delta and NoiseStd are the Gaussian mechanism's δ and σ per
+	// coordinate of the noise on the summed loss.
+	Delta    *float64 `json:"delta,omitempty"`
+	NoiseStd *float64 `json:"noise_std,omitempty"`
 	// RowBound is B; Scale √(B²+1), what the clipped row and its intercept
 	// feature 1 are divided by.
 	RowBound  float64 `json:"row_bound"`
@@ -41,6 +52,7 @@ type ObjPertReport struct {
 	Curvature float64 `json:"curvature"`
 	L2        float64 `json:"l2"`
 	ExtraL2   float64 `json:"extra_l2"`
+	WeightL2  float64 `json:"weight_l2,omitempty"`
 	// EpsilonPrime is Algorithm 2's ε' (null without privacy).
 	EpsilonPrime *float64 `json:"epsilon_prime"`
 	ClippedRows  *int     `json:"clipped_rows,omitempty"`
@@ -81,16 +93,28 @@ func validateObjPert(cfg trainer.Config) error {
 	if !(cfg.Privacy.Epsilon > 0) {
 		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
 	}
-	if o := cfg.ObjPert; !(o.RowBound >= 0) || math.IsInf(o.RowBound, 1) {
+	o := ObjPertConfigOf(cfg)
+	if !(o.RowBound >= 0) || math.IsInf(o.RowBound, 1) {
 		add("ObjPert.RowBound", "must be a finite number > 0, or 0 for √(features) (got %v)", o.RowBound)
 	}
-	if o := cfg.ObjPert; !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
+	if !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
 		add("ObjPert.L2", "must be a finite number ≥ 0 (got %v)", o.L2)
 	}
-	if r := cfg.ObjPert.LabelRange; r != nil && (len(r) != 2 || !(r[0] < r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0)) {
+	if !(o.WeightL2 >= 0) || math.IsInf(o.WeightL2, 1) {
+		add("ObjPert.WeightL2", "must be a finite number ≥ 0 (got %v)", o.WeightL2)
+	}
+	if r := o.LabelRange; r != nil && (len(r) != 2 || !(r[0] < r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0)) {
 		add("ObjPert.LabelRange", "must be two finite numbers lo < hi (got %v)", r)
 	}
-	if h := cfg.ObjPert.ResidualScale; !(h >= 0) || math.IsInf(h, 1) {
+	switch o.Mechanism {
+	case "", MechanismPure, MechanismGaussian, MechanismAuto:
+	default:
+		add("ObjPert.Mechanism", "must be %s, %s or %s (got %q)", MechanismPure, MechanismGaussian, MechanismAuto, o.Mechanism)
+	}
+	if !(cfg.Privacy.Delta >= 0 && cfg.Privacy.Delta < 1) {
+		add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", cfg.Privacy.Delta)
+	}
+	if h := o.ResidualScale; !(h >= 0) || math.IsInf(h, 1) {
 		add("ObjPert.ResidualScale", "must be a finite number > 0, or 0 for %v (got %v)", DefaultResidualScale, h)
 	}
 	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {
@@ -106,7 +130,8 @@ func validateObjPert(cfg trainer.Config) error {
 }
 
 // RunObjPert runs cfg (Algo "objpert"): logistic regression by objective
-// perturbation at cfg.Privacy.Epsilon (pure ε-DP) on the data set cfg
+// perturbation at cfg.Privacy.Epsilon (pure ε-DP, or (ε, δ)-DP for the
+// Gaussian mechanism; see ObjPertConfig.Mechanism) on the data set cfg
 // names, split by cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded), with
 // noise from cfg.Seed. With cfg.Out set it writes model.ckpt (the receipt
 // inside) and then report.json.
@@ -126,28 +151,53 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		return nil, err
 	}
 	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
+	o := ObjPertConfigOf(cfg)
+	if reflect.ValueOf(o).IsZero() {
+		o.Mechanism = ObjPertDefaults().Mechanism // no settings at all: the defaults
+	}
 	switch {
 	case train.X == nil:
 		return nil, fmt.Errorf("data set %s is not tabular: objpert fits a linear model on features", train.Name)
 	case train.Targets == nil && len(train.LabelNames) != 2:
 		return nil, fmt.Errorf("data set %s has %d classes; objpert fits binary logistic regression", train.Name, len(train.LabelNames))
-	case train.Targets != nil && len(cfg.ObjPert.LabelRange) != 2:
+	case train.Targets != nil && len(o.LabelRange) != 2:
 		return nil, trainer.FieldErrors{{Field: "ObjPert.LabelRange", Msg: fmt.Sprintf("data set %s has a regression target: objpert fits least "+
 			"squares and needs the target's public range lo,hi (never read off the private records)", train.Name)}}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bound := cfg.ObjPert.RowBound
+	bound := o.RowBound
 	if bound == 0 {
 		bound = DefaultRowBound(train.Dim)
 	}
 	n := train.N()
-	opt := ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: cfg.ObjPert.L2}
+	opt := ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
+	var choice string
+	if private := !math.IsInf(cfg.Privacy.Epsilon, 1); private && (o.Mechanism == MechanismGaussian || o.Mechanism == MechanismAuto) {
+		if opt.Delta = cfg.Privacy.Delta; opt.Delta == 0 {
+			opt.Delta = accounting.DefaultDelta(n)
+		}
+		if err := accounting.CheckDelta(opt.Delta, n, cfg.Privacy.AllowLargeDelta); err != nil {
+			return nil, trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
+		}
+		if o.Mechanism == MechanismAuto {
+			c := ChooseObjPert(n, train.Dim, cfg.Privacy.Epsilon, opt.Delta, curvatureOf(train.Targets != nil, o.ResidualScale))
+			opt.Mechanism, choice = c.Mechanism, c.Reason
+			if opt.L2 == 0 && opt.WeightL2 == 0 {
+				opt.L2, opt.WeightL2 = c.L2, c.WeightL2
+			}
+		}
+		if opt.Mechanism == MechanismPure {
+			opt.Delta = 0
+		}
+	} else if o.Mechanism == MechanismAuto || !private {
+		opt.Mechanism = MechanismPure // the non-private twin: no noise to choose
+	}
 	var res *ObjPertResult
 	if train.Targets != nil {
 		res, err = ObjectivePerturbationLeastSquares(src.Derive("noise"), train.X, n, train.Dim, train.Targets, ObjPertRegressionOptions{
-			ObjPertOptions: opt, LabelLo: cfg.ObjPert.LabelRange[0], LabelHi: cfg.ObjPert.LabelRange[1], ResidualScale: cfg.ObjPert.ResidualScale})
+			ObjPertOptions: opt, LabelLo: o.LabelRange[0], LabelHi: o.LabelRange[1], ResidualScale: o.ResidualScale})
 	} else {
 		res, err = ObjectivePerturbation(src.Derive("noise"), train.X, n, train.Dim, train.Labels, opt)
 	}
@@ -163,19 +213,29 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 
 	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: train.Name, Params: len(res.Weights) + 1, DType: "float64",
 		Backend: trainer.BackendName(), Version: trainer.Version, TrainRecords: n, Privacy: rec,
-		Model: fmt.Sprintf("logistic regression (%s)", ObjPertMethod)}
+		Model: fmt.Sprintf("logistic regression (%s)", res.method())}
 	// The configuration actually run, with the bound and Λ it used: what
 	// reading it back repeats. Settings objpert does not read are left out.
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
-	rep.Config.ObjPert = trainer.ObjPertConfig{RowBound: bound, L2: res.L2}
-	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon}
+	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon, Delta: res.Delta, AllowLargeDelta: res.Delta != 0 && cfg.Privacy.AllowLargeDelta}
 	rep.Config.Federation = trainer.FederationConfig{}
-	rep.Config = trainer.WithoutSections(rep.Config)
-	extra := &ObjPertReport{Method: ObjPertMethod, RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
-		L2: res.L2, ExtraL2: res.ExtraL2}
+	// The mechanism as asked: auto decides again from the same public
+	// facts (n, d, ε and the δ recorded above), so a rerun repeats the
+	// choice and its reason; "" keeps a pure run's settings as they were
+	// before the choice existed. extra.objpert.mechanism says what ran.
+	ran := ObjPertConfig{Mechanism: o.Mechanism, RowBound: bound, L2: res.L2, WeightL2: res.WeightL2}
+	rep.Config = WithObjPertConfig(trainer.WithoutSections(rep.Config), ran)
+	extra := &ObjPertReport{Method: res.method(), RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
+		L2: res.L2, ExtraL2: res.ExtraL2, WeightL2: res.WeightL2, Choice: choice}
 	if private {
 		extra.EpsilonPrime = &res.EpsilonPrime
+		if o.Mechanism != "" { // "" for a run from settings older than the choice, as they ran
+			extra.Mechanism = res.Mechanism
+		}
+		if res.Mechanism == MechanismGaussian {
+			extra.Delta, extra.NoiseStd = &res.Delta, &res.NoiseStd
+		}
 	}
 	rep.Extra = trainer.Extras{"objpert": extra}
 	// The training split's exact metrics and clipped-row count are
@@ -237,9 +297,10 @@ func finishObjPert(cfg trainer.Config, rep *trainer.Report, m *models.Model[floa
 func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPertResult, train, test *loaders.Dataset,
 	trainStats bool, start time.Time, prep []byte, seed string, split *trainer.SplitRecord) (*trainer.Report, error) {
 	g := res.Regression
-	rep.Model = fmt.Sprintf("linear regression, %s (%s)", ObjPertLeastSquaresLoss, ObjPertMethod)
-	rep.Config.ObjPert.LabelRange = []float64{g.LabelLo, g.LabelHi}
-	rep.Config.ObjPert.ResidualScale = g.ResidualScale
+	rep.Model = fmt.Sprintf("linear regression, %s (%s)", ObjPertLeastSquaresLoss, res.method())
+	o := ObjPertConfigOf(rep.Config)
+	o.LabelRange, o.ResidualScale = []float64{g.LabelLo, g.LabelHi}, g.ResidualScale
+	rep.Config = WithObjPertConfig(rep.Config, o)
 	extra := ObjPertExtra(rep)
 	extra.Regression = &ObjPertRegressionReport{Loss: ObjPertLeastSquaresLoss, LabelRange: []float64{g.LabelLo, g.LabelHi},
 		ResidualScale: g.ResidualScale, Weights: res.Weights, Intercept: res.Intercept}

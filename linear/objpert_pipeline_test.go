@@ -49,8 +49,8 @@ func TestRunObjPert(t *testing.T) {
 				t.Fatalf("report %+v", rep)
 			}
 			dim := rep.Params - 1
-			if want := math.Sqrt(float64(dim)); extra.RowBound != want || rep.Config.ObjPert.RowBound != want {
-				t.Errorf("row bound %v, config %v; want the default √%d", extra.RowBound, rep.Config.ObjPert.RowBound, dim)
+			if want := math.Sqrt(float64(dim)); extra.RowBound != want || ObjPertConfigOf(rep.Config).RowBound != want {
+				t.Errorf("row bound %v, config %v; want the default √%d", extra.RowBound, ObjPertConfigOf(rep.Config).RowBound, dim)
 			}
 			if got := rep.Privacy.Private(); got != private {
 				t.Fatalf("receipt private %v, want %v", got, private)
@@ -64,8 +64,16 @@ func TestRunObjPert(t *testing.T) {
 				t.Errorf("train stats %v, clipped rows %v, not-private mark %v; want shown %v", rep.Train != nil, extra.ClippedRows, rep.TrainNotPrivate, showTrain)
 			}
 			if private {
-				if *rep.Privacy.Epsilon != tc.eps || rep.Privacy.Delta != 0 || extra.EpsilonPrime == nil {
-					t.Errorf("receipt ε %v δ %v, ε' %v", *rep.Privacy.Epsilon, rep.Privacy.Delta, extra.EpsilonPrime)
+				// The default (auto) chooses from public facts and says why;
+				// the Gaussian mechanism's δ is 1/n² of the training records.
+				wantDelta := 0.0
+				if extra.Mechanism == MechanismGaussian {
+					wantDelta = 1 / float64(rep.TrainRecords*rep.TrainRecords)
+				}
+				if *rep.Privacy.Epsilon != tc.eps || math.Abs(rep.Privacy.Delta-wantDelta) > 1e-12*wantDelta || extra.EpsilonPrime == nil ||
+					extra.Choice == "" || ObjPertConfigOf(rep.Config).Mechanism != MechanismAuto || extra.Mechanism == "" {
+					t.Errorf("receipt ε %v δ %v (want %v), ε' %v, mechanism %q chosen because %q, config %+v", *rep.Privacy.Epsilon,
+						rep.Privacy.Delta, wantDelta, extra.EpsilonPrime, extra.Mechanism, extra.Choice, ObjPertConfigOf(rep.Config))
 				}
 				for _, want := range []string{"exact_minimiser", "test_evaluation", "record_count", "preprocessing"} {
 					if !slices.Contains(items, want) {
@@ -101,8 +109,10 @@ func TestRunObjPert(t *testing.T) {
 
 func TestRunObjPertRefuses(t *testing.T) {
 	for name, mutate := range map[string]func(c *trainer.Config){
-		"negative bound":   func(c *trainer.Config) { c.ObjPert.RowBound = -1 },
-		"infinite L2":      func(c *trainer.Config) { c.ObjPert.L2 = math.Inf(1) },
+		"negative bound": func(c *trainer.Config) { *c = WithObjPertConfig(*c, ObjPertConfig{RowBound: -1}) },
+		// An infinite Λ cannot be held in a configuration section (JSON
+		// has no infinity); a negative one is the reachable bad value.
+		"negative L2":      func(c *trainer.Config) { *c = WithObjPertConfig(*c, ObjPertConfig{L2: -1}) },
 		"ε zero":           func(c *trainer.Config) { c.Privacy.Epsilon = 0 },
 		"image data":       func(c *trainer.Config) { c.Dataset = "mnist"; c.DataDir = t.TempDir() },
 		"other algorithm":  func(c *trainer.Config) { c.Algo = "postproc" },

@@ -125,8 +125,8 @@ func objectivePerturbationLeastSquares(r *rand.Rand, x []float64, n, dim int, y 
 		}
 		t[i] = (v - mid) / half
 	}
-	minimise := func(e *Examples, l2 float64, lin []float64) ([]float64, error) {
-		return minimiseNewton(e, l2, lin, "least squares", pseudoHuberSums(e, h), func(m, t float64) float64 {
+	minimise := func(e *Examples, p penalty) ([]float64, error) {
+		return minimiseNewton(e, p, "least squares", pseudoHuberSums(e, h), func(m, t float64) float64 {
 			_, _, d2 := pseudoHuber(m-t, h)
 			return d2
 		})

@@ -53,7 +53,7 @@ func TestRunObjPertLeastSquares(t *testing.T) {
 		seed := uint64(4)
 		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Seed = "objpert", csv, schema, &seed
 		cfg.Privacy.Epsilon = eps
-		cfg.ObjPert.LabelRange = []float64{-4, 10}
+		cfg = WithObjPertConfig(cfg, ObjPertConfig{LabelRange: []float64{-4, 10}})
 		cfg.Out = filepath.Join(dir, fmt.Sprint(eps))
 		rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
 		if err != nil {
@@ -80,7 +80,7 @@ func TestRunObjPertLeastSquares(t *testing.T) {
 		if (rep.Train != nil) != !private || (extra.Regression.ClippedLabels != nil) != !private {
 			t.Errorf("ε %v: training statistics shown %v, clipped labels %v; want shown only without privacy", eps, rep.Train != nil, extra.Regression.ClippedLabels)
 		}
-		if r := rep.Config.ObjPert; len(r.LabelRange) != 2 || r.ResidualScale != DefaultResidualScale {
+		if r := ObjPertConfigOf(rep.Config); len(r.LabelRange) != 2 || r.ResidualScale != DefaultResidualScale {
 			t.Errorf("config %+v does not record the range and h used", r)
 		}
 		raw, err := os.ReadFile(filepath.Join(cfg.Out, "report.json"))

@@ -474,7 +474,7 @@ func FitLogistic(x []float64, n, dim int, label []int, l2 float64) (LinearClassi
 	if err != nil {
 		return LinearClassifier{}, err
 	}
-	w, err := minimiseLogistic(ex, l2, nil)
+	w, err := minimiseLogistic(ex, penalty{l2: l2})
 	if err != nil {
 		return LinearClassifier{}, err
 	}

@@ -12,4 +12,5 @@ func init() {
 	// Reports written before report.json's keys were snake_case carry the
 	// Go field name the settings had in trainer.Config then.
 	trainer.RegisterSection[PostprocConfig](PostprocSectionKey, "Jagielski")
+	trainer.RegisterSection[ObjPertConfig](ObjPertSectionKey)
 }

@@ -58,9 +58,6 @@ type Config struct {
 	// over silos; other algorithms ignore it, and sweeps of them zero it so
 	// it is left out of their settings JSON.
 	Federation FederationConfig `json:"federation,omitzero"`
-	// ObjPert holds the settings of private logistic regression by
-	// objective perturbation (Algo "objpert"; package linear runs it).
-	ObjPert ObjPertConfig `json:"objpert,omitzero"`
 
 	// ImageMean and ImageStd, when given (one value per channel), feed
 	// image models (p/255 − ImageMean[c]) / ImageStd[c] instead of the data
@@ -72,31 +69,11 @@ type Config struct {
 
 	// sections holds the settings of algorithms above trainer by their
 	// report.json key (budget tailoring's "tailoring", post-processing's
-	// "jagielski"), as JSON of the
+	// "jagielski", objective perturbation's "objpert"), as JSON of the
 	// owning package's type; see RegisterSection. Never written in place:
 	// WithSection and UnmarshalJSON replace the map, so Configs copied by
 	// value do not share changes.
 	sections map[string]json.RawMessage
-}
-
-// ObjPertConfig is the part of Config only objective perturbation
-// (Algo "objpert") reads. It uses Config's data settings, Seed and
-// Privacy.Epsilon (pure ε-DP: Privacy.Delta is not read).
-type ObjPertConfig struct {
-	// RowBound is the public bound B on a preprocessed feature row's L2
-	// norm: rows are clipped to it, never measured to choose it (0: √d for
-	// d encoded features, linear.DefaultRowBound).
-	RowBound float64 `json:"row_bound"`
-	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: a
-	// rule on ε and the record count, linear.DefaultObjPertL2).
-	L2 float64 `json:"l2"`
-	// LabelRange is the public range [lo, hi] of a regression target
-	// (least squares, for a schema with a target): labels outside it are
-	// clipped into it. Never read off the private data.
-	LabelRange []float64 `json:"label_range,omitempty"`
-	// ResidualScale is h of least squares' smoothly clipped residuals, in
-	// units of half the label range (0: linear.DefaultResidualScale).
-	ResidualScale float64 `json:"residual_scale,omitempty"`
 }
 
 // Federation modes: who holds which part of each record.

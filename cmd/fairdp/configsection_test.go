@@ -10,14 +10,14 @@ import (
 )
 
 // TestOldReportsRerun: report.json files written when the settings of
-// budget tailoring ("tailoring") and post-processing ("jagielski") were
-// fields of trainer.Config rerun with `fairdp train --config` to the same
-// configuration, numbers and receipt. The fixtures in testdata were
-// written by that earlier build (a seeded tailoring run of 2 trials on
-// small synthetic data, a seeded post-processing run on 2000 adult
-// records).
+// budget tailoring ("tailoring"), post-processing ("jagielski") and
+// objective perturbation ("objpert") were fields of trainer.Config rerun
+// with `fairdp train --config` to the same configuration, numbers and
+// receipt. The fixtures in testdata were written by that earlier build (a
+// seeded tailoring run of 2 trials on small synthetic data, seeded
+// post-processing and objective-perturbation runs on 2000 adult records).
 func TestOldReportsRerun(t *testing.T) {
-	for _, name := range []string{"report_tailoring_v1.json", "report_postproc_v1.json"} {
+	for _, name := range []string{"report_tailoring_v1.json", "report_postproc_v1.json", "report_objpert_v1.json"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join("testdata", name)
 			dir := t.TempDir()

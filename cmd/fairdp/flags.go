@@ -138,6 +138,7 @@ var fieldFlags = map[string]string{
 	"CheckpointOptions.Resume": "--resume", "CheckpointOptions.Dir": "--checkpoint",
 	"Tailoring.Objective": "--objective", "Tailoring.WarmStart": "--warm-start",
 	"ObjPert.RowBound": "--row-bound", "ObjPert.L2": "--l2", "ObjPert.LabelRange": "--label-range",
+	"ObjPert.Mechanism": "--mechanism", "ObjPert.WeightL2": "--weight-l2",
 	"ObjPert.ResidualScale": "--residual-scale",
 	"Postproc.Base":         "--base", "Postproc.BaseEpsilon": "--base-epsilon",
 }

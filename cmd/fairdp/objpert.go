@@ -2,14 +2,17 @@ package main
 
 // `fairdp train --algo objpert`: the flags and the printing of private
 // logistic regression by objective perturbation. The pipeline is
-// linear.RunObjPert, reached through trainer.RunConfig like any algorithm.
+// linear.RunObjPert, reached through trainer.RunConfig like any algorithm;
+// its settings are linear's configuration section (linear.ObjPertConfig).
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 
+	"github.com/fairdp/fairdp/linear"
 	"github.com/fairdp/fairdp/trainer"
 )
 
@@ -17,14 +20,24 @@ import (
 // or the --config file's settings); args are the train flags.
 func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
 	c := cfg
-	fs := newFlagSet("train", "train --algo objpert --epsilon E [--dataset adult] [--row-bound B] [--l2 Λ] [--label-range LO,HI] [--seed S] [--out D]", stderr)
+	o := linear.ObjPertConfigOf(c)
+	if reflect.ValueOf(o).IsZero() {
+		// No settings (no --config, or one without objpert's): the
+		// defaults. A report's settings keep the mechanism they ran.
+		o = linear.ObjPertDefaults()
+	}
+	fs := newFlagSet("train", "train --algo objpert --epsilon E [--dataset adult] [--mechanism auto|pure|gaussian] [--delta δ] [--row-bound B] [--l2 Λ] [--weight-l2 W] [--label-range LO,HI] [--seed S] [--out D]", stderr)
 	dataFlags(fs, &c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "objpert (logistic regression by objective perturbation, pure ε-DP)")
-	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε, pure ε-DP for whole records (inf: the same fit without noise)")
-	fs.Float64Var(&c.ObjPert.RowBound, "row-bound", c.ObjPert.RowBound, "public bound B on a preprocessed row's L2 norm; longer rows are clipped (0: √(encoded features)); choose it from knowledge of the features, never from the private rows")
-	fs.Float64Var(&c.ObjPert.L2, "l2", c.ObjPert.L2, "L2 penalty Λ on the weights over rows scaled to norm ≤ 1 (0: 8 times the smallest the budget allows, linear.DefaultObjPertL2)")
-	fs.Var(floatsFlag{p: &c.ObjPert.LabelRange}, "label-range", "lo,hi: public range of a regression target (a schema with \"target\"): least squares, labels clipped into it; never read it off the private rows")
-	fs.Float64Var(&c.ObjPert.ResidualScale, "residual-scale", c.ObjPert.ResidualScale, "least squares: residuals beyond h half-ranges of the label are clipped smoothly (0: 1)")
+	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for whole records: pure ε-DP, or (ε, δ)-DP with the Gaussian mechanism (inf: the same fit without noise)")
+	fs.StringVar(&o.Mechanism, "mechanism", o.Mechanism, "objective-perturbation noise: pure (ε-DP, Chaudhuri et al. 2011), gaussian ((ε, δ)-DP, Kifer et al. 2012; noise grows like √d instead of d), or auto (chosen from n, d, ε, δ; the receipt says which and why)")
+	fs.Float64Var(&c.Privacy.Delta, "delta", c.Privacy.Delta, "δ of the Gaussian mechanism (0: 1/n² of the training records); the pure mechanism has none")
+	fs.BoolVar(&c.Privacy.AllowLargeDelta, "allow-large-delta", c.Privacy.AllowLargeDelta, "accept a δ ≥ 1/n (the receipt says so)")
+	fs.Float64Var(&o.RowBound, "row-bound", o.RowBound, "public bound B on a preprocessed row's L2 norm; longer rows are clipped (0: √(encoded features)); choose it from knowledge of the features, never from the private rows")
+	fs.Float64Var(&o.L2, "l2", o.L2, "L2 penalty Λ on the weights and intercept over rows scaled to norm ≤ 1 (0: the mechanism's rule, linear.ChooseObjPert, or 8 times the smallest the budget allows)")
+	fs.Float64Var(&o.WeightL2, "weight-l2", o.WeightL2, "a further L2 penalty on the feature weights only, not the intercept (0: none, or the auto rule's when --l2 is 0 too); costs no privacy")
+	fs.Var(floatsFlag{p: &o.LabelRange}, "label-range", "lo,hi: public range of a regression target (a schema with \"target\"): least squares, labels clipped into it; never read it off the private rows")
+	fs.Float64Var(&o.ResidualScale, "residual-scale", o.ResidualScale, "least squares: residuals beyond h half-ranges of the label are clipped smoothly (0: 1)")
 	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json and model.ckpt (scored later by fairdp eval)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
@@ -32,6 +45,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	c = linear.WithObjPertConfig(c, o)
 	rep, err := trainer.RunConfig(ctx, c, stdout)
 	if err != nil {
 		return flagError(err)

@@ -49,10 +49,47 @@ func TestObjPertTrainEval(t *testing.T) {
 		{"--row-bound", "-1", "--row-bound must be"},
 		{"--l2", "-1", "--l2 must be"},
 		{"--epsilon", "0", "epsilon"},
+		{"--mechanism", "laplace", "--mechanism must be"},
+		{"--weight-l2", "-1", "--weight-l2 must be"},
 	} {
 		_, _, err := runCLI(t, "train", "--algo", "objpert", "--limit", "1000", tc.flag, tc.value)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s: error %v, want one naming %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
+
+// TestObjPertMechanismFlag: --mechanism gaussian with --delta runs the
+// Gaussian mechanism at that δ and the report records both, so its
+// --config repeats the run; --mechanism pure gives a pure ε receipt.
+func TestObjPertMechanismFlag(t *testing.T) {
+	for _, tc := range []struct {
+		mech  string
+		delta float64
+	}{{"gaussian", 1e-6}, {"pure", 0}} {
+		dir := t.TempDir()
+		_, stderr, err := runCLI(t, "train", "--algo", "objpert", "--limit", "1000", "--seed", "2", "--epsilon", "1",
+			"--mechanism", tc.mech, "--delta", fmt.Sprint(tc.delta), "--out", dir)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.mech, err, stderr)
+		}
+		rep := validateReport(t, dir, "objpert")
+		priv := rep["privacy"].(map[string]any)
+		extra := rep["extra"].(map[string]any)["objpert"].(map[string]any)
+		cfg := rep["config"].(map[string]any)
+		if priv["delta"].(float64) != tc.delta || extra["mechanism"] != tc.mech ||
+			cfg["objpert"].(map[string]any)["mechanism"] != tc.mech || cfg["privacy"].(map[string]any)["delta"].(float64) != tc.delta {
+			t.Errorf("%s: receipt δ %v, extra %v, config %v; want δ %v", tc.mech, priv["delta"], extra, cfg["objpert"], tc.delta)
+		}
+		again := t.TempDir()
+		if _, stderr, err := runCLI(t, "train", "--config", filepath.Join(dir, "report.json"), "--out", again); err != nil {
+			t.Fatalf("%s rerun: %v\n%s", tc.mech, err, stderr)
+		}
+		rerun := validateReport(t, again, "objpert")
+		a, _ := json.Marshal(rep["test"])
+		b, _ := json.Marshal(rerun["test"])
+		if string(a) != string(b) {
+			t.Errorf("%s: --config rerun scored %s, the run %s", tc.mech, b, a)
 		}
 	}
 }
