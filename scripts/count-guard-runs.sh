@@ -4,7 +4,7 @@
 # paper's equal-ε protocol, dpsgdf.EqualEpsilonEpochs), seeds 1-3, each with --baseline.
 # SET mnist: DPSGD-F under each count guard (MNIST_GUARDS, default all three) and Naïve
 # (unless MNIST_NAIVE is empty), MNIST_EPOCHS epochs (default 20), seeds MNIST_SEEDS
-# (default 1), one run per background process (GOMAXPROCS=1 each), in Bagdasaryan et
+# (default 1), resumable (rerun the script after a kill), one run per background process (GOMAXPROCS=1 each), in Bagdasaryan et
 # al. 2019's regime with Poisson batches: SGD momentum 0.5, Normalize(0.1307, 0.3081)
 # (bench/results/dpsgdf_regimes.md: the setting under which DPSGD's class-8 effect
 # reproduces; Poisson keeps the receipt's amplification valid). FAIRDP (default: fairdp on PATH) and DATA (default
@@ -37,9 +37,11 @@ mnist)
 	regime="--momentum 0.5 --image-mean 0.1307 --image-std 0.3081"
 	for s in ${MNIST_SEEDS:-1}; do
 		for g in ${MNIST_GUARDS:-c0 floor smooth}; do
-			GOMAXPROCS=1 run mnist-dpsgdf-$g-e$e-s$s --preset dpsgdf-mnist --epochs $e --seed $s --count-guard $g $regime &
+			n=mnist-dpsgdf-$g-e$e-s$s
+			GOMAXPROCS=1 run $n --preset dpsgdf-mnist --epochs $e --seed $s --count-guard $g $regime --checkpoint "$out/ck-$n" --resume &
 		done
-		[ -z "${MNIST_NAIVE-1}" ] || GOMAXPROCS=1 run mnist-naive-e$e-s$s --preset dpsgdf-mnist --algo naive --epochs $e --seed $s $regime &
+		n=mnist-naive-e$e-s$s
+		[ -z "${MNIST_NAIVE-1}" ] || GOMAXPROCS=1 run $n --preset dpsgdf-mnist --algo naive --epochs $e --seed $s $regime --checkpoint "$out/ck-$n" --resume &
 	done
 	wait
 	;;
