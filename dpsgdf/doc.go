@@ -22,7 +22,7 @@
 //
 // The paper does not say what a group whose noisy counts are ≤ 0 gets;
 // at a realistic σ1 that choice decides a rare group's bound, so it is an
-// option, CountGuard (`--count-guard`): GuardC0 (the bound C0), GuardFloor
+// option, Config.CountGuard: GuardC0 (the bound C0), GuardFloor
 // (counts floored at 0, 0/0 read as wholly clipped) or GuardSmooth (the
 // group's fraction shrunk towards the pooled one). Every guard reads only
 // the released counts, so none changes ε; report.json records which ran. The policy
