@@ -43,11 +43,15 @@ type Config struct {
 	// CountNoiseRatio sets σ1 = CountNoiseRatio·σ2, the noise multiplier of
 	// the group counts (Naive and Adaptive; the paper uses 10).
 	CountNoiseRatio float64
-	Batch           int      // expected batch size b (Poisson rate q = b/n)
-	Epochs          int      // for calibrating σ2 to Epsilon and PlannedEpsilon
-	Sampling        string   // "poisson" (default) or "shuffle"
-	Groups          []string // group names; K = len(Groups), batch groups are 0..K-1
-	Seed            *uint64  // recorded in the receipt (nil: crypto-seeded)
+	// CountGuard is Adaptive's rule for a group whose noisy counts give no
+	// usable clipped fraction ("": DefaultCountGuard; see CountGuard).
+	// Post-processing of the released counts: it changes no ε.
+	CountGuard CountGuard
+	Batch      int      // expected batch size b (Poisson rate q = b/n)
+	Epochs     int      // for calibrating σ2 to Epsilon and PlannedEpsilon
+	Sampling   string   // "poisson" (default) or "shuffle"
+	Groups     []string // group names; K = len(Groups), batch groups are 0..K-1
+	Seed       *uint64  // recorded in the receipt (nil: crypto-seeded)
 	// Accountant calibrates σ2 and keeps the ledger: "pld" (also when
 	// empty: accounting.DefaultAccountant) or "rdp".
 	Accountant string
@@ -108,6 +112,9 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 	countSrc := src.DeriveChaCha8("count-noise")
 	a := &Algorithm[T]{cfg: cfg, core: core, countNoise: rand.New(countSrc), countSrc: countSrc}
 	a.cfg.Sigma, a.cfg.Delta, a.cfg.Sampling = core.Sigma, core.Delta, core.Sampling
+	if cfg.Policy == Adaptive {
+		a.cfg.CountGuard = cfg.CountGuard.orDefault()
+	}
 	if cfg.Policy != Flat {
 		a.sigma1 = cfg.CountNoiseRatio * a.cfg.Sigma
 		core.Policy = groupPolicy[T]{a}
@@ -158,6 +165,11 @@ func (c Config) check(n int) error {
 	}
 	if c.Policy != Flat && (!(c.CountNoiseRatio > 0) || math.IsInf(c.CountNoiseRatio, 1)) {
 		field("Fair.CountNoiseRatio", "%v must be a positive number (σ1 = ratio·σ2)", c.CountNoiseRatio)
+	}
+	if c.Policy == Adaptive {
+		if err := c.CountGuard.orDefault().check(); err != nil {
+			field("Fair.CountGuard", "%v", err)
+		}
 	}
 	if c.Epochs < 1 {
 		field("Epochs", "%d must be ≥ 1", c.Epochs)
@@ -265,7 +277,12 @@ func (a *Algorithm[T]) adaptiveRule(above, atMost []int) (trainer.GroupClip, err
 	if err := a.release(a.unclipped); err != nil {
 		return trainer.GroupClip{}, err
 	}
-	bounds, allUnclipped := AdaptiveBounds(a.cfg.Clip, float64(a.cfg.Batch), a.clipped, a.unclipped)
+	// The guard reads only the released counts and public constants (C0,
+	// b, σ1): post-processing, nothing more to charge.
+	bounds, allUnclipped, err := a.cfg.CountGuard.Bounds(a.cfg.Clip, float64(a.cfg.Batch), a.sigma1, a.clipped, a.unclipped)
+	if err != nil {
+		return trainer.GroupClip{}, err
+	}
 	if allUnclipped {
 		a.stats.allUnclipped++
 	}

@@ -18,7 +18,14 @@
 // sampling, the forward and backward pass, per-sample norms, the gradient
 // noise, σ2's calibration and the accountant are that code; this package
 // adds the noisy group counts, the bounds or weights, the joint mechanism
-// of counts and gradients, and the per-group logs and plots. The policy
+// of counts and gradients, and the per-group logs and plots.
+//
+// The paper does not say what a group whose noisy counts are ≤ 0 gets;
+// at a realistic σ1 that choice decides a rare group's bound, so it is an
+// option, Config.CountGuard: GuardC0 (the bound C0), GuardFloor
+// (counts floored at 0, 0/0 read as wholly clipped) or GuardSmooth (the
+// group's fraction shrunk towards the pooled one). Every guard reads only
+// the released counts, so none changes ε; report.json records which ran. The policy
 // reads a batch only through its per-group counts of clipped and unclipped
 // gradients, so the same code decides when the trainer runs the step on a
 // CUDA device (Core hands it the DP-SGD to run there). Flat is
@@ -29,7 +36,8 @@
 // (DP-SGD is the trainer's `--algo dpsgd`), the presets `dpsgdf-mnist`,
 // `dpsgdf-adult` and `dpsgdf-dutch` with the paper's settings, and the
 // paper's tabular encodings as the built-in data sets `adult-dpsgdf` and
-// `dutch-dpsgdf` (PaperSchema: numeric columns min-max scaled to [0, 1]).
+// `dutch-dpsgdf` (PaperSchema: numeric columns min-max scaled to [0, 1]),
+// with `dutch35-dpsgdf`, a 35-feature variant of Dutch (the paper's count).
 // EqualEpsilonEpochs is the paper's protocol of shortening DPSGD-F's and
 // Naïve's runs until their ε equals DPSGD's.
 package dpsgdf

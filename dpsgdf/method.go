@@ -17,6 +17,9 @@ type Method struct {
 	// CountNoiseRatio is σ1/σ2, the noise on the released per-group counts
 	// relative to the gradient noise (0: the default).
 	CountNoiseRatio float64
+	// CountGuard is DPSGD-F's rule for a group whose noisy counts are ≤ 0
+	// ("": DefaultCountGuard); Naïve has no such rule and refuses one.
+	CountGuard CountGuard
 }
 
 // Algo is the policy's registered name ("dpsgdf" or "naive").
@@ -27,7 +30,8 @@ func (m Method) Algo() string {
 	return string(m.Policy)
 }
 
-// Configure sets the count-noise ratio, naming a bad policy or ratio.
+// Configure sets the count-noise ratio and the count guard, naming a bad
+// policy, ratio or guard.
 func (m Method) Configure(cfg *trainer.Config) error {
 	var errs trainer.FieldErrors
 	switch m.Policy {
@@ -39,11 +43,21 @@ func (m Method) Configure(cfg *trainer.Config) error {
 	if !(m.CountNoiseRatio >= 0) || math.IsInf(m.CountNoiseRatio, 1) {
 		errs = append(errs, trainer.FieldError{Field: "CountNoiseRatio", Msg: "must be a finite number ≥ 0 (0: the default)"})
 	}
+	if m.CountGuard != "" {
+		if err := m.CountGuard.check(); err != nil {
+			errs = append(errs, trainer.FieldError{Field: "CountGuard", Msg: err.Error()})
+		} else if m.Policy == Naive {
+			errs = append(errs, trainer.FieldError{Field: "CountGuard", Msg: "is DPSGD-F's (Naïve guards its counts by raising them to 1)"})
+		}
+	}
 	if len(errs) > 0 {
 		return errs
 	}
 	if m.CountNoiseRatio > 0 {
 		cfg.Fair.CountNoiseRatio = m.CountNoiseRatio
+	}
+	if m.CountGuard != "" {
+		cfg.Fair.CountGuard = string(m.CountGuard)
 	}
 	return nil
 }

@@ -74,6 +74,9 @@ func TestPaperSchema(t *testing.T) {
 		{"dutch", "dutch_sample.csv", 37,
 			[]string{"age", "household_size", "prev_residence_place", "cur_eco_activity=135"},
 			[]string{"age=4", "household_size=111", "sex=1"}},
+		{"dutch35", "dutch_sample.csv", 35,
+			[]string{"age", "citizenship", "country_birth=2", "cur_eco_activity=135"},
+			[]string{"citizenship=1", "household_size=111", "sex=1"}},
 	}
 	for _, tc := range tests {
 		s, err := PaperSchema(tc.name)

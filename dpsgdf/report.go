@@ -72,6 +72,9 @@ func (a *Algorithm[T]) Finish(_ trainer.Model[T], job *trainer.Job, rep *trainer
 	}
 	sigma1 := a.sigma1
 	res.CountSigma = &sigma1
+	if a.cfg.Policy == Adaptive {
+		res.CountGuard = a.cfg.CountGuard
+	}
 	series := a.series()
 	perGroup := make(map[string][]float64, len(series))
 	for _, s := range series {
@@ -124,14 +127,18 @@ func (a *Algorithm[T]) Hooks() trainer.Hooks[T] {
 const resultKey = "dpsgdf"
 
 // Result is what DPSGD-F and Naïve add to report.json's "extra", at its
-// top level: the policy, σ2 and C0, and for the group policies σ1 and the
-// per-epoch series per group (ClipBounds for DPSGD-F, GroupWeights for
+// top level: the policy, σ2 and C0, and for the group policies σ1, DPSGD-F's
+// count guard and the per-epoch series per group (ClipBounds for DPSGD-F, GroupWeights for
 // Naïve; the perGroupKey of metrics.jsonl).
 type Result struct {
-	Policy       Policy               `json:"policy"`
-	Sigma        float64              `json:"sigma"`
-	Clip         float64              `json:"clip"`
-	CountSigma   *float64             `json:"count_sigma,omitempty"`
+	Policy     Policy   `json:"policy"`
+	Sigma      float64  `json:"sigma"`
+	Clip       float64  `json:"clip"`
+	CountSigma *float64 `json:"count_sigma,omitempty"`
+	// CountGuard is DPSGD-F's rule for noisily empty groups (empty for
+	// DPSGD, Naïve and reports written before it was a choice, which ran
+	// GuardC0).
+	CountGuard   CountGuard           `json:"count_guard,omitempty"`
 	ClipBounds   map[string][]float64 `json:"clip_bounds,omitempty"`
 	GroupWeights map[string][]float64 `json:"group_weights,omitempty"`
 }

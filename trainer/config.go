@@ -174,6 +174,9 @@ type FairConfig struct {
 	Calibration      string  `json:"calibration"`        // "accountant" (Privacy.Accountant's, default) or "paper" (Theorem 3.3 closed form)
 	WeightDecay      float64 `json:"weight_decay"`       // L2 regularisation
 	CountNoiseRatio  float64 `json:"count_noise_ratio"`  // DPSGD-F: σ1 = ratio·σ2 for the clipped/unclipped counts
+	// CountGuard is DPSGD-F's rule for a group whose noisy counts are ≤ 0
+	// (package dpsgdf's CountGuard: c0, floor or smooth; "" its default).
+	CountGuard string `json:"count_guard,omitempty"`
 }
 
 // DPConfig holds the differential-privacy flags shared by the private algorithms.

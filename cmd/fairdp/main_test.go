@@ -145,6 +145,10 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
 	}
+	_, _, err = runCLI(t, "train", "--algo", "dpsgdf", "--epsilon", "2", "--count-guard", "zero")
+	if err == nil || !strings.Contains(err.Error(), `--count-guard "zero", want "c0", "floor" or "smooth"`) {
+		t.Errorf("unknown count guard: %v", err)
+	}
 	_, _, err = runCLI(t, "train", "--algo", "steffle", "--federation", "mapping")
 	if err == nil || !strings.Contains(err.Error(), "--federation mapping needs --mapping FILE.csv") {
 		t.Errorf("mapping without a file: %v", err)
