@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/fairdp/fairdp/devstep"
 )
@@ -154,7 +155,7 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 		return 0, err
 	}
 	net, d := f.net, f.dev
-	n, err := net.upload(x, labels)
+	n, slot, err := net.upload(x, labels)
 	if err != nil {
 		return 0, err
 	}
@@ -201,7 +202,7 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 				return 0, err
 			}
 		}
-		if err := net.clipFactors(s.Clip, n); err != nil {
+		if err := net.queueClipFactors(s.Clip, n); err != nil {
 			return 0, err
 		}
 		wScale := net.scale
@@ -238,14 +239,15 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	if err := f.sum(psiSum, f.psi, 0, 1, 1, n); err != nil {
 		return 0, err
 	}
-	back := f.back
-	if err := CopyOut(d, back, f.sums); err != nil {
-		return 0, err
-	}
-	loss, err := net.lossSum(n)
+	// The sums, the clip check (checked before the host sees the sums, as
+	// on the CPU; set only by the clipped pass) and the loss: one copy and
+	// the step's one wait.
+	raw, loss, err := net.readChecked(slot, n, s.Clipped.On, hostRange{f.sums, int64(8 * len(f.back))})
 	if err != nil {
 		return 0, err
 	}
+	back := f.back
+	copy(back, unsafe.Slice((*float64)(unsafe.Pointer(&raw[0])), len(back)))
 	sums := FermiSums{N: n, Loss: loss, Psi: back[2*mats*width]}
 	if s.Clipped.On {
 		sums.WClipped, sums.Clipped = append([]float64(nil), back[:mats*width]...), int(back[2*mats*width+1])
@@ -289,7 +291,9 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	if err := net.release(rowScale, rel, n); err != nil {
 		return 0, err
 	}
-	return sums.Loss, d.Synchronize()
+	// No wait at the end: the next step's read (or Params) comes after this
+	// one's update on the stream.
+	return sums.Loss, net.io.done(slot)
 }
 
 // grad launches fairdp_fermi_grad for pass p (off: ψ only, no terms).

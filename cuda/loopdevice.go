@@ -23,6 +23,9 @@ type TrainerDevice struct {
 	net   *DeviceNet
 	fermi *DeviceFermi
 	lr    float32
+	// pending is the last step's result, not yet handed to the loop: a
+	// step returns the one before's loss (see Step).
+	pending *Pending
 	// closed makes Close idempotent: the loop closes on every way out.
 	closed bool
 }
@@ -90,7 +93,11 @@ func (d *TrainerDevice) loaded() error {
 }
 
 // Step implements trainer.Device: one DP-SGD step (see devstep.DPSGD) on
-// the batch x with labels; the noise key is drawn from s.Noise first.
+// the batch x with labels; the noise key is drawn from s.Noise first. The
+// step is left running on the device: what Step returns is the summed
+// loss of the step before it (0 after Load or Flush), read once this one
+// is queued, so the device never idles while the host waits for it. An
+// error there (the earlier step's clip check) is that step's.
 func (d *TrainerDevice) Step(x []float32, labels []int32, s devstep.DPSGD) (float64, error) {
 	if err := d.loaded(); err != nil {
 		return 0, err
@@ -105,12 +112,48 @@ func (d *TrainerDevice) Step(x []float32, labels []int32, s devstep.DPSGD) (floa
 			return GroupRule(r), err
 		}}
 	}
-	return d.net.Step(x, labels, step)
+	var loss float64
+	err := onDevice(d.dev, func() error {
+		p, err := d.net.step(x, labels, step)
+		if err != nil {
+			return err
+		}
+		loss, err = d.handOver(p)
+		return err
+	})
+	return loss, err
+}
+
+// handOver makes p the pending result and returns the one before's (on the
+// device's thread).
+func (d *TrainerDevice) handOver(p *Pending) (float64, error) {
+	prev := d.pending
+	d.pending = p
+	if prev == nil {
+		return 0, nil
+	}
+	loss, err := prev.wait()
+	if err != nil {
+		return 0, fmt.Errorf("the step before (a device step's checks come back one step late): %w", err)
+	}
+	return loss, nil
+}
+
+// Flush implements trainer.Device: it waits for the last step and returns
+// its summed loss (0 when none is pending).
+func (d *TrainerDevice) Flush() (float64, error) {
+	if d.pending == nil {
+		return 0, nil
+	}
+	p := d.pending
+	d.pending = nil
+	return p.Wait()
 }
 
 // FermiStep implements trainer.Device: one DP-FERMI step (DeviceFermi) on
 // the batch; finish is the host's half, given the batch's sums, and calls
-// theta with the run's noise stream where θ's noise key is to be drawn.
+// theta with the run's noise stream where θ's noise key is to be drawn. As
+// Step, it returns the summed loss of the step before it.
 func (d *TrainerDevice) FermiStep(x []float32, labels []int32, groups []int, s devstep.FermiStep,
 	finish func(devstep.FermiSums, func(noise *rand.Rand) error) error) (float64, error) {
 	if err := d.loaded(); err != nil {
@@ -120,14 +163,25 @@ func (d *TrainerDevice) FermiStep(x []float32, labels []int32, groups []int, s d
 		d.fermi = NewDeviceFermi(d.net)
 	}
 	s.LR = d.lr
-	return d.fermi.Step(x, labels, groups, s, func(sums FermiSums) (NoiseSeed, error) {
-		var seed NoiseSeed
-		err := finish(sums, func(noise *rand.Rand) error {
-			seed = NewNoiseSeed(noise)
-			return nil
+	var loss float64
+	err := onDevice(d.dev, func() error {
+		l, err := d.fermi.step(x, labels, groups, s, func(sums FermiSums) (NoiseSeed, error) {
+			var seed NoiseSeed
+			err := finish(sums, func(noise *rand.Rand) error {
+				seed = NewNoiseSeed(noise)
+				return nil
+			})
+			return seed, err
 		})
-		return seed, err
+		if err != nil {
+			return err
+		}
+		// The loss came back mid-step with the sums; it is handed over one
+		// step late all the same, as Step's is.
+		loss, err = d.handOver(&Pending{done: true, loss: l})
+		return err
 	})
+	return loss, err
 }
 
 // Params implements trainer.Device: the parameters, one slice per buffer

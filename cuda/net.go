@@ -46,6 +46,7 @@ type DeviceNet struct {
 	opt      optState     // the optimizer and its device state
 	grp      groupBuffers // a group clip's buffers
 	conv     convScratch  // the convolutions' unfolding scratch, shared
+	io       stepIO       // pinned uploads and read-backs (async.go)
 }
 
 // NetLayer describes one layer of a DeviceNet.
@@ -174,6 +175,9 @@ func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
 	}
 	net.sum = net.bad + 8
 	net.params = net.mark()
+	if err := net.io.init(dev); err != nil {
+		return fail(err)
+	}
 	return net, nil
 }
 
@@ -221,6 +225,11 @@ func (net *DeviceNet) grow(n int) error {
 	var err error
 	net.a, net.g = make([]DevicePtr, len(net.sizes)), make([]DevicePtr, len(net.sizes))
 	for l, s := range net.sizes {
+		if l == 0 { // the input: two slots, one uploading while the other is read
+			net.io.x[0], net.io.x[1] = net.alloc(4*c*s, &err), net.alloc(4*c*s, &err)
+			net.a[0] = net.io.x[net.io.turn]
+			continue
+		}
 		net.a[l] = net.alloc(4*c*s, &err)
 		if net.keepsGrad(l) {
 			net.g[l] = net.alloc(4*c*s, &err)
@@ -246,10 +255,14 @@ func (net *DeviceNet) grow(n int) error {
 			}
 		}
 	}
-	net.labels, net.loss = net.alloc(4*c, &err), net.alloc(4*c, &err)
+	net.io.lab[0], net.io.lab[1], net.loss = net.alloc(4*c, &err), net.alloc(4*c, &err), net.alloc(4*c, &err)
+	net.labels = net.io.lab[net.io.turn]
 	net.sq, net.norms, net.scale, net.ones = net.alloc(8*c, &err), net.alloc(8*c, &err), net.alloc(4*c, &err), net.alloc(4*c, &err)
 	if err == nil {
 		err = launch1(net.dev, "fairdp_fill_u32", c, Ptr(net.ones), U32(math.Float32bits(1)), Int(c))
+	}
+	if err == nil {
+		err = net.io.grow(c, 4*int64(net.sizes[0]))
 	}
 	if err != nil {
 		return err
@@ -277,24 +290,29 @@ func (net *DeviceNet) keepsGrad(l int) bool {
 // classes is the number of labels: 2 for one logit.
 func (net *DeviceNet) classes() int { return max(2, net.sizes[len(net.sizes)-1]) }
 
-// upload copies a batch and its labels (0..classes-1) to the device.
-func (net *DeviceNet) upload(x []float32, labels []int32) (int, error) {
-	n := len(labels)
+// upload queues a batch and its labels (0..classes-1) for the device
+// through the next pinned slot (stepIO.put) and points a[0] and labels at
+// that slot; it returns the batch size and the slot, which the step ends
+// with io.done.
+func (net *DeviceNet) upload(x []float32, labels []int32) (n, slot int, err error) {
+	n = len(labels)
 	if len(x) != n*net.sizes[0] {
-		return 0, fmt.Errorf("cuda: DeviceNet: %d input values for %d samples of %d features", len(x), n, net.sizes[0])
+		return 0, 0, fmt.Errorf("cuda: DeviceNet: %d input values for %d samples of %d features", len(x), n, net.sizes[0])
 	}
 	for i, y := range labels {
 		if y < 0 || int(y) >= net.classes() {
-			return 0, fmt.Errorf("cuda: DeviceNet: sample %d has label %d, want 0..%d", i, y, net.classes()-1)
+			return 0, 0, fmt.Errorf("cuda: DeviceNet: sample %d has label %d, want 0..%d", i, y, net.classes()-1)
 		}
 	}
 	if err := net.grow(n); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if err := CopyIn(net.dev, net.a[0], x); err != nil {
-		return 0, err
+	slot = net.io.turn
+	if err := net.io.put(slot, x, labels); err != nil {
+		return 0, 0, err
 	}
-	return n, CopyIn(net.dev, net.labels, labels)
+	net.a[0], net.labels = net.io.x[slot], net.io.lab[slot]
+	return n, slot, nil
 }
 
 // forward computes the logits of the n samples in a[0] into a[len].
@@ -310,95 +328,134 @@ func (net *DeviceNet) forward(n int) error {
 // Logits returns the model's logits for the samples x: n×logits.
 func (net *DeviceNet) Logits(x []float32) ([]float32, error) {
 	n := len(x) / net.sizes[0]
-	if _, err := net.upload(x, make([]int32, n)); err != nil {
-		return nil, err
-	}
-	if err := net.forward(n); err != nil {
-		return nil, err
-	}
-	z := make([]float32, n*net.sizes[len(net.sizes)-1])
-	return z, CopyOut(net.dev, z, net.a[len(net.a)-1])
+	var z []float32
+	err := onDevice(net.dev, func() error {
+		_, slot, err := net.upload(x, make([]int32, n))
+		if err != nil {
+			return err
+		}
+		if err := net.forward(n); err != nil {
+			return err
+		}
+		if err := net.io.done(slot); err != nil {
+			return err
+		}
+		z = make([]float32, n*net.sizes[len(net.sizes)-1])
+		return CopyOut(net.dev, z, net.a[len(net.a)-1])
+	})
+	return z, err
 }
 
 // Step runs one DP-SGD step on the batch x (n samples, row-major) with
 // labels (0..classes-1) and returns the batch's summed loss before the
-// update. An empty batch still adds noise and updates (a Poisson sample may
-// be empty).
+// update: StepAsync, then Wait. An empty batch still adds noise and updates
+// (a Poisson sample may be empty).
 func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
 	var loss float64
-	err := onDevice(net.dev, func() (err error) {
-		loss, err = net.step(x, labels, s)
+	err := onDevice(net.dev, func() error {
+		p, err := net.step(x, labels, s)
+		if err != nil {
+			return err
+		}
+		loss, err = p.wait()
 		return err
 	})
 	return loss, err
 }
 
-// step is Step, on the device's thread.
-func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
+// StepAsync queues Step's work and returns without waiting for the device:
+// the result comes back into pinned memory (Pending.Wait). With a group
+// clip the policy's counts are read mid-step, with the clip check and the
+// loss, in one wait, and the Pending is already resolved.
+func (net *DeviceNet) StepAsync(x []float32, labels []int32, s DPSGDStep) (*Pending, error) {
+	var p *Pending
+	err := onDevice(net.dev, func() (err error) {
+		p, err = net.step(x, labels, s)
+		return err
+	})
+	return p, err
+}
+
+// step is StepAsync, on the device's thread.
+func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (*Pending, error) {
 	if err := checkNoise(s.NoiseStd); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if !(s.Clip > 0) || math.IsInf(s.Clip, 0) || !(s.Scale > 0) || math.IsInf(s.Scale, 0) || !(s.LR >= 0) {
-		return 0, fmt.Errorf("cuda: DPSGDStep Clip %v, Scale %v, LR %v: want finite Clip and Scale > 0, LR ≥ 0", s.Clip, s.Scale, s.LR)
+		return nil, fmt.Errorf("cuda: DPSGDStep Clip %v, Scale %v, LR %v: want finite Clip and Scale > 0, LR ≥ 0", s.Clip, s.Scale, s.LR)
 	}
 	if s.Group != nil {
 		if err := s.Group.check(len(labels)); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	n, err := net.upload(x, labels)
+	n, slot, err := net.upload(x, labels)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := net.forward(n); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := net.lossGrad(net.g[len(net.layers)], n); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := net.backward(n); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := net.sqNorms(n); err != nil {
-		return 0, err
+		return nil, err
 	}
+	if err := net.queueClipFactors(s.Clip, n); err != nil {
+		return nil, err
+	}
+	p := &Pending{net: net, slot: slot, n: n}
 	if s.Group != nil {
-		// The policy reads counts of the norms, so the check comes first.
-		if err := net.clipFactors(s.Clip, n); err != nil {
-			return 0, err
+		// The policy reads counts of the norms: they come back with the
+		// clip check (checked first, as on the CPU) and the loss.
+		if s.NoiseStd, p.loss, err = net.groupScales(s.Group, s.Clip, n, slot); err != nil {
+			return nil, err
 		}
-		if s.NoiseStd, err = net.groupScales(s.Group, s.Clip, n); err != nil {
-			return 0, err
-		}
-	} else if err := net.queueClipFactors(s.Clip, n); err != nil {
-		return 0, err
+		p.done = true
 	}
 	s.stop, s.stopN = net.bad, n
 	if err := net.release(net.scale, s, n); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if s.Group != nil {
-		return net.lossSum(n) // the flags came back before the counts
+	if !p.done {
+		if err := net.io.queueBack(slot, hostRange{net.bad, flagsAndLoss}); err != nil {
+			return nil, err
+		}
 	}
-	return net.finish(n)
+	return p, net.io.done(slot)
 }
 
-// finish reads the step's clip check and summed loss back in one copy (the
-// step's one wait for the device). A refused step's update was skipped on
-// the device (DPSGDStep.stop), so it is not counted as an optimizer step.
-func (net *DeviceNet) finish(n int) (float64, error) {
-	back := make([]uint32, 3)
-	if err := CopyOut(net.dev, back, net.bad); err != nil {
-		return 0, err
+// readChecked reads ranges (the step's mid-step values) and then the clip
+// check and the summed loss from result slot k in one copy and one wait; it
+// returns the ranges' bytes (each at an 8-byte boundary) and the loss, or
+// the clip check's error (a flat bound: only the norms can fail) when check
+// is set.
+func (net *DeviceNet) readChecked(k, n int, check bool, ranges ...hostRange) ([]byte, float64, error) {
+	if err := net.io.queueBack(k, append(ranges, hostRange{net.bad, flagsAndLoss})...); err != nil {
+		return nil, 0, err
 	}
-	if err := checkFlags(int32(back[0]), int32(back[1]), n); err != nil {
-		net.opt.steps--
-		return 0, err
+	b, err := net.io.wait(k)
+	if err != nil {
+		return nil, 0, err
+	}
+	var off int64
+	for _, r := range ranges {
+		off += (r.bytes + 7) &^ 7
+	}
+	bad, _, loss := parseBack(b[off:])
+	if check {
+		if err := checkFlags(bad, int32(n), n); err != nil {
+			return nil, 0, err
+		}
 	}
 	if n == 0 {
-		return 0, nil
+		loss = 0
 	}
-	return float64(math.Float32frombits(back[2])), nil
+	return b[:off], float64(loss), nil
 }
 
 // checkFlags turns the clip check's flags into the step's error.
@@ -462,23 +519,10 @@ func (net *DeviceNet) sqNorms(n int) error {
 	return nil
 }
 
-// clipFactors sets norms and the clip factors scale from sq; the clip
-// check comes back before anything is updated, as on the CPU (a step whose
-// host code reads the norms' statistics mid-step; Step's flat clip checks
-// at its end instead, queueClipFactors).
-func (net *DeviceNet) clipFactors(clip float64, n int) error {
-	if err := net.queueClipFactors(clip, n); err != nil {
-		return err
-	}
-	bad := make([]int32, 2)
-	if err := CopyOut(net.dev, bad, net.bad); err != nil {
-		return err
-	}
-	return checkFlags(bad[0], int32(n), n) // a flat bound: only the norms can fail
-}
-
-// queueClipFactors queues what clipFactors computes, the flags reset to n
-// first; nothing is read.
+// queueClipFactors sets norms and the clip factors scale from sq, the
+// clip check's flags reset to n first; nothing is read (the check comes
+// back with the step's result, and the update kernels skip a refused step
+// on the device).
 func (net *DeviceNet) queueClipFactors(clip float64, n int) error {
 	d := net.dev
 	if err := launch1(d, "fairdp_fill_u32", 2, Ptr(net.bad), U32(uint32(n)), Int(2)); err != nil {
@@ -503,17 +547,6 @@ func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
 		}
 	}
 	return nil
-}
-
-// lossSum returns the summed loss lossGrad queued (the copy waits for it).
-func (net *DeviceNet) lossSum(n int) (float64, error) {
-	sum := make([]float32, 1)
-	if n > 0 {
-		if err := CopyOut(net.dev, sum, net.sum); err != nil {
-			return 0, err
-		}
-	}
-	return float64(sum[0]), nil
 }
 
 // Params copies the parameters to the host: each parameterised layer's
@@ -546,7 +579,7 @@ func (net *DeviceNet) Close() error {
 		return nil
 	}
 	net.released = true
-	errs := []error{net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0), net.conv.freeFrom(0)}
+	errs := []error{net.io.close(), net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0), net.conv.freeFrom(0)}
 	for _, l := range net.layers {
 		errs = append(errs, l.close())
 	}

@@ -234,7 +234,7 @@ func (d *deviceStep) Close() error {
 func (d *deviceStep) Hooks() Hooks[float32] {
 	h := d.host.Hooks()
 	h.Resume = nil
-	h.Resident = &Resident[float32]{Sync: d.Sync, Close: d.Close}
+	h.Resident = &Resident[float32]{Sync: d.Sync, Close: d.Close, Flush: d.dev.Flush}
 	hostEnd := h.OnEnd
 	h.OnEnd = func(m Model[float32], job *Job, rep *Report) error {
 		if hostEnd != nil {
