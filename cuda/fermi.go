@@ -174,6 +174,9 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	if err := launch1(d, "fairdp_fill_u32", 2*len(f.back), Ptr(f.sums), U32(0), Int(2*len(f.back))); err != nil {
 		return 0, err
 	}
+	if err := net.math(true); err != nil {
+		return 0, err
+	}
 	if err := net.forward(n); err != nil {
 		return 0, err
 	}
@@ -257,6 +260,11 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	}
 	seed, err := host(sums)
 	if err != nil {
+		return 0, err
+	}
+	// What follows forms the released sum (with both passes, another
+	// backward of the combined output gradient): FP32 (SetTF32).
+	if err := net.math(false); err != nil {
 		return 0, err
 	}
 	// θ's release: with one pass, that pass's per-sample gradients scaled by

@@ -444,6 +444,24 @@ func (d *Driver) Synchronize() error {
 	})
 }
 
+// SetTF32 sets cuBLAS's math mode on the handle: TF32 tensor-core
+// products (CUBLAS_TF32_TENSOR_OP_MATH: inputs rounded to 10-bit
+// mantissas, FP32 accumulation) for the GEMMs queued after it, or the
+// default FP32 (CUBLAS_DEFAULT_MATH). It applies in the host's order of
+// calls, so a step can switch between its GEMMs without waiting.
+func (d *Driver) SetTF32(on bool) error {
+	mode := C.int(0)
+	if on {
+		mode = 3
+	}
+	return d.run(func() error {
+		if st := C.fairdp_cublas_set_math_mode(d.blas, mode); st != 0 {
+			return fmt.Errorf("cuda: cublasSetMathMode(%d): status %d", int(mode), int(st))
+		}
+		return nil
+	})
+}
+
 // cstream is s as the driver API takes it.
 func (d *Driver) cstream(s Stream) (C.CUstream, error) {
 	switch s {

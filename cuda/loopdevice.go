@@ -26,6 +26,7 @@ type TrainerDevice struct {
 	// pending is the last step's result, not yet handed to the loop: a
 	// step returns the one before's loss (see Step).
 	pending *Pending
+	tf32    bool // SetTF32
 	// closed makes Close idempotent: the loop closes on every way out.
 	closed bool
 }
@@ -39,8 +40,28 @@ func OpenTrainerDevice() (*TrainerDevice, error) {
 	return &TrainerDevice{dev: dev, name: dev.Name()}, nil
 }
 
-// Name is the device's name (the GPU's, or the emulated device's).
-func (d *TrainerDevice) Name() string { return d.name }
+// Name is the device's name (the GPU's, or the emulated device's), and
+// whether the GEMMs use TF32 (SetTF32), so that the report records it.
+func (d *TrainerDevice) Name() string {
+	if !d.tf32 {
+		return d.name
+	}
+	if _, ok := d.dev.(tf32Device); !ok {
+		return d.name + "; TF32 asked for: a no-op on this device (its GEMMs are FP32)"
+	}
+	return d.name + "; TF32 tensor-core GEMMs in the forward and backward passes (released sums in FP32)"
+}
+
+// SetTF32 makes the model's forward and backward GEMMs use TF32 tensor
+// cores (DeviceNet.SetTF32: the released sums stay FP32, so the clip bound
+// holds); a no-op on the emulated device. Call it before Load.
+func (d *TrainerDevice) SetTF32(on bool) error {
+	if d.net != nil {
+		return errors.New("cuda: TrainerDevice.SetTF32 after Load")
+	}
+	d.tf32 = on
+	return nil
+}
 
 // Load builds the device's copy of a model from its layers (inSize values
 // per sample; their current parameters are the initial ones) with the
@@ -65,6 +86,7 @@ func (d *TrainerDevice) Load(layers []nn.Layer[float32], inSize int, opt nn.Opti
 	if err := net.SetOptimizer(o); err != nil {
 		return errors.Join(err, net.Close())
 	}
+	net.SetTF32(d.tf32)
 	d.net, d.lr = net, lr
 	return nil
 }
@@ -236,12 +258,13 @@ func netSpec(layers []nn.Layer[float32], inSize int) ([]NetLayer, error) {
 				return nil, fmt.Errorf("Device cuda: layer %d %s has a per-axis window; the device's convolution has a square kernel "+
 					"and the same stride and pad on both axes (train it with Device cpu)", i, l.Name())
 			}
-			if s.NoBias {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has no bias; the device's convolution always has one (train it with Device cpu)", i, l.Name())
-			}
 			p := l.Params()
 			g := ConvGeom{InC: s.C, InH: s.H, InW: s.W, OutC: s.OutC, K: s.K, Stride: s.Stride, Pad: s.Pad}
-			spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: p[0].Value, Bias: p[1].Value})
+			var bias []float32 // nil: a convolution without a bias, W its only parameter
+			if !s.NoBias {
+				bias = p[1].Value
+			}
+			spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: p[0].Value, Bias: bias})
 			oh, ow := g.OutHW()
 			size = s.OutC * oh * ow
 		case nn.KindReLU:

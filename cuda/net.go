@@ -47,6 +47,7 @@ type DeviceNet struct {
 	grp      groupBuffers // a group clip's buffers
 	conv     convScratch  // the convolutions' unfolding scratch, shared
 	io       stepIO       // pinned uploads and read-backs (async.go)
+	tf32     bool         // SetTF32
 }
 
 // NetLayer describes one layer of a DeviceNet.
@@ -55,7 +56,8 @@ type NetLayer struct {
 	Kind string
 	// In and Out are a linear layer's sizes (Weight In×Out, Bias Out).
 	In, Out int
-	// Conv is a convolution's geometry (Weight OutC×CKK, Bias OutC).
+	// Conv is a convolution's geometry (Weight OutC×CKK, Bias OutC, or
+	// nil for a convolution without a bias).
 	Conv ConvGeom
 	// Pool is a max-pool's geometry.
 	Pool PoolGeom
@@ -75,7 +77,8 @@ type NetLayer struct {
 // Optimizer (plain SGD unless SetOptimizer chose another). The noise is
 // Philox4x32-10 under Seed (drawn fresh per step with NewNoiseSeed),
 // parameter buffer k on stream k: a linear layer's weight then bias, a
-// convolution's [W | b] as one outC×(ckk+1) buffer, a group norm's γ then β.
+// convolution's [W | b] as one outC×(ckk+1) buffer (W alone, outC×ckk,
+// without a bias), a group norm's γ then β.
 //
 // With Group set the clip is a group policy's (DPSGD-F, Naive): Clip is
 // then the threshold of the per-group counts the policy reads, and its rule
@@ -393,6 +396,9 @@ func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (*Pending, 
 	if err != nil {
 		return nil, err
 	}
+	if err := net.math(true); err != nil {
+		return nil, err
+	}
 	if err := net.forward(n); err != nil {
 		return nil, err
 	}
@@ -418,6 +424,9 @@ func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (*Pending, 
 		p.done = true
 	}
 	s.stop, s.stopN = net.bad, n
+	if err := net.math(false); err != nil { // the released sums in FP32 (SetTF32)
+		return nil, err
+	}
 	if err := net.release(net.scale, s, n); err != nil {
 		return nil, err
 	}
@@ -545,6 +554,30 @@ func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
 		if stream, err = layer.release(s, stream); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// tf32Device is a Device whose GEMMs can use TF32 tensor cores (the
+// Driver); the emulator's GEMMs are the CPU BLAS in FP32, so TF32 is a
+// no-op there.
+type tf32Device interface{ SetTF32(on bool) error }
+
+// SetTF32 makes the step's forward and backward GEMMs use TF32 tensor
+// cores where the device has them (a no-op on the emulated device). The
+// GEMMs that form the released sums (a linear layer's clipped gradient, a
+// convolution's clipped sum of its per-sample gradients, and every GEMM
+// after a DP-FERMI step's host half) stay FP32: each sample's contribution
+// to the sum is then the very FP32 values its norm was taken of (a
+// linear layer's norm from its FP32 taps, a convolution's from its
+// per-sample gradients), so the clip bound, and with it the receipt's
+// sensitivity, holds as without TF32.
+func (net *DeviceNet) SetTF32(on bool) { net.tf32 = on }
+
+// math sets the device's GEMMs to TF32 (when on and asked for) or FP32.
+func (net *DeviceNet) math(on bool) error {
+	if d, ok := net.dev.(tf32Device); ok && net.tf32 {
+		return d.SetTF32(on)
 	}
 	return nil
 }
@@ -686,6 +719,9 @@ func (c devConv) deviceBytes() int64 { return c.bytesHeld() }
 func (c devConv) close() error       { return c.Close() }
 func (c devConv) values() ([][]float32, error) {
 	w, b, err := c.Params()
+	if !c.hasBias() {
+		return [][]float32{w}, err
+	}
 	return [][]float32{w, b}, err
 }
 func (c devConv) forward(y, x DevicePtr, n int) error { return c.Forward(y, x, n) }
@@ -697,7 +733,7 @@ func (c devConv) clipped(_, _, scale, _ DevicePtr, n int) error {
 	return c.ClippedGrad(scale, n)
 }
 func (c devConv) release(s DPSGDStep, stream uint32) (uint32, error) {
-	return stream + 1, releaseBuffer(c.dev, c.wb, c.gwb, c.geom.OutC*(c.geom.CKK()+1), s, stream)
+	return stream + 1, releaseBuffer(c.dev, c.wb, c.gwb, c.paramCount(), s, stream)
 }
 
 // devReLU is nn.ReLU on the device.

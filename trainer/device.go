@@ -154,6 +154,9 @@ func openDevice(name string) (Device, error) {
 // Config's optimizers.
 func checkDeviceConfig(c *Config, errs *FieldErrors) {
 	if c.Device != "cuda" {
+		if c.TF32 {
+			errs.add("TF32", "applies to Device cuda only (the CPU engine computes in float32 or float64)")
+		}
 		return
 	}
 	if !slices.Contains(deviceAlgorithms, c.Algo) {

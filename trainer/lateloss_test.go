@@ -131,3 +131,18 @@ func TestRunTakesLateLosses(t *testing.T) {
 		}
 	}
 }
+
+// TF32 is a setting of Device cuda's matrix products: asked for on the CPU
+// it is refused by name, not ignored.
+func TestTF32NeedsDeviceCuda(t *testing.T) {
+	cfg := Defaults()
+	cfg.TF32 = true
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "TF32") {
+		t.Errorf("TF32 with Device cpu: %v, want an error naming TF32", err)
+	}
+	cfg.Device, cfg.Algo, cfg.DType = "cuda", "dpsgd", "float32"
+	if err := cfg.Validate(); err != nil && strings.Contains(err.Error(), "TF32") {
+		t.Errorf("TF32 with Device cuda: %v", err)
+	}
+}
