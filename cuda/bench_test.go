@@ -1,10 +1,10 @@
 package cuda
 
 import (
-	"os"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
