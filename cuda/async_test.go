@@ -58,14 +58,21 @@ func TestStepAsyncMatchesStep(t *testing.T) {
 	l, err := pending.Wait()
 	must(t, err)
 	got = append(got, l)
+	sameSteps(t, "issued ahead", got, want, asyncNet, syncNet)
+}
+
+// sameSteps checks that the losses and the parameters of net (run one way)
+// equal those of ref (step by step), bit for bit.
+func sameSteps(t *testing.T, how string, got, want []float64, net, ref *DeviceNet) {
+	t.Helper()
 	for i := range want {
 		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-			t.Errorf("step %d: loss %v issued ahead, %v step by step", i, got[i], want[i])
+			t.Errorf("step %d: loss %v %s, %v step by step", i, got[i], how, want[i])
 		}
 	}
-	a, err := asyncNet.Params()
+	a, err := net.Params()
 	must(t, err)
-	b, err := syncNet.Params()
+	b, err := ref.Params()
 	must(t, err)
 	for k := range b {
 		sameBits32(t, fmt.Sprintf("parameter %d", k), a[k], b[k])
@@ -150,18 +157,7 @@ func TestTrainerDeviceLossIsOneStepLate(t *testing.T) {
 	if again, err := td.Flush(); err != nil || again != 0 {
 		t.Errorf("a second Flush: %v, %v; want 0, nil", again, err)
 	}
-	for i := range want {
-		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-			t.Errorf("step %d: loss %v handed over late, %v step by step", i, got[i], want[i])
-		}
-	}
-	a, err := net.Params()
-	must(t, err)
-	b, err := syncNet.Params()
-	must(t, err)
-	for k := range b {
-		sameBits32(t, fmt.Sprintf("parameter %d", k), a[k], b[k])
-	}
+	sameSteps(t, "handed over late", got, want, net, syncNet)
 }
 
 // The synchronous devices' pinned memory and events are checked as a

@@ -41,10 +41,7 @@ func (c *countDevice) reset() {
 }
 
 func (c *countDevice) CopyToDeviceAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error {
-	if !s.valid() {
-		return fmt.Errorf("cuda: CopyToDeviceAsync on stream %d: not a stream", s)
-	}
-	if err := c.checkPinned("CopyToDeviceAsync", src, bytes); err != nil {
+	if err := c.checkUpload(src, bytes, s); err != nil {
 		return err
 	}
 	return c.CopyToDevice(dst, src, bytes)

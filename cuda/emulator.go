@@ -227,10 +227,7 @@ func (e *Emulator) CopyToHost(dst unsafe.Pointer, src DevicePtr, bytes int64) er
 // (either stream); src must be pinned (HostAlloc), as a GPU needs for the
 // copy to overlap.
 func (e *Emulator) CopyToDeviceAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error {
-	if !s.valid() {
-		return fmt.Errorf("cuda: CopyToDeviceAsync on stream %d: not a stream", s)
-	}
-	if err := e.checkPinned("CopyToDeviceAsync", src, bytes); err != nil {
+	if err := e.checkUpload(src, bytes, s); err != nil {
 		return err
 	}
 	return e.CopyToDevice(dst, src, bytes)

@@ -559,21 +559,21 @@ func (d *Driver) FreeEvent(e Event) error {
 
 // Record implements Device (cuEventRecord).
 func (d *Driver) Record(e Event, s Stream) error {
-	return d.run(func() error {
-		cs, err := d.cstream(s)
-		if err != nil {
-			return err
-		}
-		c, err := d.cevent(e)
-		if err != nil {
-			return err
-		}
+	return d.onStreamEvent(s, e, func(cs C.CUstream, c C.CUevent) error {
 		return driverCall("cuEventRecord", C.cuEventRecord(c, cs))
 	})
 }
 
 // WaitEvent implements Device (cuStreamWaitEvent).
 func (d *Driver) WaitEvent(s Stream, e Event) error {
+	return d.onStreamEvent(s, e, func(cs C.CUstream, c C.CUevent) error {
+		return driverCall("cuStreamWaitEvent", C.cuStreamWaitEvent(cs, c, 0))
+	})
+}
+
+// onStreamEvent runs fn on the driver's thread with s and e as the driver
+// API takes them.
+func (d *Driver) onStreamEvent(s Stream, e Event, fn func(C.CUstream, C.CUevent) error) error {
 	return d.run(func() error {
 		cs, err := d.cstream(s)
 		if err != nil {
@@ -583,7 +583,7 @@ func (d *Driver) WaitEvent(s Stream, e Event) error {
 		if err != nil {
 			return err
 		}
-		return driverCall("cuStreamWaitEvent", C.cuStreamWaitEvent(cs, c, 0))
+		return fn(cs, c)
 	})
 }
 

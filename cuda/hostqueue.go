@@ -63,6 +63,14 @@ func (q *hostQueue) checkPinned(call string, p unsafe.Pointer, bytes int64) erro
 	return fmt.Errorf("cuda: %s: %d bytes of host memory at %p are not inside one HostAlloc block (an asynchronous copy needs pinned memory)", call, bytes, p)
 }
 
+// checkUpload checks an asynchronous upload's stream and pinned source.
+func (q *hostQueue) checkUpload(src unsafe.Pointer, bytes int64, s Stream) error {
+	if !s.valid() {
+		return fmt.Errorf("cuda: CopyToDeviceAsync on stream %d: not a stream", s)
+	}
+	return q.checkPinned("CopyToDeviceAsync", src, bytes)
+}
+
 // NewEvent implements Device.NewEvent.
 func (q *hostQueue) NewEvent() (Event, error) {
 	if q.events == nil {
