@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -106,6 +107,7 @@ func BenchmarkDeviceNetStep(b *testing.B) {
 						b.Skip("minutes per step on the emulated device")
 					}
 					net, x, y := benchNet(b, dev, plan, n)
+					net.SetTF32(os.Getenv("FAIRDP_BENCH_TF32") == "1")
 					noise := rand.New(rand.NewPCG(9, 10))
 					step := DPSGDStep{Clip: math.MaxFloat64, Scale: 1.0 / float64(n), LR: 0.01}
 					// One step before the timed ones: it sizes the batch buffers and
@@ -113,13 +115,24 @@ func BenchmarkDeviceNetStep(b *testing.B) {
 					if _, err := net.Step(x, y, step); err != nil {
 						b.Fatal(err)
 					}
+					// As the trainer issues them (TrainerDevice.Step): step t's
+					// result is read once step t+1 is queued.
+					var pending *Pending
 					for b.Loop() {
 						if dp {
 							step = DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)}
 						}
-						if _, err := net.Step(x, y, step); err != nil {
+						p, err := net.StepAsync(x, y, step)
+						if err == nil && pending != nil {
+							_, err = pending.Wait()
+						}
+						if err != nil {
 							b.Fatal(err)
 						}
+						pending = p
+					}
+					if _, err := pending.Wait(); err != nil {
+						b.Fatal(err)
 					}
 					b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 					b.ReportMetric(float64(net.DeviceBytes())/1e6, "device-MB")

@@ -36,11 +36,17 @@ import (
 //
 // Layout: nn.Conv2d's. The device keeps [W | b] as one outC×(ckk+1)
 // row-major matrix (a row-major r×c matrix is a column-major c×r one to
-// cuBLAS), and the gradient and each per-sample gradient likewise.
+// cuBLAS), and the gradient and each per-sample gradient likewise. A
+// convolution without a bias (nn.NewConv2dNoBias; Gorgonia's and
+// PyTorch's bias=False) keeps W alone, outC×ckk: the products take the
+// unfolded input's first ckk rows (not its ones row), so the per-sample
+// gradients, their norms, the clipped sum and the noise cover W alone, the
+// parameters the model has.
 type DeviceConv struct {
 	arena              // dev and the layer's allocations
 	geom     ConvGeom  //
-	wb, gwb  DevicePtr // outC×(ckk+1)
+	kk       int       // columns of the parameter matrix: ckk+1, or ckk without a bias
+	wb, gwb  DevicePtr // outC×kk
 	gs, ones DevicePtr // batch buffers: n per-sample gradients, n ones
 	x        DevicePtr // the last Forward's input
 	scratch  *convScratch
@@ -88,23 +94,28 @@ func (s *convScratch) ensure(bu, bdu int64) error {
 }
 
 // NewDeviceConv allocates the layer on dev with nn.Conv2d's weight
-// (outC×ckk) and bias (outC).
+// (outC×ckk) and bias (outC; nil for a convolution without one).
 func NewDeviceConv(dev Device, g ConvGeom, weight, bias []float32) (*DeviceConv, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	kk := g.CKK() + 1
-	if err := checkDims("NewDeviceConv", g.OutC, kk, 1024); err != nil {
+	kk := g.CKK()
+	if bias != nil {
+		kk++
+	}
+	if err := checkDims("NewDeviceConv", g.OutC, g.CKK()+1, 1024); err != nil {
 		return nil, err
 	}
-	if len(weight) != g.OutC*g.CKK() || len(bias) != g.OutC {
-		return nil, fmt.Errorf("cuda: DeviceConv: weight %d and bias %d values, want %d and %d", len(weight), len(bias), g.OutC*g.CKK(), g.OutC)
+	if len(weight) != g.OutC*g.CKK() || bias != nil && len(bias) != g.OutC {
+		return nil, fmt.Errorf("cuda: DeviceConv: weight %d and bias %d values, want %d and %d (or no bias)", len(weight), len(bias), g.OutC*g.CKK(), g.OutC)
 	}
-	c := &DeviceConv{arena: arena{dev: dev}, geom: g, scratch: &convScratch{arena: arena{dev: dev}}, own: true}
+	c := &DeviceConv{arena: arena{dev: dev}, geom: g, kk: kk, scratch: &convScratch{arena: arena{dev: dev}}, own: true}
 	wb := make([]float32, g.OutC*kk)
 	for o := range g.OutC {
 		copy(wb[o*kk:], weight[o*g.CKK():(o+1)*g.CKK()])
-		wb[o*kk+kk-1] = bias[o]
+		if bias != nil {
+			wb[o*kk+kk-1] = bias[o]
+		}
 	}
 	var err error
 	c.wb, c.gwb = c.alloc(4*len(wb), &err), c.alloc(4*len(wb), &err)
@@ -135,7 +146,7 @@ func (c *DeviceConv) chunk() int {
 // grow makes the batch buffers hold n samples and the scratch one chunk.
 func (c *DeviceConv) grow(n int) error {
 	g := c.geom
-	kk, hw := g.CKK()+1, g.HW()
+	kk, u, hw := c.kk, g.CKK()+1, g.HW() // parameter columns; unfolded rows (with the ones row)
 	if n > c.capacity {
 		capN := n + n/4
 		if err := checkDims("DeviceConv", capN, g.OutC, kk); err != nil {
@@ -151,10 +162,10 @@ func (c *DeviceConv) grow(n int) error {
 		}
 	}
 	m := int64(min(c.chunk(), max(n, 1)))
-	if err := checkDims("DeviceConv", int(m), kk, hw); err != nil {
+	if err := checkDims("DeviceConv", int(m), u, hw); err != nil {
 		return err
 	}
-	return c.scratch.ensure(4*m*int64(kk*hw), 4*m*int64(g.CKK()*hw))
+	return c.scratch.ensure(4*m*int64(u*hw), 4*m*int64(g.CKK()*hw))
 }
 
 // chunks calls f for each chunk [s, s+m) of the n samples.
@@ -183,13 +194,14 @@ func (c *DeviceConv) Forward(y, x DevicePtr, n int) error {
 	}
 	c.x = x
 	g, d := c.geom, c.dev
-	kk, hw := g.CKK()+1, g.HW()
+	kk, u, hw := c.kk, g.CKK()+1, g.HW()
 	return c.chunks(n, func(s, m int) error {
 		if err := c.unfold(x, s, m); err != nil {
 			return err
 		}
-		// Y_iᵀ (hw×outC) = U_iᵀ (hw×kk) · [W | b]ᵀ (kk×outC), every sample of the chunk in one call.
-		return d.SgemmStrided(NoTrans, NoTrans, hw, g.OutC, kk, 1, c.scratch.u, hw, int64(kk*hw), c.wb, kk, 0, 0,
+		// Y_iᵀ (hw×outC) = U_iᵀ (hw×kk) · [W | b]ᵀ (kk×outC), every sample of the chunk in one call
+		// (without a bias, kk = ckk: the ones row is not read).
+		return d.SgemmStrided(NoTrans, NoTrans, hw, g.OutC, kk, 1, c.scratch.u, hw, int64(u*hw), c.wb, kk, 0, 0,
 			c.sample(y, s, g.OutC*hw), hw, int64(g.OutC*hw), m)
 	})
 }
@@ -209,7 +221,7 @@ func (c *DeviceConv) Backward(dx, dy DevicePtr, n int) error {
 		return fmt.Errorf("cuda: DeviceConv.Backward of %d samples without a Forward of them", n)
 	}
 	g, d := c.geom, c.dev
-	kk, ckk, hw := g.CKK()+1, g.CKK(), g.HW()
+	kk, ckk, u, hw := c.kk, g.CKK(), g.CKK()+1, g.HW()
 	oh, ow := g.OutHW()
 	return c.chunks(n, func(s, m int) error {
 		if err := c.unfold(c.x, s, m); err != nil {
@@ -217,7 +229,7 @@ func (c *DeviceConv) Backward(dx, dy DevicePtr, n int) error {
 		}
 		b := c.sample(dy, s, g.OutC*hw)
 		// G_i (kk×outC, column-major: [∂W | ∂b]_i row-major) = U_i (kk×hw) · B_iᵀ (hw×outC).
-		if err := d.SgemmStrided(Trans, NoTrans, kk, g.OutC, hw, 1, c.scratch.u, hw, int64(kk*hw), b, hw, int64(g.OutC*hw),
+		if err := d.SgemmStrided(Trans, NoTrans, kk, g.OutC, hw, 1, c.scratch.u, hw, int64(u*hw), b, hw, int64(g.OutC*hw),
 			0, c.sample(c.gs, s, g.OutC*kk), kk, int64(g.OutC*kk), m); err != nil {
 			return err
 		}
@@ -241,36 +253,41 @@ func (c *DeviceConv) SqNorms(sq DevicePtr, n int) error {
 	if n == 0 {
 		return nil
 	}
-	g := c.geom
 	return c.dev.Launch("fairdp_linear_sqnorms", launchShape(n, true), D1(block), 0, Ptr(sq), Ptr(c.ones), Ptr(c.gs),
-		Int(n), Int(1), Int(g.OutC*(g.CKK()+1)), Int(0))
+		Int(n), Int(1), Int(c.geom.OutC*c.kk), Int(0))
 }
 
 // ClippedGrad sets the gradient to Σ_i scale_i·G_i (scale: n floats on the
 // device) as one GEMM: the per-sample gradients, column-major
 // outC·(ckk+1)×n, times scale.
 func (c *DeviceConv) ClippedGrad(scale DevicePtr, n int) error {
-	g, d := c.geom, c.dev
-	size := g.OutC * (g.CKK() + 1)
+	d := c.dev
+	size := c.paramCount()
 	if n == 0 {
 		return launch1(d, "fairdp_fill_u32", size, Ptr(c.gwb), U32(0), Int(size))
 	}
 	return d.Sgemm(NoTrans, NoTrans, size, 1, n, 1, c.gs, size, scale, n, 0, c.gwb, size)
 }
 
+// paramCount is the number of parameters: outC·(ckk+1), or outC·ckk
+// without a bias.
+func (c *DeviceConv) paramCount() int { return c.geom.OutC * c.kk }
+
 // Grads copies the gradient to the host as nn.Conv2d's weight and bias
-// gradients.
+// gradients (db nil without a bias).
 func (c *DeviceConv) Grads() (dw, db []float32, err error) { return c.split(c.gwb) }
 
-// Params copies the weight and bias to the host.
+// Params copies the weight and bias (nil without one) to the host.
 func (c *DeviceConv) Params() (w, b []float32, err error) { return c.split(c.wb) }
 
 func (c *DeviceConv) split(p DevicePtr) ([]float32, []float32, error) {
-	g := c.geom
-	kk := g.CKK() + 1
+	g, kk := c.geom, c.kk
 	all := make([]float32, g.OutC*kk)
 	if err := CopyOut(c.dev, all, p); err != nil {
 		return nil, nil, err
+	}
+	if !c.hasBias() {
+		return all, nil, nil
 	}
 	w, b := make([]float32, g.OutC*g.CKK()), make([]float32, g.OutC)
 	for o := range g.OutC {
@@ -279,6 +296,9 @@ func (c *DeviceConv) split(p DevicePtr) ([]float32, []float32, error) {
 	}
 	return w, b, nil
 }
+
+// hasBias says whether the layer has a bias.
+func (c *DeviceConv) hasBias() bool { return c.kk > c.geom.CKK() }
 
 // Close frees the layer's device memory (and its scratch, unless a net
 // shares it).

@@ -52,11 +52,61 @@ type Device interface {
 	// C at c + 4·i·strideC (strides in elements; 0 shares the operand).
 	SgemmStrided(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, strideA int64,
 		b DevicePtr, ldb int, strideB int64, beta float32, c DevicePtr, ldc int, strideC int64, batch int) error
-	// Synchronize waits for all queued work and returns its first error.
+	// Synchronize waits for all queued work, on both streams, and returns
+	// its first error.
 	Synchronize() error
+
+	// The asynchronous half (cuMemHostAlloc, cuMemcpy*Async, cuEvent*): what
+	// lets the host issue step t+1 while step t runs. A Device has two
+	// streams: ComputeStream, where every launch, GEMM and the copies above
+	// are queued, and CopyStream, for uploads that overlap the computation;
+	// events order them.
+
+	// HostAlloc returns bytes (> 0) of page-locked host memory
+	// (cuMemHostAlloc), which the device reads and writes by DMA, so that an
+	// asynchronous copy neither stages the data nor waits; it lies outside
+	// Go's heap.
+	HostAlloc(bytes int64) (unsafe.Pointer, error)
+	// HostFree releases memory returned by HostAlloc.
+	HostFree(p unsafe.Pointer) error
+	// CopyToDeviceAsync queues a copy of bytes from src, inside one HostAlloc
+	// block, to dst on stream s; src must not change until the copy is done
+	// (an event recorded after it has completed).
+	CopyToDeviceAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error
+	// CopyToHostAsync queues a copy of bytes from src to dst, inside one
+	// HostAlloc block, on ComputeStream; dst holds the data once an event
+	// recorded after it has completed.
+	CopyToHostAsync(dst unsafe.Pointer, src DevicePtr, bytes int64) error
+	// NewEvent creates an event (cuEventCreate, timing disabled).
+	NewEvent() (Event, error)
+	// FreeEvent destroys e.
+	FreeEvent(e Event) error
+	// Record queues e on stream s: it completes when the work queued on s
+	// before it has.
+	Record(e Event, s Stream) error
+	// WaitEvent makes the work queued on s after this call wait for e's
+	// last Record (cuStreamWaitEvent); the host does not wait.
+	WaitEvent(s Stream, e Event) error
+	// EventSynchronize makes the host wait for e's last Record.
+	EventSynchronize(e Event) error
 	// Close releases the device; it must not be used after.
 	Close() error
 }
+
+// Stream is one of a Device's two queues of work.
+type Stream int
+
+const (
+	// ComputeStream runs launches, GEMMs and the synchronous-API copies.
+	ComputeStream Stream = 0
+	// CopyStream runs uploads that overlap the computation.
+	CopyStream Stream = 1
+)
+
+func (s Stream) valid() bool { return s == ComputeStream || s == CopyStream }
+
+// Event is a marker in a stream's work (a CUevent on a GPU).
+type Event uintptr
 
 // threadBound is a Device whose calls run on one locked OS thread (the
 // Driver: the CUDA context is current there). Do runs fn on that thread,

@@ -37,9 +37,16 @@
 //     group, and the device clips with them. DeviceConv is its convolution
 //     layer (forward, input gradient, per-sample gradients by one
 //     strided-batched GEMM, their norms and clipped sum; the unfolded input
-//     in a scratch the net's convolutions share, walked in chunks). A step is
-//     one closure on the driver's thread and waits for the device once, at
-//     its end (the clip check guards the update kernels on the device).
+//     in a scratch the net's convolutions share, walked in chunks; with or
+//     without a bias). A step is one closure on the driver's thread that
+//     waits for none of its own work: its batch goes up from pinned,
+//     double-buffered memory on a copy stream, its clip check and loss come
+//     back asynchronously (StepAsync, Pending; the trainer reads step t's
+//     once step t+1 is queued), and the clip check guards the update
+//     kernels on the device (async.go). DPSGD-F and DP-FERMI wait once,
+//     mid-step, for what their host code decides on. SetTF32 puts the
+//     forward and backward GEMMs on TF32 tensor cores, the released sums
+//     staying FP32.
 //   - DeviceFermi runs DP-FERMI's steps (package fermi; Lowy et al. 2022) on a
 //     DeviceNet: kernels/ermi.cu computes the ERMI regularizer's per-sample
 //     gradients with respect to the logits and to the small matrix W from

@@ -78,10 +78,11 @@ var emulatorSources embed.FS
 // never wrote shows up in the results. It exists for tests and is
 // only in builds with the tag `cudaemu`, never in a product binary.
 type Emulator struct {
-	workers int
-	allocs  []emuAlloc // sorted by base
-	kernels map[string]emuKernel
-	closed  bool
+	hostQueue // pinned memory and events: every call completes before it returns
+	workers   int
+	allocs    []emuAlloc // sorted by base
+	kernels   map[string]emuKernel
+	closed    bool
 }
 
 type emuAlloc struct {
@@ -220,6 +221,25 @@ func (e *Emulator) CopyToHost(dst unsafe.Pointer, src DevicePtr, bytes int64) er
 	}
 	copy(unsafe.Slice((*byte)(dst), bytes), unsafe.Slice((*byte)(s), bytes))
 	return nil
+}
+
+// CopyToDeviceAsync implements Device: the copy is done when it returns
+// (either stream); src must be pinned (HostAlloc), as a GPU needs for the
+// copy to overlap.
+func (e *Emulator) CopyToDeviceAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error {
+	if err := e.checkUpload(src, bytes, s); err != nil {
+		return err
+	}
+	return e.CopyToDevice(dst, src, bytes)
+}
+
+// CopyToHostAsync implements Device: the copy is done when it returns; dst
+// must be pinned.
+func (e *Emulator) CopyToHostAsync(dst unsafe.Pointer, src DevicePtr, bytes int64) error {
+	if err := e.checkPinned("CopyToHostAsync", dst, bytes); err != nil {
+		return err
+	}
+	return e.CopyToHost(dst, src, bytes)
 }
 
 // Launch implements Device: it runs the kernel to completion before it
@@ -375,6 +395,7 @@ func (e *Emulator) Close() error {
 		C.fairdp_emu_unmap(a.mapping, a.mapped)
 	}
 	e.allocs = nil
+	e.closeQueue()
 	e.closed = true
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/fairdp/fairdp/devstep"
 )
@@ -154,7 +155,7 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 		return 0, err
 	}
 	net, d := f.net, f.dev
-	n, err := net.upload(x, labels)
+	n, slot, err := net.upload(x, labels)
 	if err != nil {
 		return 0, err
 	}
@@ -171,6 +172,9 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	L := len(net.layers)
 	// Every sum starts at zero, so a pass that is off brings back zeros.
 	if err := launch1(d, "fairdp_fill_u32", 2*len(f.back), Ptr(f.sums), U32(0), Int(2*len(f.back))); err != nil {
+		return 0, err
+	}
+	if err := net.math(true); err != nil {
 		return 0, err
 	}
 	if err := net.forward(n); err != nil {
@@ -201,7 +205,7 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 				return 0, err
 			}
 		}
-		if err := net.clipFactors(s.Clip, n); err != nil {
+		if err := net.queueClipFactors(s.Clip, n); err != nil {
 			return 0, err
 		}
 		wScale := net.scale
@@ -238,14 +242,15 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	if err := f.sum(psiSum, f.psi, 0, 1, 1, n); err != nil {
 		return 0, err
 	}
-	back := f.back
-	if err := CopyOut(d, back, f.sums); err != nil {
-		return 0, err
-	}
-	loss, err := net.lossSum(n)
+	// The sums, the clip check (checked before the host sees the sums, as
+	// on the CPU; set only by the clipped pass) and the loss: one copy and
+	// the step's one wait.
+	raw, loss, err := net.readChecked(slot, n, s.Clipped.On, hostRange{f.sums, int64(8 * len(f.back))})
 	if err != nil {
 		return 0, err
 	}
+	back := f.back
+	copy(back, unsafe.Slice((*float64)(unsafe.Pointer(&raw[0])), len(back)))
 	sums := FermiSums{N: n, Loss: loss, Psi: back[2*mats*width]}
 	if s.Clipped.On {
 		sums.WClipped, sums.Clipped = append([]float64(nil), back[:mats*width]...), int(back[2*mats*width+1])
@@ -255,6 +260,11 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	}
 	seed, err := host(sums)
 	if err != nil {
+		return 0, err
+	}
+	// What follows forms the released sum (with both passes, another
+	// backward of the combined output gradient): FP32 (SetTF32).
+	if err := net.math(false); err != nil {
 		return 0, err
 	}
 	// θ's release: with one pass, that pass's per-sample gradients scaled by
@@ -289,7 +299,9 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	if err := net.release(rowScale, rel, n); err != nil {
 		return 0, err
 	}
-	return sums.Loss, d.Synchronize()
+	// No wait at the end: the next step's read (or Params) comes after this
+	// one's update on the stream.
+	return sums.Loss, net.io.done(slot)
 }
 
 // grad launches fairdp_fermi_grad for pass p (off: ψ only, no terms).

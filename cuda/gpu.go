@@ -8,6 +8,7 @@ package cuda
 #cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/local/cuda/lib64/stubs
 #include <stdlib.h>
 #include <stdint.h>
+#include <cuda.h>
 #include "cublas_dl.h"
 int fairdp_cuinit_result(void);
 const char* fairdp_cuda_error_name(int code);
@@ -108,10 +109,16 @@ type Driver struct {
 	hops   int // closures sent to the locked thread (for tests)
 	ctx    cu.CUContext
 	stream cu.Stream
-	blas   unsafe.Pointer // cublasHandle_t
-	mods   []cu.Module
-	fns    map[string]cu.Function
-	closed bool
+	// copies is the second stream, for uploads that overlap the
+	// computation (Device.CopyToDeviceAsync on CopyStream).
+	copies cu.Stream
+	// events are the CUevents NewEvent made, by handle.
+	events    map[Event]C.CUevent
+	nextEvent Event
+	blas      unsafe.Pointer // cublasHandle_t
+	mods      []cu.Module
+	fns       map[string]cu.Function
+	closed    bool
 }
 
 var _ Device = (*Driver)(nil)
@@ -196,6 +203,9 @@ func (d *Driver) open(ordinal int) error {
 	if d.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
 		return fmt.Errorf("cuda: cuStreamCreate: %w", err)
 	}
+	if d.copies, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return fmt.Errorf("cuda: cuStreamCreate (copies): %w", err)
+	}
 	var h unsafe.Pointer
 	if st := C.fairdp_cublas_create(&h); st != 0 {
 		return fmt.Errorf("cuda: cublasCreate: status %d", int(st))
@@ -256,9 +266,11 @@ func (d *Driver) release() error {
 		}
 	}
 	d.mods = nil
-	if d.stream != (cu.Stream{}) {
-		if err := d.stream.Destroy(); err != nil {
-			errs = append(errs, fmt.Errorf("cuStreamDestroy: %w", err))
+	for _, s := range []cu.Stream{d.stream, d.copies} {
+		if s != (cu.Stream{}) {
+			if err := s.Destroy(); err != nil {
+				errs = append(errs, fmt.Errorf("cuStreamDestroy: %w", err))
+			}
 		}
 	}
 	if d.ctx != (cu.CUContext{}) {
@@ -420,13 +432,169 @@ func (d *Driver) Do(fn func() error) error {
 	})
 }
 
-// Synchronize implements Device: waits for the stream.
+// Synchronize implements Device: waits for both streams.
 func (d *Driver) Synchronize() error {
 	return d.run(func() error {
-		if err := d.stream.Synchronize(); err != nil {
-			return fmt.Errorf("cuda: cuStreamSynchronize: %w", err)
+		for _, s := range []cu.Stream{d.copies, d.stream} {
+			if err := s.Synchronize(); err != nil {
+				return fmt.Errorf("cuda: cuStreamSynchronize: %w", err)
+			}
 		}
 		return nil
+	})
+}
+
+// SetTF32 sets cuBLAS's math mode on the handle: TF32 tensor-core
+// products (CUBLAS_TF32_TENSOR_OP_MATH: inputs rounded to 10-bit
+// mantissas, FP32 accumulation) for the GEMMs queued after it, or the
+// default FP32 (CUBLAS_DEFAULT_MATH). It applies in the host's order of
+// calls, so a step can switch between its GEMMs without waiting.
+func (d *Driver) SetTF32(on bool) error {
+	mode := C.int(0)
+	if on {
+		mode = 3
+	}
+	return d.run(func() error {
+		if st := C.fairdp_cublas_set_math_mode(d.blas, mode); st != 0 {
+			return fmt.Errorf("cuda: cublasSetMathMode(%d): status %d", int(mode), int(st))
+		}
+		return nil
+	})
+}
+
+// cstream is s as the driver API takes it.
+func (d *Driver) cstream(s Stream) (C.CUstream, error) {
+	switch s {
+	case ComputeStream:
+		return C.CUstream(unsafe.Pointer(d.stream.C())), nil
+	case CopyStream:
+		return C.CUstream(unsafe.Pointer(d.copies.C())), nil
+	}
+	return nil, fmt.Errorf("cuda: stream %d: not a stream", s)
+}
+
+// driverCall turns a CUresult into an error naming the call.
+func driverCall(call string, r C.CUresult) error {
+	if r != C.CUDA_SUCCESS {
+		return fmt.Errorf("cuda: %s: %s", call, resultName(int(r)))
+	}
+	return nil
+}
+
+// HostAlloc implements Device (cuMemHostAlloc, portable: no flags).
+func (d *Driver) HostAlloc(bytes int64) (unsafe.Pointer, error) {
+	if bytes <= 0 {
+		return nil, fmt.Errorf("cuda: HostAlloc(%d): want > 0 bytes", bytes)
+	}
+	var p unsafe.Pointer
+	err := d.run(func() error { return driverCall("cuMemHostAlloc", C.cuMemHostAlloc(&p, C.size_t(bytes), 0)) })
+	return p, err
+}
+
+// HostFree implements Device (cuMemFreeHost).
+func (d *Driver) HostFree(p unsafe.Pointer) error {
+	return d.run(func() error { return driverCall("cuMemFreeHost", C.cuMemFreeHost(p)) })
+}
+
+// CopyToDeviceAsync implements Device (cuMemcpyHtoDAsync on stream s).
+func (d *Driver) CopyToDeviceAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error {
+	return d.run(func() error {
+		cs, err := d.cstream(s)
+		if err != nil {
+			return err
+		}
+		return driverCall("cuMemcpyHtoDAsync", C.cuMemcpyHtoDAsync(C.CUdeviceptr(dst), src, C.size_t(bytes), cs))
+	})
+}
+
+// CopyToHostAsync implements Device (cuMemcpyDtoHAsync on the compute
+// stream; nothing waits).
+func (d *Driver) CopyToHostAsync(dst unsafe.Pointer, src DevicePtr, bytes int64) error {
+	return d.run(func() error {
+		cs, _ := d.cstream(ComputeStream)
+		return driverCall("cuMemcpyDtoHAsync", C.cuMemcpyDtoHAsync(dst, C.CUdeviceptr(src), C.size_t(bytes), cs))
+	})
+}
+
+// NewEvent implements Device (cuEventCreate with timing disabled, the
+// cheapest kind to record and wait on).
+func (d *Driver) NewEvent() (Event, error) {
+	var h Event
+	err := d.run(func() error {
+		var e C.CUevent
+		if err := driverCall("cuEventCreate", C.cuEventCreate(&e, C.CU_EVENT_DISABLE_TIMING)); err != nil {
+			return err
+		}
+		if d.events == nil {
+			d.events = map[Event]C.CUevent{}
+		}
+		d.nextEvent++
+		h = d.nextEvent
+		d.events[h] = e
+		return nil
+	})
+	return h, err
+}
+
+// cevent is the CUevent behind e (on the driver's thread).
+func (d *Driver) cevent(e Event) (C.CUevent, error) {
+	c, ok := d.events[e]
+	if !ok {
+		return nil, fmt.Errorf("cuda: event %d is not live", e)
+	}
+	return c, nil
+}
+
+// FreeEvent implements Device (cuEventDestroy).
+func (d *Driver) FreeEvent(e Event) error {
+	return d.run(func() error {
+		c, err := d.cevent(e)
+		if err != nil {
+			return err
+		}
+		delete(d.events, e)
+		return driverCall("cuEventDestroy", C.cuEventDestroy(c))
+	})
+}
+
+// Record implements Device (cuEventRecord).
+func (d *Driver) Record(e Event, s Stream) error {
+	return d.onStreamEvent(s, e, func(cs C.CUstream, c C.CUevent) error {
+		return driverCall("cuEventRecord", C.cuEventRecord(c, cs))
+	})
+}
+
+// WaitEvent implements Device (cuStreamWaitEvent).
+func (d *Driver) WaitEvent(s Stream, e Event) error {
+	return d.onStreamEvent(s, e, func(cs C.CUstream, c C.CUevent) error {
+		return driverCall("cuStreamWaitEvent", C.cuStreamWaitEvent(cs, c, 0))
+	})
+}
+
+// onStreamEvent runs fn on the driver's thread with s and e as the driver
+// API takes them.
+func (d *Driver) onStreamEvent(s Stream, e Event, fn func(C.CUstream, C.CUevent) error) error {
+	return d.run(func() error {
+		cs, err := d.cstream(s)
+		if err != nil {
+			return err
+		}
+		c, err := d.cevent(e)
+		if err != nil {
+			return err
+		}
+		return fn(cs, c)
+	})
+}
+
+// EventSynchronize implements Device (cuEventSynchronize).
+func (d *Driver) EventSynchronize(e Event) error {
+	return d.run(func() error {
+		c, err := d.cevent(e)
+		if err != nil {
+			return err
+		}
+		return driverCall("cuEventSynchronize", C.cuEventSynchronize(c))
 	})
 }
 

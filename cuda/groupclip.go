@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // GroupRule is how a step with a group clip policy clips: sample i of group
@@ -80,49 +81,52 @@ func (b *groupBuffers) grow(n, k int) error {
 // groupScales replaces the flat clip factors in net.scale by the group
 // clip's: the per-group counts of norms above and at most threshold come
 // back to the host, the rule turns them into bounds and weights, which go
-// to the device, where each sample's factor is computed. It returns the
-// noise std the rule asks for.
-func (net *DeviceNet) groupScales(g *GroupClip, threshold float64, n int) (float64, error) {
+// to the device, where each sample's factor is computed. The counts come
+// back in one copy with the clip check (checked before the rule sees
+// them) and the summed loss (the step's one wait). It returns the noise
+// std the rule asks for and the loss.
+func (net *DeviceNet) groupScales(g *GroupClip, threshold float64, n, slot int) (noiseStd, loss float64, err error) {
 	d, b := net.dev, &net.grp
 	b.dev = d
 	if err := b.grow(n, g.Count); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	k := g.Count
 	if err := launch1(d, "fairdp_fill_u32", 2*k, Ptr(b.counts), U32(0), Int(2*k)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if n > 0 {
 		if err := CopyIn(d, b.groups, g.Groups); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := launch1(d, "fairdp_group_counts", n, Ptr(b.counts), Ptr(net.norms), Ptr(b.groups), F64(threshold), Int(n), Int(k)); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	counts := make([]int32, 2*k)
-	if err := CopyOut(d, counts, b.counts); err != nil {
-		return 0, err
+	back, loss, err := net.readChecked(slot, n, true, hostRange{b.counts, int64(8 * k)})
+	if err != nil {
+		return 0, 0, err
 	}
+	counts := append([]int32(nil), unsafe.Slice((*int32)(unsafe.Pointer(&back[0])), 2*k)...) // the pinned slot is reused
 	rule, err := g.Rule(counts[:k], counts[k:])
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(rule.Bounds) != k || len(rule.Weights) != k {
-		return 0, fmt.Errorf("cuda: group rule gave %d bounds and %d weights for %d groups", len(rule.Bounds), len(rule.Weights), k)
+		return 0, 0, fmt.Errorf("cuda: group rule gave %d bounds and %d weights for %d groups", len(rule.Bounds), len(rule.Weights), k)
 	}
 	for j := range k {
 		c, w := rule.Bounds[j], rule.Weights[j]
 		if !(c > 0) || math.IsInf(c, 0) || !(w >= 0) || math.IsInf(w, 0) {
-			return 0, fmt.Errorf("cuda: group rule gave group %d bound %v and weight %v, want a finite bound > 0 and weight ≥ 0", j, c, w)
+			return 0, 0, fmt.Errorf("cuda: group rule gave group %d bound %v and weight %v, want a finite bound > 0 and weight ≥ 0", j, c, w)
 		}
 	}
 	if err := checkNoise(rule.NoiseStd); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := CopyIn(d, b.rule, append(append(make([]float64, 0, 2*k), rule.Bounds...), rule.Weights...)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	err = launch1(d, "fairdp_group_clip_factors", n, Ptr(net.scale), Ptr(net.norms), Ptr(b.groups), Ptr(b.rule), Int(n), Int(k))
-	return rule.NoiseStd, err
+	return rule.NoiseStd, loss, err
 }

@@ -23,6 +23,10 @@ type TrainerDevice struct {
 	net   *DeviceNet
 	fermi *DeviceFermi
 	lr    float32
+	// pending is the last step's result, not yet handed to the loop: a
+	// step returns the one before's loss (see Step).
+	pending *Pending
+	tf32    bool // SetTF32
 	// closed makes Close idempotent: the loop closes on every way out.
 	closed bool
 }
@@ -36,8 +40,28 @@ func OpenTrainerDevice() (*TrainerDevice, error) {
 	return &TrainerDevice{dev: dev, name: dev.Name()}, nil
 }
 
-// Name is the device's name (the GPU's, or the emulated device's).
-func (d *TrainerDevice) Name() string { return d.name }
+// Name is the device's name (the GPU's, or the emulated device's), and
+// whether the GEMMs use TF32 (SetTF32), so that the report records it.
+func (d *TrainerDevice) Name() string {
+	if !d.tf32 {
+		return d.name
+	}
+	if _, ok := d.dev.(tf32Device); !ok {
+		return d.name + "; TF32 asked for: a no-op on this device (its GEMMs are FP32)"
+	}
+	return d.name + "; TF32 tensor-core GEMMs in the forward and backward passes (released sums in FP32)"
+}
+
+// SetTF32 makes the model's forward and backward GEMMs use TF32 tensor
+// cores (DeviceNet.SetTF32: the released sums stay FP32, so the clip bound
+// holds); a no-op on the emulated device. Call it before Load.
+func (d *TrainerDevice) SetTF32(on bool) error {
+	if d.net != nil {
+		return errors.New("cuda: TrainerDevice.SetTF32 after Load")
+	}
+	d.tf32 = on
+	return nil
+}
 
 // Load builds the device's copy of a model from its layers (inSize values
 // per sample; their current parameters are the initial ones) with the
@@ -62,6 +86,7 @@ func (d *TrainerDevice) Load(layers []nn.Layer[float32], inSize int, opt nn.Opti
 	if err := net.SetOptimizer(o); err != nil {
 		return errors.Join(err, net.Close())
 	}
+	net.SetTF32(d.tf32)
 	d.net, d.lr = net, lr
 	return nil
 }
@@ -90,7 +115,11 @@ func (d *TrainerDevice) loaded() error {
 }
 
 // Step implements trainer.Device: one DP-SGD step (see devstep.DPSGD) on
-// the batch x with labels; the noise key is drawn from s.Noise first.
+// the batch x with labels; the noise key is drawn from s.Noise first. The
+// step is left running on the device: what Step returns is the summed
+// loss of the step before it (0 after Load or Flush), read once this one
+// is queued, so the device never idles while the host waits for it. An
+// error there (the earlier step's clip check) is that step's.
 func (d *TrainerDevice) Step(x []float32, labels []int32, s devstep.DPSGD) (float64, error) {
 	if err := d.loaded(); err != nil {
 		return 0, err
@@ -105,12 +134,48 @@ func (d *TrainerDevice) Step(x []float32, labels []int32, s devstep.DPSGD) (floa
 			return GroupRule(r), err
 		}}
 	}
-	return d.net.Step(x, labels, step)
+	var loss float64
+	err := onDevice(d.dev, func() error {
+		p, err := d.net.step(x, labels, step)
+		if err != nil {
+			return err
+		}
+		loss, err = d.handOver(p)
+		return err
+	})
+	return loss, err
+}
+
+// handOver makes p the pending result and returns the one before's (on the
+// device's thread).
+func (d *TrainerDevice) handOver(p *Pending) (float64, error) {
+	prev := d.pending
+	d.pending = p
+	if prev == nil {
+		return 0, nil
+	}
+	loss, err := prev.wait()
+	if err != nil {
+		return 0, fmt.Errorf("the step before (a device step's checks come back one step late): %w", err)
+	}
+	return loss, nil
+}
+
+// Flush implements trainer.Device: it waits for the last step and returns
+// its summed loss (0 when none is pending).
+func (d *TrainerDevice) Flush() (float64, error) {
+	if d.pending == nil {
+		return 0, nil
+	}
+	p := d.pending
+	d.pending = nil
+	return p.Wait()
 }
 
 // FermiStep implements trainer.Device: one DP-FERMI step (DeviceFermi) on
 // the batch; finish is the host's half, given the batch's sums, and calls
-// theta with the run's noise stream where θ's noise key is to be drawn.
+// theta with the run's noise stream where θ's noise key is to be drawn. As
+// Step, it returns the summed loss of the step before it.
 func (d *TrainerDevice) FermiStep(x []float32, labels []int32, groups []int, s devstep.FermiStep,
 	finish func(devstep.FermiSums, func(noise *rand.Rand) error) error) (float64, error) {
 	if err := d.loaded(); err != nil {
@@ -120,14 +185,25 @@ func (d *TrainerDevice) FermiStep(x []float32, labels []int32, groups []int, s d
 		d.fermi = NewDeviceFermi(d.net)
 	}
 	s.LR = d.lr
-	return d.fermi.Step(x, labels, groups, s, func(sums FermiSums) (NoiseSeed, error) {
-		var seed NoiseSeed
-		err := finish(sums, func(noise *rand.Rand) error {
-			seed = NewNoiseSeed(noise)
-			return nil
+	var loss float64
+	err := onDevice(d.dev, func() error {
+		l, err := d.fermi.step(x, labels, groups, s, func(sums FermiSums) (NoiseSeed, error) {
+			var seed NoiseSeed
+			err := finish(sums, func(noise *rand.Rand) error {
+				seed = NewNoiseSeed(noise)
+				return nil
+			})
+			return seed, err
 		})
-		return seed, err
+		if err != nil {
+			return err
+		}
+		// The loss came back mid-step with the sums; it is handed over one
+		// step late all the same, as Step's is.
+		loss, err = d.handOver(&Pending{done: true, loss: l})
+		return err
 	})
+	return loss, err
 }
 
 // Params implements trainer.Device: the parameters, one slice per buffer
@@ -182,12 +258,13 @@ func netSpec(layers []nn.Layer[float32], inSize int) ([]NetLayer, error) {
 				return nil, fmt.Errorf("Device cuda: layer %d %s has a per-axis window; the device's convolution has a square kernel "+
 					"and the same stride and pad on both axes (train it with Device cpu)", i, l.Name())
 			}
-			if s.NoBias {
-				return nil, fmt.Errorf("Device cuda: layer %d %s has no bias; the device's convolution always has one (train it with Device cpu)", i, l.Name())
-			}
 			p := l.Params()
 			g := ConvGeom{InC: s.C, InH: s.H, InW: s.W, OutC: s.OutC, K: s.K, Stride: s.Stride, Pad: s.Pad}
-			spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: p[0].Value, Bias: p[1].Value})
+			var bias []float32 // nil: a convolution without a bias, W its only parameter
+			if !s.NoBias {
+				bias = p[1].Value
+			}
+			spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: p[0].Value, Bias: bias})
 			oh, ow := g.OutHW()
 			size = s.OutC * oh * ow
 		case nn.KindReLU:

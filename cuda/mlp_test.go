@@ -60,6 +60,16 @@ func (c *cpuNet) addConv(r *rand.Rand, g ConvGeom) {
 	c.buffers = append(c.buffers, noiseBuffer{w: p[0], b: p[1], ckk: g.CKK()})
 }
 
+// addConvNoBias appends nn.Conv2d without a bias: its weight is one
+// noise buffer of its own, as a linear layer's.
+func (c *cpuNet) addConvNoBias(r *rand.Rand, g ConvGeom) {
+	conv := nn.NewConv2dNoBias[float32](g.InC, g.InH, g.InW, g.OutC, nn.SquareWindow(g.K, g.Stride, g.Pad))
+	conv.Init(r)
+	p := conv.Params()
+	c.layers, c.blocks, c.params = append(c.layers, conv), append(c.blocks, conv), append(c.params, p...)
+	c.buffers = append(c.buffers, noiseBuffer{w: p[0]})
+}
+
 // addGroupNorm appends nn.GroupNorm with random γ and β (γ near 1), noised
 // on the device as two buffers.
 func (c *cpuNet) addGroupNorm(r *rand.Rand, groups, ch, h, w int) *nn.GroupNorm[float32] {

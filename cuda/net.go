@@ -46,6 +46,8 @@ type DeviceNet struct {
 	opt      optState     // the optimizer and its device state
 	grp      groupBuffers // a group clip's buffers
 	conv     convScratch  // the convolutions' unfolding scratch, shared
+	io       stepIO       // pinned uploads and read-backs (async.go)
+	tf32     bool         // SetTF32
 }
 
 // NetLayer describes one layer of a DeviceNet.
@@ -54,7 +56,8 @@ type NetLayer struct {
 	Kind string
 	// In and Out are a linear layer's sizes (Weight In×Out, Bias Out).
 	In, Out int
-	// Conv is a convolution's geometry (Weight OutC×CKK, Bias OutC).
+	// Conv is a convolution's geometry (Weight OutC×CKK, Bias OutC, or
+	// nil for a convolution without a bias).
 	Conv ConvGeom
 	// Pool is a max-pool's geometry.
 	Pool PoolGeom
@@ -74,7 +77,8 @@ type NetLayer struct {
 // Optimizer (plain SGD unless SetOptimizer chose another). The noise is
 // Philox4x32-10 under Seed (drawn fresh per step with NewNoiseSeed),
 // parameter buffer k on stream k: a linear layer's weight then bias, a
-// convolution's [W | b] as one outC×(ckk+1) buffer, a group norm's γ then β.
+// convolution's [W | b] as one outC×(ckk+1) buffer (W alone, outC×ckk,
+// without a bias), a group norm's γ then β.
 //
 // With Group set the clip is a group policy's (DPSGD-F, Naive): Clip is
 // then the threshold of the per-group counts the policy reads, and its rule
@@ -174,6 +178,9 @@ func NewDeviceNet(dev Device, spec []NetLayer) (*DeviceNet, error) {
 	}
 	net.sum = net.bad + 8
 	net.params = net.mark()
+	if err := net.io.init(dev); err != nil {
+		return fail(err)
+	}
 	return net, nil
 }
 
@@ -221,6 +228,11 @@ func (net *DeviceNet) grow(n int) error {
 	var err error
 	net.a, net.g = make([]DevicePtr, len(net.sizes)), make([]DevicePtr, len(net.sizes))
 	for l, s := range net.sizes {
+		if l == 0 { // the input: two slots, one uploading while the other is read
+			net.io.x[0], net.io.x[1] = net.alloc(4*c*s, &err), net.alloc(4*c*s, &err)
+			net.a[0] = net.io.x[net.io.turn]
+			continue
+		}
 		net.a[l] = net.alloc(4*c*s, &err)
 		if net.keepsGrad(l) {
 			net.g[l] = net.alloc(4*c*s, &err)
@@ -246,10 +258,14 @@ func (net *DeviceNet) grow(n int) error {
 			}
 		}
 	}
-	net.labels, net.loss = net.alloc(4*c, &err), net.alloc(4*c, &err)
+	net.io.lab[0], net.io.lab[1], net.loss = net.alloc(4*c, &err), net.alloc(4*c, &err), net.alloc(4*c, &err)
+	net.labels = net.io.lab[net.io.turn]
 	net.sq, net.norms, net.scale, net.ones = net.alloc(8*c, &err), net.alloc(8*c, &err), net.alloc(4*c, &err), net.alloc(4*c, &err)
 	if err == nil {
 		err = launch1(net.dev, "fairdp_fill_u32", c, Ptr(net.ones), U32(math.Float32bits(1)), Int(c))
+	}
+	if err == nil {
+		err = net.io.grow(c, 4*int64(net.sizes[0]))
 	}
 	if err != nil {
 		return err
@@ -277,24 +293,29 @@ func (net *DeviceNet) keepsGrad(l int) bool {
 // classes is the number of labels: 2 for one logit.
 func (net *DeviceNet) classes() int { return max(2, net.sizes[len(net.sizes)-1]) }
 
-// upload copies a batch and its labels (0..classes-1) to the device.
-func (net *DeviceNet) upload(x []float32, labels []int32) (int, error) {
-	n := len(labels)
+// upload queues a batch and its labels (0..classes-1) for the device
+// through the next pinned slot (stepIO.put) and points a[0] and labels at
+// that slot; it returns the batch size and the slot, which the step ends
+// with io.done.
+func (net *DeviceNet) upload(x []float32, labels []int32) (n, slot int, err error) {
+	n = len(labels)
 	if len(x) != n*net.sizes[0] {
-		return 0, fmt.Errorf("cuda: DeviceNet: %d input values for %d samples of %d features", len(x), n, net.sizes[0])
+		return 0, 0, fmt.Errorf("cuda: DeviceNet: %d input values for %d samples of %d features", len(x), n, net.sizes[0])
 	}
 	for i, y := range labels {
 		if y < 0 || int(y) >= net.classes() {
-			return 0, fmt.Errorf("cuda: DeviceNet: sample %d has label %d, want 0..%d", i, y, net.classes()-1)
+			return 0, 0, fmt.Errorf("cuda: DeviceNet: sample %d has label %d, want 0..%d", i, y, net.classes()-1)
 		}
 	}
 	if err := net.grow(n); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if err := CopyIn(net.dev, net.a[0], x); err != nil {
-		return 0, err
+	slot = net.io.turn
+	if err := net.io.put(slot, x, labels); err != nil {
+		return 0, 0, err
 	}
-	return n, CopyIn(net.dev, net.labels, labels)
+	net.a[0], net.labels = net.io.x[slot], net.io.lab[slot]
+	return n, slot, nil
 }
 
 // forward computes the logits of the n samples in a[0] into a[len].
@@ -310,95 +331,140 @@ func (net *DeviceNet) forward(n int) error {
 // Logits returns the model's logits for the samples x: n×logits.
 func (net *DeviceNet) Logits(x []float32) ([]float32, error) {
 	n := len(x) / net.sizes[0]
-	if _, err := net.upload(x, make([]int32, n)); err != nil {
-		return nil, err
-	}
-	if err := net.forward(n); err != nil {
-		return nil, err
-	}
-	z := make([]float32, n*net.sizes[len(net.sizes)-1])
-	return z, CopyOut(net.dev, z, net.a[len(net.a)-1])
+	var z []float32
+	err := onDevice(net.dev, func() error {
+		_, slot, err := net.upload(x, make([]int32, n))
+		if err != nil {
+			return err
+		}
+		if err := net.forward(n); err != nil {
+			return err
+		}
+		if err := net.io.done(slot); err != nil {
+			return err
+		}
+		z = make([]float32, n*net.sizes[len(net.sizes)-1])
+		return CopyOut(net.dev, z, net.a[len(net.a)-1])
+	})
+	return z, err
 }
 
 // Step runs one DP-SGD step on the batch x (n samples, row-major) with
 // labels (0..classes-1) and returns the batch's summed loss before the
-// update. An empty batch still adds noise and updates (a Poisson sample may
-// be empty).
+// update: StepAsync, then Wait. An empty batch still adds noise and updates
+// (a Poisson sample may be empty).
 func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
 	var loss float64
-	err := onDevice(net.dev, func() (err error) {
-		loss, err = net.step(x, labels, s)
+	err := onDevice(net.dev, func() error {
+		p, err := net.step(x, labels, s)
+		if err != nil {
+			return err
+		}
+		loss, err = p.wait()
 		return err
 	})
 	return loss, err
 }
 
-// step is Step, on the device's thread.
-func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (float64, error) {
+// StepAsync queues Step's work and returns without waiting for the device:
+// the result comes back into pinned memory (Pending.Wait). With a group
+// clip the policy's counts are read mid-step, with the clip check and the
+// loss, in one wait, and the Pending is already resolved.
+func (net *DeviceNet) StepAsync(x []float32, labels []int32, s DPSGDStep) (*Pending, error) {
+	var p *Pending
+	err := onDevice(net.dev, func() (err error) {
+		p, err = net.step(x, labels, s)
+		return err
+	})
+	return p, err
+}
+
+// step is StepAsync, on the device's thread.
+func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (*Pending, error) {
 	if err := checkNoise(s.NoiseStd); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if !(s.Clip > 0) || math.IsInf(s.Clip, 0) || !(s.Scale > 0) || math.IsInf(s.Scale, 0) || !(s.LR >= 0) {
-		return 0, fmt.Errorf("cuda: DPSGDStep Clip %v, Scale %v, LR %v: want finite Clip and Scale > 0, LR ≥ 0", s.Clip, s.Scale, s.LR)
+		return nil, fmt.Errorf("cuda: DPSGDStep Clip %v, Scale %v, LR %v: want finite Clip and Scale > 0, LR ≥ 0", s.Clip, s.Scale, s.LR)
 	}
 	if s.Group != nil {
 		if err := s.Group.check(len(labels)); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	n, err := net.upload(x, labels)
+	n, slot, err := net.upload(x, labels)
 	if err != nil {
-		return 0, err
+		return nil, err
+	}
+	if err := net.math(true); err != nil {
+		return nil, err
 	}
 	if err := net.forward(n); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := net.lossGrad(net.g[len(net.layers)], n); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := net.backward(n); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := net.sqNorms(n); err != nil {
-		return 0, err
+		return nil, err
 	}
+	if err := net.queueClipFactors(s.Clip, n); err != nil {
+		return nil, err
+	}
+	p := &Pending{net: net, slot: slot, n: n}
 	if s.Group != nil {
-		// The policy reads counts of the norms, so the check comes first.
-		if err := net.clipFactors(s.Clip, n); err != nil {
-			return 0, err
+		// The policy reads counts of the norms: they come back with the
+		// clip check (checked first, as on the CPU) and the loss.
+		if s.NoiseStd, p.loss, err = net.groupScales(s.Group, s.Clip, n, slot); err != nil {
+			return nil, err
 		}
-		if s.NoiseStd, err = net.groupScales(s.Group, s.Clip, n); err != nil {
-			return 0, err
-		}
-	} else if err := net.queueClipFactors(s.Clip, n); err != nil {
-		return 0, err
+		p.done = true
 	}
 	s.stop, s.stopN = net.bad, n
+	if err := net.math(false); err != nil { // the released sums in FP32 (SetTF32)
+		return nil, err
+	}
 	if err := net.release(net.scale, s, n); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if s.Group != nil {
-		return net.lossSum(n) // the flags came back before the counts
+	if !p.done {
+		if err := net.io.queueBack(slot, hostRange{net.bad, flagsAndLoss}); err != nil {
+			return nil, err
+		}
 	}
-	return net.finish(n)
+	return p, net.io.done(slot)
 }
 
-// finish reads the step's clip check and summed loss back in one copy (the
-// step's one wait for the device). A refused step's update was skipped on
-// the device (DPSGDStep.stop), so it is not counted as an optimizer step.
-func (net *DeviceNet) finish(n int) (float64, error) {
-	back := make([]uint32, 3)
-	if err := CopyOut(net.dev, back, net.bad); err != nil {
-		return 0, err
+// readChecked reads ranges (the step's mid-step values) and then the clip
+// check and the summed loss from result slot k in one copy and one wait; it
+// returns the ranges' bytes (each at an 8-byte boundary) and the loss, or
+// the clip check's error (a flat bound: only the norms can fail) when check
+// is set.
+func (net *DeviceNet) readChecked(k, n int, check bool, ranges ...hostRange) ([]byte, float64, error) {
+	if err := net.io.queueBack(k, append(ranges, hostRange{net.bad, flagsAndLoss})...); err != nil {
+		return nil, 0, err
 	}
-	if err := checkFlags(int32(back[0]), int32(back[1]), n); err != nil {
-		net.opt.steps--
-		return 0, err
+	b, err := net.io.wait(k)
+	if err != nil {
+		return nil, 0, err
+	}
+	var off int64
+	for _, r := range ranges {
+		off += (r.bytes + 7) &^ 7
+	}
+	bad, _, loss := parseBack(b[off:])
+	if check {
+		if err := checkFlags(bad, int32(n), n); err != nil {
+			return nil, 0, err
+		}
 	}
 	if n == 0 {
-		return 0, nil
+		loss = 0
 	}
-	return float64(math.Float32frombits(back[2])), nil
+	return b[:off], float64(loss), nil
 }
 
 // checkFlags turns the clip check's flags into the step's error.
@@ -462,23 +528,10 @@ func (net *DeviceNet) sqNorms(n int) error {
 	return nil
 }
 
-// clipFactors sets norms and the clip factors scale from sq; the clip
-// check comes back before anything is updated, as on the CPU (a step whose
-// host code reads the norms' statistics mid-step; Step's flat clip checks
-// at its end instead, queueClipFactors).
-func (net *DeviceNet) clipFactors(clip float64, n int) error {
-	if err := net.queueClipFactors(clip, n); err != nil {
-		return err
-	}
-	bad := make([]int32, 2)
-	if err := CopyOut(net.dev, bad, net.bad); err != nil {
-		return err
-	}
-	return checkFlags(bad[0], int32(n), n) // a flat bound: only the norms can fail
-}
-
-// queueClipFactors queues what clipFactors computes, the flags reset to n
-// first; nothing is read.
+// queueClipFactors sets norms and the clip factors scale from sq, the
+// clip check's flags reset to n first; nothing is read (the check comes
+// back with the step's result, and the update kernels skip a refused step
+// on the device).
 func (net *DeviceNet) queueClipFactors(clip float64, n int) error {
 	d := net.dev
 	if err := launch1(d, "fairdp_fill_u32", 2, Ptr(net.bad), U32(uint32(n)), Int(2)); err != nil {
@@ -505,15 +558,28 @@ func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
 	return nil
 }
 
-// lossSum returns the summed loss lossGrad queued (the copy waits for it).
-func (net *DeviceNet) lossSum(n int) (float64, error) {
-	sum := make([]float32, 1)
-	if n > 0 {
-		if err := CopyOut(net.dev, sum, net.sum); err != nil {
-			return 0, err
-		}
+// tf32Device is a Device whose GEMMs can use TF32 tensor cores (the
+// Driver); the emulator's GEMMs are the CPU BLAS in FP32, so TF32 is a
+// no-op there.
+type tf32Device interface{ SetTF32(on bool) error }
+
+// SetTF32 makes the step's forward and backward GEMMs use TF32 tensor
+// cores where the device has them (a no-op on the emulated device). The
+// GEMMs that form the released sums (a linear layer's clipped gradient, a
+// convolution's clipped sum of its per-sample gradients, and every GEMM
+// after a DP-FERMI step's host half) stay FP32: each sample's contribution
+// to the sum is then the very FP32 values its norm was taken of (a
+// linear layer's norm from its FP32 taps, a convolution's from its
+// per-sample gradients), so the clip bound, and with it the receipt's
+// sensitivity, holds as without TF32.
+func (net *DeviceNet) SetTF32(on bool) { net.tf32 = on }
+
+// math sets the device's GEMMs to TF32 (when on and asked for) or FP32.
+func (net *DeviceNet) math(on bool) error {
+	if d, ok := net.dev.(tf32Device); ok && net.tf32 {
+		return d.SetTF32(on)
 	}
-	return float64(sum[0]), nil
+	return nil
 }
 
 // Params copies the parameters to the host: each parameterised layer's
@@ -546,7 +612,7 @@ func (net *DeviceNet) Close() error {
 		return nil
 	}
 	net.released = true
-	errs := []error{net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0), net.conv.freeFrom(0)}
+	errs := []error{net.io.close(), net.freeFrom(0), net.opt.freeFrom(0), net.grp.freeFrom(0), net.conv.freeFrom(0)}
 	for _, l := range net.layers {
 		errs = append(errs, l.close())
 	}
@@ -653,6 +719,9 @@ func (c devConv) deviceBytes() int64 { return c.bytesHeld() }
 func (c devConv) close() error       { return c.Close() }
 func (c devConv) values() ([][]float32, error) {
 	w, b, err := c.Params()
+	if !c.hasBias() {
+		return [][]float32{w}, err
+	}
 	return [][]float32{w, b}, err
 }
 func (c devConv) forward(y, x DevicePtr, n int) error { return c.Forward(y, x, n) }
@@ -664,7 +733,7 @@ func (c devConv) clipped(_, _, scale, _ DevicePtr, n int) error {
 	return c.ClippedGrad(scale, n)
 }
 func (c devConv) release(s DPSGDStep, stream uint32) (uint32, error) {
-	return stream + 1, releaseBuffer(c.dev, c.wb, c.gwb, c.geom.OutC*(c.geom.CKK()+1), s, stream)
+	return stream + 1, releaseBuffer(c.dev, c.wb, c.gwb, c.paramCount(), s, stream)
 }
 
 // devReLU is nn.ReLU on the device.

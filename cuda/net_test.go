@@ -20,7 +20,8 @@ type cnnPlan struct {
 	norms   []int      // groups of a GroupNorm after each convolution (before its ReLU); nil or 0 = none
 	pools   []int      // after each convolution; 1 = none
 	hidden  []int
-	classes int // logits (1 for two classes)
+	classes int  // logits (1 for two classes)
+	noBias  bool // convolutions without a bias (nn.NewConv2dNoBias)
 }
 
 // build returns the plan on the CPU engine and as DeviceNet layers with the
@@ -40,9 +41,14 @@ func (p cnnPlan) build(r *rand.Rand) (*cpuNet, []NetLayer) {
 	}
 	for i, g := range p.convs {
 		g.InC, g.InH, g.InW = c, h, w
-		cpu.addConv(r, g)
-		pr := cpu.params[len(cpu.params)-2:]
-		spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: pr[0].Value, Bias: pr[1].Value})
+		if p.noBias {
+			cpu.addConvNoBias(r, g)
+			spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: cpu.params[len(cpu.params)-1].Value})
+		} else {
+			cpu.addConv(r, g)
+			pr := cpu.params[len(cpu.params)-2:]
+			spec = append(spec, NetLayer{Kind: "conv", Conv: g, Weight: pr[0].Value, Bias: pr[1].Value})
+		}
 		oh, ow := g.OutHW()
 		c, h, w = g.OutC, oh, ow
 		if i < len(p.norms) && p.norms[i] > 0 {
@@ -84,6 +90,10 @@ func TestDeviceNetCNNMatchesCPUEngine(t *testing.T) {
 			pools: []int{2, 2}, hidden: []int{16}, classes: 3},
 		{name: "strided, two classes", c: 3, h: 9, w: 8, convs: []ConvGeom{{OutC: 5, K: 3, Stride: 2, Pad: 1}},
 			pools: []int{1}, classes: 1},
+		// Gorgonia's examples/convnet builds its convolutions without a
+		// bias: W alone is clipped, noised and updated.
+		{name: "mnist-like, no conv bias", c: 1, h: 12, w: 12, convs: []ConvGeom{{OutC: 4, K: 3, Stride: 1}, {OutC: 6, K: 3, Stride: 1, Pad: 1}},
+			norms: []int{0, 3}, pools: []int{2, 2}, hidden: []int{16}, classes: 3, noBias: true},
 		// VGG-like with group norms: 3×3 convolutions with padding 1 in
 		// pairs, a GroupNorm after each (groups of 1, 2 and 4 channels) and
 		// one on the input (the first layer: no input gradient).

@@ -350,7 +350,8 @@ func TestDeviceNetGroupClipRefusals(t *testing.T) {
 	wantErr(t, net.SetOptimizer(Optimizer{Kind: "sgd", Momentum: 0.9}), "after 1 steps")
 }
 
-// trafficDevice counts the bytes copied between host and device.
+// trafficDevice counts the bytes copied between host and device, by
+// either API.
 type trafficDevice struct {
 	Device
 	up, down int64
@@ -364,6 +365,16 @@ func (d *trafficDevice) CopyToDevice(dst DevicePtr, src unsafe.Pointer, bytes in
 func (d *trafficDevice) CopyToHost(dst unsafe.Pointer, src DevicePtr, bytes int64) error {
 	d.down += bytes
 	return d.Device.CopyToHost(dst, src, bytes)
+}
+
+func (d *trafficDevice) CopyToDeviceAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error {
+	d.up += bytes
+	return d.Device.CopyToDeviceAsync(dst, src, bytes, s)
+}
+
+func (d *trafficDevice) CopyToHostAsync(dst unsafe.Pointer, src DevicePtr, bytes int64) error {
+	d.down += bytes
+	return d.Device.CopyToHostAsync(dst, src, bytes)
 }
 
 // A step with a group clip and Adam sends nothing per sample to the host:

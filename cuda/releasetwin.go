@@ -6,7 +6,9 @@ import "github.com/fairdp/fairdp/nn"
 // layers' weights and biases in model order): the Philox noise the device
 // adds under seed, parameter buffer k on stream k (a linear layer's weight
 // then its bias; a convolution's weight and bias, recognised by the
-// weight's four dimensions, as one buffer of [W_o | b_o] rows), added to
+// weight's four dimensions and the next parameter's name "bias", as one
+// buffer of [W_o | b_o] rows; a convolution without a bias, its weight
+// alone), added to
 // each gradient by the kernel's Go twin, then every gradient multiplied by
 // scale. A CPU run that releases its gradients with it adds exactly the
 // device run's noise, so tests can compare the two value for value.
@@ -18,6 +20,12 @@ func ReleaseTwin(seed NoiseSeed, params []*nn.Param[float32], std, scale float64
 		s.Stream = stream
 		stream++
 		if len(p.Shape) != 4 { // a linear weight or bias: a buffer of its own
+			if err := (CPU{}).AddGaussian(p.Grad, std, s); err != nil {
+				return err
+			}
+			continue
+		}
+		if i+1 == len(params) || params[i+1].Name != "bias" { // a convolution without a bias: W alone
 			if err := (CPU{}).AddGaussian(p.Grad, std, s); err != nil {
 				return err
 			}

@@ -5,9 +5,11 @@
 #   nvidia-smi.txt            nvidia-smi's report (or why there is none)
 #   device.txt                the device fairdp opens (TestDeviceProbe)
 #   test-<pkg>.txt            the on-device tests with FAIRDP_REQUIRE_DEVICE=1 (cuda, trainer, fermi)
-#   cmd-<algo>/               bin/fairdp train --device cuda runs (dpsgd, dpsgdf, fermi) and their output
+#   cmd-<algo>/               bin/fairdp train --device cuda runs (dpsgd, dpsgdf, fermi, and dpsgd
+#                             with --tf32 in cmd-dpsgd-tf32) and their output
 #   bench-gpu.txt             device-resident steps: logistic, MLP, MNIST CNN, VGG-like,
 #                             plain and DP-SGD, batch 64 and 256 (samples/s, device-MB)
+#   bench-gpu-tf32.txt        the DP-SGD steps again with TF32 tensor cores (--tf32)
 #   gpu-mem.csv               nvidia-smi's memory.used sampled every 100 ms during bench-gpu
 #   bench-cpu.txt             the CPU benchmark table on every core (models' TestBenchTable)
 #   bench-peer.txt            PyTorch (and Opacus when `import opacus` works) on the same GPU
@@ -27,6 +29,7 @@ failed=0
 # comparisons to the trainer's on-device tests (seconds on a GPU, minutes on the emulator).
 T_TESTS=${T_TESTS:-120}
 T_GPU=${T_GPU:-90}
+T_TF32=${T_TF32:-45}
 T_CPU=${T_CPU:-120}
 T_PEER=${T_PEER:-90}
 
@@ -75,11 +78,14 @@ if [ "$gpu" = yes ]; then
 	done
 	# The command on the device (its own test binary would not fit the bundle): each run must
 	# succeed and report the GPU as its backend.
-	for run in dpsgd:mlp dpsgdf:mlp fermi:logistic; do
+	# dpsgd-tf32: the same run with --tf32 (compare test_error in cmd-dpsgd*/metrics.jsonl).
+	for run in dpsgd:mlp dpsgdf:mlp fermi:logistic dpsgd-tf32:mlp; do
 		algo=${run%%:*}
 		d=$out/cmd-$algo
 		mkdir -p "$d"
-		timeout 120 "$here/bin/fairdp" train --device cuda --algo "$algo" --model "${run#*:}" --limit 2000 --epochs 1 --seed 4 \
+		extra=""
+		case $algo in *-tf32) algo=${algo%-tf32} extra=--tf32 ;; esac
+		timeout 120 "$here/bin/fairdp" train --device cuda --algo "$algo" $extra --model "${run#*:}" --limit 2000 --epochs 1 --seed 4 \
 			--quiet --out "$d" >"$d/output.txt" 2>&1
 		rc=$?
 		if [ $rc -eq 0 ] && grep -q '"backend": *"cuda: cuda:' "$d/report.json" 2>/dev/null; then
@@ -105,8 +111,12 @@ if [ "$gpu" = yes ]; then
 	[ -n "$smi" ] && kill "$smi" 2>/dev/null
 	peak=$(sort -n "$out/gpu-mem.csv" 2>/dev/null | tail -1)
 	say "GPU memory in use, peak during bench-gpu (nvidia-smi): ${peak:-?} MiB"
+	# The same steps with TF32 tensor cores for the forward and backward GEMMs (--tf32).
+	(cd "$here/tree/cuda" && FAIRDP_BENCH_TF32=1 FAIRDP_DEVICE=cuda FAIRDP_REQUIRE_DEVICE=1 timeout "$T_TF32" ./cuda.test -test.run '^$' \
+		-test.bench 'DeviceNetStep/.*/dpsgd/' -test.benchtime 20x) >"$out/bench-gpu-tf32.txt" 2>&1 || say "bench-gpu-tf32: exit $? (see bench-gpu-tf32.txt)"
 else
 	echo "SKIPPED: no device" >"$out/bench-gpu.txt"
+	echo "SKIPPED: no device" >"$out/bench-gpu-tf32.txt"
 fi
 
 # 5. the CPU with every core: the benchmark table (logistic 1024, MNIST CNN 256, VGG-like 64; plain, DP-SGD, DP-FERMI)
@@ -136,6 +146,13 @@ fi
 		"$out/.peer-rows" "$out/.gpu-rows"
 	[ -s "$out/.gpu-rows" ] || echo "| (no GPU rows: no device) | | | | | | |"
 	rm -f "$out/.gpu-rows" "$out/.peer-rows"
+	echo
+	echo "TF32 (--tf32), DP-SGD samples/s, from bench-gpu-tf32.txt; test errors: cmd-dpsgd and cmd-dpsgd-tf32:"
+	grep '^BenchmarkDeviceNetStep/' "$out/bench-gpu-tf32.txt" 2>/dev/null | sed 's|^BenchmarkDeviceNetStep/||' |
+		awk '{sps = "?"; for (i = 2; i < NF; i++) if ($(i+1) == "samples/s") sps = $i; print "  " $1, sps}'
+	for d in cmd-dpsgd cmd-dpsgd-tf32; do
+		echo "  $d: test_error $(tail -1 "$out/$d/metrics.jsonl" 2>/dev/null | grep -o '"test_error": *[0-9.e-]*' | sed 's/.*: *//')"
+	done
 	echo
 	echo "CPU ($(nproc) cores), from bench-cpu.txt:"
 	grep '^| ' "$out/bench-cpu.txt" 2>/dev/null || echo "(no CPU table: see bench-cpu.txt)"

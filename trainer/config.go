@@ -67,6 +67,12 @@ type Config struct {
 	ImageMean []float64 `json:"image_mean,omitempty"`
 	ImageStd  []float64 `json:"image_std,omitempty"`
 
+	// TF32 lets Device cuda's forward and backward GEMMs use TF32 tensor
+	// cores (faster on Ampere and later; inputs rounded to 10-bit
+	// mantissas). The released sums stay FP32, so the clip bound and the
+	// receipt hold as without it; the model's numbers change slightly.
+	TF32 bool `json:"tf32,omitempty"`
+
 	// sections holds the settings of algorithms above trainer by their
 	// report.json key (budget tailoring's "tailoring", post-processing's
 	// "jagielski", objective perturbation's "objpert"), as JSON of the

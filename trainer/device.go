@@ -37,13 +37,20 @@ type Device interface {
 	// device. A layer or optimizer the device cannot run is refused.
 	Load(layers []nn.Layer[float32], inSize int, opt nn.Optimizer[float32]) error
 	// Step runs one DP-SGD step (SGD: no clip reached, no noise) and
-	// returns the batch's summed loss before the update.
-	Step(x []float32, labels []int32, s devstep.DPSGD) (lossSum float64, err error)
+	// leaves it running: it returns the summed loss (before its update) of
+	// the step before this one, 0 for the first after Load or Flush, so the
+	// host issues a step while the device runs the last. An error may be
+	// the step before's.
+	Step(x []float32, labels []int32, s devstep.DPSGD) (prevLossSum float64, err error)
 	// FermiStep runs the model's half of one DP-FERMI step; finish is the
 	// host's half, called with the batch's sums, and it calls its second
 	// argument with the run's noise stream where θ's noise key is drawn.
+	// Like Step, it returns the step before's summed loss.
 	FermiStep(x []float32, labels []int32, groups []int, s devstep.FermiStep,
-		finish func(devstep.FermiSums, func(noise *rand.Rand) error) error) (lossSum float64, err error)
+		finish func(devstep.FermiSums, func(noise *rand.Rand) error) error) (prevLossSum float64, err error)
+	// Flush waits for the last step and returns its summed loss (0 when
+	// no step is pending).
+	Flush() (lossSum float64, err error)
 	// Params is the parameters now, one slice per nn.Param of the loaded
 	// layers in order; nil before Load.
 	Params() ([][]float32, error)
@@ -147,6 +154,9 @@ func openDevice(name string) (Device, error) {
 // Config's optimizers.
 func checkDeviceConfig(c *Config, errs *FieldErrors) {
 	if c.Device != "cuda" {
+		if c.TF32 {
+			errs.add("TF32", "applies to Device cuda only (the CPU engine computes in float32 or float64)")
+		}
 		return
 	}
 	if !slices.Contains(deviceAlgorithms, c.Algo) {

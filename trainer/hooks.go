@@ -13,7 +13,8 @@ import (
 //
 //	OnStart(exact)                  once, before the first step
 //	Step … Step                     (Algorithm.Step)
-//	Resident.Sync(m), OnEpoch()     after each epoch's steps
+//	Resident.Flush(), .Sync(m),     after each epoch's steps
+//	OnEpoch()
 //	Resident.Close(), OnEnd(m, …)   after the last epoch
 //	NotCovered()                    while the receipt is completed
 //
@@ -59,4 +60,10 @@ type Resident[T nn.Float] struct {
 	Sync func(m Model[T]) error
 	// Close frees the device; it may be called more than once.
 	Close func() error
+	// Flush, when set, says the step's loss comes back one step late: each
+	// Step returns the summed loss of the step before it (0 for an epoch's
+	// first), and Flush waits for the last step and returns its loss. Run
+	// calls it after each epoch's steps, before Sync, and applies its
+	// per-step loss checks (divergence) to each loss when it arrives.
+	Flush func() (lossSum float64, err error)
 }

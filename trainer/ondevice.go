@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -37,6 +38,7 @@ type deviceStep struct {
 	groups []int32
 	counts [2][]int
 	closed bool
+	tf32   bool // Config.TF32: the receipt says so
 }
 
 var _ deviceGradients[float32] = (*deviceStep)(nil)
@@ -68,6 +70,16 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 		return nil, err
 	}
 	d.dev = dev
+	if job.Cfg.TF32 {
+		t, ok := dev.(interface{ SetTF32(on bool) error })
+		if !ok {
+			return nil, errors.Join(FieldErrors{{Field: "TF32", Msg: fmt.Sprintf("Device %s has no TF32 mode", job.Cfg.Device)}}, dev.Close())
+		}
+		if err := t.SetTF32(true); err != nil {
+			return nil, errors.Join(err, dev.Close())
+		}
+		d.tf32 = true
+	}
 	if ermi != nil {
 		return newFermiDeviceStep(d, ermi)
 	}
@@ -171,8 +183,17 @@ func (d *deviceStep) Receipt() (accounting.Receipt, error) {
 	if err == nil && d.dp != nil {
 		r.AddNote(deviceNoiseNote(d.seeded))
 	}
+	if err == nil && d.tf32 {
+		r.AddNote(tf32Note)
+	}
 	return r, err
 }
+
+// tf32Note is what a run with Config.TF32 adds to its receipt: what
+// changed, and why the guarantee did not.
+const tf32Note = "tf32: the device's forward and backward matrix products used TF32 tensor cores (inputs rounded to 10-bit " +
+	"mantissas); the per-sample norms, the clipped sums and the noise were computed in float32 from the same values, " +
+	"so each sample's clipped contribution is bounded as without TF32"
 
 // deviceNoiseNote says how a device run drew its noise. Philox is not a
 // CSPRNG, so the note never says the noise came from one: only the per-step
@@ -234,7 +255,7 @@ func (d *deviceStep) Close() error {
 func (d *deviceStep) Hooks() Hooks[float32] {
 	h := d.host.Hooks()
 	h.Resume = nil
-	h.Resident = &Resident[float32]{Sync: d.Sync, Close: d.Close}
+	h.Resident = &Resident[float32]{Sync: d.Sync, Close: d.Close, Flush: d.dev.Flush}
 	hostEnd := h.OnEnd
 	h.OnEnd = func(m Model[float32], job *Job, rep *Report) error {
 		if hostEnd != nil {

@@ -75,5 +75,8 @@ func (d *fermiDeviceStep) Receipt() (accounting.Receipt, error) {
 		r.AddNote(deviceNoiseNote(d.seeded))
 		r.AddNote(d.fermi.DeviceNoiseNote())
 	}
+	if err == nil && d.tf32 {
+		r.AddNote(tf32Note)
+	}
 	return r, err
 }

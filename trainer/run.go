@@ -269,6 +269,29 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		epStart := time.Now()
 		var lossSum float64
 		var seen, empty int
+		// takeLoss checks step's summed loss l over n samples and adds it
+		// to the epoch's.
+		takeLoss := func(step int, l float64, n int) error {
+			if math.IsNaN(l) || math.IsInf(l, 0) {
+				return fmt.Errorf("epoch %d step %d: the loss diverged (%v); lower the learning rate", epoch, step, l)
+			}
+			if n > 0 {
+				// Divergence that has not (yet) overflowed: the mean loss of a
+				// batch far above the first batch's means the steps are
+				// running away; stop rather than write a normal report.
+				perSample := l / float64(n)
+				if firstLoss < 0 {
+					firstLoss = perSample
+				} else if perSample > divergenceFactor*max(firstLoss, 1) {
+					return divergedError(epoch, step, perSample, firstLoss, exact)
+				}
+			}
+			lossSum += l
+			return nil
+		}
+		// A step whose loss comes one step late (Resident.Flush): the
+		// step (1-based; 0: none) and batch size the next loss belongs to.
+		lateStep, lateN := 0, 0
 		for s := 0; s < stepsPerEpoch; s++ {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
@@ -279,24 +302,21 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 			if err != nil {
 				return nil, nil, fmt.Errorf("epoch %d step %d: %w", epoch, s+1, err)
 			}
-			if math.IsNaN(l) || math.IsInf(l, 0) {
-				return nil, nil, fmt.Errorf("epoch %d step %d: the loss diverged (%v); lower the learning rate", epoch, s+1, l)
-			}
-			if n := b.N(); n > 0 {
-				// Divergence that has not (yet) overflowed: the mean loss of a
-				// batch far above the first batch's means the steps are
-				// running away; stop rather than write a normal report.
-				perSample := l / float64(n)
-				if firstLoss < 0 {
-					firstLoss = perSample
-				} else if perSample > divergenceFactor*max(firstLoss, 1) {
-					return nil, nil, divergedError(epoch, s+1, perSample, firstLoss, exact)
+			switch {
+			case late(resident):
+				if lateStep > 0 {
+					err = takeLoss(lateStep, l, lateN)
 				}
+				lateStep, lateN = s+1, b.N()
+			default:
+				err = takeLoss(s+1, l, b.N())
+			}
+			if err != nil {
+				return nil, nil, err
 			}
 			if !onDev {
 				opt.Step(m.Params())
 			}
-			lossSum += l
 			seen += b.N()
 			if b.N() == 0 {
 				empty++
@@ -322,6 +342,15 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		}
 		if receipt, err = alg.Receipt(); err != nil {
 			return nil, nil, fmt.Errorf("epoch %d: %w", epoch, err)
+		}
+		if late(resident) && lateStep > 0 {
+			l, err := resident.Flush()
+			if err != nil {
+				return nil, nil, fmt.Errorf("epoch %d step %d: %w", epoch, lateStep, err)
+			}
+			if err := takeLoss(lateStep, l, lateN); err != nil {
+				return nil, nil, err
+			}
 		}
 		if onDev {
 			if err := resident.Sync(m); err != nil {
@@ -776,3 +805,6 @@ func evalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, 
 	}
 	return rep, nil
 }
+
+// late says whether a resident step returns its loss one step late.
+func late[T nn.Float](r *Resident[T]) bool { return r != nil && r.Flush != nil }

@@ -35,6 +35,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.Var(intsFlag{&c.Hidden}, "hidden", "MLP hidden widths, e.g. 64,32 (default 64 for --model mlp)")
 	fs.StringVar(&c.DType, "dtype", c.DType, "float32 or float64")
 	fs.StringVar(&c.Device, "device", c.Device, "cpu, or cuda: sgd, dpsgd, dpsgdf, naive and fermi (float32; --optimizer sgd or adam, --momentum) on a GPU (binary built with -tags cuda; in a test build with -tags cudaemu, the emulated device with FAIRDP_DEVICE=emu)")
+	fs.BoolVar(&c.TF32, "tf32", c.TF32, "with --device cuda: TF32 tensor cores for the forward and backward matrix products (the released sums stay float32, so the privacy guarantee is unchanged)")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "passes over the training data")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size (expected size under Poisson sampling)")
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")

@@ -29,6 +29,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct Module {
 std::mutex mu;
 bool initialized;
 std::map<uintptr_t, Alloc> allocs;
+std::map<uintptr_t, size_t> pinned;  // cuMemHostAlloc blocks: base → bytes
+std::set<CUstream> streams;
+std::map<CUevent, bool> events;  // live events → recorded at least once
 size_t live_bytes, peak_bytes;
 thread_local Context* current;
 FairdpStubCounters counters;
@@ -100,6 +104,23 @@ bool find(uintptr_t p, size_t bytes) {
     --it;
     size_t off = p - it->first;
     return off <= it->second.bytes && bytes <= it->second.bytes - off;
+}
+
+// is_pinned returns whether [p, p+bytes) lies inside one cuMemHostAlloc block (mu held).
+bool is_pinned(const void* p, size_t bytes) {
+    uintptr_t a = (uintptr_t)p;
+    auto it = pinned.upper_bound(a);
+    if (it == pinned.begin()) return false;
+    --it;
+    size_t off = a - it->first;
+    return off <= it->second && bytes <= it->second - off;
+}
+
+// need_stream checks that s is a live stream (0, the legacy default
+// stream, is one).
+CUresult need_stream(const char* call, CUstream s) {
+    if (s != nullptr && streams.count(s) == 0) return fail(CUDA_ERROR_INVALID_HANDLE, "%s: not a live stream", call);
+    return CUDA_SUCCESS;
 }
 
 // parse_ptx lists the .entry signatures of a PTX module: name → parameter
@@ -251,11 +272,15 @@ CUresult cuCtxSynchronize(void) {
 CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
     if (CUresult r = need_context("cuStreamCreate")) return r;
     *s = reinterpret_cast<CUstream>(new int(1));
+    std::lock_guard<std::mutex> g(mu);
+    streams.insert(*s);
     return CUDA_SUCCESS;
 }
 
 CUresult cuStreamDestroy_v2(CUstream s) {
     if (CUresult r = need_context("cuStreamDestroy")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    if (s == nullptr || streams.erase(s) == 0) return fail(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy: not a live stream");
     delete reinterpret_cast<int*>(s);
     return CUDA_SUCCESS;
 }
@@ -310,9 +335,14 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     return CUDA_SUCCESS;
 }
 
-static CUresult copy(const char* call, void* dst, const void* src, uintptr_t dev, size_t bytes, bool h2d) {
+static CUresult copy(const char* call, void* dst, const void* src, uintptr_t dev, size_t bytes, bool h2d,
+                     bool async = false, CUstream s = nullptr) {
     if (CUresult r = need_context(call)) return r;
     std::lock_guard<std::mutex> g(mu);
+    if (async) {
+        if (CUresult r = need_stream(call, s)) return r;
+        if (!is_pinned(h2d ? src : dst, bytes)) counters.pageable_async_bytes += bytes;
+    }
     if (!find(dev, bytes))
         return fail(CUDA_ERROR_INVALID_VALUE, "%s: %zu bytes at %#llx are not inside one live allocation", call, bytes,
                     (unsigned long long)dev);
@@ -327,7 +357,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t bytes, CUstream s) {
-    return copy("cuMemcpyHtoDAsync", (void*)dst, src, dst, bytes, true);
+    return copy("cuMemcpyHtoDAsync", (void*)dst, src, dst, bytes, true, true, s);
 }
 
 CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
@@ -335,7 +365,91 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t bytes, CUstream s) {
-    return copy("cuMemcpyDtoHAsync", dst, (const void*)src, src, bytes, false);
+    return copy("cuMemcpyDtoHAsync", dst, (const void*)src, src, bytes, false, true, s);
+}
+
+// Pinned host memory: plain pages here (nothing DMAs them), tracked so that
+// asynchronous copies from pageable memory can be counted and a bad free
+// refused.
+CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int flags) {
+    if (CUresult r = need_context("cuMemHostAlloc")) return r;
+    if (bytes == 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc(0)");
+    if (flags & ~0xfu) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc: flags %#x", flags);
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemHostAlloc(%zu): out of memory", bytes);
+    std::lock_guard<std::mutex> g(mu);
+    pinned[(uintptr_t)m] = bytes;
+    *p = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeHost(void* p) {
+    if (CUresult r = need_context("cuMemFreeHost")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    auto it = pinned.find((uintptr_t)p);
+    if (it == pinned.end()) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost(%p): not a cuMemHostAlloc block", p);
+    munmap(p, it->second);
+    pinned.erase(it);
+    return CUDA_SUCCESS;
+}
+
+// Events: work completes before each call returns, so an event is
+// complete once recorded; what is checked is that it is live, recorded on
+// a live stream, and recorded before anything waits on it (the driver
+// returns at once for an event never recorded, which would hide a missing
+// Record).
+CUresult cuEventCreate(CUevent* e, unsigned int flags) {
+    if (CUresult r = need_context("cuEventCreate")) return r;
+    if (flags & ~0xfu) return fail(CUDA_ERROR_INVALID_VALUE, "cuEventCreate: flags %#x", flags);
+    *e = reinterpret_cast<CUevent>(new int(1));
+    std::lock_guard<std::mutex> g(mu);
+    events[*e] = false;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent e) {
+    if (CUresult r = need_context("cuEventDestroy")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    if (events.erase(e) == 0) return fail(CUDA_ERROR_INVALID_HANDLE, "cuEventDestroy: not a live event");
+    delete reinterpret_cast<int*>(e);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent e, CUstream s) {
+    if (CUresult r = need_context("cuEventRecord")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    if (CUresult r = need_stream("cuEventRecord", s)) return r;
+    auto it = events.find(e);
+    if (it == events.end()) return fail(CUDA_ERROR_INVALID_HANDLE, "cuEventRecord: not a live event");
+    it->second = true;
+    counters.events++;
+    return CUDA_SUCCESS;
+}
+
+static CUresult need_recorded(const char* call, CUevent e) {
+    auto it = events.find(e);
+    if (it == events.end()) return fail(CUDA_ERROR_INVALID_HANDLE, "%s: not a live event", call);
+    if (!it->second) return fail(CUDA_ERROR_INVALID_VALUE, "%s: the event was never recorded", call);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+    if (CUresult r = need_context("cuStreamWaitEvent")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    if (CUresult r = need_stream("cuStreamWaitEvent", s)) return r;
+    if (flags != 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuStreamWaitEvent: flags %#x", flags);
+    if (CUresult r = need_recorded("cuStreamWaitEvent", e)) return r;
+    counters.events++;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent e) {
+    if (CUresult r = need_context("cuEventSynchronize")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    if (CUresult r = need_recorded("cuEventSynchronize", e)) return r;
+    counters.calls++;
+    counters.syncs++;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuModuleLoadData(CUmodule* mod, const void* image) {

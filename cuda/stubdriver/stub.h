@@ -17,6 +17,8 @@ typedef struct {
     int64_t syncs;     // cuStreamSynchronize, cuCtxSynchronize
     int64_t h2d_bytes, d2h_bytes;
     int64_t peak_bytes;  // most device memory allocated at once
+    int64_t events;      // cuEventRecord, cuStreamWaitEvent
+    int64_t pageable_async_bytes;  // asynchronous copies from or to memory not from cuMemHostAlloc
 } FairdpStubCounters;
 
 // fairdp_stub_check returns 0 when [p, p+bytes) lies inside one live allocation.
