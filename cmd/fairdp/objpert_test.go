@@ -120,6 +120,15 @@ func TestObjPertLeastSquaresEval(t *testing.T) {
 		"--epsilon", "2", "--seed", "3", "--out", out); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
+	// A regression's report keeps the results contract too, objpert's and
+	// DP-SGD's (squared loss) alike.
+	validateReport(t, out, "objpert")
+	sgdOut := filepath.Join(dir, "dpsgd")
+	if _, stderr, err := runCLI(t, "train", "--algo", "dpsgd", "--dataset", csv, "--schema", schema, "--epochs", "1",
+		"--epsilon", "2", "--seed", "3", "--quiet", "--out", sgdOut); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	validateReport(t, sgdOut, "dpsgd")
 	evalJSON := filepath.Join(dir, "eval.json")
 	if _, stderr, err := runCLI(t, "eval", "--model", filepath.Join(out, "model.ckpt"), "--out", evalJSON); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
