@@ -31,6 +31,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/fairdp/fairdp/dpops"
 	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
@@ -392,8 +393,8 @@ func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertO
 		if res.Mechanism == MechanismGaussian {
 			res.Delta, res.NoiseStd = opt.Delta, GaussianObjPertSigma(res.EpsilonPrime, opt.Delta)
 			b = make([]float64, dim+1)
-			for j := range b {
-				b[j] = res.NoiseStd * r.NormFloat64()
+			if err := dpops.AddGaussian(r, b, res.NoiseStd); err != nil {
+				return nil, nil, err
 			}
 			method = ObjPertGaussianMethod
 		} else {
