@@ -1,6 +1,7 @@
 package loaders
 
 import (
+	"bytes"
 	"encoding/csv"
 	"os"
 	"path/filepath"
@@ -12,15 +13,20 @@ import (
 // header is line 1, as Dataset.Row counts), the cells of the named columns.
 func readRawColumns(t *testing.T, path string, cols ...string) map[int][]string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	data, err := os.ReadFile(path)
+	if err == nil {
+		var rows [][]string
+		if rows, err = csv.NewReader(bytes.NewReader(data)).ReadAll(); err == nil {
+			return columnsByLine(t, path, rows, cols)
+		}
 	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Fatal(err)
+	return nil
+}
+
+// columnsByLine picks the named columns of rows[1:] by their header names.
+func columnsByLine(t *testing.T, path string, rows [][]string, cols []string) map[int][]string {
+	t.Helper()
 	at := make([]int, len(cols))
 	for j, c := range cols {
 		at[j] = -1
