@@ -163,12 +163,20 @@ func parkinsonsSchema() Schema {
 }
 
 // dutchSchema: the 2001 Dutch census, all 12 columns categorical. Sensitive
-// sex (1 male, 2 female, the IPUMS coding); label occupation with 5_4_9
-// (high-level occupations) positive and 2_1 (low-level) negative, as in
-// the fairness literature's description of the set (DPSGD-F does not say
-// which it treats as positive; accuracy does not depend on it). The 10
-// other columns are one-hot over the values that occur: 59 features.
-// DPSGD-F reports 35 features after a preprocessing it does not publish.
+// sex (1 male, 2 female, the IPUMS coding); label occupation with 2_1
+// positive (label 1) and 5_4_9 negative. The fairness literature describes
+// the label as high-level (prestigious) against low-level occupations; the
+// codes are ISCO-88 major groups, 2_1 = 1 (legislators, senior officials
+// and managers) and 2 (professionals), 5_4_9 = 5 (service and sales
+// workers), 4 (clerks) and 9 (elementary occupations), so 2_1 is the
+// high-level class. The file agrees: the share of 2_1 rises with edu_level
+// from .16 (levels 0–1) to .90 (level 5), and 2_1 is held by 63 % of sex 1
+// against 33 % of sex 2 (TestDutchHighLevelClass). Which class is positive
+// changes no accuracy and neither violation (both range over the classes);
+// it decides the meaning of per-group TPR, FPR and selection rate. DPSGD-F
+// does not say which it treats as positive. The 10 other columns are
+// one-hot over the values that occur: 59 features. DPSGD-F reports 35
+// features after a preprocessing it does not publish.
 func dutchSchema() Schema {
 	cats := map[string][]string{
 		"age":                  {"4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"},
@@ -187,8 +195,8 @@ func dutchSchema() Schema {
 		Files:     []string{"dutch/dutch.csv"},
 		TrainFrac: 0.8, // DPSGD-F's 80/20 split
 		Format:    CSVFormat{Header: true},
-		Label: LabelSpec{Column: "occupation", Positive: []string{"5_4_9"}, Negative: []string{"2_1"},
-			Names: []string{"2_1", "5_4_9"}},
+		Label: LabelSpec{Column: "occupation", Positive: []string{"2_1"}, Negative: []string{"5_4_9"},
+			Names: []string{"5_4_9", "2_1"}},
 		Sensitive: SensitiveSpec{Columns: []string{"sex"},
 			Map:    map[string]map[string]string{"sex": {"1": "Male", "2": "Female"}},
 			Groups: []string{"Male", "Female"}},

@@ -296,9 +296,10 @@ func TestBuiltinsOnRealData(t *testing.T) {
 		// README: 5,875 rows, sex 0: 4,008, sex 1: 1,867; DP-FERMI: 19
 		// features; 2,934 rows above the median 27.576 (separate script).
 		{"parkinsons", 5875, 4406, 19, []int{4008, 1867}, []int{2941, 2934}, "parkinsons/parkinsons_updrs.data"},
-		// README: 60,420 rows, sex 1: 30,147 / 2: 30,273, occupation 2_1
-		// 28,763 / 5_4_9 31,657; 80 % split as DPSGD-F.
-		{"dutch", 60420, 48336, 59, []int{30147, 30273}, []int{28763, 31657}, "dutch/dutch.csv"},
+		// README: 60,420 rows, sex 1: 30,147 / 2: 30,273, occupation 5_4_9
+		// 31,657 (label 0) / 2_1 28,763 (label 1, the high-level class);
+		// 80 % split as DPSGD-F.
+		{"dutch", 60420, 48336, 59, []int{30147, 30273}, []int{31657, 28763}, "dutch/dutch.csv"},
 		// README: 1,994 rows; racePctWhite ≤ / > its median 0.85: 1,032 /
 		// 962; ViolentCrimesPerPop > its 70th percentile 0.28: 583
 		// (counted with a separate script when writing the test).

@@ -126,10 +126,55 @@ def table(path):
         print("| %s | %d | %s |" % (src, n, " | ".join(cellv)))
 
 
+def effects(path, pairs_n=((1, 12), (3, 12)), pairs_h=((0.0, 0.9),)):
+    """Seed-paired effects of N and h per source, against the seeds' own spread.
+
+    For each source it prints the pooled within-cell standard deviation over
+    seeds (error and violation; cells with ≥ 2 seeds) and, for each pair of
+    N at fixed h and each pair of h at fixed N, the per-seed differences
+    (seeds present in both cells), their mean and whether every seed moves
+    the same way.
+    """
+    rows = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            rows.setdefault(r["source"], {})[(int(r["N"]), float(r["h"]), int(r["seed"]))] = (
+                float(r["error"]), float(r["violation"]))
+    for src in sorted(rows):
+        cells = rows[src]
+        by_cell = {}
+        for (n, h, seed), v in cells.items():
+            by_cell.setdefault((n, h), []).append(v)
+        ss, dof = [0.0, 0.0], 0
+        for vs in by_cell.values():
+            if len(vs) < 2:
+                continue
+            for j in (0, 1):
+                m = sum(v[j] for v in vs) / len(vs)
+                ss[j] += sum((v[j] - m) ** 2 for v in vs)
+            dof += len(vs) - 1
+        sd = "n/a" if dof == 0 else "error %.4f, violation %.4f (%d degrees of freedom)" % (
+            (ss[0] / dof) ** 0.5, (ss[1] / dof) ** 0.5, dof)
+        print("%s: seed-to-seed SD within a cell: %s" % (src, sd))
+        comps = [((a, h), (b, h)) for h in sorted({k[1] for k in by_cell}) for a, b in pairs_n] + \
+            [((n, a), (n, b)) for n in sorted({k[0] for k in by_cell}) for a, b in pairs_h]
+        for c0, c1 in comps:
+            seeds = sorted({k[2] for k in cells if k[:2] == c0} & {k[2] for k in cells if k[:2] == c1})
+            if not seeds:
+                continue
+            for j, what in ((0, "error"), (1, "violation")):
+                d = [cells[c1 + (s_,)][j] - cells[c0 + (s_,)][j] for s_ in seeds]
+                same = len(d) > 1 and (all(x > 0 for x in d) or all(x < 0 for x in d))
+                print("  N %d→%d, h %g→%g, %s: mean %+.4f over seeds %s (%s)%s" % (
+                    c0[0], c1[0], c0[1], c1[1], what, sum(d) / len(d), ",".join(map(str, seeds)),
+                    " ".join("%+.4f" % x for x in d), "; every seed the same sign" if same else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source", choices=["authors", "fairdp"])
     ap.add_argument("--table", action="store_true", help="print the CSV as a markdown table and stop")
+    ap.add_argument("--effects", action="store_true", help="print the seed-paired N and h effects and stop")
     ap.add_argument("--csv", default="bench/results/steffle_authors_code.csv")
     ap.add_argument("--details", default="bench/results/steffle_authors_code_runs.jsonl")
     ap.add_argument("--src", help="unpacked snapshot of the authors' code (source authors)")
@@ -146,6 +191,9 @@ def main():
     o = ap.parse_args()
     if o.table:
         table(o.csv)
+        return
+    if o.effects:
+        effects(o.csv)
         return
     if not o.source:
         ap.error("--source is needed to run")
