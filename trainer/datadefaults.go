@@ -168,6 +168,19 @@ var dataAware = []string{"dpsgd", "dpsgdf", "naive", "fermi"}
 // steffleAlgo is SteFFLe's --algo name (its package imports this one).
 const steffleAlgo = "steffle"
 
+// DPSGD-F's and Naïve's --algo names and their tabular defaults (the
+// rules above; package dpsgdf, which imports this one, names the guards
+// GuardSmooth and NaiveGuardSmooth).
+const (
+	dpsgdfAlgo        = "dpsgdf"
+	naiveAlgo         = "naive"
+	tabularCountGuard = "smooth"
+	tabularNaiveGuard = "smooth"
+	// dpsgdfClipX scales DPSGD-F's C0 from the rule's clip: its typical
+	// bound is 2·C0 (f^k ≈ r), so C0 = clip/2 puts it at the rule's clip.
+	dpsgdfClipX = 0.5
+)
+
 // AdaptsToData reports whether AdaptToData changes anything for cfg: a
 // private run (finite ε, no σ given) of the SGD family or DP-FERMI with
 // Adam, or of SteFFLe with plain SGD.
@@ -228,9 +241,23 @@ func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out
 		cfg.LR = r.lr
 		changed = append(changed, fmt.Sprintf("learning rate %g", cfg.LR))
 	}
-	if !fixed["Privacy.Clip"] && r.clipX != 1 {
-		cfg.Privacy.Clip *= r.clipX
+	clipX := r.clipX
+	if cfg.Algo == dpsgdfAlgo {
+		clipX *= dpsgdfClipX
+	}
+	if !fixed["Privacy.Clip"] && clipX != 1 {
+		cfg.Privacy.Clip *= clipX
 		changed = append(changed, fmt.Sprintf("clip %g", cfg.Privacy.Clip))
+	}
+	// The guards are post-processing of the released counts (no ε); a
+	// guard the caller named (non-empty) is kept.
+	if cfg.Algo == dpsgdfAlgo && cfg.Fair.CountGuard == "" {
+		cfg.Fair.CountGuard = tabularCountGuard
+		changed = append(changed, "count guard "+tabularCountGuard)
+	}
+	if cfg.Algo == naiveAlgo && cfg.Fair.NaiveGuard == "" {
+		cfg.Fair.NaiveGuard = tabularNaiveGuard
+		changed = append(changed, "naive guard "+tabularNaiveGuard)
 	}
 	if lambdaFixed, given := fixed["Fair.Lambda"]; given && !lambdaFixed && (cfg.Algo == "fermi" || cfg.Algo == steffleAlgo) &&
 		cfg.Fair.Lambda != r.lambda {
