@@ -41,7 +41,9 @@ const (
 	GuardSmooth CountGuard = "smooth"
 )
 
-// DefaultCountGuard is the guard of a Config that names none.
+// DefaultCountGuard is the guard of a Config that names none. The
+// trainer's data-aware defaults name GuardSmooth on tabular data
+// (trainer.AdaptToData); the presets and image data keep this one.
 const DefaultCountGuard = GuardC0
 
 // CountGuards lists the guards in the order the documentation gives them.
@@ -181,7 +183,9 @@ const (
 	NaiveGuardSmooth NaiveGuard = "smooth"
 )
 
-// DefaultNaiveGuard is the guard of a Config that names none.
+// DefaultNaiveGuard is the guard of a Config that names none. The
+// trainer's data-aware defaults name NaiveGuardSmooth on tabular data
+// (trainer.AdaptToData); image data keep this one.
 const DefaultNaiveGuard = NaiveGuardOne
 
 // NaiveGuards lists the Naïve guards in the order the documentation gives them.

@@ -18,10 +18,12 @@ type Method struct {
 	// relative to the gradient noise (0: the default).
 	CountNoiseRatio float64
 	// CountGuard is DPSGD-F's rule for a group whose noisy counts are ≤ 0
-	// ("": DefaultCountGuard); Naïve has no such rule and refuses one.
+	// ("": GuardSmooth on tabular data, whose defaults adapt to the data,
+	// else DefaultCountGuard); Naïve refuses one.
 	CountGuard CountGuard
 	// NaiveGuard is Naïve's rule for turning a noisy group count into a
-	// weight ("": DefaultNaiveGuard); DPSGD-F refuses one.
+	// weight ("": NaiveGuardSmooth on tabular data, else
+	// DefaultNaiveGuard); DPSGD-F refuses one.
 	NaiveGuard NaiveGuard
 }
 

@@ -60,7 +60,7 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.StringVar(&c.Fair.Calibration, "calibration", c.Fair.Calibration, "noise calibration: accountant (--accountant's, PLD by default) or paper (DP-FERMI Theorem 3.3)")
 	fs.Float64Var(&c.Fair.WeightDecay, "weight-decay", c.Fair.WeightDecay, "L2 regularisation")
 	fs.Float64Var(&c.Fair.CountNoiseRatio, "count-noise-ratio", c.Fair.CountNoiseRatio, "DPSGD-F: σ1 = ratio·σ2 on the clipped/unclipped counts")
-	fs.StringVar(&c.Fair.CountGuard, "count-guard", c.Fair.CountGuard, "DPSGD-F: bound of a group whose noisy counts are ≤ 0: c0 (its bound is C0), floor (counts floored at 0, 0/0 read as 1), smooth (fraction shrunk towards the pooled one, σ1 pseudo-counts); empty: c0. Post-processing: no extra ε")
+	fs.StringVar(&c.Fair.CountGuard, "count-guard", c.Fair.CountGuard, "DPSGD-F: bound of a group whose noisy counts are ≤ 0: c0 (its bound is C0), floor (counts floored at 0, 0/0 read as 1), smooth (fraction shrunk towards the pooled one, σ1 pseudo-counts); empty: c0, or smooth where the defaults adapt to a table. Post-processing: no extra ε")
 	fs.StringVar(&c.Fair.NaiveGuard, "naive-guard", c.Fair.NaiveGuard, "Naive: weight of a group from its noisy count: one (counts below 1 raised to 1), smooth (σ1 pseudo-records at the even share b/K); empty: one, or smooth where the defaults adapt to a table. Post-processing: no extra ε")
 	fs.String("preset", "", "paper settings to start from: "+strings.Join(trainer.PresetNames(), ", ")+" (flags given after it win)")
 	fs.String("config", "", "repeat a run: its report.json (or a config JSON); flags given with it win")
