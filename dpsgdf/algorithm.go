@@ -47,6 +47,10 @@ type Config struct {
 	// usable clipped fraction ("": DefaultCountGuard; see CountGuard).
 	// Post-processing of the released counts: it changes no ε.
 	CountGuard CountGuard
+	// NaiveGuard is Naive's rule for turning a noisy group count into a
+	// weight ("": DefaultNaiveGuard; see NaiveGuard). Post-processing of
+	// the released counts: it changes no ε.
+	NaiveGuard NaiveGuard
 	Batch      int      // expected batch size b (Poisson rate q = b/n)
 	Epochs     int      // for calibrating σ2 to Epsilon and PlannedEpsilon
 	Sampling   string   // "poisson" (default) or "shuffle"
@@ -115,6 +119,9 @@ func New[T nn.Float](cfg Config, n int, src dpops.Source) (*Algorithm[T], error)
 	if cfg.Policy == Adaptive {
 		a.cfg.CountGuard = cfg.CountGuard.orDefault()
 	}
+	if cfg.Policy == Naive {
+		a.cfg.NaiveGuard = cfg.NaiveGuard.orDefault()
+	}
 	if cfg.Policy != Flat {
 		a.sigma1 = cfg.CountNoiseRatio * a.cfg.Sigma
 		core.Policy = groupPolicy[T]{a}
@@ -169,6 +176,11 @@ func (c Config) check(n int) error {
 	if c.Policy == Adaptive {
 		if err := c.CountGuard.orDefault().check(); err != nil {
 			field("Fair.CountGuard", "%v", err)
+		}
+	}
+	if c.Policy == Naive {
+		if err := c.NaiveGuard.orDefault().check(); err != nil {
+			field("Fair.NaiveGuard", "%v", err)
 		}
 	}
 	if c.Epochs < 1 {
@@ -290,8 +302,9 @@ func (a *Algorithm[T]) adaptiveRule(above, atMost []int) (trainer.GroupClip, err
 	return trainer.GroupClip{Bounds: bounds, Weights: a.ones, Sensitivity: slices.Max(bounds)}, nil
 }
 
-// naiveRule releases the group counts b̃^k and sets θ^k: each sample gets
-// θ^k·min(1, C0/‖g_i‖); the sensitivity is C0·max_k θ^k.
+// naiveRule releases the group counts b̃^k and sets θ^k (under the Naïve
+// guard): each sample gets θ^k·min(1, C0/‖g_i‖); the sensitivity is
+// C0·max_k θ^k.
 func (a *Algorithm[T]) naiveRule(above, atMost []int) (trainer.GroupClip, error) {
 	for k := range a.sizes {
 		a.sizes[k] = float64(above[k] + atMost[k])
@@ -299,7 +312,12 @@ func (a *Algorithm[T]) naiveRule(above, atMost []int) (trainer.GroupClip, error)
 	if err := a.release(a.sizes); err != nil {
 		return trainer.GroupClip{}, err
 	}
-	theta := NaiveWeights(float64(a.cfg.Batch), a.sizes)
+	// The guard reads only the released counts and public constants (b,
+	// K, σ1): post-processing, nothing more to charge.
+	theta, err := a.cfg.NaiveGuard.Weights(float64(a.cfg.Batch), a.sigma1, a.sizes)
+	if err != nil {
+		return trainer.GroupClip{}, err
+	}
 	a.record(theta)
 	return trainer.GroupClip{Bounds: a.flatBounds, Weights: theta, Sensitivity: a.cfg.Clip * slices.Max(theta)}, nil
 }

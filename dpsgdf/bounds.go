@@ -41,7 +41,9 @@ const (
 	GuardSmooth CountGuard = "smooth"
 )
 
-// DefaultCountGuard is the guard of a Config that names none.
+// DefaultCountGuard is the guard of a Config that names none. The
+// trainer's data-aware defaults name GuardSmooth on tabular data
+// (trainer.AdaptToData); the presets and image data keep this one.
 const DefaultCountGuard = GuardC0
 
 // CountGuards lists the guards in the order the documentation gives them.
@@ -154,6 +156,76 @@ func groupFraction(m, size float64) float64 {
 		return 0
 	}
 	return math.Max(0, math.Min(1, m/size))
+}
+
+// NaiveGuard is Naïve's rule for turning a group's noisy batch count b̃^k
+// into its weight θ^k. The paper's θ^k = (b/K)/b̃^k needs a divisor
+// guard (a noisy count can be ≤ 0), and with it the weight of a group
+// whose count the noise pushed near 0 jumps to b/K for one step, and the
+// noise σ2·C0·max_k θ^k of the whole batch with it. Every rule reads only
+// the released counts and public constants (b, K, σ1): it is
+// post-processing of the charged counts and spends no privacy.
+type NaiveGuard string
+
+// The Naïve guards (Config.NaiveGuard).
+const (
+	// NaiveGuardOne raises a count below 1 to 1 (NaiveWeights): a group
+	// that contributes a sample has at least one member, so no weight
+	// exceeds b/K. fairdp's rule before the guard was an option.
+	NaiveGuardOne NaiveGuard = "one"
+	// NaiveGuardSmooth adds a = σ1 pseudo-records at the even share b/K to
+	// every group: θ^k = (b/K + a)/(max(0, b̃^k) + a). A group whose noisy
+	// count is well above σ1 keeps the paper's weight (b/K)/b̃^k; a group
+	// lost in the noise gets at most 1 + (b/K)/σ1 instead of b/K, and
+	// weights shrink towards 1 (DP-SGD's) as the counts' noise grows. a =
+	// σ1 is a scale choice (one count-noise standard deviation), as in
+	// GuardSmooth, not an estimate.
+	NaiveGuardSmooth NaiveGuard = "smooth"
+)
+
+// DefaultNaiveGuard is the guard of a Config that names none. The
+// trainer's data-aware defaults name NaiveGuardSmooth on tabular data
+// (trainer.AdaptToData); image data keep this one.
+const DefaultNaiveGuard = NaiveGuardOne
+
+// NaiveGuards lists the Naïve guards in the order the documentation gives them.
+func NaiveGuards() []NaiveGuard { return []NaiveGuard{NaiveGuardOne, NaiveGuardSmooth} }
+
+func (g NaiveGuard) check() error {
+	switch g {
+	case NaiveGuardOne, NaiveGuardSmooth:
+		return nil
+	}
+	return fmt.Errorf("%q, want %q or %q", g, NaiveGuardOne, NaiveGuardSmooth)
+}
+
+// orDefault is g, or DefaultNaiveGuard for "".
+func (g NaiveGuard) orDefault() NaiveGuard {
+	if g == "" {
+		return DefaultNaiveGuard
+	}
+	return g
+}
+
+// Weights returns Naïve's per-group weights θ^k under the guard g ("" is
+// DefaultNaiveGuard) from the noisy group counts of the batch, the
+// expected batch size b and the smoothing strength (σ1 in a run; unused by
+// NaiveGuardOne). Under NaiveGuardSmooth with strength 0 a count below 1
+// is raised to 1, as under NaiveGuardOne. An unknown guard is an error.
+func (g NaiveGuard) Weights(b, strength float64, counts []float64) ([]float64, error) {
+	g = g.orDefault()
+	if err := g.check(); err != nil {
+		return nil, fmt.Errorf("dpsgdf: naive guard %w", err)
+	}
+	if g == NaiveGuardOne {
+		return NaiveWeights(b, counts), nil
+	}
+	w := make([]float64, len(counts))
+	share := b / float64(len(counts))
+	for k, c := range counts {
+		w[k] = (share + strength) / math.Max(1, math.Max(0, c)+strength)
+	}
+	return w, nil
 }
 
 // NaiveWeights returns Naïve's per-group weights θ^k = (b/K) / b̃^k from the

@@ -110,3 +110,36 @@ func TestNaiveWeights(t *testing.T) {
 		})
 	}
 }
+
+// TestNaiveGuardWeights checks each Naïve guard against hand-computed
+// weights: b = 8, K = 2 (share 4), σ1 = 4 for smooth.
+func TestNaiveGuardWeights(t *testing.T) {
+	for _, tc := range []struct {
+		g        NaiveGuard
+		strength float64
+		counts   []float64
+		want     []float64
+	}{
+		{NaiveGuardOne, 4, []float64{2, 8}, []float64{2, 0.5}},
+		{"", 4, []float64{-3, 0.5}, []float64{4, 4}}, // the default: raised to 1
+		// (4 + 4)/(c⁺ + 4): 8/6, 8/12; a negative count reads as 0: 8/4.
+		{NaiveGuardSmooth, 4, []float64{2, 8}, []float64{8.0 / 6, 8.0 / 12}},
+		{NaiveGuardSmooth, 4, []float64{-3, 4}, []float64{2, 1}},
+		// No strength: the paper's weights with the divisor raised to 1.
+		{NaiveGuardSmooth, 0, []float64{2, 0.5}, []float64{2, 4}},
+	} {
+		got, err := tc.g.Weights(8, tc.strength, tc.counts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range tc.want {
+			if math.Abs(got[k]-tc.want[k]) > 1e-12 {
+				t.Errorf("%q strength %v counts %v: weights %v, want %v", tc.g, tc.strength, tc.counts, got, tc.want)
+				break
+			}
+		}
+	}
+	if _, err := NaiveGuard("zero").Weights(8, 1, []float64{1}); err == nil {
+		t.Error("an unknown Naïve guard was accepted")
+	}
+}

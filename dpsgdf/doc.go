@@ -24,8 +24,16 @@
 // at a realistic σ1 that choice decides a rare group's bound, so it is an
 // option, Config.CountGuard: GuardC0 (the bound C0), GuardFloor
 // (counts floored at 0, 0/0 read as wholly clipped) or GuardSmooth (the
-// group's fraction shrunk towards the pooled one). Every guard reads only
-// the released counts, so none changes ε; report.json records which ran. The policy
+// group's fraction shrunk towards the pooled one). Naïve's divisor guard
+// is its own option, Config.NaiveGuard: NaiveGuardOne (counts below 1
+// raised to 1) or NaiveGuardSmooth (σ1 pseudo-records at the even share
+// b/K, so a group lost in the count noise cannot take the weight b/K).
+// On tabular data the trainer's data-aware defaults (trainer.AdaptToData)
+// run the smooth guards, and DPSGD-F with half the rule's clip as C0: with
+// σ1 = 10·σ2 the counts of a batch are often mostly noise, and the old
+// guards then threw the bounds, the weights and the gradient noise
+// (docs/dpsgdf.md). Every guard reads only the released counts, so none
+// changes ε; report.json records which ran. The policy
 // reads a batch only through its per-group counts of clipped and unclipped
 // gradients, so the same code decides when the trainer runs the step on a
 // CUDA device (Core hands it the DP-SGD to run there). Flat is

@@ -18,8 +18,13 @@ type Method struct {
 	// relative to the gradient noise (0: the default).
 	CountNoiseRatio float64
 	// CountGuard is DPSGD-F's rule for a group whose noisy counts are ≤ 0
-	// ("": DefaultCountGuard); Naïve has no such rule and refuses one.
+	// ("": GuardSmooth on tabular data, whose defaults adapt to the data,
+	// else DefaultCountGuard); Naïve refuses one.
 	CountGuard CountGuard
+	// NaiveGuard is Naïve's rule for turning a noisy group count into a
+	// weight ("": NaiveGuardSmooth on tabular data, else
+	// DefaultNaiveGuard); DPSGD-F refuses one.
+	NaiveGuard NaiveGuard
 }
 
 // Algo is the policy's registered name ("dpsgdf" or "naive").
@@ -30,8 +35,8 @@ func (m Method) Algo() string {
 	return string(m.Policy)
 }
 
-// Configure sets the count-noise ratio and the count guard, naming a bad
-// policy, ratio or guard.
+// Configure sets the count-noise ratio and the count or Naïve guard,
+// naming a bad policy, ratio or guard.
 func (m Method) Configure(cfg *trainer.Config) error {
 	var errs trainer.FieldErrors
 	switch m.Policy {
@@ -47,7 +52,14 @@ func (m Method) Configure(cfg *trainer.Config) error {
 		if err := m.CountGuard.check(); err != nil {
 			errs = append(errs, trainer.FieldError{Field: "CountGuard", Msg: err.Error()})
 		} else if m.Policy == Naive {
-			errs = append(errs, trainer.FieldError{Field: "CountGuard", Msg: "is DPSGD-F's (Naïve guards its counts by raising them to 1)"})
+			errs = append(errs, trainer.FieldError{Field: "CountGuard", Msg: "is DPSGD-F's (Naïve's is NaiveGuard)"})
+		}
+	}
+	if m.NaiveGuard != "" {
+		if err := m.NaiveGuard.check(); err != nil {
+			errs = append(errs, trainer.FieldError{Field: "NaiveGuard", Msg: err.Error()})
+		} else if m.Policy != Naive {
+			errs = append(errs, trainer.FieldError{Field: "NaiveGuard", Msg: "is Naïve's (DPSGD-F's is CountGuard)"})
 		}
 	}
 	if len(errs) > 0 {
@@ -58,6 +70,9 @@ func (m Method) Configure(cfg *trainer.Config) error {
 	}
 	if m.CountGuard != "" {
 		cfg.Fair.CountGuard = string(m.CountGuard)
+	}
+	if m.NaiveGuard != "" {
+		cfg.Fair.NaiveGuard = string(m.NaiveGuard)
 	}
 	return nil
 }

@@ -24,7 +24,8 @@ func constructor[T nn.Float](p Policy) trainer.Constructor[T] {
 
 // NewForJob builds the policy's algorithm from a prepared trainer job: C0
 // from --clip, σ2 from --sigma or calibrated to --epsilon, σ1 from
-// --count-noise-ratio, DPSGD-F's count guard from Fair.CountGuard, the groups from the training set (the label for
+// --count-noise-ratio, DPSGD-F's count guard from Fair.CountGuard,
+// Naïve's from Fair.NaiveGuard, the groups from the training set (the label for
 // MNIST, the sensitive column for tabular data). A given σ2 with a finite
 // --epsilon is held to it by trainer.Train (PlannedRunEpsilon).
 func NewForJob[T nn.Float](job *trainer.Job, p Policy) (*Algorithm[T], error) {
@@ -37,7 +38,8 @@ func NewForJob[T nn.Float](job *trainer.Job, p Policy) (*Algorithm[T], error) {
 		return nil, fmt.Errorf("%s: %w", p, trainer.FieldErrors{{Field: "Fair.Calibration", Msg: fmt.Sprintf("paper is DP-FERMI's closed form; %s calibrates with the run's accountant (Privacy.Accountant)", p)}})
 	}
 	cfg := Config{Policy: p, Clip: pr.Clip, Sigma: pr.Sigma, Epsilon: pr.Epsilon, Delta: pr.Delta, AllowLargeDelta: pr.AllowLargeDelta,
-		CountNoiseRatio: c.Fair.CountNoiseRatio, CountGuard: CountGuard(c.Fair.CountGuard), Batch: c.Batch, Epochs: c.Epochs, Sampling: pr.Sampling, Accountant: pr.Accountant,
+		CountNoiseRatio: c.Fair.CountNoiseRatio, CountGuard: CountGuard(c.Fair.CountGuard),
+		NaiveGuard: NaiveGuard(c.Fair.NaiveGuard), Batch: c.Batch, Epochs: c.Epochs, Sampling: pr.Sampling, Accountant: pr.Accountant,
 		Groups: job.Train.GroupNames, Seed: c.Seed}
 	a, err := New[T](cfg, job.Train.N(), job.Source)
 	if err != nil {

@@ -75,6 +75,9 @@ func (a *Algorithm[T]) Finish(_ trainer.Model[T], job *trainer.Job, rep *trainer
 	if a.cfg.Policy == Adaptive {
 		res.CountGuard = a.cfg.CountGuard
 	}
+	if a.cfg.Policy == Naive {
+		res.NaiveGuard = a.cfg.NaiveGuard
+	}
 	series := a.series()
 	perGroup := make(map[string][]float64, len(series))
 	for _, s := range series {
@@ -138,7 +141,11 @@ type Result struct {
 	// CountGuard is DPSGD-F's rule for noisily empty groups (empty for
 	// DPSGD, Naïve and reports written before it was a choice, which ran
 	// GuardC0).
-	CountGuard   CountGuard           `json:"count_guard,omitempty"`
+	CountGuard CountGuard `json:"count_guard,omitempty"`
+	// NaiveGuard is Naïve's rule for turning noisy counts into weights
+	// (empty for DPSGD, DPSGD-F and reports written before it was a
+	// choice, which ran NaiveGuardOne).
+	NaiveGuard   NaiveGuard           `json:"naive_guard,omitempty"`
 	ClipBounds   map[string][]float64 `json:"clip_bounds,omitempty"`
 	GroupWeights map[string][]float64 `json:"group_weights,omitempty"`
 }

@@ -183,6 +183,9 @@ type FairConfig struct {
 	// CountGuard is DPSGD-F's rule for a group whose noisy counts are ≤ 0
 	// (package dpsgdf's CountGuard: c0, floor or smooth; "" its default).
 	CountGuard string `json:"count_guard,omitempty"`
+	// NaiveGuard is Naïve's rule for turning a noisy group count into a
+	// weight (package dpsgdf's NaiveGuard: one or smooth; "" its default).
+	NaiveGuard string `json:"naive_guard,omitempty"`
 }
 
 // DPConfig holds the differential-privacy flags shared by the private algorithms.

@@ -55,7 +55,7 @@ func TestAdaptToDataRules(t *testing.T) {
 		{"small budget", "dpsgd", 750, 1, nil, nil, int(math.Round(0.25 * 750)), 20, 0.1, 0.1},
 		{"large budget", "dpsgd", 750, 3, nil, nil, int(math.Round(0.05 * 750)), 40, 0.03, 1},
 		{"large table", "naive", 30000, 0.3, nil, nil, 1500, 40, 0.03, 1},
-		{"tiny table", "dpsgdf", 40, 1, nil, nil, 16, 20, 0.1, 0.1},
+		{"tiny table", "dpsgdf", 40, 1, nil, nil, 16, 20, 0.1, 0.1 * dpsgdfClipX},
 		{"fixed", "dpsgd", 750, 1, map[string]bool{"Batch": true, "Epochs": true, "LR": true, "Privacy.Clip": true}, nil,
 			base.Batch, base.Epochs, base.LR, base.Privacy.Clip},
 		{"fixed lr", "dpsgd", 750, 1, map[string]bool{"LR": true}, nil, 188, 20, base.LR, 0.1},
@@ -139,5 +139,37 @@ func TestNewPrivateAdaptsDefaults(t *testing.T) {
 	if c.Batch != int(math.Round(0.25*float64(n))) || c.Epochs != 3 || c.LR != 0.1 || c.Privacy.Clip != 0.1 {
 		t.Errorf("%d records at ε = 1: batch %d, epochs %d, lr %v, clip %v; want batch q·n with q = 0.25, the given 3 epochs, lr 0.1, clip 0.1",
 			n, c.Batch, c.Epochs, c.LR, c.Privacy.Clip)
+	}
+}
+
+// TestAdaptToDataGuards: on a table DPSGD-F's default count guard and
+// Naïve's default guard are smooth and DPSGD-F's C0 is half the rule's
+// clip; a guard the caller named is kept, a fixed clip is not halved, and
+// the other algorithms' guards are left alone.
+func TestAdaptToDataGuards(t *testing.T) {
+	table := &loaders.Dataset{Dim: 1, X: make([]float64, 15000)}
+	for _, c := range []struct {
+		name, algo, countGuard, naiveGuard string
+		fixed                              map[string]bool
+		wantCount, wantNaive               string
+		clip                               float64
+	}{
+		{"dpsgdf", "dpsgdf", "", "", nil, "smooth", "", 0.5},
+		{"dpsgdf, guard named", "dpsgdf", "c0", "", nil, "c0", "", 0.5},
+		{"dpsgdf, clip fixed", "dpsgdf", "", "", map[string]bool{"Privacy.Clip": true}, "smooth", "", 1},
+		{"naive", "naive", "", "", nil, "", "smooth", 1},
+		{"naive, guard named", "naive", "", "one", nil, "", "one", 1},
+		{"dpsgd", "dpsgd", "", "", nil, "", "", 1},
+	} {
+		cfg := Defaults()
+		cfg.Algo, cfg.Privacy.Epsilon, cfg.Fair.CountGuard, cfg.Fair.NaiveGuard = c.algo, 1, c.countGuard, c.naiveGuard
+		got, note := AdaptToData(cfg, table, c.fixed)
+		if got.Fair.CountGuard != c.wantCount || got.Fair.NaiveGuard != c.wantNaive || got.Privacy.Clip != c.clip {
+			t.Errorf("%s: count guard %q, naive guard %q, clip %v; want %q, %q, %v", c.name, got.Fair.CountGuard, got.Fair.NaiveGuard,
+				got.Privacy.Clip, c.wantCount, c.wantNaive, c.clip)
+		}
+		if changed := got.Fair.CountGuard != cfg.Fair.CountGuard || got.Fair.NaiveGuard != cfg.Fair.NaiveGuard; changed && !strings.Contains(note, "guard smooth") {
+			t.Errorf("%s: note %q does not name the guard", c.name, note)
+		}
 	}
 }

@@ -112,7 +112,7 @@ var fieldFlags = map[string]string{
 	"Privacy.Epsilon": "--epsilon", "Privacy.Delta": "--delta", "Privacy.Clip": "--clip", "Privacy.Sigma": "--sigma",
 	"Privacy.Sampling": "--sampling", "Privacy.Accountant": "--accountant",
 	"Fair.Lambda": "--lambda", "Fair.Fairness": "--fairness", "Fair.Scope": "--scope", "Fair.Calibration": "--calibration",
-	"Fair.Radius": "--radius", "Fair.CountNoiseRatio": "--count-noise-ratio", "Fair.CountGuard": "--count-guard", "Fair.LRW": "--lr-w",
+	"Fair.Radius": "--radius", "Fair.CountNoiseRatio": "--count-noise-ratio", "Fair.CountGuard": "--count-guard", "Fair.NaiveGuard": "--naive-guard", "Fair.LRW": "--lr-w",
 	"Fair.WeightDecay": "--weight-decay",
 	"Federation.Silos": "--silos", "Federation.Heterogeneity": "--heterogeneity", "Federation.MappingFile": "--mapping",
 	"Federation.Mode": "--federation", "Federation.LRDecay": "--lr-decay", "Federation.LRDecayEvery": "--lr-decay-every",

@@ -149,6 +149,10 @@ func TestFieldErrorsNameFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `--count-guard "zero", want "c0", "floor" or "smooth"`) {
 		t.Errorf("unknown count guard: %v", err)
 	}
+	_, _, err = runCLI(t, "train", "--algo", "naive", "--epsilon", "2", "--naive-guard", "zero")
+	if err == nil || !strings.Contains(err.Error(), `--naive-guard "zero", want "one" or "smooth"`) {
+		t.Errorf("unknown naive guard: %v", err)
+	}
 	_, _, err = runCLI(t, "train", "--algo", "steffle", "--federation", "mapping")
 	if err == nil || !strings.Contains(err.Error(), "--federation mapping needs --mapping FILE.csv") {
 		t.Errorf("mapping without a file: %v", err)
