@@ -162,7 +162,7 @@ type DPFERMI[T nn.Float] struct {
 // counts unless --public-group-sizes), the noise (calibrated by the run's
 // accountant, or --calibration paper, or given by --sigma) and W = 0.
 //
-// A job that resumes a checkpoint (trainer.PrepareCheckpointed) reuses the
+// A job that resumes a checkpoint (trainer.Prepare with a checkpoint) reuses the
 // counts the checkpointed run released instead of releasing new ones.
 func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
 	released, err := restoredCounts(job)

@@ -100,7 +100,7 @@ func TestSweepRunsEverything(t *testing.T) {
 		t.Fatalf("sweep: %v, %d results", err, len(got))
 	}
 	// Run a alone: seed 3 is also the split seed, so Prepare reproduces it.
-	job, err := Prepare(runs[0].Cfg, &bytes.Buffer{})
+	job, err := Prepare(runs[0].Cfg, PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
