@@ -152,7 +152,7 @@
 // an algorithm above trainer keeps its own settings type as a section of
 // Config under its key, RegisterSection, as tailoring does under
 // "tailoring"), so ReadConfig repeats a run from its report;
-// ReadConfig also reads the Go field names reports had before. Extra
+// a report written before the keys were snake_case is refused. Extra
 // (Extras) holds each family's typed result under its key (extra.fermi,
 // extra.steffle, extra.jagielski, extra.tailoring, extra.eval, …; DPSGD-F's
 // fields at its top, an InlineExtra); each family's accessor (fermi.ResultOf,
