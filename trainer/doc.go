@@ -222,6 +222,19 @@
 //
 // # Where this deviates from DESIGN.md
 //
+//   - DESIGN puts the CLI-shaped configuration in cmd/. Config stays here
+//     because it is not only the flags' shape: it is the "config" record
+//     of every report.json, checkpoint and sweep.json (Report.Config,
+//     the checkpoint's refusal of a changed setting, CheckSweepSettings),
+//     and ReadConfig reads it back so that `--config report.json` repeats
+//     a run through the library. NewPrivate lowers PrivateOptions to it,
+//     Prepare and the pipelines (linear, tailoring) take it, and the
+//     algorithm packages build their own options from it once, where they
+//     are constructed (dpsgdf.New's Config, fermi's options): all of these
+//     sit below cmd, which nothing may import. What cmd holds is the
+//     mapping of flags onto Config. Algo, Device, DType and Optimizer stay
+//     strings, the values report.json records, checked by Validate with
+//     FieldErrors naming the field.
 //   - A package DESIGN's table lacks, devstep, holds the values Device's
 //     methods exchange (the DP-SGD step, a clip policy's rule, DP-FERMI's
 //     plan and sums): package cuda satisfies Device without importing the
