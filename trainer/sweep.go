@@ -305,7 +305,7 @@ type SweepSettings struct {
 	Seeded   bool            `json:"seeded"`
 	BaseSeed uint64          `json:"base_seed"`
 	// SeedDerivation says how a seeded run's seed comes from BaseSeed:
-	// SweepSeedDerivation (a seeded sweep.json without it is refused).
+	// SweepSeedDerivation (OpenSweep refuses a seeded grid without it).
 	SeedDerivation string `json:"seed_derivation,omitempty"`
 	// PrivacyTotal is the guarantee of publishing every run in the
 	// results file (see SweepPrivacy), rewritten before each run's row is
@@ -315,8 +315,8 @@ type SweepSettings struct {
 
 // CheckSweepSettings writes dir/sweep.json for a new sweep with base (the
 // settings without the grid axes), or checks that a resumed one has the
-// same settings and seed derivation (SweepSeedDerivation: the one seed
-// rule, SweepPlan's doc).
+// same settings; s.SeedDerivation is set from the file, for OpenSweep to
+// check that a resumed grid keeps the one seed rule (SweepPlan's doc).
 func CheckSweepSettings(dir string, base Config, s *SweepSettings) error {
 	raw, err := json.Marshal(base)
 	if err != nil {
@@ -335,11 +335,7 @@ func CheckSweepSettings(dir string, base Config, s *SweepSettings) error {
 	if err := json.Unmarshal(old, &prev); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if prev.Seeded && prev.SeedDerivation != SweepSeedDerivation {
-		return fmt.Errorf("%s: a seeded sweep whose runs' seeds are not %q (seed_derivation %q) was made by an earlier fairdp "+
-			"whose runs used other noise seeds: it cannot be extended; use another output directory",
-			path, SweepSeedDerivation, prev.SeedDerivation)
-	}
+	s.SeedDerivation = prev.SeedDerivation
 	var stored Config
 	if err := decodeConfigStrict(prev.Config, &stored); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

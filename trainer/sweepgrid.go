@@ -113,8 +113,8 @@ type SweepOptions struct {
 // with key cells K gets the noise seed SweepSeed(S, K joined by commas, i),
 // and every run shares the data split of S (Config.SplitSeed), so a row is
 // the run of `fairdp train --seed SEED --split-seed S` and no two cells
-// share noise (CheckSweepSettings refuses to resume a sweep.json that
-// names another rule). Without a base seed run i's noise comes from
+// share noise (OpenSweep refuses to resume a sweep.json that names
+// another rule). Without a base seed run i's noise comes from
 // crypto/rand and its seed cell is i.
 type SweepPlan struct {
 	opts     SweepOptions
@@ -143,6 +143,11 @@ func OpenSweep(o SweepOptions) (*SweepPlan, error) {
 	}
 	if err := CheckSweepSettings(o.Dir, o.Settings, &p.settings); err != nil {
 		return nil, err
+	}
+	if p.settings.Seeded && p.settings.SeedDerivation != SweepSeedDerivation {
+		return nil, fmt.Errorf("%s: a seeded sweep whose runs' seeds are not %q (seed_derivation %q) was made by an earlier fairdp "+
+			"whose runs used other noise seeds: it cannot be extended; use another output directory",
+			filepath.Join(o.Dir, "sweep.json"), SweepSeedDerivation, p.settings.SeedDerivation)
 	}
 	var err error
 	if p.log, err = OpenSweepLog(filepath.Join(o.Dir, "sweep.csv"), o.Columns, o.Grid.KeyColumns()); err != nil {

@@ -290,7 +290,7 @@ func TestSweepReceipts(t *testing.T) {
 	}
 
 	// writeSweepTotal keeps the settings and adds the total.
-	settings := SweepSettings{Version: "v", Seeded: true, BaseSeed: 3, SeedDerivation: SweepSeedDerivation}
+	settings := SweepSettings{Version: "v", Seeded: true, BaseSeed: 3}
 	if err := CheckSweepSettings(dir, Defaults(), &settings); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestSweepReceipts(t *testing.T) {
 	if back.PrivacyTotal == nil || *back.PrivacyTotal.Epsilon != *got.Epsilon || back.BaseSeed != 3 {
 		t.Errorf("sweep.json after writeSweepTotal: %s", raw)
 	}
-	if err := CheckSweepSettings(dir, Defaults(), &SweepSettings{Version: "v", Seeded: true, BaseSeed: 3, SeedDerivation: SweepSeedDerivation}); err != nil {
+	if err := CheckSweepSettings(dir, Defaults(), &SweepSettings{Version: "v", Seeded: true, BaseSeed: 3}); err != nil {
 		t.Errorf("a sweep with a total no longer resumes: %v", err)
 	}
 }
