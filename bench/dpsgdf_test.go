@@ -74,7 +74,7 @@ func dpsgdfJob(t testing.TB, dataset string, seed uint64, mutate func(*trainer.C
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	job, err := trainer.Prepare(cfg, io.Discard)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func TestFoundationMNISTCNN(t *testing.T) {
 // and returns the report.
 func trainReport(t *testing.T, cfg trainer.Config) *trainer.Report {
 	t.Helper()
-	job, err := trainer.Prepare(cfg, &bytes.Buffer{})
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

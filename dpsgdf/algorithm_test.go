@@ -86,6 +86,15 @@ func sameParams[T nn.Float](t *testing.T, what string, got, want *models.Model[T
 	}
 }
 
+// dpsgdOf is the trainer's DP-SGD with job's settings, as `--algo dpsgd`
+// builds it: the reference DPSGD-F's policies are checked against.
+func dpsgdOf[T nn.Float](job *trainer.Job) (*trainer.DPSGD[T], error) {
+	p := job.Cfg.Privacy
+	return trainer.NewDPSGDFrom[T](trainer.DPSGDOptions{Records: job.Train.N(), Batch: job.Cfg.Batch, Epochs: job.Cfg.Epochs,
+		Clip: p.Clip, Sigma: p.Sigma, Epsilon: p.Epsilon, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta,
+		Sampling: trainer.Sampling(p.Sampling), Seed: job.Cfg.Seed, Accountant: p.Accountant}, job.Source)
+}
+
 // TestNoClippingReducesToDPSGD is the issue's acceptance test: when no
 // sample is clipped (C0 = 3 bounds every logistic gradient here:
 // ‖g‖ ≤ |p−y|·‖(x, 1)‖ ≤ √5 for x ∈ [-1, 1]⁴) and the counts are exact,
@@ -93,7 +102,7 @@ func sameParams[T nn.Float](t *testing.T, what string, got, want *models.Model[T
 // DP-SGD bit for bit (same sampler, same gradient noise stream).
 func TestNoClippingReducesToDPSGD(t *testing.T) {
 	job := synthJob(t, 3, func(c *trainer.Config) { c.Privacy.Clip = 3 })
-	ref, err := trainer.NewDPSGD[float64](job)
+	ref, err := dpsgdOf[float64](job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +133,7 @@ func TestNoClippingReducesToDPSGD(t *testing.T) {
 // bit for bit, with clipping active, and the same single mechanism.
 func TestFlatIsDPSGD(t *testing.T) {
 	job := synthJob(t, 4, func(c *trainer.Config) { c.Privacy.Clip = 0.3 })
-	ref, err := trainer.NewDPSGD[float32](job)
+	ref, err := dpsgdOf[float32](job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func TestTrainWritesBoundsAndCost(t *testing.T) {
 			cfg.Seed, cfg.Quiet, cfg.Algo, cfg.Dataset, cfg.Limit = &seed, true, tc.algo, "adult", 3000
 			cfg.Epochs, cfg.Baseline, cfg.Out = 3, true, t.TempDir()
 			cfg.Privacy.Sigma, cfg.Privacy.Epsilon = 1, math.Inf(1) // σ uncapped
-			job, err := trainer.Prepare(cfg, &bytes.Buffer{})
+			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: &bytes.Buffer{}})
 			if err != nil {
 				t.Fatal(err)
 			}

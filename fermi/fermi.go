@@ -162,14 +162,14 @@ type DPFERMI[T nn.Float] struct {
 // counts unless --public-group-sizes), the noise (calibrated by the run's
 // accountant, or --calibration paper, or given by --sigma) and W = 0.
 //
-// A job that resumes a checkpoint (trainer.PrepareCheckpointed) reuses the
+// A job that resumes a checkpoint (trainer.Prepare with a checkpoint) reuses the
 // counts the checkpointed run released instead of releasing new ones.
 func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
 	released, err := restoredCounts(job)
 	if err != nil {
 		return nil, err
 	}
-	return newDPFERMI[T](job, released)
+	return newDPFERMI[T](job, optionsOf(job.Cfg), released)
 }
 
 // NewWithReleasedCounts is New for a party that has already released its
@@ -179,23 +179,50 @@ func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
 // that one release exactly as the first start did. released must have the
 // length and noise of this job's count release; nil behaves as New.
 func NewWithReleasedCounts[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], error) {
-	return newDPFERMI[T](job, released)
+	return newDPFERMI[T](job, optionsOf(job.Cfg), released)
 }
 
-func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], error) {
-	cfg, train := job.Cfg, job.Train
-	n := train.N()
+// options are DP-FERMI's settings: the privacy target (ε, δ), the clip
+// bound C, the noise multiplier and the accountant, the fairness player's
+// settings and the run's length. They are read from the job's Config once,
+// where the algorithm is built (optionsOf), and passed to the constructor
+// as values, so that the code that calibrates and charges the noise sees
+// the numbers it uses rather than the whole configuration.
+type options struct {
+	Epochs, Batch                int
+	Seed                         *uint64
+	Epsilon, Delta, Clip, Sigma  float64
+	AllowLargeDelta              bool
+	Sampling, Accountant         string
+	Lambda, LRW, Radius          float64
+	Scope, Fairness, Calibration string
+	PublicGroupSizes             bool
+}
+
+// optionsOf is DP-FERMI's options as cfg states them (--epsilon, --delta,
+// --clip, --sigma, --lambda, …).
+func optionsOf(cfg trainer.Config) options {
 	p, f := cfg.Privacy, cfg.Fair
+	return options{Epochs: cfg.Epochs, Batch: cfg.Batch, Seed: cfg.Seed,
+		Epsilon: p.Epsilon, Delta: p.Delta, Clip: p.Clip, Sigma: p.Sigma, AllowLargeDelta: p.AllowLargeDelta,
+		Sampling: p.Sampling, Accountant: p.Accountant,
+		Lambda: f.Lambda, LRW: f.LRW, Radius: f.Radius, Scope: f.Scope, Fairness: f.Fairness, Calibration: f.Calibration,
+		PublicGroupSizes: f.PublicGroupSizes}
+}
+
+func newDPFERMI[T nn.Float](job *trainer.Job, o options, released []float64) (*DPFERMI[T], error) {
+	train := job.Train
+	n := train.N()
 	if n == 0 {
 		return nil, fmt.Errorf("fermi: the training set %s is empty", train.Name)
 	}
-	if cfg.Batch > n {
-		return nil, fmt.Errorf("fermi: %w", trainer.FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d is larger than the %d training records", cfg.Batch, n)}})
+	if o.Batch > n {
+		return nil, fmt.Errorf("fermi: %w", trainer.FieldErrors{{Field: "Batch", Msg: fmt.Sprintf("%d is larger than the %d training records", o.Batch, n)}})
 	}
-	a := &DPFERMI[T]{publicSizes: f.PublicGroupSizes,
-		Lambda: f.Lambda, LRW: f.LRW, Radius: f.Radius, Clip: p.Clip, Scope: f.Scope, Sampling: p.Sampling,
-		Calibration: f.Calibration, Private: !(math.IsInf(p.Epsilon, 1) && p.Sigma == 0),
-		Delta: p.Delta, Q: float64(cfg.Batch) / float64(n), Batch: cfg.Batch, Seed: cfg.Seed, target: p.Epsilon,
+	a := &DPFERMI[T]{publicSizes: o.PublicGroupSizes,
+		Lambda: o.Lambda, LRW: o.LRW, Radius: o.Radius, Clip: o.Clip, Scope: o.Scope, Sampling: o.Sampling,
+		Calibration: o.Calibration, Private: !(math.IsInf(o.Epsilon, 1) && o.Sigma == 0),
+		Delta: o.Delta, Q: float64(o.Batch) / float64(n), Batch: o.Batch, Seed: o.Seed, target: o.Epsilon,
 	}
 	if !a.Private {
 		// Non-private FERMI trains exactly like plain SGD (shuffled batches).
@@ -205,18 +232,18 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 		a.Delta = accounting.DefaultDelta(n) // 1/n², the paper's δ
 	}
 	if a.Private {
-		if err := accounting.CheckDelta(a.Delta, n, p.AllowLargeDelta); err != nil {
+		if err := accounting.CheckDelta(a.Delta, n, o.AllowLargeDelta); err != nil {
 			return nil, fmt.Errorf("fermi: %w", err)
 		}
 	}
 	a.records = n
 	if a.Sampling == accounting.SamplingShuffle {
-		a.Steps = cfg.Epochs * ((n + cfg.Batch - 1) / cfg.Batch)
+		a.Steps = o.Epochs * ((n + o.Batch - 1) / o.Batch)
 	} else {
-		a.Steps = cfg.Epochs * max(1, int(math.Round(1/a.Q)))
+		a.Steps = o.Epochs * max(1, int(math.Round(1/a.Q)))
 	}
 	k, l := numGroups(train), max(2, len(train.LabelNames))
-	eo := f.Fairness == "eo"
+	eo := o.Fairness == "eo"
 	var err error
 	if a.Private {
 		// --scope sensitive is charged at sensitivity 2C without
@@ -225,18 +252,18 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 		// hidden, and PLD's replace-one pair, which assumes it is, does not
 		// apply either. At q = 1 add/remove at 2C and replace-one are the
 		// same Gaussian.
-		if a.acc, err = accounting.NewLedger(p.Accountant, accounting.PLDOptions{}); err != nil {
+		if a.acc, err = accounting.NewLedger(o.Accountant, accounting.PLDOptions{}); err != nil {
 			return nil, fmt.Errorf("fermi: %w", trainer.FieldErrors{{Field: "Privacy.Accountant", Msg: err.Error()}})
 		}
 		a.noiseSrc = job.Source.DeriveChaCha8("noise")
 		a.noise = rand.New(a.noiseSrc)
-		a.Sensitivity = p.Clip
+		a.Sensitivity = o.Clip
 		a.CountSensitivity = 1
 		if a.Scope == accounting.ScopeSensitive {
-			a.Sensitivity, a.CountSensitivity = 2*p.Clip, math.Sqrt2
+			a.Sensitivity, a.CountSensitivity = 2*o.Clip, math.Sqrt2
 		}
 	}
-	freq, err := a.groupFrequencies(train, k, l, eo, f.PublicGroupSizes, p.Sigma, job.Source.Derive("fermi-counts"), released)
+	freq, err := a.groupFrequencies(train, k, l, eo, o.PublicGroupSizes, o.Sigma, job.Source.Derive("fermi-counts"), released)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +272,7 @@ func newDPFERMI[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], 
 	}
 	a.WWeight = wWeightFactor * a.Clip * math.Sqrt(a.Reg.MinFreq())
 	if a.Private {
-		if err := a.calibrate(n, cfg.Epochs, p.Sigma); err != nil {
+		if err := a.calibrate(n, o.Epochs, o.Sigma); err != nil {
 			return nil, err
 		}
 	}

@@ -65,7 +65,7 @@ func adultJob(t *testing.T, mutate func(*trainer.Config)) *trainer.Job {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	job, err := trainer.Prepare(cfg, io.Discard)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestConstructorErrors(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if _, err := trainer.Prepare(trainer.Config{}, &buf); err == nil {
+	if _, err := trainer.Prepare(trainer.Config{}, trainer.PrepareOptions{Log: &buf}); err == nil {
 		t.Error("zero config accepted")
 	}
 }

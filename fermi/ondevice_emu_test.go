@@ -38,7 +38,7 @@ func runFermiOn(t *testing.T, cfg trainer.Config, data *[2]*loaders.Dataset) dev
 	var job *trainer.Job
 	var err error
 	if data == nil {
-		if job, err = trainer.Prepare(cfg, io.Discard); err != nil {
+		if job, err = trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard}); err != nil {
 			t.Fatal(err)
 		}
 	} else {

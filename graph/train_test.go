@@ -48,7 +48,7 @@ func TestLoweredTrainsLikeNative(t *testing.T) {
 			tc.edit(&cfg)
 			train := func(m *models.Model[float64]) *trainer.Report {
 				t.Helper()
-				job, err := trainer.Prepare(cfg, io.Discard) // a fresh job: its generator is consumed by training
+				job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard}) // a fresh job: its generator is consumed by training
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -58,7 +58,7 @@ func TestLoweredTrainsLikeNative(t *testing.T) {
 				}
 				return rep
 			}
-			job, err := trainer.Prepare(cfg, io.Discard)
+			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -145,8 +145,9 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if cfg.SplitSeed != nil {
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
-	// Not LoadData: least squares needs a target, not a class label.
-	train, test, prep, err := trainer.LoadDataAny(cfg, split.Derive("data"), nil)
+	// LoadData leaves the task to objpert (least squares needs a target,
+	// not a class label).
+	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
 	if err != nil {
 		return nil, err
 	}

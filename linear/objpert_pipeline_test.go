@@ -92,7 +92,7 @@ func TestRunObjPert(t *testing.T) {
 			if len(meta.Privacy) == 0 || len(meta.Preprocess) == 0 {
 				t.Fatalf("checkpoint without receipt or preprocessing")
 			}
-			job, err := trainer.Prepare(cfg, io.Discard)
+			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,8 +9,6 @@ func init() {
 	trainer.RegisterPipeline("postproc", RunPostproc)
 	trainer.RegisterPipeline("oracle", RunPostproc)
 	trainer.RegisterPipeline("objpert", RunObjPert)
-	// Reports written before report.json's keys were snake_case carry the
-	// Go field name the settings had in trainer.Config then.
-	trainer.RegisterSection[PostprocConfig](PostprocSectionKey, "Jagielski")
+	trainer.RegisterSection[PostprocConfig](PostprocSectionKey)
 	trainer.RegisterSection[ObjPertConfig](ObjPertSectionKey)
 }

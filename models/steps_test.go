@@ -56,7 +56,10 @@ func libraryStep(tb testing.TB, algo string, m *models.Model[float32], x []float
 	case "sgd":
 		a = &trainer.SGD[float32]{BatchSize: n}
 	case "dpsgd":
-		a, err = trainer.NewDPSGD[float32](job)
+		p := cfg.Privacy
+		a, err = trainer.NewDPSGDFrom[float32](trainer.DPSGDOptions{Records: n, Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: p.Clip,
+			Sigma: p.Sigma, Epsilon: p.Epsilon, Delta: p.Delta, Sampling: trainer.Sampling(p.Sampling), Seed: cfg.Seed,
+			Accountant: p.Accountant}, src)
 	case fermi.Name:
 		a, err = fermi.New[float32](job)
 	default:

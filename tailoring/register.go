@@ -7,7 +7,5 @@ import "github.com/fairdp/fairdp/trainer"
 func init() {
 	trainer.RegisterPipeline("tailoring", Run)
 	trainer.RegisterPipeline("dpnose", Run)
-	// Reports written when Config was trainer.Config's field Tailoring
-	// may carry that Go field name as the key.
-	trainer.RegisterSection[Config](SectionKey, "Tailoring")
+	trainer.RegisterSection[Config](SectionKey)
 }

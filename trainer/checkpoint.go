@@ -51,7 +51,8 @@ const (
 // checkpointMagic starts CheckpointFile; the version is the format's.
 const checkpointMagic = "fairdp training checkpoint v1\n"
 
-// CheckpointOptions make a run resumable (PrepareCheckpointed).
+// CheckpointOptions make a run resumable (PrepareOptions.Checkpoint,
+// PrivateOptions.Checkpoint).
 type CheckpointOptions struct {
 	// Dir holds the run's CheckpointFile and LedgerFile; it is created if
 	// missing. Keep one directory per run.
@@ -76,7 +77,7 @@ type Resumable interface {
 	LoadState(s *State) error
 	// ChargeLost charges the accountant for steps steps that ran in an
 	// epoch that was interrupted before its checkpoint (the steps are run
-	// again with fresh noise; see PrepareCheckpointed).
+	// again with fresh noise; see Prepare).
 	ChargeLost(steps int) error
 }
 
@@ -157,7 +158,7 @@ type checkpointHeader struct {
 	Algorithm  string
 	Seeded     bool
 	// DataKey is the key of the data-split stream of an unseeded run
-	// without a split seed (see PrepareCheckpointed; the model.ckpt the
+	// without a split seed (see Prepare; the model.ckpt the
 	// run writes records it too, SplitRecord); DataHash fingerprints both
 	// splits.
 	DataKey  []byte
@@ -200,44 +201,9 @@ type checkpoint struct {
 	unlock            func() // releases the directory's lock
 }
 
-// PrepareCheckpointed is Prepare for a run that can stop and continue:
-// Train (Run) writes its state to opts.Dir after every epoch, and a later
-// PrepareCheckpointed with the same cfg and Resume continues from the last
-// completed epoch. A seeded run so resumed ends bit-identical to the same
-// run uninterrupted: same parameters, same report and receipt (only the
-// timings differ).
-//
-// The job trains once (Train, with or without Job.Model): its checkpoint is read when
-// the run starts. The directory is locked (LockFile) from
-// PrepareCheckpointed until that run ends, so a second process on the same
-// directory is refused. Refusals: a cfg that differs from the checkpoint's in anything but Out,
-// Quiet, DataDir and Preset (a FieldErrors naming each field), data that
-// differ from the checkpoint's, an algorithm that is not Resumable, and
-// Device cuda.
-//
-// Privacy. The budget a run has spent is on disk before anything the
-// spending computed leaves the process: each epoch's checkpoint (whose
-// parameters are a release) holds the accountant that includes that epoch,
-// and the ledger records an epoch's start before its first step. When a
-// run stopped inside an epoch (a crash, a kill, a cancelled context), the
-// epoch's steps ran but their results were lost; on resume:
-//   - a seeded run redoes them with the same batches and noise (its
-//     streams are in the checkpoint), the same release as the lost one,
-//     so nothing more is charged;
-//   - an unseeded run redoes them with fresh noise, so the interrupted
-//     epoch is charged in full (every one of its steps, though fewer may
-//     have run) and the receipt says so. The charge is written to the
-//     checkpoint before the epoch is run again.
-//
-// Secrets. An unseeded run's checkpoint holds no random stream: its
-// resumed process keys every stream (batches, noise) afresh from
-// crypto/rand, which the receipt notes. It does hold the key of the data
-// split (so the run continues on the same training records), which tells
-// whoever reads it which records are in the training split, as the run's
-// model.ckpt does (SplitRecord; the receipt's test_evaluation says so);
-// the file is written with mode 0600. A seeded run's checkpoint holds its streams'
-// positions, which predict its noise, as the seed itself does.
-func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
+// prepareCheckpointedLocked is Prepare for a checkpointed run: it locks
+// opts.Dir for the run and reads what it holds (Prepare's doc).
+func prepareCheckpointedLocked(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("CheckpointOptions.Dir is empty")
 	}
@@ -266,7 +232,7 @@ func PrepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 	return job, nil
 }
 
-// prepareCheckpointed is PrepareCheckpointed once the directory is locked.
+// prepareCheckpointed is prepareCheckpointedLocked once the directory is locked.
 func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Job, error) {
 	cfg, err := resolveTrainFrac(cfg, nil) // before comparing with the checkpoint's, which holds the resolved value
 	if err != nil {
@@ -309,7 +275,7 @@ func prepareCheckpointed(cfg Config, log io.Writer, opts CheckpointOptions) (*Jo
 		}
 		ck.dataKey = key[:]
 	}
-	train, test, prep, err := loadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), nil)
+	train, test, prep, err := LoadData(cfg, rand.New(rand.NewChaCha8(key)))
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func ckptConfig(algo, dtype string, seed uint64) trainer.Config {
 // stops before the next; an error ends the run at once, like a crash).
 func ckptRun(t *testing.T, cfg trainer.Config, dir string, resume bool, hook func(epoch, step int, cancel func()) error) (*trainer.Report, error) {
 	t.Helper()
-	job, err := trainer.PrepareCheckpointed(cfg, io.Discard, trainer.CheckpointOptions{Dir: dir, Resume: resume})
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard, Checkpoint: trainer.CheckpointOptions{Dir: dir, Resume: resume}})
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func straightRun(t *testing.T, cfg trainer.Config) (*trainer.Report, int) {
 		}
 		return nil
 	})()
-	job, err := trainer.Prepare(cfg, io.Discard)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestResumeRefusals(t *testing.T) {
 	if _, err := ckptRun(t, cfg, dir, false, nil); err == nil || !strings.Contains(err.Error(), "Resume") {
 		t.Errorf("a second run into the same directory: %v, want a refusal naming Resume", err)
 	}
-	held, err := trainer.PrepareCheckpointed(cfg, io.Discard, trainer.CheckpointOptions{Dir: dir, Resume: true})
+	held, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard, Checkpoint: trainer.CheckpointOptions{Dir: dir, Resume: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestResumeRefusals(t *testing.T) {
 	}
 	dev := cfg
 	dev.Device = "cuda"
-	if _, err := trainer.PrepareCheckpointed(dev, io.Discard, trainer.CheckpointOptions{Dir: t.TempDir()}); err == nil {
+	if _, err := trainer.Prepare(dev, trainer.PrepareOptions{Log: io.Discard, Checkpoint: trainer.CheckpointOptions{Dir: t.TempDir()}}); err == nil {
 		t.Error("a device run was checkpointed")
 	}
 }
@@ -366,9 +366,9 @@ func TestResumeCustomModel(t *testing.T) {
 		var job *trainer.Job
 		var err error
 		if dir == "" {
-			job, err = trainer.Prepare(cfg, io.Discard)
+			job, err = trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 		} else {
-			job, err = trainer.PrepareCheckpointed(cfg, io.Discard, trainer.CheckpointOptions{Dir: dir, Resume: resume})
+			job, err = trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard, Checkpoint: trainer.CheckpointOptions{Dir: dir, Resume: resume}})
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -1,14 +1,12 @@
 package trainer
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -450,9 +448,8 @@ func (p *DPConfig) UnmarshalJSON(data []byte) error {
 // ReadConfig reads a run's configuration from path: a report.json (its
 // "config", which records every setting of the run) or a bare Config JSON.
 // Settings the file leaves out keep their Defaults. It is how a reported
-// run is repeated (`fairdp train --config report.json`). Reports written
-// before the keys were snake_case (Go field names, "TrainFrac") are read
-// too.
+// run is repeated (`fairdp train --config report.json`). Its keys are
+// the snake_case json names; a key Config lacks is refused.
 func ReadConfig(path string) (Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -473,73 +470,7 @@ func ReadConfig(path string) (Config, error) {
 }
 
 // decodeConfigStrict decodes a Config JSON into cfg (keys it leaves out keep
-// cfg's values), refusing unknown keys. It reads the keys of fairdp before
-// snake_case too (Go field names: "Algo", "TrainFrac", "Privacy": {"Epsilon"}).
+// cfg's values), refusing unknown keys.
 func decodeConfigStrict(raw []byte, cfg *Config) error {
-	raw, err := legacyConfigKeys(raw, reflect.TypeFor[Config]())
-	if err != nil {
-		return err
-	}
 	return decodeConfig(raw, cfg, true)
-}
-
-// legacyConfigKeys renames the keys of a JSON object that are the Go field
-// names of struct type t (the form before json tags) to the fields' json
-// names, recursively into struct-valued fields. Anything else is left as
-// it is.
-func legacyConfigKeys(raw []byte, t reflect.Type) ([]byte, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return raw, err
-	}
-	changed := false
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		if v, ok := obj[f.Name]; ok && f.Name != name {
-			if _, both := obj[name]; !both {
-				delete(obj, f.Name)
-				obj[name], changed = v, true
-			}
-		}
-		if v, ok := obj[name]; ok && f.Type.Kind() == reflect.Struct {
-			nv, err := legacyConfigKeys(v, f.Type)
-			if err != nil {
-				return nil, err
-			}
-			if !bytes.Equal(nv, v) {
-				obj[name], changed = nv, true
-			}
-		}
-	}
-	if t == reflect.TypeFor[Config]() {
-		sectionsMu.RLock()
-		defer sectionsMu.RUnlock()
-		for key, sec := range sections {
-			for _, l := range sec.legacy {
-				if v, ok := obj[l]; ok {
-					if _, both := obj[key]; !both {
-						delete(obj, l)
-						obj[key], changed = v, true
-					}
-				}
-			}
-			if v, ok := obj[key]; ok {
-				nv, err := legacyConfigKeys(v, sec.typ)
-				if err != nil {
-					return nil, err
-				}
-				if !bytes.Equal(nv, v) {
-					obj[key], changed = nv, true
-				}
-			}
-		}
-	}
-	if !changed {
-		return raw, nil
-	}
-	return json.Marshal(obj)
 }

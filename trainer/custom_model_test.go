@@ -90,7 +90,7 @@ func TestCustomModelEveryAlgorithm(t *testing.T) {
 			if algo == "sgd" {
 				cfg.Privacy.Epsilon = math.Inf(1)
 			}
-			job, err := trainer.Prepare(cfg, io.Discard)
+			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestCustomModelRefusals(t *testing.T) {
 	cfg.Algo, cfg.DType, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = "dpsgd", "float64", 1, &seed, true, 500
 	cfg.Privacy.Epsilon = 1
 	cfg.Out = t.TempDir()
-	job, err := trainer.Prepare(cfg, io.Discard)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,22 +14,16 @@ import (
 	"github.com/fairdp/fairdp/models"
 )
 
-// LoadData loads the data set cfg names and splits it with r.
-// Tabular data gets its preprocessing fitted on the training split; the
-// fitted preprocessor is returned as JSON for the checkpoint.
+// LoadData loads the data set cfg names and splits it with r, the one way
+// a run's data is read (Prepare, the pipelines, the benchmarks). Tabular
+// data gets its preprocessing fitted on the training split; the fitted
+// preprocessor is returned as JSON for the checkpoint. Data the algorithm
+// cfg.Algo cannot train on is refused: a regression target without a
+// class label, for a classifier, and a class label with one class; an
+// algorithm that fits either task (ownTask) checks the data itself.
 func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
-	return loadDataFitted(cfg, r, nil)
-}
-
-// loadDataFitted is LoadData for tabular data encoded with a preprocessing
-// fitted before (a checkpoint's): nothing is fitted on this data, and data
-// whose columns do not match it is refused (loaders.Preprocessor.
-// CompatibleWith). nil fits a new one, as LoadData. Which loader reads
-// which name is loaders.Load's; the loop adds only what its algorithms
-// need of the data: a class label with at least two classes.
-func loadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
-	if train, test, prep, err = LoadDataAny(cfg, r, fitted); err != nil {
-		return nil, nil, nil, err
+	if train, test, prep, err = loadDataAny(cfg, r, nil); err != nil || ownTask[cfg.Algo] {
+		return train, test, prep, err
 	}
 	if len(train.LabelNames) == 0 && !slices.Contains(regressionAlgorithms, cfg.Algo) {
 		// The other algorithms that load through here train classifiers.
@@ -44,11 +38,18 @@ func loadDataFitted(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (tra
 	return train, test, prep, nil
 }
 
-// LoadDataAny is loadDataFitted without its classifier check: a data set
-// with a regression target and no class label loads too, for the callers
-// that fit or score regressions (objpert least squares, eval of a
-// regression model), which check the data's task themselves.
-func LoadDataAny(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
+// ownTask are the algorithms that fit a regression target or a class label
+// as the data has it and check the data's task themselves: objective
+// perturbation (least squares or logistic regression, package linear).
+var ownTask = map[string]bool{"objpert": true}
+
+// loadDataAny reads and splits the data without the classifier check, for
+// the callers that fit or score either task (objpert, eval of a regression
+// model). Tabular data encoded with fitted (a checkpoint's preprocessing)
+// fits nothing on this data, and data whose columns do not match it are
+// refused (loaders.Preprocessor.CompatibleWith); nil fits a new one. Which
+// loader reads which name is loaders.Load's.
+func loadDataAny(cfg Config, r *rand.Rand, fitted *loaders.Preprocessor) (train, test *loaders.Dataset, prep json.RawMessage, err error) {
 	train, test, p, err := loaders.Load(loaders.LoadOptions{Dataset: cfg.Dataset, Schema: cfg.Schema, DataDir: cfg.DataDir,
 		TrainFrac: cfg.TrainFrac, Rand: r, Limit: cfg.Limit, ImageSize: cfg.ImageSize, Fitted: fitted})
 	if err != nil {
@@ -169,7 +170,7 @@ func loadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (e
 		return evalData{}, fmt.Errorf("the checkpoint's split record has a malformed key %q", rec.Key)
 	}
 	cfg.TrainFrac, cfg.Limit = rec.TrainFrac, rec.Limit
-	train, test, _, err := LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
+	train, test, _, err := loadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted)
 	if err != nil {
 		return evalData{}, err
 	}
@@ -179,7 +180,7 @@ func loadEvalData(cfg Config, fitted *loaders.Preprocessor, rec *SplitRecord) (e
 	}
 	if cfg.Limit > 0 { // the whole file, not the training run's first records
 		cfg.Limit = 0
-		if train, test, _, err = LoadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
+		if train, test, _, err = loadDataAny(cfg, rand.New(rand.NewChaCha8([32]byte(key))), fitted); err != nil {
 			return evalData{}, err
 		}
 	}

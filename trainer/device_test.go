@@ -54,7 +54,7 @@ func TestDeviceCudaRefusals(t *testing.T) {
 	}
 	if cuda.CheckDevice() == nil {
 		t.Log("a GPU is present: the no-device error is not checked") // a cuda build on a GPU host
-	} else if _, err := Prepare(ok, &bytes.Buffer{}); !errors.Is(err, cuda.ErrUnavailable) || !strings.Contains(err.Error(), "Device") {
+	} else if _, err := Prepare(ok, PrepareOptions{Log: &bytes.Buffer{}}); !errors.Is(err, cuda.ErrUnavailable) || !strings.Contains(err.Error(), "Device") {
 		t.Errorf("Prepare without a device: %v, want cuda.ErrUnavailable naming Device", err)
 	}
 	ran := false
@@ -82,7 +82,7 @@ func TestDeviceCudaUnregistered(t *testing.T) {
 	}()
 	cfg := Defaults()
 	cfg.Device, cfg.Algo, cfg.Optimizer = "cuda", "dpsgd", "sgd"
-	_, err := Prepare(cfg, &bytes.Buffer{})
+	_, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}})
 	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "Device") || !strings.Contains(err.Error(), "-tags cuda") {
 		t.Errorf("Prepare with no device registered: %v, want ErrNoDevice naming Device and the build tag", err)
 	}

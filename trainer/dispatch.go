@@ -50,7 +50,7 @@ func newDPSGD[T nn.Float](job *Job) (Algorithm[T], error) {
 	if math.IsInf(p.Epsilon, 1) && p.Sigma == 0 {
 		return newSGD[T](job)
 	}
-	return NewDPSGD[T](job)
+	return newDPSGDJob[T](job)
 }
 
 func newSGD[T nn.Float](job *Job) (Algorithm[T], error) {

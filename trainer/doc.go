@@ -90,30 +90,41 @@
 // included) and the Method, a value exported by the package that
 // implements it (DPSGDMethod here, dpsgdf.Method, fermi.Method), so that a
 // program naming a method links its implementation; its errors are
-// FieldErrors naming the field at fault. They build a Config and go
-// through Train and Run like `fairdp train`, so a library run and a
-// command-line run with the same settings are the same run.
+// FieldErrors naming the field at fault. PrivateOptions.Checkpoint makes
+// the run resumable across processes, as `--checkpoint DIR --resume` does.
 //
-// The other exported entries are not alternative ways to train; each has
-// one kind of caller, which is why it is exported:
+// Below them is one lower entry, the one `fairdp train` uses: Prepare
+// turns a Config (the CLI-shaped configuration, every setting a flag has)
+// into a Job (the data loaded and split, the run seeded, with
+// PrepareOptions: a checkpoint, the data-aware defaults for the settings
+// the caller did not fix), and Train runs the job with the algorithm
+// Config.Algo names. NewPrivate builds a Config from its options and calls
+// Prepare; TrainPrivate calls Train: a library run and a command-line run
+// with the same settings are the same run, prepared and trained by the
+// same code. The binary uses the lower entry rather than NewPrivate
+// because it holds settings PrivateOptions leaves at their defaults
+// (fairness, device, optimizer, federation) and prints the prepared data
+// before training.
 //
-//   - The command line (cmd/fairdp) holds Config, the CLI-shaped
-//     configuration with every setting a flag has, and runs it: Prepare
-//     (PrepareCheckpointed for --checkpoint) loads the data and seeds the
-//     run, so the binary can print what it is about to train; Train runs
-//     the prepared job with the algorithm Config.Algo names; RunConfig
-//     runs a Config whole, the algorithms and the registered pipelines
-//     (post-processing, the oracle learner, tailoring) alike, as
-//     `--config report.json` repeats a run from its report (ReadConfig).
+// The other exported entries are not ways to train; each has one kind of
+// caller, which is why it is exported:
+//
+//   - RunConfig runs a Config whole, the algorithms (Prepare and Train)
+//     and the registered pipelines (post-processing, the oracle learner,
+//     objective perturbation, tailoring) alike, as `--config report.json`
+//     repeats a run from its report (ReadConfig); `fairdp train --algo
+//     objpert` runs through it. LoadData is the one way a run's data is
+//     read, for the pipelines, which do not train a Job.
 //   - The algorithm packages (dpsgdf, fermi, fermi/federated, linear,
 //     tailoring) register with Register, RegisterPipeline, RegisterPreset
 //     and RegisterSection, build their steps on Run's types (Algorithm,
 //     Hooks, Batch, Pass, Resumable, State) and, for DPSGD-F and Naïve,
 //     on NewDPSGDFrom: DP-SGD from its own options (DPSGDOptions: σ for a
 //     target ε, PlannedEpsilon), the constructor an algorithm built on
-//     DP-SGD calls; NewDPSGD is the same from a prepared Job. Run is the
-//     loop they plug into; their tests drive it directly with an Algorithm
-//     they built.
+//     DP-SGD calls (`--algo dpsgd` builds the same from the job's Config).
+//     Run is the loop they plug into; their tests drive it directly with
+//     an Algorithm they built, which Train, choosing the algorithm by
+//     name, cannot take.
 //
 // A test in the package (TestExportedSurface) lists every exported name,
 // so that a new one is a decision rather than an accident.
@@ -141,7 +152,7 @@
 // an algorithm above trainer keeps its own settings type as a section of
 // Config under its key, RegisterSection, as tailoring does under
 // "tailoring"), so ReadConfig repeats a run from its report;
-// ReadConfig also reads the Go field names reports had before. Extra
+// a report written before the keys were snake_case is refused. Extra
 // (Extras) holds each family's typed result under its key (extra.fermi,
 // extra.steffle, extra.jagielski, extra.tailoring, extra.eval, …; DPSGD-F's
 // fields at its top, an InlineExtra); each family's accessor (fermi.ResultOf,
@@ -165,8 +176,8 @@
 //
 // # Resumable runs
 //
-// PrepareCheckpointed (`fairdp train --checkpoint DIR --resume`) makes a run
-// span processes: after every epoch Run writes, atomically and with mode
+// Prepare with PrepareOptions.Checkpoint (`fairdp train --checkpoint DIR
+// --resume`, PrivateOptions.Checkpoint) makes a run span processes: after every epoch Run writes, atomically and with mode
 // 0600, training.ckpt with everything the next epoch reads (parameters,
 // layer state such as Dropout's generator, the optimizer's moments, the
 // sampler, the algorithm's state through Resumable: accountant, W,
@@ -177,7 +188,7 @@
 // unseeded run's checkpoint holds no stream: the resumed process re-keys
 // batches and noise from crypto/rand (the receipt says so), and an epoch
 // the ledger shows started but not checkpointed is charged in full before
-// it is run again. PrepareCheckpointed's doc is the full statement.
+// it is run again. Prepare's doc is the full statement.
 // SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI are Resumable; SteFFLe and
 // device runs are refused.
 //
@@ -211,6 +222,19 @@
 //
 // # Where this deviates from DESIGN.md
 //
+//   - DESIGN puts the CLI-shaped configuration in cmd/. Config stays here
+//     because it is not only the flags' shape: it is the "config" record
+//     of every report.json, checkpoint and sweep.json (Report.Config,
+//     the checkpoint's refusal of a changed setting, CheckSweepSettings),
+//     and ReadConfig reads it back so that `--config report.json` repeats
+//     a run through the library. NewPrivate lowers PrivateOptions to it,
+//     Prepare and the pipelines (linear, tailoring) take it, and the
+//     algorithm packages build their own options from it once, where they
+//     are constructed (dpsgdf.New's Config, fermi's options): all of these
+//     sit below cmd, which nothing may import. What cmd holds is the
+//     mapping of flags onto Config. Algo, Device, DType and Optimizer stay
+//     strings, the values report.json records, checked by Validate with
+//     FieldErrors naming the field.
 //   - A package DESIGN's table lacks, devstep, holds the values Device's
 //     methods exchange (the DP-SGD step, a clip policy's rule, DP-FERMI's
 //     plan and sums): package cuda satisfies Device without importing the

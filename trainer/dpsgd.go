@@ -125,9 +125,10 @@ type DPSGDOptions struct {
 	Accountant string
 }
 
-// NewDPSGD builds DP-SGD for a job, calibrating σ to Privacy.Epsilon when
-// Privacy.Sigma is 0.
-func NewDPSGD[T nn.Float](job *Job) (*DPSGD[T], error) {
+// newDPSGDJob builds DP-SGD for a job (`--algo dpsgd`), calibrating σ to
+// Privacy.Epsilon when Privacy.Sigma is 0. Callers outside the package
+// build DP-SGD from its options (NewDPSGDFrom), as DPSGD-F does.
+func newDPSGDJob[T nn.Float](job *Job) (*DPSGD[T], error) {
 	cfg := job.Cfg
 	p := cfg.Privacy
 	return NewDPSGDFrom[T](DPSGDOptions{Records: job.Train.N(), Batch: cfg.Batch, Epochs: cfg.Epochs, Clip: p.Clip,

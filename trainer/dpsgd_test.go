@@ -113,11 +113,11 @@ func smallDPSGD(t *testing.T, mutate func(*Config)) (*Job, *DPSGD[float64]) {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	job, err := Prepare(cfg, &bytes.Buffer{})
+	job, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewDPSGD[float64](job)
+	a, err := newDPSGDJob[float64](job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // A resumable run: the same call starts the run and, after a crash or in
 // a later process, continues it from its last completed epoch (here the
 // second call finds the run finished and only rebuilds its report).
-func ExamplePrepareCheckpointed() {
+func ExamplePrepare_checkpoint() {
 	dir, err := os.MkdirTemp("", "fairdp-checkpoint")
 	if err != nil {
 		fmt.Println(err)
@@ -23,7 +23,7 @@ func ExamplePrepareCheckpointed() {
 	cfg := trainer.Defaults()
 	cfg.Algo, cfg.Privacy.Epsilon, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = "dpsgd", 1, 2, &seed, true, 2000
 	for range 2 {
-		job, err := trainer.PrepareCheckpointed(cfg, io.Discard, trainer.CheckpointOptions{Dir: dir, Resume: true})
+		job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard, Checkpoint: trainer.CheckpointOptions{Dir: dir, Resume: true}})
 		if err != nil {
 			fmt.Println(err)
 			return

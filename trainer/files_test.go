@@ -71,7 +71,7 @@ func TestStaleTempsRemoved(t *testing.T) {
 	cfg := Defaults()
 	seed := uint64(1)
 	cfg.Seed, cfg.Algo, cfg.Limit, cfg.Epochs, cfg.Quiet, cfg.Out = &seed, "sgd", 300, 1, true, out
-	job, err := PrepareCheckpointed(cfg, &bytes.Buffer{}, CheckpointOptions{Dir: ckDir})
+	job, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}, Checkpoint: CheckpointOptions{Dir: ckDir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestRunCallsHooksInOrder(t *testing.T) {
 	seed := uint64(3)
 	cfg := Defaults()
 	cfg.Algo, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = "sgd", 2, &seed, true, 300
-	job, err := Prepare(cfg, &bytes.Buffer{})
+	job, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

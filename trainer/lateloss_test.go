@@ -68,7 +68,7 @@ func trainLosses(t *testing.T, alg Algorithm[float32]) ([]float64, error) {
 	cfg := Defaults()
 	cfg.Algo, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit, cfg.Batch = "sgd", 2, &seed, true, 300, 32
 	cfg.Out = t.TempDir()
-	job, err := Prepare(cfg, &bytes.Buffer{})
+	job, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func runOn(t *testing.T, cfg Config, data *[2]*loaders.Dataset) deviceRun {
 	var job *Job
 	var err error
 	if data == nil {
-		if job, err = Prepare(cfg, &bytes.Buffer{}); err != nil {
+		if job, err = Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}}); err != nil {
 			t.Fatal(err)
 		}
 	} else {
@@ -166,7 +166,7 @@ func TestOnDeviceAdultMatchesCPU(t *testing.T) {
 // device agree with the CPU engine, logistic model and MLP. The data is
 // loaded once for all of them.
 func TestOnDevicePoliciesAndOptimizersMatchCPU(t *testing.T) {
-	job, err := Prepare(deviceConfig("dpsgdf"), &bytes.Buffer{})
+	job, err := Prepare(deviceConfig("dpsgdf"), PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func RunConfig(ctx context.Context, cfg Config, log io.Writer) (*Report, error) 
 		return nil, FieldErrors{{Field: "Algo", Msg: fmt.Sprintf("%q is unknown (algorithms: %v; pipelines: %v)",
 			cfg.Algo, AlgorithmNames(), pipelineNames())}}
 	}
-	job, err := Prepare(cfg, log)
+	job, err := Prepare(cfg, PrepareOptions{Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,14 @@ type PrivateOptions struct {
 	// Out, if set, is a directory for report.json, metrics.jsonl and
 	// model.ckpt (the model must then be a *models.Model).
 	Out string
-	Log io.Writer // progress lines and notes; nil: none
+	// Checkpoint, with a Dir, makes the run resumable across processes, as
+	// `fairdp train --checkpoint DIR --resume` does (Prepare's doc: what is
+	// saved after every epoch, what a resume charges, what is refused):
+	// NewPrivate with the same options and Resume continues the run after
+	// its last completed epoch. It needs a Dataset (records in memory are
+	// not read again by the resumed process), and the Private trains once.
+	Checkpoint CheckpointOptions
+	Log        io.Writer // progress lines and notes; nil: none
 }
 
 // registeredBy names the package whose init registers each algorithm that
@@ -130,6 +137,9 @@ type Private struct {
 	Train, Test *loaders.Dataset
 	job         *Job
 	spec        *models.Spec
+	// once is set for a checkpointed run, which trains once: its
+	// checkpoint and lock belong to that run; trained records that it has.
+	once, trained bool
 }
 
 // NewPrivate checks opts, naming the PrivateOptions field at fault, and
@@ -150,22 +160,20 @@ func NewPrivate(opts PrivateOptions) (*Private, error) {
 	if log == nil {
 		log = io.Discard
 	}
+	fixed := map[string]bool{"Epochs": opts.Epochs > 0, "Batch": opts.Batch > 0, "LR": opts.LR > 0, "Privacy.Clip": opts.Clip > 0}
 	var job *Job
 	if opts.Data != nil {
-		job, err = prepareMemory(cfg, log, opts.Data)
-	} else {
-		job, err = Prepare(cfg, log)
-	}
-	if err != nil {
+		if job, err = prepareMemory(cfg, log, opts.Data); err != nil {
+			return nil, err
+		}
+		var note string
+		if job.Cfg, note = AdaptToData(job.Cfg, job.Train, fixed); note != "" {
+			fmt.Fprintln(log, note)
+		}
+	} else if job, err = Prepare(cfg, PrepareOptions{Log: log, Checkpoint: opts.Checkpoint, Adapt: true, Fixed: fixed}); err != nil {
 		return nil, err
 	}
-	var note string
-	job.Cfg, note = AdaptToData(job.Cfg, job.Train, map[string]bool{"Epochs": opts.Epochs > 0, "Batch": opts.Batch > 0,
-		"LR": opts.LR > 0, "Privacy.Clip": opts.Clip > 0})
-	if note != "" {
-		fmt.Fprintln(log, note)
-	}
-	p := &Private{Train: job.Train, Test: job.Test, job: job}
+	p := &Private{Train: job.Train, Test: job.Test, job: job, once: opts.Checkpoint.Dir != ""}
 	if opts.Spec != nil {
 		s, err := completeSpec(*opts.Spec, ModelSpec(job.Cfg, job.Train), "Spec")
 		if err != nil {
@@ -200,6 +208,11 @@ func (o PrivateOptions) validate() error {
 		errs.add("Data", "is given with Dataset %q: give one of them", o.Dataset)
 	case o.Data != nil && (o.Schema != "" || o.Limit != 0):
 		errs.add("Data", "takes no Schema or Limit (they are for a Dataset): pass the records to train on")
+	case o.Data != nil && o.Checkpoint.Dir != "":
+		errs.add("Checkpoint", "needs a Dataset: records in memory are not read again by the process that resumes the run")
+	}
+	if o.Checkpoint.Resume && o.Checkpoint.Dir == "" {
+		errs.add("Checkpoint.Resume", "needs Checkpoint.Dir, the directory that holds the run to continue")
 	}
 	if o.Limit < 0 {
 		errs.add("Limit", "must be ≥ 0 (got %d)", o.Limit)
@@ -307,6 +320,10 @@ func TrainPrivate[T nn.Float](ctx context.Context, p *Private, m Model[T]) (*Rep
 	if p == nil || p.job == nil {
 		return nil, errors.New("TrainPrivate: p is not from NewPrivate")
 	}
+	if p.once && p.trained {
+		return nil, errors.New("TrainPrivate: a checkpointed Private trains once (its checkpoint is that run's): call NewPrivate again to resume or start another run")
+	}
+	p.trained = true
 	job := *p.job
 	job.Cfg.DType = dtypeOf[T]()
 	if m == nil && p.spec != nil {

@@ -28,7 +28,7 @@ func (m nameOnly) Configure(*Config) error { return nil }
 // package the program does not import ("fermi" without
 // `import _ "github.com/fairdp/fairdp/fermi"`) compiled, passed NewPrivate and Prepare, and
 // failed only in Train with `Algo "fermi" is unknown (known: [dpsgd sgd])`.
-// Prepare (and so NewPrivate), PrepareCheckpointed and Train now refuse it
+// Prepare (and so NewPrivate), with or without a checkpoint, and Train now refuse it
 // naming the import. (fermi.Method and dpsgdf.Method cannot reach this:
 // naming them imports the package.)
 func TestUnregisteredMethodNamesImport(t *testing.T) {
@@ -50,10 +50,10 @@ func TestUnregisteredMethodNamesImport(t *testing.T) {
 			check("NewPrivate", err)
 			cfg := Defaults()
 			cfg.Algo, cfg.Limit = m, 300
-			_, err = PrepareCheckpointed(cfg, nil, CheckpointOptions{Dir: t.TempDir()})
-			check("PrepareCheckpointed", err)
+			_, err = Prepare(cfg, PrepareOptions{Checkpoint: CheckpointOptions{Dir: t.TempDir()}})
+			check("Prepare with a checkpoint", err)
 			cfg.Algo = "dpsgd"
-			job, err := Prepare(cfg, nil)
+			job, err := Prepare(cfg, PrepareOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

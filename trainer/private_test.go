@@ -28,6 +28,10 @@ func TestNewPrivateRefusals(t *testing.T) {
 		{"Sampling", func(o *PrivateOptions) { o.Sampling = "bootstrap" }},
 		{"Method", func(o *PrivateOptions) { o.Method = nameOnly("sgd") }},
 		{"Epochs", func(o *PrivateOptions) { o.Epochs = -1 }},
+		{"Checkpoint", func(o *PrivateOptions) {
+			o.Dataset, o.Data, o.Checkpoint.Dir = "", &Data{}, "ck"
+		}},
+		{"Checkpoint.Resume", func(o *PrivateOptions) { o.Checkpoint.Resume = true }},
 		{"Batch", func(o *PrivateOptions) { o.Batch = -1 }},
 		{"LR", func(o *PrivateOptions) { o.LR = math.NaN() }},
 		{"Data", func(o *PrivateOptions) { o.Data = &Data{} }}, // with Dataset

@@ -27,7 +27,7 @@ func barLines(t *testing.T, seed uint64, exact bool) []string {
 	split := uint64(1) // the same records, sampled differently
 	cfg.SplitSeed = &split
 	var log bytes.Buffer
-	job, err := Prepare(cfg, &log)
+	job, err := Prepare(cfg, PrepareOptions{Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestDivergedErrorHidesLosses(t *testing.T) {
 		cfg.Seed, cfg.Algo, cfg.Limit, cfg.Epochs, cfg.Quiet = &seed, "dpsgd", 400, 3, true
 		cfg.Optimizer, cfg.LR, cfg.Privacy.Sigma, cfg.Privacy.Epsilon = "sgd", 1e12, 0.5, 1e9
 		cfg.ReportTrainStats = exact
-		job, err := Prepare(cfg, &bytes.Buffer{})
+		job, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func TestRegressionNeedsTargets(t *testing.T) {
 		t.Errorf("regression spec on adult: error %v, want a refusal naming the missing target", err)
 	}
 	cfg.ModelSpecFile = ""
-	job, err := trainer.Prepare(cfg, io.Discard)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,23 +112,115 @@ type Job struct {
 	// starts.
 	Model AnyModel
 
-	// checkpoint, set by PrepareCheckpointed, makes Run save the run after
+	// checkpoint, set by Prepare with a checkpoint, makes Run save the run after
 	// every epoch and continue a saved one.
 	checkpoint *checkpoint
-	// split, set when the job's data was split here (Prepare,
-	// PrepareCheckpointed, a Sweep), goes into model.ckpt so that eval
+	// split, set when the job's data was split here (Prepare, a Sweep), goes into model.ckpt so that eval
 	// finds the held-out records again; nil for data a caller split.
 	split *SplitRecord
 }
 
-// Prepare loads the data named in cfg and seeds the run.
-func Prepare(cfg Config, log io.Writer) (*Job, error) {
-	return prepareFitted(cfg, log, nil)
+// PrepareOptions say how Prepare readies a Config's run.
+type PrepareOptions struct {
+	// Log gets the job's progress lines and notes (Job.Log); nil: none.
+	Log io.Writer
+	// Checkpoint, with a Dir, makes the run resumable: Run saves it after
+	// every epoch and continues a saved one (see CheckpointOptions and
+	// Prepare). A zero value trains in one go.
+	Checkpoint CheckpointOptions
+	// Adapt applies the data-aware defaults (AdaptToData) to the settings
+	// Fixed does not name, where AdaptsToData(cfg); the note saying what
+	// changed goes to Log. Without it cfg runs as given (a --config or
+	// --preset run, a test's own settings).
+	Adapt bool
+	// Fixed holds the Config field names the caller set ("Batch",
+	// "Epochs", "LR", "Privacy.Clip", "Fair.Lambda": AdaptToData's doc), so
+	// that Adapt keeps them.
+	Fixed map[string]bool
 }
 
-// prepareFitted is Prepare for evaluating a trained model: tabular data is
-// encoded with the model's fitted preprocessing (loadDataFitted).
-func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Job, error) {
+// Prepare loads the data named in cfg, seeds the run and, with
+// o.Checkpoint, makes it resumable: the one way a Config becomes a Job,
+// for NewPrivate (a library run), `fairdp train` and every command that
+// reads a run's data. Train then runs the job.
+//
+// A checkpointed run (o.Checkpoint.Dir set) can stop and continue: Train
+// (Run) writes its state to Dir after every epoch, and a later Prepare
+// with the same cfg and Resume continues from the last completed epoch. A
+// seeded run so resumed ends bit-identical to the same run uninterrupted:
+// same parameters, same report and receipt (only the timings differ).
+//
+// The job trains once (Train, with or without Job.Model): its checkpoint
+// is read when the run starts. The directory is locked (LockFile) from
+// Prepare until that run ends, so a second process on the same directory
+// is refused. Refusals: a cfg that differs from the checkpoint's in
+// anything but Out, Quiet, DataDir and Preset (a FieldErrors naming each
+// field), data that differ from the checkpoint's, an algorithm that is not
+// Resumable, and Device cuda. With Adapt, the data-aware defaults are
+// chosen before the checkpoint is compared, from the same data, so a
+// resumed run finds them equal to its checkpoint's.
+//
+// Privacy. The budget a run has spent is on disk before anything the
+// spending computed leaves the process: each epoch's checkpoint (whose
+// parameters are a release) holds the accountant that includes that epoch,
+// and the ledger records an epoch's start before its first step. When a
+// run stopped inside an epoch (a crash, a kill, a cancelled context), the
+// epoch's steps ran but their results were lost; on resume:
+//   - a seeded run redoes them with the same batches and noise (its
+//     streams are in the checkpoint), the same release as the lost one,
+//     so nothing more is charged;
+//   - an unseeded run redoes them with fresh noise, so the interrupted
+//     epoch is charged in full (every one of its steps, though fewer may
+//     have run) and the receipt says so. The charge is written to the
+//     checkpoint before the epoch is run again.
+//
+// Secrets. An unseeded run's checkpoint holds no random stream: its
+// resumed process keys every stream (batches, noise) afresh from
+// crypto/rand, which the receipt notes. It does hold the key of the data
+// split (so the run continues on the same training records), which tells
+// whoever reads it which records are in the training split, as the run's
+// model.ckpt does (SplitRecord; the receipt's test_evaluation says so);
+// the file is written with mode 0600. A seeded run's checkpoint holds its
+// streams' positions, which predict its noise, as the seed itself does.
+func Prepare(cfg Config, o PrepareOptions) (*Job, error) {
+	log := o.Log
+	note := func(s string) {
+		if s != "" && log != nil {
+			fmt.Fprintln(log, s)
+		}
+	}
+	if o.Checkpoint.Dir == "" && o.Checkpoint.Resume {
+		return nil, FieldErrors{{Field: "CheckpointOptions.Dir", Msg: "is empty: Resume continues the run a checkpoint directory holds"}}
+	}
+	adapt := o.Adapt && AdaptsToData(cfg)
+	if o.Checkpoint.Dir == "" {
+		job, err := prepareJob(cfg, log)
+		if err != nil || !adapt {
+			return job, err
+		}
+		var n string
+		job.Cfg, n = AdaptToData(job.Cfg, job.Train, o.Fixed)
+		note(n)
+		return job, nil
+	}
+	if adapt {
+		// The checkpoint records the adapted settings: choose them from
+		// the same data (the same split) before preparing the run.
+		probe, err := prepareJob(cfg, io.Discard)
+		if err != nil {
+			return nil, err
+		}
+		var n string
+		cfg, n = AdaptToData(cfg, probe.Train, o.Fixed)
+		note(n)
+	}
+	return prepareCheckpointedLocked(cfg, log, o.Checkpoint)
+}
+
+// prepareJob is Prepare for a run in one go: the configuration checked,
+// the data loaded and split by the "data" stream of the split seed (else
+// the seed's), the run's streams seeded.
+func prepareJob(cfg Config, log io.Writer) (*Job, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -138,7 +230,7 @@ func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 	if err := CheckDevice(cfg.Device); err != nil {
 		return nil, err
 	}
-	cfg, err := resolveTrainFrac(cfg, fitted)
+	cfg, err := resolveTrainFrac(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +240,7 @@ func prepareFitted(cfg Config, log io.Writer, fitted *loaders.Preprocessor) (*Jo
 		_, split = dpops.NewRand(cfg.SplitSeed)
 	}
 	key := split.DeriveKey("data") // the stream split.Derive("data") gives
-	train, test, prep, err := loadDataFitted(cfg, rand.New(rand.NewChaCha8(key)), fitted)
+	train, test, prep, err := LoadData(cfg, rand.New(rand.NewChaCha8(key)))
 	if err != nil {
 		return nil, err
 	}

@@ -20,11 +20,9 @@ import (
 // fields of Config: the same top-level key, left out when the settings are
 // zero, so old report and sweep files still load.
 
-// sectionInfo is a registered section: its Go type and the names its key
-// had before report.json's keys were snake_case.
+// sectionInfo is a registered section: its Go type.
 type sectionInfo struct {
-	typ    reflect.Type
-	legacy []string
+	typ reflect.Type
 }
 
 var (
@@ -37,10 +35,9 @@ var (
 
 // RegisterSection makes key a section of Config holding a T (a struct with
 // json tags): Config's JSON carries it as the top-level key, and decoding
-// refuses keys T lacks as it refuses keys Config lacks. legacy lists the
-// key's earlier spellings (Go field names) that reports may still carry.
-// A package calls it from init; registering a key twice panics.
-func RegisterSection[T any](key string, legacy ...string) {
+// refuses keys T lacks as it refuses keys Config lacks. A package calls it
+// from init; registering a key twice panics.
+func RegisterSection[T any](key string) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("trainer: section %q: %v is not a struct", key, t))
@@ -56,7 +53,7 @@ func RegisterSection[T any](key string, legacy ...string) {
 	if _, dup := sections[key]; dup {
 		panic(fmt.Sprintf("trainer: section %q registered twice", key))
 	}
-	sections[key] = sectionInfo{typ: t, legacy: legacy}
+	sections[key] = sectionInfo{typ: t}
 	sectionOrder = append(sectionOrder, key)
 }
 

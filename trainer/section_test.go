@@ -13,7 +13,7 @@ type testSection struct {
 	Inner []float64 `json:"inner"`
 }
 
-func init() { RegisterSection[testSection]("test_section", "TestSection") }
+func init() { RegisterSection[testSection]("test_section") }
 
 // TestSectionRoundTrip: a section is written under its key, left out when
 // zero, read back (merging into the settings held, as Config's own
@@ -62,15 +62,8 @@ func TestSectionRoundTrip(t *testing.T) {
 	if s := Section[testSection](back, "test_section"); s.A != 3 || s.B != "x" {
 		t.Errorf("merged %+v", s)
 	}
-	// The Go field name a report wrote before snake_case keys.
-	var legacy Config
-	if err := decodeConfigStrict([]byte(`{"TestSection":{"A":5}}`), &legacy); err != nil {
-		t.Fatal(err)
-	}
-	if s := Section[testSection](legacy, "test_section"); s.A != 5 {
-		t.Errorf("legacy key read as %+v", s)
-	}
-	for _, bad := range []string{`{"test_section":{"c":1}}`, `{"test_sectio":{"a":1}}`, `{"test_section":{"a":"x"}}`} {
+	// The Go field name a report wrote before snake_case keys is refused.
+	for _, bad := range []string{`{"TestSection":{"A":5}}`, `{"test_section":{"c":1}}`, `{"test_sectio":{"a":1}}`, `{"test_section":{"a":"x"}}`} {
 		var c Config
 		if err := decodeConfigStrict([]byte(bad), &c); err == nil {
 			t.Errorf("%s accepted", bad)

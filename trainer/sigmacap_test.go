@@ -24,7 +24,7 @@ func TestSigmaCap(t *testing.T) {
 		cfg := Defaults()
 		cfg.Seed, cfg.Algo, cfg.Limit, cfg.Epochs, cfg.Quiet, cfg.Out = &seed, "dpsgd", 400, 2, true, out
 		cfg.Privacy.Sigma, cfg.Privacy.Epsilon = sigma, eps
-		job, err := Prepare(cfg, &bytes.Buffer{})
+		job, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}})
 		if err != nil {
 			t.Fatal(err)
 		}

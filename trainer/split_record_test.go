@@ -19,7 +19,7 @@ import (
 // TestSplitRecordFindsHeldOut, in the library: the
 // model.ckpt of a run records its split, and LoadEvalData on the same data
 // gives back exactly the run's test records, whatever the seed it is
-// given, for Prepare and PrepareCheckpointed, seeded or not; another file
+// given, for Prepare with and without a checkpoint, seeded or not; another file
 // is scored whole.
 func TestSplitRecordFindsHeldOut(t *testing.T) {
 	seed, other := uint64(3), uint64(99)
@@ -40,9 +40,9 @@ func TestSplitRecordFindsHeldOut(t *testing.T) {
 			var job *trainer.Job
 			var err error
 			if tc.checkpointed {
-				job, err = trainer.PrepareCheckpointed(cfg, io.Discard, trainer.CheckpointOptions{Dir: filepath.Join(dir, "ck")})
+				job, err = trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard, Checkpoint: trainer.CheckpointOptions{Dir: filepath.Join(dir, "ck")}})
 			} else {
-				job, err = trainer.Prepare(cfg, io.Discard)
+				job, err = trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 			}
 			if err != nil {
 				t.Fatal(err)

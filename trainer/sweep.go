@@ -305,8 +305,7 @@ type SweepSettings struct {
 	Seeded   bool            `json:"seeded"`
 	BaseSeed uint64          `json:"base_seed"`
 	// SeedDerivation says how a seeded run's seed comes from BaseSeed:
-	// SweepSeedDerivation; empty in sweeps made before it, whose run i of
-	// every cell has seed BaseSeed+i (kept, so they resume).
+	// SweepSeedDerivation (OpenSweep refuses a seeded grid without it).
 	SeedDerivation string `json:"seed_derivation,omitempty"`
 	// PrivacyTotal is the guarantee of publishing every run in the
 	// results file (see SweepPrivacy), rewritten before each run's row is
@@ -316,8 +315,8 @@ type SweepSettings struct {
 
 // CheckSweepSettings writes dir/sweep.json for a new sweep with base (the
 // settings without the grid axes), or checks that a resumed one has the
-// same settings; a resumed sweep keeps the seed derivation it started
-// with (s.SeedDerivation is set from the file).
+// same settings; s.SeedDerivation is set from the file, for OpenSweep to
+// check that a resumed grid keeps the one seed rule (SweepPlan's doc).
 func CheckSweepSettings(dir string, base Config, s *SweepSettings) error {
 	raw, err := json.Marshal(base)
 	if err != nil {
@@ -337,8 +336,6 @@ func CheckSweepSettings(dir string, base Config, s *SweepSettings) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	s.SeedDerivation = prev.SeedDerivation
-	// Sweeps started before the config keys were snake_case stored Go
-	// field names: compare in today's form.
 	var stored Config
 	if err := decodeConfigStrict(prev.Config, &stored); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

@@ -100,7 +100,7 @@ func TestSweepRunsEverything(t *testing.T) {
 		t.Fatalf("sweep: %v, %d results", err, len(got))
 	}
 	// Run a alone: seed 3 is also the split seed, so Prepare reproduces it.
-	job, err := Prepare(runs[0].Cfg, &bytes.Buffer{})
+	job, err := Prepare(runs[0].Cfg, PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,14 +195,12 @@ func TestSweepSeed(t *testing.T) {
 const pinnedSweepSeed uint64 = 14540822644580939070 // first 8 bytes (little-endian) of SHA-256("fairdp sweep seed v1\x001\x001,0\x000")
 
 // TestCheckSweepSettingsLegacyKeys: a sweep directory whose sweep.json was
-// written before the config keys were snake_case (Go field names) resumes
-// with the same settings, and other settings are still refused.
+// written before the config keys were snake_case (Go field names) is
+// refused rather than resumed through a second set of keys.
 func TestCheckSweepSettingsLegacyKeys(t *testing.T) {
 	dir := t.TempDir()
 	base := Defaults()
-	base.Federation = FederationConfig{}
 	base.Limit = 500
-	base.LR, base.Fair.Lambda = 0.01, 1 // the legacy sweep.json states the defaults of its time
 	legacy := `{"fairdp_version": "0.1.0-dev", "seeded": true, "base_seed": 5, "seed_derivation": "` + SweepSeedDerivation + `",
 	  "config": {"Algo": "fermi", "Dataset": "adult", "Schema": "", "DataDir": "", "Model": "", "Hidden": null, "DType": "float32",
 	  "Epochs": 20, "Batch": 256, "LR": 0.01, "Optimizer": "adam", "Momentum": 0, "TrainFrac": 0.75, "ImageSize": 64, "Limit": 500,
@@ -213,16 +211,8 @@ func TestCheckSweepSettingsLegacyKeys(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := SweepSettings{Seeded: true, BaseSeed: 5}
-	if err := CheckSweepSettings(dir, base, &s); err != nil {
-		t.Fatalf("a legacy sweep.json with the same settings: %v", err)
-	}
-	if s.SeedDerivation != SweepSeedDerivation {
-		t.Errorf("seed derivation %q not kept", s.SeedDerivation)
-	}
-	other := base
-	other.Limit = 600
-	if err := CheckSweepSettings(dir, other, &SweepSettings{Seeded: true, BaseSeed: 5}); err == nil || !strings.Contains(err.Error(), "limit 500, now 600") {
-		t.Errorf("other settings: %v", err)
+	s := SweepSettings{Seeded: true, BaseSeed: 5, SeedDerivation: SweepSeedDerivation}
+	if err := CheckSweepSettings(dir, base, &s); err == nil || !strings.Contains(err.Error(), "unknown field") {
+		t.Errorf("a sweep.json with Go field names: %v, want an unknown key refused", err)
 	}
 }

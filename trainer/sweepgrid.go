@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/fairdp/fairdp/dpops/accounting"
 )
 
 // FormatSweepValue writes a grid value the same way every time, since it is
@@ -100,15 +98,8 @@ type SweepOptions struct {
 	// Row is a finished run's sweep.csv row (len(Columns) cells, its key
 	// first).
 	Row func(run SweepRun, rep *Report) []string
-	// Legacy builds the receipt of a row written before receipts were kept
-	// (nil: such a row counts as not private, so the total is infinite).
-	Legacy func(row []string) (accounting.Receipt, bool)
 	// Total are the choices about the sweep's privacy total.
 	Total SweepTotalOptions
-	// RefuseUnderivedSeeds, when not empty, refuses to resume a seeded
-	// sweep made before per-cell seeds (sweep.json without
-	// seed_derivation), saying why; empty resumes it with its old rule.
-	RefuseUnderivedSeeds string
 	// LogHint is added to the error of a sweep.csv whose header does not
 	// match Columns.
 	LogHint string
@@ -122,10 +113,9 @@ type SweepOptions struct {
 // with key cells K gets the noise seed SweepSeed(S, K joined by commas, i),
 // and every run shares the data split of S (Config.SplitSeed), so a row is
 // the run of `fairdp train --seed SEED --split-seed S` and no two cells
-// share noise. Seeded sweeps made before that rule (sweep.json without
-// seed_derivation) used S+i; they resume with it unless
-// SweepOptions.RefuseUnderivedSeeds. Without a base seed run i's noise
-// comes from crypto/rand and its seed cell is i.
+// share noise (OpenSweep refuses to resume a sweep.json that names
+// another rule). Without a base seed run i's noise comes from
+// crypto/rand and its seed cell is i.
 type SweepPlan struct {
 	opts     SweepOptions
 	settings SweepSettings
@@ -154,8 +144,10 @@ func OpenSweep(o SweepOptions) (*SweepPlan, error) {
 	if err := CheckSweepSettings(o.Dir, o.Settings, &p.settings); err != nil {
 		return nil, err
 	}
-	if p.settings.Seeded && p.settings.SeedDerivation == "" && o.RefuseUnderivedSeeds != "" {
-		return nil, fmt.Errorf("%s: %s", filepath.Join(o.Dir, "sweep.json"), o.RefuseUnderivedSeeds)
+	if p.settings.Seeded && p.settings.SeedDerivation != SweepSeedDerivation {
+		return nil, fmt.Errorf("%s: a seeded sweep whose runs' seeds are not %q (seed_derivation %q) was made by an earlier fairdp "+
+			"whose runs used other noise seeds: it cannot be extended; use another output directory",
+			filepath.Join(o.Dir, "sweep.json"), SweepSeedDerivation, p.settings.SeedDerivation)
 	}
 	var err error
 	if p.log, err = OpenSweepLog(filepath.Join(o.Dir, "sweep.csv"), o.Columns, o.Grid.KeyColumns()); err != nil {
@@ -168,7 +160,7 @@ func OpenSweep(o SweepOptions) (*SweepPlan, error) {
 		p.log.Close()
 		return nil, err
 	}
-	p.privacy = publishedPrivacy(p.log, p.receipts, o.Total, o.Legacy)
+	p.privacy = publishedPrivacy(p.log, p.receipts, o.Total)
 	if p.privacy.Len() > 0 {
 		if err := writeSweepTotal(o.Dir, p.privacy.Total()); err != nil {
 			p.Close()
@@ -181,11 +173,8 @@ func OpenSweep(o SweepOptions) (*SweepPlan, error) {
 			cfg := o.Configure(cell)
 			seed := p.seed(strings.Join(key, ","), i)
 			if p.settings.Seeded {
-				if p.settings.SeedDerivation != "" {
-					split := p.settings.BaseSeed
-					cfg.SplitSeed = &split
-				}
-				cfg.Seed = &seed
+				split := p.settings.BaseSeed
+				cfg.Seed, cfg.SplitSeed = &seed, &split
 			}
 			if k := strings.Join(append(key, strconv.FormatUint(seed, 10)), ","); !p.log.Done(k) {
 				p.pending = append(p.pending, SweepRun{Key: k, Cfg: cfg})
@@ -197,11 +186,8 @@ func OpenSweep(o SweepOptions) (*SweepPlan, error) {
 
 // seed is run i's seed in the cell (see SweepPlan).
 func (p *SweepPlan) seed(cell string, i int) uint64 {
-	switch {
-	case !p.settings.Seeded:
+	if !p.settings.Seeded {
 		return uint64(i)
-	case p.settings.SeedDerivation == "":
-		return p.settings.BaseSeed + uint64(i)
 	}
 	return SweepSeed(p.settings.BaseSeed, cell, i)
 }
@@ -248,23 +234,3 @@ func (p *SweepPlan) Run(ctx context.Context, sw *Sweep, finished func(r SweepRes
 func (p *SweepPlan) Close() error {
 	return errors.Join(p.log.Close(), p.receipts.Close())
 }
-
-// LegacySweepReceipt is the receipt of a row written before receipts were
-// kept, from its spent ε and δ cells, composed by basic composition only
-// (it lists no mechanisms). The cells are rounded to 6 or more significant
-// digits, so both are raised by legacyRoundUp: the receipt is never
-// smaller than the run's. ok is false when the cells do not state a
-// guarantee.
-func LegacySweepReceipt(epsCell, deltaCell string) (accounting.Receipt, bool) {
-	eps, err1 := strconv.ParseFloat(epsCell, 64)
-	delta, err2 := strconv.ParseFloat(deltaCell, 64)
-	if err1 != nil || err2 != nil || math.IsInf(eps, 0) || !(eps >= 0) || !(delta >= 0 && delta < 1) {
-		return accounting.Receipt{}, false
-	}
-	eps, delta = eps*legacyRoundUp, delta*legacyRoundUp
-	return accounting.Receipt{Epsilon: &eps, Delta: delta, Note: "from sweep.csv (published before receipts were kept)"}, true
-}
-
-// legacyRoundUp bounds a value printed with 6 significant digits ('g', 6:
-// relative rounding error at most 5e-6) from above.
-const legacyRoundUp = 1 + 1e-5

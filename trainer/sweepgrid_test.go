@@ -189,8 +189,8 @@ func TestSweepPlanResume(t *testing.T) {
 }
 
 // TestSweepPlanUnderivedSeeds: a seeded sweep made before per-cell seeds
-// (sweep.json without seed_derivation) resumes with seeds base+i, or is
-// refused when the caller says so.
+// (sweep.json without seed_derivation), whose runs used other noise seeds,
+// is refused rather than extended with a second seed rule.
 func TestSweepPlanUnderivedSeeds(t *testing.T) {
 	dir, base := t.TempDir(), uint64(40)
 	o, _ := testSweepOptions(dir, &base, 2)
@@ -206,18 +206,8 @@ func TestSweepPlanUnderivedSeeds(t *testing.T) {
 	delete(fields, "seed_derivation")
 	raw, _ = json.Marshal(fields)
 	os.WriteFile(path, raw, 0o644)
-	if p, err = OpenSweep(o); err != nil {
-		t.Fatal(err)
-	}
-	for j, r := range p.Pending() {
-		if *r.Cfg.Seed != base+uint64(j%2) || r.Cfg.SplitSeed != nil {
-			t.Errorf("legacy run %s: seed %d, split %v; want %d, none", r.Key, *r.Cfg.Seed, r.Cfg.SplitSeed, base+uint64(j%2))
-		}
-	}
-	p.Close()
-	o.RefuseUnderivedSeeds = "made before per-cell seeds"
-	if _, err := OpenSweep(o); err == nil || !strings.Contains(err.Error(), "per-cell seeds") {
-		t.Errorf("refused legacy sweep: %v", err)
+	if _, err := OpenSweep(o); err == nil || !strings.Contains(err.Error(), "cannot be extended") {
+		t.Errorf("a sweep without seed_derivation: %v, want it refused", err)
 	}
 }
 

@@ -457,21 +457,16 @@ func (s *SweepReceipts) Append(key string, rec accounting.Receipt) error {
 func (s *SweepReceipts) Close() error { return s.f.Close() }
 
 // publishedPrivacy composes the receipts of the runs that have a row in
-// log, in file order. A row without a stored receipt (a sweep started
-// before receipts were kept) is counted through legacy, which builds a
-// receipt from the row (its ε and δ); legacy nil, or its false, counts the
-// run as not private, so an unknown run never shrinks the total.
-func publishedPrivacy(log *SweepLog, recs *SweepReceipts, opts SweepTotalOptions,
-	legacy func(row []string) (accounting.Receipt, bool)) *SweepPrivacy {
+// log, in file order. A row without a stored receipt (receipts.jsonl lost,
+// or a sweep made before receipts were kept) counts as not private, so an
+// unknown run never shrinks the total.
+func publishedPrivacy(log *SweepLog, recs *SweepReceipts, opts SweepTotalOptions) *SweepPrivacy {
 	p := newSweepPrivacy(opts)
 	for _, row := range log.Rows() {
 		k := log.key(row)
 		rec, ok := recs.Receipt(k)
-		if !ok && legacy != nil {
-			rec, ok = legacy(row)
-		}
 		if !ok {
-			rec = accounting.Receipt{Note: "published before receipts were kept; its guarantee is not known"}
+			rec = accounting.Receipt{Note: "no receipt stored for this row; its guarantee is not known"}
 		}
 		p.Add(k, rec)
 	}

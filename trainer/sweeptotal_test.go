@@ -230,7 +230,8 @@ func TestSweepPrivacyTotal(t *testing.T) {
 
 // TestSweepReceipts: receipts survive reopening, a torn last line is cut,
 // a repeated key keeps the last receipt, and publishedPrivacy counts
-// exactly the runs with rows (legacy rows through the callback), each once.
+// exactly the runs with rows, each once; a row without a receipt makes the
+// total unknown.
 func TestSweepReceipts(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "receipts.jsonl")
@@ -271,22 +272,21 @@ func TestSweepReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	for _, row := range [][]string{{"a", "x"}, {"b", "x"}, {"old", "0.5"}} { // c has no row: not published
+	for _, row := range [][]string{{"a", "x"}, {"b", "x"}} { // c has no row: not published
 		if err := log.Append(row); err != nil {
 			t.Fatal(err)
 		}
 	}
-	legacy := func(row []string) (accounting.Receipt, bool) {
-		e := 0.5
-		return accounting.Receipt{Epsilon: &e, Delta: 1e-6}, row[1] == "0.5"
-	}
-	got := publishedPrivacy(log, s, SweepTotalOptions{}, legacy).Total()
+	got := publishedPrivacy(log, s, SweepTotalOptions{}).Total()
 	rdp, _ := composedRDP(t, 1e-5, r1, r2)
-	if got.Runs != 3 || got.Method != SweepTotalRDPBasic || math.Abs(*got.Epsilon-(rdp+0.5)) > 1e-12 {
-		t.Errorf("published total %s, want RDP of a, b (%v) + 0.5 over 3 runs", got, rdp)
+	if got.Runs != 2 || got.Method != SweepTotalRDP || math.Abs(*got.Epsilon-rdp) > 1e-12 {
+		t.Errorf("published total %s, want RDP of a, b (%v) over 2 runs", got, rdp)
 	}
-	if got := publishedPrivacy(log, s, SweepTotalOptions{}, nil).Total(); got.Epsilon != nil {
-		t.Errorf("a row with no receipt and no legacy counted as %s, want no finite total", got)
+	if err := log.Append([]string{"old", "0.5"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := publishedPrivacy(log, s, SweepTotalOptions{}).Total(); got.Runs != 3 || got.Epsilon != nil {
+		t.Errorf("a row with no receipt counted as %s, want 3 runs and no finite total", got)
 	}
 
 	// writeSweepTotal keeps the settings and adds the total.

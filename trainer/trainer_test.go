@@ -26,7 +26,7 @@ func quick(t *testing.T, mutate func(*Config)) (*Report, string) {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	job, err := Prepare(cfg, &bytes.Buffer{})
+	job, err := Prepare(cfg, PrepareOptions{Log: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
 	}
-	if _, err := Prepare(Config{}, nil); err == nil {
+	if _, err := Prepare(Config{}, PrepareOptions{}); err == nil {
 		t.Error("zero config accepted")
 	}
 }
@@ -186,7 +186,7 @@ func TestOwnModelRefusals(t *testing.T) {
 	seed := uint64(4)
 	cfg := Defaults()
 	cfg.Algo, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = "dpsgd", 1, &seed, true, 500
-	job, err := Prepare(cfg, io.Discard)
+	job, err := Prepare(cfg, PrepareOptions{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

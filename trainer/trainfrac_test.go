@@ -78,7 +78,7 @@ func TestPrepareResolvesTrainFrac(t *testing.T) {
 			cfg.TrainFrac = tc.frac
 			seed := uint64(1)
 			cfg.Seed = &seed
-			job, err := trainer.Prepare(cfg, io.Discard)
+			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -59,7 +59,7 @@ func runData(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dataOwnTrainFrac(fs, args[1:], &cfg)
-	job, err := trainer.Prepare(cfg, stdout)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: stdout})
 	if err != nil {
 		return err
 	}

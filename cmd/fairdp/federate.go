@@ -90,7 +90,7 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var job *trainer.Job
 	if evalCfg.Dataset != "" {
 		var err error
-		if job, err = trainer.Prepare(evalCfg, io.Discard); err != nil {
+		if job, err = trainer.Prepare(evalCfg, trainer.PrepareOptions{Log: io.Discard}); err != nil {
 			return fmt.Errorf("federate: evaluation data: %w", err)
 		}
 	}

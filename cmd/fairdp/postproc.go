@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/fairdp/fairdp/dpops/accounting"
 	"github.com/fairdp/fairdp/linear"
 	"github.com/fairdp/fairdp/trainer"
 )
@@ -200,18 +199,6 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 			return linear.WithPostprocConfig(r, rj)
 		},
 		Row: func(run trainer.SweepRun, rep *trainer.Report) []string { return linear.FairSweepRow(run.Cfg, rep) },
-		Legacy: func(row []string) (accounting.Receipt, bool) {
-			// Rows from before receipts were kept: a post-processing run is
-			// pure ε-DP (δ = 0); an oracle run's δ is not in the row, so it
-			// counts as unknown (no finite total).
-			if row[0] != "postproc" {
-				return accounting.Receipt{}, false
-			}
-			return trainer.LegacySweepReceipt(row[13], "0")
-		},
-		RefuseUnderivedSeeds: "this sweep was made by an earlier fairdp whose runs used the noise seeds S+i+1; " +
-			"today's runs take per-cell seeds, so it cannot be extended: use another --out (its sweep.csv, receipts.jsonl " +
-			"and privacy_total stay as they are and still count)",
 	})
 	if err != nil {
 		return err

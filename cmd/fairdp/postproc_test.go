@@ -285,7 +285,7 @@ func TestPostprocSweep(t *testing.T) {
 	raw, _ := os.ReadFile(path)
 	os.WriteFile(path, regexp.MustCompile(`,\s*"seed_derivation": "[^"]*"`).ReplaceAll(raw, nil), 0o644)
 	if _, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
-		"--limit", "6000", "--out", dir); err == nil || !strings.Contains(err.Error(), "S+i+1") {
+		"--limit", "6000", "--out", dir); err == nil || !strings.Contains(err.Error(), "cannot be extended") {
 		t.Errorf("resuming a sweep of the old seed rule: %v", err)
 	}
 }

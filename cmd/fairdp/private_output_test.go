@@ -22,7 +22,7 @@ func trainGroupCounts(t *testing.T) []int {
 	seed := uint64(2)
 	cfg := trainer.Defaults()
 	cfg.Dataset, cfg.Limit, cfg.Seed, cfg.Quiet = "adult", 800, &seed, true
-	job, err := trainer.Prepare(cfg, io.Discard)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

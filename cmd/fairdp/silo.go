@@ -109,7 +109,7 @@ func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	job, err := trainer.Prepare(cfg, stdout)
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: stdout})
 	if err != nil {
 		return err
 	}

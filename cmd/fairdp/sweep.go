@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fairdp/fairdp/dpops/accounting"
 	"github.com/fairdp/fairdp/fermi/federated"
 	"github.com/fairdp/fairdp/trainer"
 )
@@ -235,11 +234,6 @@ func (a sweepAxes) options(dir string, grid trainer.SweepGrid, base, neutral tra
 			return c
 		},
 		Row: trainer.SweepRow,
-		Legacy: func(row []string) (accounting.Receipt, bool) {
-			// Rows of sweeps made before receipts were kept: their ε and δ.
-			k := grid.KeyColumns()
-			return trainer.LegacySweepReceipt(row[k+2], row[k+3])
-		},
 	}
 	if a.federated {
 		opts.Columns = append(slices.Clone(federationColumns), trainer.SweepColumns...)

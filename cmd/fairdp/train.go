@@ -154,7 +154,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkOut(cfg.Out, *overwrite, ck); err != nil {
 		return err
 	}
-	job, err := prepareAdapted(fs, cfg, stdout, ck)
+	job, err := prepareTrain(fs, cfg, stdout, ck)
 	if err != nil {
 		return err
 	}
@@ -189,15 +189,19 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// prepareTrain prepares the job, resumable when --checkpoint is given.
-func prepareTrain(cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOptions) (*trainer.Job, error) {
-	switch {
-	case ck.Dir != "":
-		return trainer.PrepareCheckpointed(cfg, stdout, ck)
-	case ck.Resume:
+// prepareTrain is trainer.Prepare with the command line's settings: a
+// resumable run with --checkpoint, and the data-aware defaults
+// (trainer.AdaptToData) for the settings no flag gave; a --config or
+// --preset run keeps its settings.
+func prepareTrain(fs *flag.FlagSet, cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOptions) (*trainer.Job, error) {
+	if ck.Resume && ck.Dir == "" {
 		return nil, fmt.Errorf("--resume needs --checkpoint DIR")
 	}
-	return trainer.Prepare(cfg, stdout)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return trainer.Prepare(cfg, trainer.PrepareOptions{Log: stdout, Checkpoint: ck, Adapt: !set["config"] && !set["preset"],
+		Fixed: map[string]bool{"Batch": set["batch"], "Epochs": set["epochs"], "LR": set["lr"], "Privacy.Clip": set["clip"],
+			"Fair.Lambda": set["lambda"]}})
 }
 
 // printSplits prints the train table (when the report has one) and the

@@ -54,38 +54,3 @@ func trainOrTune(ctx context.Context, job *trainer.Job, t *tuneFlagValues, check
 		c.LR, c.Epochs, c.Batch, c.Clip, c.Sigma, res.Trials)
 	return rep, nil
 }
-
-// prepareAdapted is prepareTrain with the data-aware defaults
-// (trainer.AdaptToData) for the settings no flag gave; a --config or
-// --preset run keeps its settings. A checkpointed run is prepared with the
-// adapted settings, so that a resumed run finds them equal to its
-// checkpoint's (the data, and so the adaptation, are the same).
-func prepareAdapted(fs *flag.FlagSet, cfg trainer.Config, stdout io.Writer, ck trainer.CheckpointOptions) (*trainer.Job, error) {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["config"] || set["preset"] || !trainer.AdaptsToData(cfg) {
-		return prepareTrain(cfg, stdout, ck)
-	}
-	fixed := map[string]bool{"Batch": set["batch"], "Epochs": set["epochs"], "LR": set["lr"], "Privacy.Clip": set["clip"],
-		"Fair.Lambda": set["lambda"]}
-	if ck.Dir == "" {
-		job, err := prepareTrain(cfg, stdout, ck)
-		if err != nil {
-			return nil, err
-		}
-		var note string
-		if job.Cfg, note = trainer.AdaptToData(job.Cfg, job.Train, fixed); note != "" {
-			fmt.Fprintln(stdout, note)
-		}
-		return job, nil
-	}
-	probe, err := trainer.Prepare(cfg, io.Discard)
-	if err != nil {
-		return nil, err
-	}
-	var note string
-	if cfg, note = trainer.AdaptToData(cfg, probe.Train, fixed); note != "" {
-		fmt.Fprintln(stdout, note)
-	}
-	return prepareTrain(cfg, stdout, ck)
-}
