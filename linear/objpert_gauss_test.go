@@ -41,9 +41,9 @@ func TestGaussianObjPertSigmaCoversTheBound(t *testing.T) {
 }
 
 // TestGaussianObjectivePerturbationSolves: the Gaussian mechanism's
-// release is the minimiser of the perturbed objective with its own noise
-// (the slow gradient, record by record), with Λ+Δ and ε' from the paper's
-// budget formulas and σ from the paper's.
+// release under CalibrationKST is the minimiser of the perturbed objective
+// with its own noise (the slow gradient, record by record), with Λ+Δ and
+// ε' from the paper's budget formulas and σ from the paper's.
 func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 	const n, dim, bound, delta = 300, 4, 1.5, 1e-6
 	x, label := objPertData(n, dim, 3)
@@ -51,7 +51,7 @@ func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 		eps, lambda float64
 	}{{1, 0}, {4, 0.05}, {0.1, 1e-4}} {
 		res, b, err := objectivePerturbation(rand.New(rand.NewPCG(1, 2)), x, n, dim, label,
-			ObjPertOptions{Epsilon: tc.eps, RowBound: bound, L2: tc.lambda, Mechanism: MechanismGaussian, Delta: delta})
+			ObjPertOptions{Epsilon: tc.eps, RowBound: bound, L2: tc.lambda, Mechanism: MechanismGaussian, Delta: delta, Calibration: CalibrationKST})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 }
 
 // TestGaussianObjectivePerturbationNoiseLaw: over many fits the noise is
-// N(0, σ² I) with the paper's σ: each coordinate's standardised values are
+// N(0, σ² I) with the paper's σ (CalibrationKST): each coordinate's standardised values are
 // standard normal (KS), and ‖b‖²/σ² is χ² with d+1 degrees of freedom.
 func TestGaussianObjectivePerturbationNoiseLaw(t *testing.T) {
 	const n, dim, draws, eps, delta = 40, 2, 3000, 2.0, 1e-5
@@ -97,7 +97,7 @@ func TestGaussianObjectivePerturbationNoiseLaw(t *testing.T) {
 	coords := make([][]float64, dim+1)
 	sq := make([]float64, draws)
 	for i := range draws {
-		_, b, err := objectivePerturbation(r, x, n, dim, label, ObjPertOptions{Epsilon: eps, RowBound: 1, Mechanism: MechanismGaussian, Delta: delta})
+		_, b, err := objectivePerturbation(r, x, n, dim, label, ObjPertOptions{Epsilon: eps, RowBound: 1, Mechanism: MechanismGaussian, Delta: delta, Calibration: CalibrationKST})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,11 +122,13 @@ func TestGaussianObjectivePerturbationRefuses(t *testing.T) {
 	x, label := objPertData(10, 2, 1)
 	r := rand.New(rand.NewPCG(1, 1))
 	for name, opt := range map[string]ObjPertOptions{
-		"no δ":            {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian},
-		"δ = 1":           {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1},
-		"δ for pure":      {Epsilon: 1, RowBound: 1, Mechanism: MechanismPure, Delta: 1e-5},
-		"auto in library": {Epsilon: 1, RowBound: 1, Mechanism: MechanismAuto, Delta: 1e-5},
-		"unknown":         {Epsilon: 1, RowBound: 1, Mechanism: "laplace"},
+		"no δ":                 {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian},
+		"δ = 1":                {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1},
+		"δ for pure":           {Epsilon: 1, RowBound: 1, Mechanism: MechanismPure, Delta: 1e-5},
+		"auto in library":      {Epsilon: 1, RowBound: 1, Mechanism: MechanismAuto, Delta: 1e-5},
+		"unknown":              {Epsilon: 1, RowBound: 1, Mechanism: "laplace"},
+		"calibration for pure": {Epsilon: 1, RowBound: 1, Mechanism: MechanismPure, Calibration: CalibrationProfile},
+		"unknown calibration":  {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1e-5, Calibration: "rdp"},
 	} {
 		if _, err := ObjectivePerturbation(r, x, 10, 2, label, opt); err == nil {
 			t.Errorf("%s: no error", name)
@@ -150,7 +152,10 @@ func TestChooseObjPert(t *testing.T) {
 		{37500, 10, 4, MechanismPure},
 	} {
 		delta := 1 / float64(tc.n*tc.n)
-		c := ChooseObjPert(tc.n, tc.d, tc.eps, delta, LogisticCurvature)
+		c, err := ChooseObjPert(ObjPertFacts{N: tc.n, D: tc.d, Epsilon: tc.eps, Delta: delta, Curvature: LogisticCurvature})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if c.Mechanism != tc.want || c.Reason == "" || !(c.L2 > 0) {
 			t.Errorf("n %d d %d ε %v: %+v, want %s", tc.n, tc.d, tc.eps, c, tc.want)
 		}
