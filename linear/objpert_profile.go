@@ -42,7 +42,7 @@ const ObjPertProfileMethod = "objective perturbation with Gaussian noise calibra
 // under neighbouring data sets, for n rows of norm ≤ 1, a loss whose
 // second derivative is at most c and the whole regulariser l2 = Λ+Δ (on
 // the mean loss). By the matrix determinant lemma the ratio is
-// (1 + ℓ''ₓ xᵀA⁻¹x)/(1 + ℓ''ₓ' x'ᵀA⁻¹x') for the same A ⪰ n·l2·I, each
+// (1 + ℓ”ₓ xᵀA⁻¹x)/(1 + ℓ”ₓ' x'ᵀA⁻¹x') for the same A ⪰ n·l2·I, each
 // factor in [1, 1 + c/(n·l2)] (Chaudhuri et al.'s Theorem 9 bounds the
 // same ratio by the square of that).
 func ObjPertJacobianEpsilon(n int, l2, c float64) float64 {
