@@ -42,8 +42,9 @@ const ObjPertProfileMethod = "objective perturbation with Gaussian noise calibra
 // under neighbouring data sets, for n rows of norm ≤ 1, a loss whose
 // second derivative is at most c and the whole regulariser l2 = Λ+Δ (on
 // the mean loss). By the matrix determinant lemma the ratio is
-// (1 + ℓ”ₓ xᵀA⁻¹x)/(1 + ℓ”ₓ' x'ᵀA⁻¹x') for the same A ⪰ n·l2·I, each
-// factor in [1, 1 + c/(n·l2)] (Chaudhuri et al.'s Theorem 9 bounds the
+// (1 + s xᵀA⁻¹x)/(1 + s' x'ᵀA⁻¹x') for the same A ⪰ n·l2·I, with s, s' in
+// [0, c] the two differing records' second derivatives, so each factor is
+// in [1, 1 + c/(n·l2)] (Chaudhuri et al.'s Theorem 9 bounds the
 // same ratio by the square of that).
 func ObjPertJacobianEpsilon(n int, l2, c float64) float64 {
 	return math.Log1p(c / (float64(n) * l2))
