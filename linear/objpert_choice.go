@@ -39,8 +39,8 @@ type ObjPertFacts struct {
 // shorter noise vector b wins: the pure mechanism's ‖b‖ has mean
 // 2(d+1)/ε', the Gaussian one's about σ√(d+1). Their ratio depends on d
 // and δ mainly, so the Gaussian mechanism is chosen for wide tables: with
-// δ = 1/n² and the profile calibration it wins from d ≈ 19 (n = 1,000) to
-// d ≈ 30 (n = 100,000) at ε = 1 (d ≈ 29 to 48 with CalibrationKST's σ).
+// δ = 1/n² and the profile calibration it wins from d = 16 (n = 1,000) to
+// d = 31 (n = 100,000) at ε = 1 (d = 29 to 48 with CalibrationKST's σ).
 // Λ is DefaultObjPertL2 for both (8 times the smallest the budget allows),
 // and the weight-only penalty WeightNoiseFactor times the expected noise
 // over n.
