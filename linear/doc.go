@@ -41,7 +41,7 @@
 //     calibrated to the mechanism's privacy profile (CalibrationProfile,
 //     objpert_profile.go; derivation below), or, for settings written
 //     before it, by Kifer, Smith, Thakurta 2012, Theorem 2's closed form
-//     (CalibrationKST, GaussianObjPertSigma), 22–32 % larger.
+//     (CalibrationKST, GaussianObjPertSigma), 21–46 % larger.
 //   - objpert_choice.go: the default mechanism (MechanismAuto), chosen by
 //     ChooseObjPert from public facts only: the mechanism with the smaller
 //     expected noise norm (2(d+1)/ε' pure, σ√(d+1) Gaussian with the
