@@ -41,46 +41,63 @@ func TestGaussianObjPertSigmaCoversTheBound(t *testing.T) {
 }
 
 // TestGaussianObjectivePerturbationSolves: the Gaussian mechanism's
-// release under CalibrationKST is the minimiser of the perturbed objective
-// with its own noise (the slow gradient, record by record), with Λ+Δ and
-// ε' from the paper's budget formulas and σ from the paper's.
+// release is the minimiser of the perturbed objective with its own noise
+// (the slow gradient, record by record), with Λ+Δ from the paper's budget
+// formulas and, by calibration, σ from Kifer et al.'s formula at
+// Chaudhuri et al.'s ε' (CalibrationKST) or ProfileObjPertSigma at
+// ε_J = log(1 + c/(n(Λ+Δ))) (CalibrationProfile, the library's default:
+// no calibration named), and a receipt stating (ε, δ) and σ.
 func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 	const n, dim, bound, delta = 300, 4, 1.5, 1e-6
 	x, label := objPertData(n, dim, 3)
-	for _, tc := range []struct {
-		eps, lambda float64
-	}{{1, 0}, {4, 0.05}, {0.1, 1e-4}} {
-		res, b, err := objectivePerturbation(rand.New(rand.NewPCG(1, 2)), x, n, dim, label,
-			ObjPertOptions{Epsilon: tc.eps, RowBound: bound, L2: tc.lambda, Mechanism: MechanismGaussian, Delta: delta, Calibration: CalibrationKST})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lambda := paperL2(tc.eps, n, tc.lambda)
-		wantEps, extra := cmsBudget(tc.eps, n, lambda)
-		if math.Abs(res.EpsilonPrime-wantEps) > 1e-12 || math.Abs(res.L2+res.ExtraL2-(lambda+extra)) > 1e-12*lambda {
-			t.Fatalf("ε %v: ε' %v, Λ+Δ %v; want %v, %v", tc.eps, res.EpsilonPrime, res.L2+res.ExtraL2, wantEps, lambda+extra)
-		}
-		if want := kstSigma(wantEps, delta); math.Abs(res.NoiseStd-want) > 1e-12*want || res.Delta != delta || res.Mechanism != MechanismGaussian {
-			t.Fatalf("ε %v: σ %v δ %v mechanism %q; want %v, %v, gaussian", tc.eps, res.NoiseStd, res.Delta, res.Mechanism, want, delta)
-		}
-		if len(b) != dim+1 {
-			t.Fatalf("noise of dimension %d, want %d", len(b), dim+1)
-		}
-		g := perturbedGradient(x, label, n, dim, bound, lambda+extra, b, res.Scaled)
-		for j, v := range g {
-			if math.Abs(v) > 1e-8 {
-				t.Fatalf("ε %v: gradient of the perturbed objective at the solution: coordinate %d is %g", tc.eps, j, v)
+	for _, cal := range []string{CalibrationKST, ""} {
+		for _, tc := range []struct {
+			eps, lambda float64
+		}{{1, 0}, {4, 0.05}, {0.1, 1e-4}} {
+			res, b, err := objectivePerturbation(rand.New(rand.NewPCG(1, 2)), x, n, dim, label,
+				ObjPertOptions{Epsilon: tc.eps, RowBound: bound, L2: tc.lambda, Mechanism: MechanismGaussian, Delta: delta, Calibration: cal})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		rec, err := res.Receipt(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// No mechanism list (no composer may re-derive the cost from σ);
-		// the note states σ.
-		if rec.Epsilon == nil || *rec.Epsilon != tc.eps || rec.Delta != delta || len(rec.Mechanisms) != 0 ||
-			!strings.Contains(rec.Note, fmt.Sprintf("= %g for δ", res.NoiseStd)) {
-			t.Errorf("ε %v: receipt %+v; want (ε, δ) = (%v, %v), no mechanism list, σ in the note", tc.eps, rec, tc.eps, delta)
+			lambda := paperL2(tc.eps, n, tc.lambda)
+			wantEps, extra := cmsBudget(tc.eps, n, lambda)
+			wantSigma, wantCal, inNote := kstSigma(wantEps, delta), CalibrationKST, "= %g for δ"
+			if cal == "" {
+				epsJ := math.Log(1 + LogisticCurvature/(float64(n)*(lambda+extra)))
+				if wantSigma, err = ProfileObjPertSigma(tc.eps, delta, epsJ, true); err != nil {
+					t.Fatal(err)
+				}
+				wantEps, wantCal, inNote = tc.eps-epsJ, CalibrationProfile, "σ = %g, the smallest"
+				if math.Abs(res.JacobianEpsilon-epsJ) > 1e-12 {
+					t.Fatalf("ε %v: ε_J %v, want %v", tc.eps, res.JacobianEpsilon, epsJ)
+				}
+			}
+			if math.Abs(res.EpsilonPrime-wantEps) > 1e-12 || math.Abs(res.L2+res.ExtraL2-(lambda+extra)) > 1e-12*lambda {
+				t.Fatalf("%s ε %v: ε' %v, Λ+Δ %v; want %v, %v", wantCal, tc.eps, res.EpsilonPrime, res.L2+res.ExtraL2, wantEps, lambda+extra)
+			}
+			if math.Abs(res.NoiseStd-wantSigma) > 1e-12*wantSigma || res.Delta != delta || res.Mechanism != MechanismGaussian || res.Calibration != wantCal {
+				t.Fatalf("%s ε %v: σ %v δ %v mechanism %q calibration %q; want %v, %v, gaussian", wantCal, tc.eps, res.NoiseStd, res.Delta,
+					res.Mechanism, res.Calibration, wantSigma, delta)
+			}
+			if len(b) != dim+1 {
+				t.Fatalf("noise of dimension %d, want %d", len(b), dim+1)
+			}
+			g := perturbedGradient(x, label, n, dim, bound, lambda+extra, b, res.Scaled)
+			for j, v := range g {
+				if math.Abs(v) > 1e-8 {
+					t.Fatalf("ε %v: gradient of the perturbed objective at the solution: coordinate %d is %g", tc.eps, j, v)
+				}
+			}
+			rec, err := res.Receipt(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// No mechanism list (no composer may re-derive the cost from σ);
+			// the note states σ.
+			if rec.Epsilon == nil || *rec.Epsilon != tc.eps || rec.Delta != delta || len(rec.Mechanisms) != 0 ||
+				!strings.Contains(rec.Note, fmt.Sprintf(inNote, res.NoiseStd)) {
+				t.Errorf("%s ε %v: receipt %+v; want (ε, δ) = (%v, %v), no mechanism list, σ in the note", wantCal, tc.eps, rec, tc.eps, delta)
+			}
 		}
 	}
 }

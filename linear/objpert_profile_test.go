@@ -2,13 +2,11 @@ package linear
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
-	"github.com/fairdp/fairdp/dpops"
 	"github.com/fairdp/fairdp/dpops/accounting/accountingtest"
 	"github.com/fairdp/fairdp/trainer"
 )
@@ -201,47 +199,6 @@ func TestProfileObjPertSigma(t *testing.T) {
 	}
 }
 
-// TestObjectivePerturbationProfileSolves: the default Gaussian fit
-// (CalibrationProfile) draws σ = ProfileObjPertSigma(ε, δ, ε_J) with
-// ε_J = log(1 + c/(n(Λ+Δ))), releases the minimiser of the perturbed
-// objective (the slow gradient), and its receipt states (ε, δ), σ and ε_J.
-func TestObjectivePerturbationProfileSolves(t *testing.T) {
-	const n, dim, bound, delta = 300, 4, 1.5, 1e-6
-	x, label := objPertData(n, dim, 3)
-	for _, tc := range []struct{ eps, lambda float64 }{{1, 0}, {4, 0.05}, {0.1, 1e-4}} {
-		res, b, err := objectivePerturbation(rand.New(rand.NewPCG(1, 2)), x, n, dim, label,
-			ObjPertOptions{Epsilon: tc.eps, RowBound: bound, L2: tc.lambda, Mechanism: MechanismGaussian, Delta: delta})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lambda := paperL2(tc.eps, n, tc.lambda)
-		_, extra := cmsBudget(tc.eps, n, lambda)
-		epsJ := math.Log(1 + LogisticCurvature/(float64(n)*(lambda+extra)))
-		sigma, err := ProfileObjPertSigma(tc.eps, delta, epsJ, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Calibration != CalibrationProfile || math.Abs(res.JacobianEpsilon-epsJ) > 1e-12 || res.NoiseStd != sigma ||
-			math.Abs(res.EpsilonPrime-(tc.eps-epsJ)) > 1e-12 {
-			t.Fatalf("ε %v: %+v; want calibration profile, ε_J %v, σ %v", tc.eps, res, epsJ, sigma)
-		}
-		g := perturbedGradient(x, label, n, dim, bound, lambda+extra, b, res.Scaled)
-		for j, v := range g {
-			if math.Abs(v) > 1e-8 {
-				t.Fatalf("ε %v: gradient of the perturbed objective at the solution: coordinate %d is %g", tc.eps, j, v)
-			}
-		}
-		rec, err := res.Receipt(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.Epsilon == nil || *rec.Epsilon != tc.eps || rec.Delta != delta || len(rec.Mechanisms) != 0 ||
-			!strings.Contains(rec.Note, fmt.Sprintf("σ = %g", sigma)) || !strings.Contains(rec.Note, "Redberg") {
-			t.Errorf("ε %v: receipt %+v; want (ε, δ) = (%v, %v), σ and the paper in the note", tc.eps, rec, tc.eps, delta)
-		}
-	}
-}
-
 // TestObjPertCalibrationSettings: a run with no settings uses the profile
 // calibration and says so; settings without the key (every report written
 // before it) keep Kifer et al.'s σ, as they ran.
@@ -301,23 +258,7 @@ func TestObjPertProfileBeatsMajorityOnWideTable(t *testing.T) {
 	}
 	schema := wideTable(t, t.TempDir(), 16000, 100, 0.1, 5)
 	for s := uint64(1); s <= 3; s++ {
-		cfg := trainer.Defaults()
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &s
-		cfg.Privacy.Epsilon = 1
-		rep, err := RunObjPert(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, split := dpops.NewRand(&s)
-		_, test, _, err := trainer.LoadData(cfg, split.Derive("data"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos := 0.0
-		for _, l := range test.Labels {
-			pos += float64(l) / float64(test.N())
-		}
-		majority := math.Min(pos, 1-pos)
+		rep, majority := runWideDefault(t, schema, s, 1)
 		x := ObjPertExtra(rep)
 		t.Logf("seed %d: %s (%s), test error %.4f, majority %.4f", s, x.Mechanism, x.Calibration, rep.Test.Error, majority)
 		if x.Mechanism != MechanismGaussian || x.Calibration != CalibrationProfile {
