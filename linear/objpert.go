@@ -74,8 +74,10 @@ type ObjPertOptions struct {
 	RowBound float64
 	// L2 is Λ ≥ 0 of the regulariser (Λ/2)‖v‖² on the rescaled rows,
 	// against the mean loss. Algorithm 2 adds Δ to it when Λ is too small
-	// for the budget (ObjPertBudget). 0 means DefaultObjPertL2; without
-	// privacy it means 1/n (scikit-learn's default C = 1).
+	// for the budget (ObjPertBudget). 0 means DefaultObjPertL2
+	// (ProfileObjPertL2 for the Gaussian mechanism under
+	// CalibrationProfile); without privacy it means 1/n (scikit-learn's
+	// default C = 1).
 	L2 float64
 	// WeightL2 ≥ 0 adds (WeightL2/2)‖w‖² on the feature weights only (not
 	// the intercept), against the mean loss. It is the extra convex
@@ -278,6 +280,21 @@ func defaultObjPertL2(epsilon float64, n int, c float64) float64 {
 	return DefaultL2Factor * ObjPertMinL2(epsilon, n, c)
 }
 
+// DefaultProfileL2Factor is K of the Gaussian mechanism's default Λ under
+// CalibrationProfile (ProfileObjPertL2). Its smaller σ moves the best Λ
+// down: on Adult, Credit, Dutch and Communities, 4 times the smallest
+// regulariser beat 8 times at every ε ∈ {0.5, 1, 4} (5 seeds; by .001–.004,
+// and on Communities at ε ≤ 1 by .03–.04), and tied on the 15,000 × 100
+// table at ε ≥ 1 (bench/results/tabular.md, 2026-11-28).
+const DefaultProfileL2Factor = 4
+
+// ProfileObjPertL2 is the Gaussian mechanism's regulariser when none is
+// given under CalibrationProfile: DefaultProfileL2Factor times the
+// smallest Algorithm 2 allows (ObjPertMinL2), public as DefaultObjPertL2.
+func ProfileObjPertL2(epsilon float64, n int, c float64) float64 {
+	return DefaultProfileL2Factor * ObjPertMinL2(epsilon, n, c)
+}
+
 // ObjPertMinL2 is the smallest regulariser Algorithm 2 allows at budget ε
 // for n rows and a loss of curvature bound c, c/(n(e^{ε/4} − 1)): the Λ+Δ
 // of its second branch, where ε' = ε/2.
@@ -414,6 +431,9 @@ func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertO
 	} else {
 		if res.L2 == 0 {
 			res.L2 = defaultObjPertL2(opt.Epsilon, n, c)
+			if res.Mechanism == MechanismGaussian && (opt.Calibration == "" || opt.Calibration == CalibrationProfile) {
+				res.L2 = ProfileObjPertL2(opt.Epsilon, n, c)
+			}
 		}
 		res.EpsilonPrime, res.ExtraL2 = objPertBudget(opt.Epsilon, n, res.L2, c)
 		method := ObjPertMethod

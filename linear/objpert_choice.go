@@ -41,9 +41,11 @@ type ObjPertFacts struct {
 // and δ mainly, so the Gaussian mechanism is chosen for wide tables: with
 // δ = 1/n² and the profile calibration it wins from d = 16 (n = 1,000) to
 // d = 31 (n = 100,000) at ε = 1 (d = 29 to 48 with CalibrationKST's σ).
-// Λ is DefaultObjPertL2 for both (8 times the smallest the budget allows),
-// and the weight-only penalty WeightNoiseFactor times the expected noise
-// over n.
+// The two norms are compared at the same Λ, DefaultObjPertL2 (8 times the
+// smallest the budget allows), which the pure mechanism and CalibrationKST
+// then use; the profile-calibrated Gaussian mechanism uses
+// ProfileObjPertL2 (4 times). The weight-only penalty is
+// WeightNoiseFactor times the expected noise over n.
 func ChooseObjPert(f ObjPertFacts) (ObjPertChoice, error) {
 	l2 := defaultObjPertL2(f.Epsilon, f.N, f.Curvature)
 	epsPrime, extra := objPertBudget(f.Epsilon, f.N, l2, f.Curvature)
@@ -59,14 +61,19 @@ func ChooseObjPert(f ObjPertFacts) (ObjPertChoice, error) {
 		ch.Mechanism, noise = MechanismGaussian, gauss
 	}
 	ch.WeightL2 = WeightNoiseFactor * noise / float64(f.N)
+	factor := float64(DefaultL2Factor)
+	if ch.Mechanism == MechanismGaussian && f.Calibration != CalibrationKST {
+		ch.L2, factor = ProfileObjPertL2(f.Epsilon, f.N, f.Curvature), DefaultProfileL2Factor
+	}
 	if f.Calibration == CalibrationKST {
 		ch.Reason = fmt.Sprintf("n = %d, d = %d, ε = %g, δ = %.3g: expected noise norm %.4g (pure, 2(d+1)/ε') against %.4g "+
 			"(Gaussian, σ√(d+1)) at ε' = %.4g, so %s; Λ = %.4g (%g times the smallest the budget allows)",
 			f.N, f.D, f.Epsilon, f.Delta, pure, gauss, epsPrime, ch.Mechanism, l2, float64(DefaultL2Factor))
 	} else {
 		ch.Reason = fmt.Sprintf("n = %d, d = %d, ε = %g, δ = %.3g: expected noise norm %.4g (pure, 2(d+1)/ε' at ε' = %.4g) against %.4g "+
-			"(Gaussian, σ√(d+1), σ = %.4g from its privacy profile), so %s; Λ = %.4g (%g times the smallest the budget allows)",
-			f.N, f.D, f.Epsilon, f.Delta, pure, epsPrime, gauss, g.sigma, ch.Mechanism, l2, float64(DefaultL2Factor))
+			"(Gaussian, σ√(d+1), σ = %.4g from its privacy profile) at Λ = %.4g (%g times the smallest the budget allows), "+
+			"so %s, with Λ = %.4g (%g times)",
+			f.N, f.D, f.Epsilon, f.Delta, pure, epsPrime, gauss, g.sigma, l2, float64(DefaultL2Factor), ch.Mechanism, ch.L2, factor)
 	}
 	if ch.WeightL2 > 0 {
 		ch.Reason += fmt.Sprintf(", weight penalty %.4g (%g times the expected noise over n)", ch.WeightL2, WeightNoiseFactor)

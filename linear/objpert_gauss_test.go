@@ -45,8 +45,9 @@ func TestGaussianObjPertSigmaCoversTheBound(t *testing.T) {
 // (the slow gradient, record by record), with Λ+Δ from the paper's budget
 // formulas and, by calibration, σ from Kifer et al.'s formula at
 // Chaudhuri et al.'s ε' (CalibrationKST) or ProfileObjPertSigma at
-// ε_J = log(1 + c/(n(Λ+Δ))) (CalibrationProfile, the library's default:
-// no calibration named), and a receipt stating (ε, δ) and σ.
+// ε_J = log(1 + c/(n(Λ+Δ))) and the default Λ half as large
+// (CalibrationProfile, the library's default: no calibration named), and a
+// receipt stating (ε, δ) and σ.
 func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 	const n, dim, bound, delta = 300, 4, 1.5, 1e-6
 	x, label := objPertData(n, dim, 3)
@@ -60,6 +61,9 @@ func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 				t.Fatal(err)
 			}
 			lambda := paperL2(tc.eps, n, tc.lambda)
+			if cal == "" && tc.lambda == 0 { // the profile's default Λ: 4 times the smallest
+				lambda /= 2
+			}
 			wantEps, extra := cmsBudget(tc.eps, n, lambda)
 			wantSigma, wantCal, inNote := kstSigma(wantEps, delta), CalibrationKST, "= %g for δ"
 			if cal == "" {
