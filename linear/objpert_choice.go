@@ -44,7 +44,7 @@ type ObjPertFacts struct {
 // The two norms are compared at the same Λ, DefaultObjPertL2 (8 times the
 // smallest the budget allows), which the pure mechanism and CalibrationKST
 // then use; the profile-calibrated Gaussian mechanism uses
-// ProfileObjPertL2 (4 times). The weight-only penalty is
+// ProfileObjPertL2 (6 times). The weight-only penalty is
 // WeightNoiseFactor times the expected noise over n.
 func ChooseObjPert(f ObjPertFacts) (ObjPertChoice, error) {
 	l2 := defaultObjPertL2(f.Epsilon, f.N, f.Curvature)

@@ -45,7 +45,7 @@ func TestGaussianObjPertSigmaCoversTheBound(t *testing.T) {
 // (the slow gradient, record by record), with Λ+Δ from the paper's budget
 // formulas and, by calibration, σ from Kifer et al.'s formula at
 // Chaudhuri et al.'s ε' (CalibrationKST) or ProfileObjPertSigma at
-// ε_J = log(1 + c/(n(Λ+Δ))) and the default Λ half as large
+// ε_J = log(1 + c/(n(Λ+Δ))) and the default Λ ProfileObjPertL2
 // (CalibrationProfile, the library's default: no calibration named), and a
 // receipt stating (ε, δ) and σ.
 func TestGaussianObjectivePerturbationSolves(t *testing.T) {
@@ -61,8 +61,8 @@ func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 				t.Fatal(err)
 			}
 			lambda := paperL2(tc.eps, n, tc.lambda)
-			if cal == "" && tc.lambda == 0 { // the profile's default Λ: 4 times the smallest
-				lambda /= 2
+			if cal == "" && tc.lambda == 0 { // the profile's default Λ: 6 times the smallest
+				lambda *= float64(DefaultProfileL2Factor) / DefaultL2Factor
 			}
 			wantEps, extra := cmsBudget(tc.eps, n, lambda)
 			wantSigma, wantCal, inNote := kstSigma(wantEps, delta), CalibrationKST, "= %g for δ"
