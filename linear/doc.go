@@ -45,8 +45,10 @@
 //   - objpert_choice.go: the default mechanism (MechanismAuto), chosen by
 //     ChooseObjPert from public facts only: the mechanism with the smaller
 //     expected noise norm (2(d+1)/ε' pure, σ√(d+1) Gaussian with the
-//     calibration's σ), Λ = DefaultObjPertL2 for both and no weight
-//     penalty. With the profile calibration the Gaussian mechanism wins
+//     calibration's σ, both at Λ = DefaultObjPertL2), then Λ =
+//     DefaultObjPertL2 (8 times the smallest the budget allows) for the
+//     pure mechanism, ProfileObjPertL2 (6 times) for the profile-calibrated
+//     Gaussian one, and no weight penalty. With the profile calibration the Gaussian mechanism wins
 //     from d = 16 (n = 1,000) to d = 31 (n = 100,000) features at ε = 1
 //     and δ = 1/n² (KST's σ: from d = 29 to 48).
 //     The rule was checked on sweeps (bench/results/tabular.md, 2 seeds:
@@ -122,9 +124,8 @@
 // corners are ±(x ± x') with ‖x + x'‖² + ‖x − x'‖² ≤ 4, so
 // δ(ε) ≤ 2 δ_G(ε − ε_J; 2/σ) + 2 δ_G(ε − ε_J; √2/σ). The other direction
 // (D' against D) is the same with the roles swapped. ProfileObjPertSigma
-// finds the smallest σ meeting δ by bisection; Λ and Δ follow the same
-// rule as before (DefaultObjPertL2, Algorithm 2's Δ), which keeps
-// ε_J ≤ ε/4. The bound is loose where the data keep |ℓ'| well below 1,
+// finds the smallest σ meeting δ by bisection; Λ is ProfileObjPertL2 by
+// default and Δ Algorithm 2's, which keep ε_J ≤ ε/4. The bound is loose where the data keep |ℓ'| well below 1,
 // never below the truth.
 //
 // Privacy spending goes through fairdp/dpops/accounting so that a result can
