@@ -27,7 +27,9 @@ package bench
 // FAIRDP_TABULAR_W (with K: the weight-only penalty as W times the
 // expected noise norm over n, linear.ObjPertNoiseNorm; default 0),
 // FAIRDP_TABULAR_MECH (objpert's mechanism: auto, pure, gaussian; default
-// auto) and FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
+// auto), FAIRDP_TABULAR_CAL (the Gaussian mechanism's calibration:
+// profile, the default, or kst2012, the one before) and
+// FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
 
 import (
 	"bufio"
@@ -112,6 +114,7 @@ func TestTabularObjPert(t *testing.T) {
 	}
 	ws := envFloats(t, "FAIRDP_TABULAR_W", "0")
 	mechs := strings.Split(orDefault(os.Getenv("FAIRDP_TABULAR_MECH"), linear.MechanismAuto), ",")
+	cal := orDefault(os.Getenv("FAIRDP_TABULAR_CAL"), linear.CalibrationProfile)
 	res, err := os.Create(filepath.Join(out, "objpert.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -163,13 +166,18 @@ func TestTabularObjPert(t *testing.T) {
 									// W in units of the expected noise in the mean gradient.
 									mech := m
 									if mech == linear.MechanismAuto {
-										mech = linear.ChooseObjPert(train.N(), train.Dim, e, 1/float64(train.N()*train.N()), linear.LogisticCurvature).Mechanism
+										ch, err := linear.ChooseObjPert(linear.ObjPertFacts{N: train.N(), D: train.Dim, Epsilon: e,
+											Delta: 1 / float64(train.N()*train.N()), Curvature: linear.LogisticCurvature, Calibration: cal})
+										if err != nil {
+											t.Fatal(err)
+										}
+										mech = ch.Mechanism
 									}
 									ep, _ := linear.ObjPertBudget(e, train.N(), p.l2)
 									wl2 = w * linear.ObjPertNoiseNorm(mech, train.Dim, ep, 1/float64(train.N()*train.N())) / float64(train.N())
 								}
 								cfg.Privacy.Epsilon = e
-								cfg = linear.WithObjPertConfig(cfg, linear.ObjPertConfig{Mechanism: m, RowBound: b, L2: p.l2, WeightL2: wl2})
+								cfg = linear.WithObjPertConfig(cfg, linear.ObjPertConfig{Mechanism: m, Calibration: cal, RowBound: b, L2: p.l2, WeightL2: wl2})
 								rep, err := linear.RunObjPert(context.Background(), cfg)
 								if err != nil {
 									t.Fatal(err)

@@ -72,25 +72,7 @@ func TestObjPertDefaultBeatsMajorityOnWideTable(t *testing.T) {
 	dir := t.TempDir()
 	schema := wideTable(t, dir, 8000, 100, 0.1, 5)
 	for s := uint64(1); s <= 3; s++ {
-		cfg := trainer.Defaults()
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &s
-		cfg.Privacy.Epsilon = 4
-		rep, err := RunObjPert(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The majority class's error on the same test split (RunObjPert's
-		// split: the seed's "data" stream).
-		_, split := dpops.NewRand(&s)
-		_, test, _, err := trainer.LoadData(cfg, split.Derive("data"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos := 0.0
-		for _, l := range test.Labels {
-			pos += float64(l) / float64(test.N())
-		}
-		majority := math.Min(pos, 1-pos)
+		rep, majority := runWideDefault(t, schema, s, 4)
 		extra := ObjPertExtra(rep)
 		t.Logf("seed %d: %s, test error %.4f, majority %.4f", s, extra.Mechanism, rep.Test.Error, majority)
 		if extra.Choice == "" || rep.Privacy.Delta == 0 && extra.Mechanism == MechanismGaussian {
@@ -100,4 +82,29 @@ func TestObjPertDefaultBeatsMajorityOnWideTable(t *testing.T) {
 			t.Errorf("seed %d: default objpert's test error %.4f is not below the majority class's %.4f", s, rep.Test.Error, majority)
 		}
 	}
+}
+
+// runWideDefault runs objpert with its defaults at ε on the table of
+// schema (wideTable), split and noise seeded by s, and returns the report
+// and the majority class's test error on the same test split
+// (RunObjPert's split: the seed's "data" stream).
+func runWideDefault(t *testing.T, schema string, s uint64, eps float64) (*trainer.Report, float64) {
+	t.Helper()
+	cfg := trainer.Defaults()
+	cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &s
+	cfg.Privacy.Epsilon = eps
+	rep, err := RunObjPert(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, split := dpops.NewRand(&s)
+	_, test, _, err := trainer.LoadData(cfg, split.Derive("data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0.0
+	for _, l := range test.Labels {
+		pos += float64(l) / float64(test.N())
+	}
+	return rep, math.Min(pos, 1-pos)
 }

@@ -22,9 +22,12 @@ func WithObjPertConfig(cfg trainer.Config, o ObjPertConfig) trainer.Config {
 
 // ObjPertDefaults are the settings of a run that names none: the
 // mechanism and Λ chosen from public facts (MechanismAuto, ChooseObjPert),
-// B = √d. The CLI starts from them; RunObjPert uses them when cfg holds no
+// the Gaussian mechanism's σ from its privacy profile
+// (CalibrationProfile), B = √d. The CLI starts from them; RunObjPert uses them when cfg holds no
 // objective-perturbation settings at all.
-func ObjPertDefaults() ObjPertConfig { return ObjPertConfig{Mechanism: MechanismAuto} }
+func ObjPertDefaults() ObjPertConfig {
+	return ObjPertConfig{Mechanism: MechanismAuto, Calibration: CalibrationProfile}
+}
 
 // ObjPertConfig is the part of a trainer.Config only objective
 // perturbation (Algo "objpert") reads. It uses trainer.Config's data
@@ -40,6 +43,13 @@ type ObjPertConfig struct {
 	// decides again from the same public facts and recorded δ on a rerun)
 	// and, in extra.objpert.mechanism, the one that ran.
 	Mechanism string `json:"mechanism,omitempty"`
+	// Calibration is how the Gaussian mechanism's σ is set (for
+	// MechanismGaussian, and MechanismAuto when it picks it):
+	// CalibrationProfile (ObjPertDefaults: the smallest σ its privacy
+	// profile allows) or CalibrationKST. "" is CalibrationKST: the
+	// calibration every report written before the profile one ran, so its
+	// settings rerun unchanged.
+	Calibration string `json:"calibration,omitempty"`
 	// RowBound is the public bound B on a preprocessed feature row's L2
 	// norm: rows are clipped to it, never measured to choose it (0: √d for
 	// d encoded features, DefaultRowBound).

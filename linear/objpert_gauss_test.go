@@ -42,51 +42,72 @@ func TestGaussianObjPertSigmaCoversTheBound(t *testing.T) {
 
 // TestGaussianObjectivePerturbationSolves: the Gaussian mechanism's
 // release is the minimiser of the perturbed objective with its own noise
-// (the slow gradient, record by record), with Λ+Δ and ε' from the paper's
-// budget formulas and σ from the paper's.
+// (the slow gradient, record by record), with Λ+Δ from the paper's budget
+// formulas and, by calibration, σ from Kifer et al.'s formula at
+// Chaudhuri et al.'s ε' (CalibrationKST) or ProfileObjPertSigma at
+// ε_J = log(1 + c/(n(Λ+Δ))) and the default Λ ProfileObjPertL2
+// (CalibrationProfile, the library's default: no calibration named), and a
+// receipt stating (ε, δ) and σ.
 func TestGaussianObjectivePerturbationSolves(t *testing.T) {
 	const n, dim, bound, delta = 300, 4, 1.5, 1e-6
 	x, label := objPertData(n, dim, 3)
-	for _, tc := range []struct {
-		eps, lambda float64
-	}{{1, 0}, {4, 0.05}, {0.1, 1e-4}} {
-		res, b, err := objectivePerturbation(rand.New(rand.NewPCG(1, 2)), x, n, dim, label,
-			ObjPertOptions{Epsilon: tc.eps, RowBound: bound, L2: tc.lambda, Mechanism: MechanismGaussian, Delta: delta})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lambda := paperL2(tc.eps, n, tc.lambda)
-		wantEps, extra := cmsBudget(tc.eps, n, lambda)
-		if math.Abs(res.EpsilonPrime-wantEps) > 1e-12 || math.Abs(res.L2+res.ExtraL2-(lambda+extra)) > 1e-12*lambda {
-			t.Fatalf("ε %v: ε' %v, Λ+Δ %v; want %v, %v", tc.eps, res.EpsilonPrime, res.L2+res.ExtraL2, wantEps, lambda+extra)
-		}
-		if want := kstSigma(wantEps, delta); math.Abs(res.NoiseStd-want) > 1e-12*want || res.Delta != delta || res.Mechanism != MechanismGaussian {
-			t.Fatalf("ε %v: σ %v δ %v mechanism %q; want %v, %v, gaussian", tc.eps, res.NoiseStd, res.Delta, res.Mechanism, want, delta)
-		}
-		if len(b) != dim+1 {
-			t.Fatalf("noise of dimension %d, want %d", len(b), dim+1)
-		}
-		g := perturbedGradient(x, label, n, dim, bound, lambda+extra, b, res.Scaled)
-		for j, v := range g {
-			if math.Abs(v) > 1e-8 {
-				t.Fatalf("ε %v: gradient of the perturbed objective at the solution: coordinate %d is %g", tc.eps, j, v)
+	for _, cal := range []string{CalibrationKST, ""} {
+		for _, tc := range []struct {
+			eps, lambda float64
+		}{{1, 0}, {4, 0.05}, {0.1, 1e-4}} {
+			res, b, err := objectivePerturbation(rand.New(rand.NewPCG(1, 2)), x, n, dim, label,
+				ObjPertOptions{Epsilon: tc.eps, RowBound: bound, L2: tc.lambda, Mechanism: MechanismGaussian, Delta: delta, Calibration: cal})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		rec, err := res.Receipt(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// No mechanism list (no composer may re-derive the cost from σ);
-		// the note states σ.
-		if rec.Epsilon == nil || *rec.Epsilon != tc.eps || rec.Delta != delta || len(rec.Mechanisms) != 0 ||
-			!strings.Contains(rec.Note, fmt.Sprintf("= %g for δ", res.NoiseStd)) {
-			t.Errorf("ε %v: receipt %+v; want (ε, δ) = (%v, %v), no mechanism list, σ in the note", tc.eps, rec, tc.eps, delta)
+			lambda := paperL2(tc.eps, n, tc.lambda)
+			if cal == "" && tc.lambda == 0 { // the profile's default Λ: 6 times the smallest
+				lambda *= float64(DefaultProfileL2Factor) / DefaultL2Factor
+			}
+			wantEps, extra := cmsBudget(tc.eps, n, lambda)
+			wantSigma, wantCal, inNote := kstSigma(wantEps, delta), CalibrationKST, "= %g for δ"
+			if cal == "" {
+				epsJ := math.Log(1 + LogisticCurvature/(float64(n)*(lambda+extra)))
+				if wantSigma, err = ProfileObjPertSigma(tc.eps, delta, epsJ, true); err != nil {
+					t.Fatal(err)
+				}
+				wantEps, wantCal, inNote = tc.eps-epsJ, CalibrationProfile, "σ = %g, the smallest"
+				if math.Abs(res.JacobianEpsilon-epsJ) > 1e-12 {
+					t.Fatalf("ε %v: ε_J %v, want %v", tc.eps, res.JacobianEpsilon, epsJ)
+				}
+			}
+			if math.Abs(res.EpsilonPrime-wantEps) > 1e-12 || math.Abs(res.L2+res.ExtraL2-(lambda+extra)) > 1e-12*lambda {
+				t.Fatalf("%s ε %v: ε' %v, Λ+Δ %v; want %v, %v", wantCal, tc.eps, res.EpsilonPrime, res.L2+res.ExtraL2, wantEps, lambda+extra)
+			}
+			if math.Abs(res.NoiseStd-wantSigma) > 1e-12*wantSigma || res.Delta != delta || res.Mechanism != MechanismGaussian || res.Calibration != wantCal {
+				t.Fatalf("%s ε %v: σ %v δ %v mechanism %q calibration %q; want %v, %v, gaussian", wantCal, tc.eps, res.NoiseStd, res.Delta,
+					res.Mechanism, res.Calibration, wantSigma, delta)
+			}
+			if len(b) != dim+1 {
+				t.Fatalf("noise of dimension %d, want %d", len(b), dim+1)
+			}
+			g := perturbedGradient(x, label, n, dim, bound, lambda+extra, b, res.Scaled)
+			for j, v := range g {
+				if math.Abs(v) > 1e-8 {
+					t.Fatalf("ε %v: gradient of the perturbed objective at the solution: coordinate %d is %g", tc.eps, j, v)
+				}
+			}
+			rec, err := res.Receipt(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// No mechanism list (no composer may re-derive the cost from σ);
+			// the note states σ.
+			if rec.Epsilon == nil || *rec.Epsilon != tc.eps || rec.Delta != delta || len(rec.Mechanisms) != 0 ||
+				!strings.Contains(rec.Note, fmt.Sprintf(inNote, res.NoiseStd)) {
+				t.Errorf("%s ε %v: receipt %+v; want (ε, δ) = (%v, %v), no mechanism list, σ in the note", wantCal, tc.eps, rec, tc.eps, delta)
+			}
 		}
 	}
 }
 
 // TestGaussianObjectivePerturbationNoiseLaw: over many fits the noise is
-// N(0, σ² I) with the paper's σ: each coordinate's standardised values are
+// N(0, σ² I) with the paper's σ (CalibrationKST): each coordinate's standardised values are
 // standard normal (KS), and ‖b‖²/σ² is χ² with d+1 degrees of freedom.
 func TestGaussianObjectivePerturbationNoiseLaw(t *testing.T) {
 	const n, dim, draws, eps, delta = 40, 2, 3000, 2.0, 1e-5
@@ -97,7 +118,7 @@ func TestGaussianObjectivePerturbationNoiseLaw(t *testing.T) {
 	coords := make([][]float64, dim+1)
 	sq := make([]float64, draws)
 	for i := range draws {
-		_, b, err := objectivePerturbation(r, x, n, dim, label, ObjPertOptions{Epsilon: eps, RowBound: 1, Mechanism: MechanismGaussian, Delta: delta})
+		_, b, err := objectivePerturbation(r, x, n, dim, label, ObjPertOptions{Epsilon: eps, RowBound: 1, Mechanism: MechanismGaussian, Delta: delta, Calibration: CalibrationKST})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,11 +143,13 @@ func TestGaussianObjectivePerturbationRefuses(t *testing.T) {
 	x, label := objPertData(10, 2, 1)
 	r := rand.New(rand.NewPCG(1, 1))
 	for name, opt := range map[string]ObjPertOptions{
-		"no δ":            {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian},
-		"δ = 1":           {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1},
-		"δ for pure":      {Epsilon: 1, RowBound: 1, Mechanism: MechanismPure, Delta: 1e-5},
-		"auto in library": {Epsilon: 1, RowBound: 1, Mechanism: MechanismAuto, Delta: 1e-5},
-		"unknown":         {Epsilon: 1, RowBound: 1, Mechanism: "laplace"},
+		"no δ":                 {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian},
+		"δ = 1":                {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1},
+		"δ for pure":           {Epsilon: 1, RowBound: 1, Mechanism: MechanismPure, Delta: 1e-5},
+		"auto in library":      {Epsilon: 1, RowBound: 1, Mechanism: MechanismAuto, Delta: 1e-5},
+		"unknown":              {Epsilon: 1, RowBound: 1, Mechanism: "laplace"},
+		"calibration for pure": {Epsilon: 1, RowBound: 1, Mechanism: MechanismPure, Calibration: CalibrationProfile},
+		"unknown calibration":  {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1e-5, Calibration: "rdp"},
 	} {
 		if _, err := ObjectivePerturbation(r, x, 10, 2, label, opt); err == nil {
 			t.Errorf("%s: no error", name)
@@ -150,7 +173,10 @@ func TestChooseObjPert(t *testing.T) {
 		{37500, 10, 4, MechanismPure},
 	} {
 		delta := 1 / float64(tc.n*tc.n)
-		c := ChooseObjPert(tc.n, tc.d, tc.eps, delta, LogisticCurvature)
+		c, err := ChooseObjPert(ObjPertFacts{N: tc.n, D: tc.d, Epsilon: tc.eps, Delta: delta, Curvature: LogisticCurvature})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if c.Mechanism != tc.want || c.Reason == "" || !(c.L2 > 0) {
 			t.Errorf("n %d d %d ε %v: %+v, want %s", tc.n, tc.d, tc.eps, c, tc.want)
 		}

@@ -45,6 +45,11 @@ type ObjPertReport struct {
 	// coordinate of the noise on the summed loss.
 	Delta    *float64 `json:"delta,omitempty"`
 	NoiseStd *float64 `json:"noise_std,omitempty"`
+	// Calibration is CalibrationProfile when σ came from the privacy
+	// profile (absent for CalibrationKST, as in reports before it), and
+	// JacobianEpsilon its ε_J; EpsilonPrime is then ε − ε_J.
+	Calibration     string   `json:"calibration,omitempty"`
+	JacobianEpsilon *float64 `json:"jacobian_epsilon,omitempty"`
 	// RowBound is B; Scale √(B²+1), what the clipped row and its intercept
 	// feature 1 are divided by.
 	RowBound  float64 `json:"row_bound"`
@@ -111,6 +116,11 @@ func validateObjPert(cfg trainer.Config) error {
 	default:
 		add("ObjPert.Mechanism", "must be %s, %s or %s (got %q)", MechanismPure, MechanismGaussian, MechanismAuto, o.Mechanism)
 	}
+	switch o.Calibration {
+	case "", CalibrationKST, CalibrationProfile:
+	default:
+		add("ObjPert.Calibration", "must be %s or %s (got %q)", CalibrationProfile, CalibrationKST, o.Calibration)
+	}
 	if !(cfg.Privacy.Delta >= 0 && cfg.Privacy.Delta < 1) {
 		add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", cfg.Privacy.Delta)
 	}
@@ -154,7 +164,12 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
 	o := ObjPertConfigOf(cfg)
 	if reflect.ValueOf(o).IsZero() {
-		o.Mechanism = ObjPertDefaults().Mechanism // no settings at all: the defaults
+		o = ObjPertDefaults() // no settings at all: the defaults
+	}
+	// "" is the calibration of settings older than the profile one.
+	cal := o.Calibration
+	if cal == "" {
+		cal = CalibrationKST
 	}
 	switch {
 	case train.X == nil:
@@ -183,7 +198,11 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 			return nil, trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
 		}
 		if o.Mechanism == MechanismAuto {
-			c := ChooseObjPert(n, train.Dim, cfg.Privacy.Epsilon, opt.Delta, curvatureOf(train.Targets != nil, o.ResidualScale))
+			c, err := ChooseObjPert(ObjPertFacts{N: n, D: train.Dim, Epsilon: cfg.Privacy.Epsilon, Delta: opt.Delta,
+				Curvature: curvatureOf(train.Targets != nil, o.ResidualScale), Calibration: cal, Regression: train.Targets != nil})
+			if err != nil {
+				return nil, err
+			}
 			opt.Mechanism, choice = c.Mechanism, c.Reason
 			if opt.L2 == 0 && opt.WeightL2 == 0 {
 				opt.L2, opt.WeightL2 = c.L2, c.WeightL2
@@ -191,6 +210,8 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		}
 		if opt.Mechanism == MechanismPure {
 			opt.Delta = 0
+		} else {
+			opt.Calibration = cal
 		}
 	} else if o.Mechanism == MechanismAuto || !private {
 		opt.Mechanism = MechanismPure // the non-private twin: no noise to choose
@@ -225,7 +246,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	// facts (n, d, ε and the δ recorded above), so a rerun repeats the
 	// choice and its reason; "" keeps a pure run's settings as they were
 	// before the choice existed. extra.objpert.mechanism says what ran.
-	ran := ObjPertConfig{Mechanism: o.Mechanism, RowBound: bound, L2: res.L2, WeightL2: res.WeightL2}
+	ran := ObjPertConfig{Mechanism: o.Mechanism, Calibration: o.Calibration, RowBound: bound, L2: res.L2, WeightL2: res.WeightL2}
 	rep.Config = WithObjPertConfig(trainer.WithoutSections(rep.Config), ran)
 	extra := &ObjPertReport{Method: res.method(), RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
 		L2: res.L2, ExtraL2: res.ExtraL2, WeightL2: res.WeightL2, Choice: choice}
@@ -236,6 +257,9 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		}
 		if res.Mechanism == MechanismGaussian {
 			extra.Delta, extra.NoiseStd = &res.Delta, &res.NoiseStd
+			if res.Calibration == CalibrationProfile { // absent for KST, as reports were before the profile
+				extra.Calibration, extra.JacobianEpsilon = res.Calibration, &res.JacobianEpsilon
+			}
 		}
 	}
 	rep.Extra = trainer.Extras{"objpert": extra}

@@ -131,7 +131,7 @@ func objectivePerturbationLeastSquares(r *rand.Rand, x []float64, n, dim int, y 
 			return d2
 		})
 	}
-	res, b, err := objPertFit(r, x, n, dim, t, opt.ObjPertOptions, 1/h, "least-squares regression weights", minimise)
+	res, b, err := objPertFit(r, x, n, dim, t, opt.ObjPertOptions, 1/h, false, "least-squares regression weights", minimise)
 	if err != nil {
 		return nil, nil, err
 	}
