@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -65,14 +67,19 @@ func majorityError(d *loaders.Dataset) float64 {
 // 1,000-record table (70 % one class) at ε = 1: the receipt states the
 // search's ε, no more than asked and calibrated close to it; the returned
 // model beats the majority class; the report and the progress hold nothing
-// of the trials that were not chosen.
+// of the trials that were not chosen; the outputs land in an --out folder
+// that did not exist (the trials run without one, so Tune makes it).
 func TestTuneDPSGDSyntheticTable(t *testing.T) {
 	var log bytes.Buffer
 	job := tableJob(t, "dpsgd", 1000, 5, -1.2, &log)
+	job.Cfg.Out = filepath.Join(t.TempDir(), "new", "run")
 	rep, err := Tune(context.Background(), job, TuneOptions{MeanTrials: 4,
 		Space: &TuneSpace{LR: []float64{0.01, 0.05}, Epochs: []int{5, 15}, Batch: []int{40, 100}, Clip: []float64{1}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(job.Cfg.Out, ReportFile)); err != nil {
+		t.Errorf("the tuned run's outputs: %v", err)
 	}
 	eps := *rep.Privacy.Epsilon
 	if eps > 1 || eps < 0.99 {
@@ -273,6 +280,25 @@ func TestTuneSplit(t *testing.T) {
 	for i := range d.N() {
 		if seen[[2]float64{d.X[2*i], d.X[2*i+1]}] != 1 {
 			t.Fatalf("record %d appears %d times in the two parts", i, seen[[2]float64{d.X[2*i], d.X[2*i+1]}])
+		}
+	}
+}
+
+// TestDefaultTuneSpaceHoldsSetting: the default space contains the run's
+// own setting, whatever batch and epochs it has (the data-aware rule's
+// batch floor of 16 is not the grid's 8; a caller's --epochs 10 is on
+// neither grid), and no batch above the records a trial trains on.
+func TestDefaultTuneSpaceHoldsSetting(t *testing.T) {
+	for _, c := range []struct{ batch, epochs, n int }{{16, 20, 100}, {250, 10, 1000}, {500, 40, 300}} {
+		cfg := Defaults()
+		cfg.Batch, cfg.Epochs, cfg.LR, cfg.Privacy.Clip = c.batch, c.epochs, 0.1, 0.5
+		s := defaultTuneSpace(cfg, c.n)
+		if !slices.Contains(s.Batch, min(c.batch, c.n)) || !slices.Contains(s.Epochs, c.epochs) ||
+			!slices.Contains(s.LR, 0.1) || !slices.Contains(s.Clip, 0.5) {
+			t.Errorf("%+v: space %+v lacks the run's own setting", c, s)
+		}
+		if err := s.check(c.n); err != nil {
+			t.Errorf("%+v: %v", c, err)
 		}
 	}
 }
