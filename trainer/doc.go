@@ -214,8 +214,9 @@
 //
 // Tune searches the same settings privately (Papernot and Steinke 2022):
 // K ~ truncated negative binomial trials, each a complete private run on
-// the training records minus a held-out fifth that scores it with
-// Gaussian noise; only the best trial is published, and the receipt's ε is
+// the training records, scored by its Gaussian-noised count of correct
+// predictions on those same records (TuneOptions.ValidFrac holds a share
+// out instead); only the best trial is published, and the receipt's ε is
 // Theorem 2's bound on the whole search, accounted in RDP because the
 // theorem is an RDP statement (accounting.TunedRDP). Each trial's σ is
 // calibrated downward until the search meets the target ε.

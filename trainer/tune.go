@@ -4,9 +4,10 @@ package trainer
 // Tuning with Rényi Differential Privacy", ICLR 2022). Choosing a learning
 // rate by looking at test or training results is itself a release of the
 // private records; a search that runs a random number K of complete private
-// trials, scores each privately on held-out TRAINING records and publishes
-// only the best one is private with a modest overhead (Theorem 2), so a
-// tuned run's receipt covers the choice of its hyperparameters too.
+// trials, scores each privately on TRAINING records (never the test split)
+// and publishes only the best one is private with a modest overhead
+// (Theorem 2), so a tuned run's receipt covers the choice of its
+// hyperparameters too.
 
 import (
 	"context"
@@ -14,6 +15,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"time"
 
@@ -34,7 +36,20 @@ type TuneOptions struct {
 	// of a total ε = 1 against 0.48 for the geometric law (η = 1).
 	Eta float64
 	// ValidFrac is the share of the training records held out to score the
-	// trials (0: 0.2). The test split is never used to choose.
+	// trials; 0 (the default) holds none out: every trial trains on all the
+	// training records and is scored on them. The test split is never used
+	// to choose. Scoring on the trained-on records is as private (the
+	// score is a noisy count of sensitivity 1 whichever records it counts,
+	// charged on top of the trial) and, on small tables, much better: on
+	// Communities (1,495 records, ε = 1) a 20 % hold-out left the trials
+	// 1,196 records to train on and a score whose noise alone had standard
+	// deviation 0.08 in accuracy (24 of 299 records), so the search chose
+	// at random among settings 0.03 apart (test error .183 over 6 seeds,
+	// the data-aware default .160); scored on all 1,495 records the noise
+	// is 0.016 and the search chose the best of its trials in 5 of 6 seeds
+	// (.168). A private model's training accuracy is a fair proxy for its
+	// test accuracy because the noise keeps it from fitting single records
+	// (DP bounds the generalisation gap); a hold-out is for models that can.
 	ValidFrac float64
 	// ScoreShare is the share of a trial's Rényi DP (at the order that
 	// attains the search's ε) spent on its noisy validation score (0: 0.1).
@@ -48,9 +63,6 @@ func (o TuneOptions) withDefaults() (TuneOptions, error) {
 	if o.MeanTrials == 0 {
 		o.MeanTrials = 10
 	}
-	if o.ValidFrac == 0 {
-		o.ValidFrac = 0.2
-	}
 	if o.ScoreShare == 0 {
 		o.ScoreShare = 0.1
 	}
@@ -61,8 +73,8 @@ func (o TuneOptions) withDefaults() (TuneOptions, error) {
 	if !(o.Eta > -1) || math.IsInf(o.Eta, 1) {
 		errs.add("Tune.Eta", "must be a finite number > −1 (got %v; 0: logarithmic law, 1: geometric)", o.Eta)
 	}
-	if !(o.ValidFrac > 0 && o.ValidFrac < 1) {
-		errs.add("Tune.ValidFrac", "must be in (0, 1) (got %v)", o.ValidFrac)
+	if !(o.ValidFrac >= 0 && o.ValidFrac < 1) {
+		errs.add("Tune.ValidFrac", "must be in [0, 1) (got %v; 0: score the trials on the records they train on)", o.ValidFrac)
 	}
 	if !(o.ScoreShare > 0 && o.ScoreShare < 1) {
 		errs.add("Tune.ScoreShare", "must be in (0, 1) (got %v)", o.ScoreShare)
@@ -86,15 +98,26 @@ type TuneSpace struct {
 // the data-aware rule and between), 20 or 40 epochs and the clip bound
 // from a third to 3 times cfg's. It stays near the rule's settings because
 // a trial is drawn at random and K is often small (P[K = 1] ≈ 0.27 for the
-// default law): every point of the space must be a reasonable run.
+// default law): every point of the space must be a reasonable run. cfg's
+// own batch (at most n) and epochs are always in it, so the space contains
+// cfg's setting itself, whatever the rule or the caller chose.
 func defaultTuneSpace(cfg Config, n int) TuneSpace {
 	s := TuneSpace{Epochs: []int{20, 40}}
+	if cfg.Epochs >= 1 && !slices.Contains(s.Epochs, cfg.Epochs) {
+		s.Epochs = append(s.Epochs, cfg.Epochs)
+	}
 	for _, f := range []float64{1.0 / 3, 1, 3} {
 		s.LR = append(s.LR, cfg.LR*f)
 	}
+	batches := []int{}
 	for _, q := range []float64{0.05, 0.1, 0.25} {
-		b := min(n, max(8, int(math.Round(q*float64(n)))))
-		if !slices.Contains(s.Batch, b) {
+		batches = append(batches, max(8, int(math.Round(q*float64(n)))))
+	}
+	if cfg.Batch >= 1 {
+		batches = append(batches, cfg.Batch)
+	}
+	for _, b := range batches {
+		if b = min(n, b); !slices.Contains(s.Batch, b) {
 			s.Batch = append(s.Batch, b)
 		}
 	}
@@ -152,8 +175,11 @@ type TuneResult struct {
 	// TrialEpsilon is the ε (at the search's δ, RDP) that the costliest
 	// trial alone would spend, score included.
 	TrialEpsilon float64 `json:"trial_epsilon"`
-	TrainRecords int     `json:"train_records"`      // what a trial trains on
-	ValidRecords int     `json:"validation_records"` // held-out training records that score it
+	TrainRecords int     `json:"train_records"` // what a trial trains on
+	// ValidRecords are the training records that score a trial: held out
+	// (HeldOut), or the TrainRecords it trained on.
+	ValidRecords int  `json:"validation_records"`
+	HeldOut      bool `json:"held_out"`
 	// ScoreNoise is the standard deviation of the Gaussian noise added to
 	// a trial's count of correct validation predictions.
 	ScoreNoise float64    `json:"score_noise_std"`
@@ -366,10 +392,13 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err := accounting.CheckDelta(delta, trainAll.N(), cfg.Privacy.AllowLargeDelta); err != nil {
 		return nil, err
 	}
-	train, valid, err := tuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split"))
-	if err != nil {
-		return nil, err
+	train, valid := trainAll, trainAll
+	if opts.ValidFrac > 0 {
+		if train, valid, err = tuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split")); err != nil {
+			return nil, err
+		}
 	}
+	heldOut := opts.ValidFrac > 0
 	space := defaultTuneSpace(cfg, train.N())
 	if opts.Space != nil {
 		space = *opts.Space
@@ -402,9 +431,13 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each trains on %d records and is scored on %d held-out training records; "+
+	scored := "the same records"
+	if heldOut {
+		scored = fmt.Sprintf("%d held-out training records", valid.N())
+	}
+	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each trains on %d records and is scored on %s; "+
 		"the whole search spends ε = %.4g at δ = %.3g, charged before the first trial\n",
-		k, opts.MeanTrials, train.N(), valid.N(), plan.eps, delta)
+		k, opts.MeanTrials, train.N(), scored, plan.eps, delta)
 	choose := job.Source.Derive("tune/choice")
 	scoreNoise := job.Source.Derive("tune/score")
 	var (
@@ -439,7 +472,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 			i+1, k, plan.eps, cfg.Privacy.Epsilon)
 	}
 	res := TuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
-		TrainRecords: train.N(), ValidRecords: valid.N(), ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestScore, Space: space}
+		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestScore, Space: space}
 	rep, err := tunedReport(bestRep, job, plan, res, delta)
 	if err != nil {
 		return nil, err
@@ -449,6 +482,11 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	if cfg.Out != "" {
+		// Train makes its output folder when it opens metrics.jsonl; the
+		// trials run without one, so the search makes it here.
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			return nil, FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
+		}
 		if err := writeModelOutputs(cfg.Out, rep, bestModel, job); err != nil {
 			return nil, err
 		}
@@ -458,7 +496,10 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 
 // tuneTrial is one complete private run of the search: a fresh model
 // trained on train with setting c (σ fixed by the plan), and its count of
-// correct predictions on valid (exact: the caller noises it).
+// correct predictions on valid (exact: the caller noises it). valid may be
+// train itself: the count has sensitivity 1 either way (one record added
+// or removed changes it by at most one for the released model), and the
+// Gaussian on it composes with the trial's own release.
 func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.Dataset, c TuneChoice, delta float64, i int) (*Report, Model[T], int, error) {
 	cfg := job.Cfg
 	cfg.Epochs, cfg.Batch, cfg.LR, cfg.Privacy.Clip, cfg.Privacy.Sigma = c.Epochs, c.Batch, c.LR, c.Clip, c.Sigma
@@ -529,8 +570,12 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	rep.Train, rep.TrainNotPrivate = nil, false
 	eps, order, valid := plan.eps, plan.order, true
 	mechs := slices.Clone(best.Privacy.Mechanisms)
+	scored := "the training records it trained on"
+	if res.HeldOut {
+		scored = fmt.Sprintf("%d held-out training records", res.ValidRecords)
+	}
 	mechs = append(mechs, accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
-		Steps: 1, Rho: plan.scoreRho, Protects: "the trial's count of correct predictions on the held-out training records"})
+		Steps: 1, Rho: plan.scoreRho, Protects: "the trial's count of correct predictions on " + scored})
 	rc := accounting.Receipt{
 		Epsilon: &eps, Delta: delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
 		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: accounting.SamplingPoisson, RDPValid: &valid,
@@ -542,16 +587,18 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
 		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, σ calibrated so that "+
-		"the costliest alone spends ε = %.4g) scored by its Gaussian-noised accuracy on %d held-out training records; only the "+
+		"the costliest alone spends ε = %.4g) scored by its Gaussian-noised accuracy on %s; only the "+
 		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
 		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
-		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, res.ValidRecords, plan.order))
+		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, scored, plan.order))
 	if best.Privacy.Note != "" {
 		rc.AddNote(best.Privacy.Note)
 	}
 	DeclareNotCovered(&rc, job.Train.N(), job.Preprocess, cfg)
-	rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
-		"are treated as public, as the record count is", res.TrainRecords, res.ValidRecords))
+	if res.HeldOut {
+		rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
+			"are treated as public, as the record count is", res.TrainRecords, res.ValidRecords))
+	}
 	for _, n := range best.Privacy.NotCovered {
 		rc.AddNotCovered(n.Item, n.Detail)
 	}

@@ -27,11 +27,12 @@ func init() {
 func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
 	t := &tuneFlagValues{}
 	fs.BoolVar(&t.on, "tune", false, "choose --lr, --epochs, --batch and --clip by private random search (Papernot & Steinke 2022): "+
-		"a random number of complete private trials, each scored with noise on held-out training records, the best one returned; "+
+		"a random number of complete private trials, each scored with noise on training records (never the test split), the best one returned; "+
 		"the receipt's ε (--epsilon) covers the whole search (dpsgd, dpsgdf, naive)")
 	fs.Float64Var(&t.opts.MeanTrials, "tune-trials", 10, "with --tune: expected number of trials (the number itself is random: its law is part of the privacy analysis)")
 	fs.Float64Var(&t.opts.Eta, "tune-eta", 0, "with --tune: η of the number of trials' truncated negative binomial law (0: logarithmic, 1: geometric)")
-	fs.Float64Var(&t.opts.ValidFrac, "tune-valid-frac", 0.2, "with --tune: share of the training records held out to score the trials")
+	fs.Float64Var(&t.opts.ValidFrac, "tune-valid-frac", 0, "with --tune: share of the training records held out to score the trials "+
+		"(0: none, each trial is scored on the records it trained on)")
 	return t
 }
 

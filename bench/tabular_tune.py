@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""DP-SGD's default against `--tune` on the tables of bench/results/tabular.md.
+
+usage: python3 bench/tabular_tune.py FAIRDP SYN CSV [variant ...]
+
+Runs `FAIRDP train --algo dpsgd [--tune] --dataset D [--schema S] --epsilon E
+--seed S --quiet --out DIR` one at a time (seed s: split seed s and noise
+seed s, as the earlier sections of tabular.md) for every table, ε in
+{0.5, 1, 4} and seed in {1, 2, 3}, and appends one row per run to CSV;
+rows already in CSV are skipped, so an interrupted run resumes. SYN is
+the folder of bench/tabular_synthetic.py's tables (N D POS 1). variant is
+"default" and/or "tune" (both when none is given). FAIRDP_TUNE_SETS (comma
+separated table names as in the CSV's data column) and FAIRDP_TUNE_EPS
+restrict the runs. The majority class's error is computed from the test
+split's counts in report.json. Needs only the standard library.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SYNTH = ["syn_n500_d5_p50_s1", "syn_n5000_d20_p25_s1", "syn_n20000_d100_p10_s1", "syn_n50000_d10_p5_s1"]
+BUILTIN = ["communities", "parkinsons", "credit", "dutch", "adult"]
+FIELDS = ["variant", "data", "epsilon", "seed", "error", "majority", "selection_rate", "dp_violation", "chosen", "trials",
+          "seconds"]
+
+
+def majority(test):
+    """The majority class's test error, from the overall accuracy, TPR and FPR."""
+    o, n = test["overall"], test["n"]
+    acc, tpr, fpr = o["accuracy"], o["tpr"], o["fpr"]
+    pos = (acc - (1 - fpr)) * n / (tpr - 1 + fpr)
+    p = round(pos) / n
+    return min(p, 1 - p)
+
+
+def main():
+    fairdp, syn, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    variants = sys.argv[4:] or ["default", "tune"]
+    sets = [(b, ["--dataset", b]) for b in BUILTIN]
+    sets += [(s, ["--dataset", f"{syn}/{s}.csv", "--schema", f"{syn}/{s}.schema.json"]) for s in SYNTH]
+    if os.environ.get("FAIRDP_TUNE_SETS"):
+        keep = os.environ["FAIRDP_TUNE_SETS"].split(",")
+        sets = [s for s in sets if s[0] in keep]
+    eps = os.environ.get("FAIRDP_TUNE_EPS", "0.5,1,4").split(",")
+    done = set()
+    if os.path.exists(out):
+        with open(out) as f:
+            done = {(r["variant"], r["data"], r["epsilon"], r["seed"]) for r in csv.DictReader(f)}
+    else:
+        with open(out, "w", newline="") as f:
+            csv.writer(f).writerow(FIELDS)
+    for variant in variants:
+        for name, args in sets:
+            for e in eps:
+                for seed in ["1", "2", "3"]:
+                    if (variant, name, e, seed) in done:
+                        continue
+                    with tempfile.TemporaryDirectory() as d:
+                        cmd = [fairdp, "train", "--algo", "dpsgd"] + (["--tune"] if variant == "tune" else [])
+                        cmd += args + ["--epsilon", e, "--seed", seed, "--quiet", "--out", d]
+                        t0 = time.time()
+                        p = subprocess.run(cmd, capture_output=True, text=True)
+                        secs = time.time() - t0
+                        if p.returncode != 0:
+                            print("FAILED", " ".join(cmd), p.stderr[-2000:], file=sys.stderr)
+                            continue
+                        with open(os.path.join(d, "report.json")) as f:
+                            rep = json.load(f)
+                    t = rep["test"]
+                    tune = rep.get("extra", {}).get("tune", {})
+                    c = tune.get("chosen")
+                    chosen = f"lr {c['lr']:.4g} epochs {c['epochs']} batch {c['batch']} clip {c['clip']:.4g}" if c else \
+                        f"lr {rep['lr']:.4g} epochs {rep['epochs']} batch {rep['batch']} clip {rep['config']['privacy']['clip']:.4g}"
+                    row = [variant, name, e, seed, f"{t['error']:.4f}", f"{majority(t):.4f}",
+                           f"{t['overall']['selection_rate']:.4f}", f"{t.get('dp_violation', 0):.4f}", chosen,
+                           tune.get("trials", ""), f"{secs:.1f}"]
+                    with open(out, "a", newline="") as f:
+                        csv.writer(f).writerow(row)
+                    print(",".join(str(x) for x in row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
