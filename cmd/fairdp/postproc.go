@@ -38,7 +38,7 @@ func postprocDefaults(cfg trainer.Config) trainer.Config {
 func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig, delta *float64) {
 	dataFlags(fs, c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "postproc (DP post-processing) or oracle (DP oracle learner)")
-	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates) or fpr (equal false-positive rates)")
+	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates), fpr (equal false-positive rates) or dp (equal positive rates; postproc only)")
 	fs.BoolVar(&j.AllPairs, "all-pairs", j.AllPairs, "constrain every pair of groups, not every group against group 0 (the paper); same for two groups")
 	fs.Float64Var(delta, "delta", -1, "oracle: δ of advanced composition (-1: 1/n² of the training records; 0: basic composition, pure ε-DP)")
 	fs.BoolVar(&c.Privacy.AllowLargeDelta, "allow-large-delta", c.Privacy.AllowLargeDelta, "oracle: accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
@@ -49,8 +49,8 @@ func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig
 	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles")
 	fs.Float64Var(&j.Threshold, "threshold", j.Threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
 	fs.Float64Var(&j.L2, "l2", j.L2, "postproc: L2 penalty of the base logistic regression")
-	fs.StringVar(&j.Base, "base", j.Base, "postproc: base classifier: empty (logistic regression without privacy, the paper's) or objpert (private for whole records: --base-epsilon of the total --epsilon, the rest to post-processing)")
-	fs.Float64Var(&j.BaseEpsilon, "base-epsilon", j.BaseEpsilon, "postproc with --base objpert: the base classifier's share of --epsilon")
+	fs.StringVar(&j.Base, "base", j.Base, "postproc: base classifier: empty (logistic regression without privacy, the paper's), objpert or dpsgd (logistic regression private for whole records: --base-epsilon of the total --epsilon, the rest to post-processing)")
+	fs.Float64Var(&j.BaseEpsilon, "base-epsilon", j.BaseEpsilon, "postproc with --base objpert|dpsgd: the base classifier's part of --epsilon (0: the default share)")
 	fs.StringVar(&j.Scores.File, "scores", j.Scores.File, "postproc: CSV of an external model's scores (one row per record, with a header) instead of --dataset")
 	fs.StringVar(&j.Scores.ScoreColumn, "score-column", j.Scores.ScoreColumn, "postproc: --scores column holding the score")
 	fs.StringVar(&j.Scores.GroupColumn, "group-column", j.Scores.GroupColumn, "postproc: --scores column holding the sensitive group")
@@ -81,7 +81,7 @@ func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocCon
 // defaults, or the --config file's settings); args are the train flags.
 func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
 	c := postprocDefaults(cfg)
-	fs := newFlagSet("train", "train --algo postproc|oracle --gamma G --epsilon E [--dataset adult] [--fairness eo|fpr] [--seed S] [--out D]", stderr)
+	fs := newFlagSet("train", "train --algo postproc|oracle --gamma G --epsilon E [--dataset adult] [--fairness eo|fpr|dp] [--base objpert|dpsgd] [--seed S] [--out D]", stderr)
 	var delta float64
 	j := linear.PostprocConfigOf(c)
 	postprocFlags(fs, &c, &j, &delta)
@@ -126,9 +126,9 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 	}
 	fmt.Fprint(stdout, "expected over the classifier's coins: ")
 	if e := res.ExpectedTrain; e != nil {
-		fmt.Fprintf(stdout, "train error %.4f EO violation %.4f; ", e.Error, e.EOViolation)
+		fmt.Fprintf(stdout, "train error %.4f DP violation %.4f EO violation %.4f; ", e.Error, e.DPViolation, e.EOViolation)
 	}
-	fmt.Fprintf(stdout, "test error %.4f EO violation %.4f\n", res.ExpectedTest.Error, res.ExpectedTest.EOViolation)
+	fmt.Fprintf(stdout, "test error %.4f DP violation %.4f EO violation %.4f\n", res.ExpectedTest.Error, res.ExpectedTest.DPViolation, res.ExpectedTest.EOViolation)
 	fmt.Fprintf(stdout, "%s, %s, %.1f s\n", rep.Algorithm, rep.Model, rep.Seconds)
 	if err := rep.Privacy.WriteText(stdout); err != nil {
 		return err
