@@ -109,10 +109,6 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 			add("Postproc.BaseEpsilon", "must be ≥ 0 (0: the default share) and below a finite total Privacy.Epsilon with a private base, "+
 				"which leaves the rest to post-processing (got %v of %v)", j.BaseEpsilon, cfg.Privacy.Epsilon)
 		}
-		// Quantile bins would be read off the private scores.
-		if j.Bins != 2 {
-			add("Postproc.Bins", "must be 2 with a private base (quantile bin edges would be statistics of the private records)")
-		}
 	default:
 		add("Postproc.Base", "must be empty (non-private logistic regression), objpert or dpsgd (got %q)", j.Base)
 	}
@@ -378,10 +374,15 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 			rep.Config.Privacy.Delta = d.BaseFit.Receipt.Delta // the base's δ, which the receipt states
 		}
 		bins := ThresholdBins(j.Threshold)
-		if j.Bins > 2 {
-			if bins, err = QuantileBins(d.Train.Scores, j.Bins); err != nil {
-				return nil, err
-			}
+		switch {
+		case j.Bins > 2 && d.BaseFit != nil:
+			// Public edges: quantiles would be statistics of the private scores.
+			bins, err = UniformBins(j.Bins)
+		case j.Bins > 2:
+			bins, err = QuantileBins(d.Train.Scores, j.Bins)
+		}
+		if err != nil {
+			return nil, err
 		}
 		binTrain, err := bins.Assign(d.Train.Scores)
 		if err != nil {

@@ -41,6 +41,23 @@ type ScoreBins struct {
 // ThresholdBins is the paper's two bins: Ŷ = 1 when the score is ≥ t.
 func ThresholdBins(t float64) ScoreBins { return ScoreBins{Edges: []float64{t}} }
 
+// UniformBins is k bins of equal width on the probability scale: edges
+// j/k for j = 1..k−1. They read nothing of the data, so a private base's
+// scores can be binned with them at no privacy cost (quantile edges would
+// be statistics of the private scores); they let the LP choose a
+// threshold per group to within 1/k, where the paper's two bins can only
+// flip the base prediction at random.
+func UniformBins(k int) (ScoreBins, error) {
+	if k < 2 {
+		return ScoreBins{}, fmt.Errorf("linear: %d score bins, want at least 2", k)
+	}
+	edges := make([]float64, k-1)
+	for j := range edges {
+		edges[j] = float64(j+1) / float64(k)
+	}
+	return ScoreBins{Edges: edges}, nil
+}
+
 // QuantileBins returns at most k bins with about equally many of the given
 // scores in each (edges at the j/k quantiles; repeated edges are merged, so
 // scores with few distinct values give fewer bins).

@@ -108,7 +108,6 @@ func TestPostProcPrivateBaseRefuses(t *testing.T) {
 			editPostproc(c, func(pc *PostprocConfig) { pc.Base, pc.BaseEpsilon, pc.Fairness = "", 0, "dp" })
 		},
 		"not private":           func(c *trainer.Config) { c.Privacy.Epsilon = math.Inf(1) },
-		"quantile bins":         func(c *trainer.Config) { editPostproc(c, func(pc *PostprocConfig) { pc.Bins = 4 }) },
 		"oracle":                func(c *trainer.Config) { c.Algo = "oracle" },
 		"base ε without a base": func(c *trainer.Config) { editPostproc(c, func(pc *PostprocConfig) { pc.Base = "" }) },
 	} {
@@ -249,5 +248,37 @@ func TestComposeBaseReceipt(t *testing.T) {
 	}
 	if _, err := composeBaseReceipt(&PrivateBaseFit{Receipt: accounting.NotPrivate()}, pp, nil); err == nil {
 		t.Error("a non-private base composed")
+	}
+}
+
+// TestPostProcPrivateBaseBins: with a private base more than two bins are
+// UniformBins (public edges j/K), never quantiles of the private scores;
+// before, a private base refused them. A non-private base keeps quantiles.
+func TestPostProcPrivateBaseBins(t *testing.T) {
+	if _, err := UniformBins(1); err == nil {
+		t.Error("UniformBins(1) accepted")
+	}
+	u, err := UniformBins(4)
+	if err != nil || !slices.Equal(u.Edges, []float64{0.25, 0.5, 0.75}) {
+		t.Fatalf("UniformBins(4) = %v, %v", u.Edges, err)
+	}
+	cfg := privateBaseConfig()
+	editPostproc(&cfg, func(pc *PostprocConfig) { pc.Bins, pc.Fairness, pc.Gamma = 4, "dp", 0 })
+	rep, err := RunPostproc(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := FairExtra(rep)
+	if !slices.Equal(res.Bins, u.Edges) || res.PostProcessing.Cells.Bins != 4 || res.PostProcessing.Slack <= 0 {
+		t.Errorf("private base, 4 bins: edges %v (want %v), slack %v", res.Bins, u.Edges, res.PostProcessing.Slack)
+	}
+	plain := privateBaseConfig()
+	editPostproc(&plain, func(pc *PostprocConfig) { pc.Base, pc.BaseEpsilon, pc.Bins = "", 0, 4 })
+	prep, err := RunPostproc(context.Background(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := FairExtra(prep).Bins; slices.Equal(e, u.Edges) || len(e) != 3 {
+		t.Errorf("non-private base, 4 bins: edges %v, want score quantiles", e)
 	}
 }
