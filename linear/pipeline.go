@@ -89,8 +89,8 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	if j.Scores.File != "" && cfg.Algo == "oracle" {
 		add("Postproc.Scores.File", "is for post-processing only (the oracle learner trains on features)")
 	}
-	if j.Bins < 2 {
-		add("Postproc.Bins", "must be ≥ 2 (got %d)", j.Bins)
+	if j.Bins < 2 && !(j.Bins == 0 && j.Base != "") {
+		add("Postproc.Bins", "must be ≥ 2, or 0 (the default) with a private base (got %d)", j.Bins)
 	}
 	if err == nil && f == DemographicParity && cfg.Algo == "oracle" {
 		add("Postproc.Fairness", "dp is post-processing's; the oracle learner constrains error rates (eo or fpr)")
@@ -345,8 +345,11 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 				b.Method, b.Epsilon, j.Base, baseEpsilon(cfg))
 		}
 		epsilon -= b.Epsilon
-		// The report repeats the split actually run.
+		// The report repeats the split and bins actually run.
 		j.BaseEpsilon = b.Epsilon
+		if j.Bins == 0 {
+			j.Bins = DefaultPrivateBins
+		}
 	}
 	_, src := dpops.NewRand(seed)
 	noise, coins := src.Derive("noise"), src.Derive("predict")

@@ -42,9 +42,20 @@ type PrivateBaseFit struct {
 	Report *trainer.Report
 }
 
-// DefaultBaseShare is the share of the total ε that a private base gets
-// when PostprocConfig.BaseEpsilon is 0 (DefaultBaseEpsilon).
-const DefaultBaseShare = 0.5
+// Defaults of the private pipeline (post-processing on a private base),
+// from the sweep in bench/results/tabular.md ("A fully private fair
+// pipeline").
+const (
+	// DefaultBaseShare is the share of the total ε that a private base
+	// gets when PostprocConfig.BaseEpsilon is 0 (DefaultBaseEpsilon).
+	DefaultBaseShare = 0.5
+	// DefaultPrivateBins is the number of score bins (UniformBins) when
+	// PostprocConfig.Bins is 0 with a private base.
+	DefaultPrivateBins = 4
+	// DefaultPrivateGamma is the command line's γ with a private base
+	// (the library takes PostprocConfig.Gamma as given).
+	DefaultPrivateGamma = 0.02
+)
 
 // DefaultBaseEpsilon is the private base's ε when none is given:
 // DefaultBaseShare of the total ε.

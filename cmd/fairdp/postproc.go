@@ -46,7 +46,7 @@ func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
 	fs.Float64Var(&j.Beta, "beta", j.Beta, "postproc: failure probability of the LP's slack")
-	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles")
+	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles (with --base objpert|dpsgd: public edges j/K)")
 	fs.Float64Var(&j.Threshold, "threshold", j.Threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
 	fs.Float64Var(&j.L2, "l2", j.L2, "postproc: L2 penalty of the base logistic regression")
 	fs.StringVar(&j.Base, "base", j.Base, "postproc: base classifier: empty (logistic regression without privacy, the paper's), objpert or dpsgd (logistic regression private for whole records: --base-epsilon of the total --epsilon, the rest to post-processing)")
@@ -77,6 +77,24 @@ func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocCon
 	c.Privacy.Delta, j.BasicComposition = max(delta, 0), delta == 0
 }
 
+// privateBaseDefaults gives a run with --base objpert|dpsgd the private
+// pipeline's defaults where the flags were not given: the library's bin
+// rule (Bins 0) and linear.DefaultPrivateGamma (the paper's two bins and
+// γ = 0.05 stay the defaults of a non-private base).
+func privateBaseDefaults(fs *flag.FlagSet, j *linear.PostprocConfig) {
+	if j.Base == "" {
+		return
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["bins"] && !given["config"] {
+		j.Bins = 0
+	}
+	if !given["gamma"] && !given["config"] {
+		j.Gamma = linear.DefaultPrivateGamma
+	}
+}
+
 // runPostproc is `fairdp train --algo postproc|oracle ...` from cfg (the
 // defaults, or the --config file's settings); args are the train flags.
 func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
@@ -95,6 +113,7 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 		return err
 	}
 	setPostprocDelta(fs, &c, &j, delta)
+	privateBaseDefaults(fs, &j)
 	c = linear.WithPostprocConfig(c, j)
 	dataOwnTrainFrac(fs, args, &c)
 	if err := configRelativePaths(fs, args, &c); err != nil {
