@@ -26,6 +26,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,4 +160,70 @@ func majorityError(label []int) float64 {
 	}
 	p := float64(pos) / float64(max(1, len(label)))
 	return min(p, 1-p)
+}
+
+// TestTabularFairPrice is the price of parity without privacy: on the
+// same splits, logistic regression fitted without noise and Hardt et
+// al.'s LP at ε = ∞ over 10 score-quantile bins with γ half the base's
+// test DP violation (and 0). Where this costs more than 0.02 of error, no
+// post-processing, private or not, can halve the violation within the
+// done-when's 0.02. Rows in OUT/fair_price.csv (same environment as
+// TestTabularFairPipeline: FAIRDP_FAIR_SETS, FAIRDP_FAIR_SEEDS).
+func TestTabularFairPrice(t *testing.T) {
+	full(t)
+	data := sharedData()
+	out := os.Getenv("FAIRDP_BENCH_OUT")
+	if data == "" || out == "" {
+		t.Skip("needs ../shared/data and FAIRDP_BENCH_OUT")
+	}
+	sets := strings.Split(orDefault(os.Getenv("FAIRDP_FAIR_SETS"), "adult,credit"), ",")
+	seeds, err := strconv.Atoi(orDefault(os.Getenv("FAIRDP_FAIR_SEEDS"), "3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(out, "fair_price.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintln(f, "dataset,seed,base_error,base_dp,gamma,error,dp_violation")
+	for _, path := range sets {
+		set := strings.TrimSuffix(filepath.Base(path), ".csv")
+		for s := 1; s <= seeds; s++ {
+			seed := uint64(s)
+			cfg := trainer.Defaults()
+			cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = "postproc", path, data, &seed, &seed
+			if strings.HasSuffix(path, ".csv") {
+				cfg.Schema, cfg.DataDir = strings.TrimSuffix(path, ".csv")+".schema.json", ""
+			}
+			cfg.Privacy.Epsilon = math.Inf(1)
+			pc := linear.PostprocDefaults()
+			pc.Fairness, pc.Bins = "dp", 10
+			cfg = linear.WithPostprocConfig(cfg, pc)
+			d, err := linear.LoadFairData(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var base metrics.Split
+			for _, half := range []bool{true, false} {
+				if half {
+					rep, err := linear.RunFair(context.Background(), d, linear.WithPostprocConfig(cfg, func() linear.PostprocConfig { p := pc; p.Gamma = 1; return p }()))
+					if err != nil {
+						t.Fatal(err)
+					}
+					base = *linear.FairExtra(rep).BaseTest
+					pc.Gamma = base.DPViolation / 2
+				} else {
+					pc.Gamma = 0
+				}
+				rep, err := linear.RunFair(context.Background(), d, linear.WithPostprocConfig(cfg, pc))
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := linear.FairExtra(rep).ExpectedTest
+				fmt.Fprintf(f, "%s,%d,%.6f,%.6f,%.6f,%.6f,%.6f\n", set, s, base.Error, base.DPViolation, pc.Gamma, x.Error, x.DPViolation)
+				t.Logf("%s seed %d: base %.4f DP %.4f; γ %.4f: error %.4f DP %.4f", set, s, base.Error, base.DPViolation, pc.Gamma, x.Error, x.DPViolation)
+			}
+		}
+	}
 }
