@@ -348,7 +348,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		// The report repeats the split and bins actually run.
 		j.BaseEpsilon = b.Epsilon
 		if j.Bins == 0 {
-			j.Bins = DefaultPrivateBins
+			j.Bins = DefaultPrivateBins(d.Train.N(), epsilon)
 		}
 	}
 	_, src := dpops.NewRand(seed)

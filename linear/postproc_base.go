@@ -49,13 +49,31 @@ const (
 	// DefaultBaseShare is the share of the total ε that a private base
 	// gets when PostprocConfig.BaseEpsilon is 0 (DefaultBaseEpsilon).
 	DefaultBaseShare = 0.5
-	// DefaultPrivateBins is the number of score bins (UniformBins) when
-	// PostprocConfig.Bins is 0 with a private base.
-	DefaultPrivateBins = 4
+	// PrivateBinsBudget is the m·ε of the cell counts (training records
+	// times the post-processing's ε) from which DefaultPrivateBins takes
+	// 4 bins rather than 2.
+	PrivateBinsBudget = 4000
 	// DefaultPrivateGamma is the command line's γ with a private base
 	// (the library takes PostprocConfig.Gamma as given).
 	DefaultPrivateGamma = 0.02
 )
+
+// DefaultPrivateBins is the number of score bins (UniformBins) when
+// PostprocConfig.Bins is 0 with a private base, for m training records and
+// the post-processing's ε: 4 from m·ε = PrivateBinsBudget on, else the
+// paper's 2. More bins let the LP set a threshold per group instead of
+// flipping the base's predictions at random (Adult, 33,916 records, ε = 1
+// half to the base: DP violation .047 at error .168 with 4 bins, .027 at
+// .199 with 2), but PostProcessSlack grows with K − 1, and on small tables
+// the looser LP leaves the base's violation in place (Communities, 1,495
+// records: .41 with 4 bins against .14 with 2 at ε = 1). Both read only
+// public m and ε.
+func DefaultPrivateBins(m int, epsilon float64) int {
+	if float64(m)*epsilon >= PrivateBinsBudget {
+		return 4
+	}
+	return 2
+}
 
 // DefaultBaseEpsilon is the private base's ε when none is given:
 // DefaultBaseShare of the total ε.

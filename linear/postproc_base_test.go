@@ -282,3 +282,31 @@ func TestPostProcPrivateBaseBins(t *testing.T) {
 		t.Errorf("non-private base, 4 bins: edges %v, want score quantiles", e)
 	}
 }
+
+// TestDefaultPrivateBins: Bins 0 with a private base takes
+// DefaultPrivateBins of the training records and the cells' ε (4 public
+// bins from m·ε = PrivateBinsBudget, else 2), and the report records it.
+func TestDefaultPrivateBins(t *testing.T) {
+	if DefaultPrivateBins(33916, 0.5) != 4 || DefaultPrivateBins(1495, 0.5) != 2 || DefaultPrivateBins(4000, 1) != 4 || DefaultPrivateBins(3999, 1) != 2 {
+		t.Error("DefaultPrivateBins does not follow m·ε ≥ PrivateBinsBudget")
+	}
+	cfg := privateBaseConfig() // ε 1.5 for the cells
+	editPostproc(&cfg, func(pc *PostprocConfig) { pc.Bins = 0 })
+	for _, tc := range []struct {
+		limit, bins int
+	}{{2000, 2}, {8000, 4}} { // Limit is the training records
+		cfg.Limit = tc.limit
+		rep, err := RunPostproc(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := PostprocConfigOf(rep.Config).Bins; got != tc.bins || len(FairExtra(rep).Bins) != tc.bins-1 {
+			t.Errorf("limit %d: bins %d (edges %v), want %d", tc.limit, got, FairExtra(rep).Bins, tc.bins)
+		}
+	}
+	plain := privateBaseConfig()
+	editPostproc(&plain, func(pc *PostprocConfig) { pc.Base, pc.BaseEpsilon, pc.Bins = "", 0, 0 })
+	if _, err := LoadFairData(plain); err == nil {
+		t.Error("Bins 0 without a private base accepted")
+	}
+}

@@ -342,7 +342,8 @@ func TestPostprocPrivateBaseDefaults(t *testing.T) {
 		bins  int
 		baseE float64
 	}{
-		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, linear.DefaultPrivateBins, linear.DefaultBaseEpsilon(2)},
+		// 3,000 training records, ε = 1 for the cells: 2 bins by the rule.
+		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, linear.DefaultPrivateBins(3000, 1), linear.DefaultBaseEpsilon(2)},
 		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5"}, 0.1, 2, 1.5},
 		{nil, 0.05, 2, 0},
 	} {
