@@ -39,23 +39,7 @@ import (
 )
 
 func TestTabularFairPipeline(t *testing.T) {
-	full(t)
-	data := sharedData()
-	if data == "" {
-		t.Skip("needs ../shared/data (set FAIRDP_DATA)")
-	}
-	out := os.Getenv("FAIRDP_BENCH_OUT")
-	if out == "" {
-		t.Skip("set FAIRDP_BENCH_OUT to the directory for the results")
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sets := strings.Split(orDefault(os.Getenv("FAIRDP_FAIR_SETS"), "adult,credit"), ",")
-	seeds, err := strconv.Atoi(orDefault(os.Getenv("FAIRDP_FAIR_SEEDS"), "3"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, out, sets, seeds := tabularBench(t, "FAIRDP_FAIR", 3)
 	eps := envFloats(t, "FAIRDP_FAIR_EPS", "0.5,1,4")
 	bases := strings.Split(orDefault(os.Getenv("FAIRDP_FAIR_BASES"), "objpert,dpsgd"), ",")
 	shares := map[string][]float64{
@@ -83,14 +67,8 @@ func TestTabularFairPipeline(t *testing.T) {
 			sampled.Error, sampled.DPViolation, sampled.EOViolation, slack, baseM.Error, baseM.DPViolation, baseM.EOViolation, majority, re, delta)
 	}
 	for _, path := range sets {
-		set := strings.TrimSuffix(filepath.Base(path), ".csv")
 		for s := 1; s <= seeds; s++ {
-			seed := uint64(s)
-			cfg := trainer.Defaults()
-			cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = path, data, &seed, &seed
-			if strings.HasSuffix(path, ".csv") {
-				cfg.Schema, cfg.DataDir = strings.TrimSuffix(path, ".csv")+".schema.json", ""
-			}
+			cfg, set := tabularConfig(trainer.Defaults(), path, data, s)
 			for _, e := range eps {
 				cfg.Privacy.Epsilon = e
 				// The unfair private model: objpert's default.
@@ -170,17 +148,7 @@ func majorityError(label []int) float64 {
 // done-when's 0.02. Rows in OUT/fair_price.csv (same environment as
 // TestTabularFairPipeline: FAIRDP_FAIR_SETS, FAIRDP_FAIR_SEEDS).
 func TestTabularFairPrice(t *testing.T) {
-	full(t)
-	data := sharedData()
-	out := os.Getenv("FAIRDP_BENCH_OUT")
-	if data == "" || out == "" {
-		t.Skip("needs ../shared/data and FAIRDP_BENCH_OUT")
-	}
-	sets := strings.Split(orDefault(os.Getenv("FAIRDP_FAIR_SETS"), "adult,credit"), ",")
-	seeds, err := strconv.Atoi(orDefault(os.Getenv("FAIRDP_FAIR_SEEDS"), "3"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, out, sets, seeds := tabularBench(t, "FAIRDP_FAIR", 3)
 	f, err := os.Create(filepath.Join(out, "fair_price.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -188,15 +156,9 @@ func TestTabularFairPrice(t *testing.T) {
 	defer f.Close()
 	fmt.Fprintln(f, "dataset,seed,base_error,base_dp,gamma,error,dp_violation")
 	for _, path := range sets {
-		set := strings.TrimSuffix(filepath.Base(path), ".csv")
 		for s := 1; s <= seeds; s++ {
-			seed := uint64(s)
-			cfg := trainer.Defaults()
-			cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = "postproc", path, data, &seed, &seed
-			if strings.HasSuffix(path, ".csv") {
-				cfg.Schema, cfg.DataDir = strings.TrimSuffix(path, ".csv")+".schema.json", ""
-			}
-			cfg.Privacy.Epsilon = math.Inf(1)
+			cfg, set := tabularConfig(trainer.Defaults(), path, data, s)
+			cfg.Algo, cfg.Privacy.Epsilon = "postproc", math.Inf(1)
 			pc := linear.PostprocDefaults()
 			pc.Fairness, pc.Bins = "dp", 10
 			cfg = linear.WithPostprocConfig(cfg, pc)
