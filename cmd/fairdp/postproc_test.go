@@ -297,7 +297,8 @@ func TestPostprocErrors(t *testing.T) {
 		want  string
 	}{
 		{false, []string{"--algo", "fermi"}, "--algo must be postproc or oracle"},
-		{false, []string{"--algo", "postproc", "--fairness", "dp"}, "--fairness"},
+		{false, []string{"--algo", "oracle", "--fairness", "dp"}, "--fairness"}, // dp is post-processing's only
+		{false, []string{"--algo", "postproc", "--fairness", "parity"}, "--fairness"},
 		{false, []string{"--algo", "oracle", "--scores", "x.csv"}, "--scores is for post-processing only"},
 		{false, []string{"--algo", "postproc", "--epochs", "3"}, "not defined: -epochs"},
 		{false, []string{"--algo", "postproc", "--gamma", "-1"}, "--gamma"},
