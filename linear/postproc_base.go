@@ -140,8 +140,8 @@ func fitDPSGDBase(cfg trainer.Config, d *FairData, eps float64, r *rand.Rand) (*
 	if err != nil {
 		return nil, err
 	}
-	_, init := dpops.NewRand(seed)
-	m, err := models.New[float64](models.Spec{Arch: "logistic", InShape: []int{d.Train.Dim}, Classes: 2}, init.Derive("init"))
+	_, initSrc := dpops.NewRand(seed)
+	m, err := models.New[float64](models.Spec{Arch: "logistic", InShape: []int{d.Train.Dim}, Classes: 2}, initSrc.Derive("init"))
 	if err != nil {
 		return nil, err
 	}
