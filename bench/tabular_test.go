@@ -87,24 +87,46 @@ func writeSplitCSV(path string, d *loaders.Dataset) error {
 	return f.Close()
 }
 
-func TestTabularObjPert(t *testing.T) {
+// tabularBench is a tabular bench's setup: it skips unless FAIRDP_FULL,
+// the shared data and FAIRDP_BENCH_OUT are there, makes the output
+// directory, and reads the data sets and seed count from PREFIX_SETS and
+// PREFIX_SEEDS (defaults "adult,credit" and seeds).
+func tabularBench(t *testing.T, prefix string, seeds int) (data, out string, sets []string, n int) {
+	t.Helper()
 	full(t)
-	data := sharedData()
+	data = sharedData()
 	if data == "" {
 		t.Skip("needs ../shared/data (set FAIRDP_DATA)")
 	}
-	out := os.Getenv("FAIRDP_BENCH_OUT")
+	out = os.Getenv("FAIRDP_BENCH_OUT")
 	if out == "" {
 		t.Skip("set FAIRDP_BENCH_OUT to the directory for the splits and results")
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sets := strings.Split(orDefault(os.Getenv("FAIRDP_TABULAR_SETS"), "adult,credit"), ",")
-	seeds, err := strconv.Atoi(orDefault(os.Getenv("FAIRDP_TABULAR_SEEDS"), "5"))
+	sets = strings.Split(orDefault(os.Getenv(prefix+"_SETS"), "adult,credit"), ",")
+	n, err := strconv.Atoi(orDefault(os.Getenv(prefix+"_SEEDS"), strconv.Itoa(seeds)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return data, out, sets, n
+}
+
+// tabularConfig is cfg for data set path (a built-in name, or a generated
+// table NAME.csv with NAME.schema.json beside it) with split and noise
+// seed s; it returns the set's short name too.
+func tabularConfig(cfg trainer.Config, path, data string, s int) (trainer.Config, string) {
+	seed := uint64(s)
+	cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = path, data, &seed, &seed
+	if strings.HasSuffix(path, ".csv") { // a generated table (bench/tabular_synthetic.py) and its schema
+		cfg.Schema, cfg.DataDir = strings.TrimSuffix(path, ".csv")+".schema.json", ""
+	}
+	return cfg, strings.TrimSuffix(filepath.Base(path), ".csv")
+}
+
+func TestTabularObjPert(t *testing.T) {
+	data, out, sets, seeds := tabularBench(t, "FAIRDP_TABULAR", 5)
 	eps := append(envFloats(t, "FAIRDP_TABULAR_EPS", "0.5,1,4"), math.Inf(1))
 	l2s := envFloats(t, "FAIRDP_TABULAR_L2", "0")
 	bounds := envFloats(t, "FAIRDP_TABULAR_BOUND", "0")
@@ -122,16 +144,11 @@ func TestTabularObjPert(t *testing.T) {
 	defer res.Close()
 	fmt.Fprintln(res, "dataset,seed,epsilon,mechanism_asked,mechanism,k,w,row_bound,l2,weight_l2,test_error,dp_violation,eo_violation")
 	for _, path := range sets {
-		set := strings.TrimSuffix(filepath.Base(path), ".csv")
 		for s := 1; s <= seeds; s++ {
-			seed := uint64(s)
-			cfg := trainer.Defaults()
-			cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Seed, cfg.SplitSeed = "objpert", path, data, &seed, &seed
-			if strings.HasSuffix(path, ".csv") { // a generated table (bench/tabular_synthetic.py) and its schema
-				cfg.Schema, cfg.DataDir = strings.TrimSuffix(path, ".csv")+".schema.json", ""
-			}
+			cfg, set := tabularConfig(trainer.Defaults(), path, data, s)
+			cfg.Algo = "objpert"
 			// RunObjPert's split: the split seed's "data" stream.
-			_, split := dpops.NewRand(&seed)
+			_, split := dpops.NewRand(cfg.Seed)
 			train, test, _, err := trainer.LoadData(cfg, split.Derive("data"))
 			if err != nil {
 				t.Fatal(err)

@@ -24,9 +24,16 @@
 //     oracle learner's OracleConfig.Fallback (our addition, off by default)
 //     lets a noise-dominated round answer with a constant classifier, so
 //     the private learner need not err far above the majority class.
-//     Post-processing's base classifier may itself be private
-//     (Postproc.Base "objpert"): then the pipeline protects whole records
-//     and one receipt composes the two budgets (privateBaseReceipt).
+//     The LP equalises error rates (--fairness eo, fpr) or positive rates
+//     (dp: Hardt, Price and Srebro 2016's parity constraint, its rates
+//     over both labels, so its slack is doubled). Post-processing's base
+//     classifier may itself be private (postproc_base.go: Postproc.Base
+//     "objpert" or "dpsgd", logistic regression by objective perturbation
+//     or by trainer's DP-SGD): then the pipeline protects whole records,
+//     one receipt composes the two budgets by basic composition
+//     (composeBaseReceipt: (ε₁, δ₁) and ε₂ give (ε₁+ε₂, δ₁)), and more
+//     than two bins are UniformBins (public edges), never quantiles of
+//     the private scores.
 //   - objpert.go, objpert_pipeline.go: private logistic regression by
 //     objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011,
 //     Algorithm 2; pure ε-DP), rows clipped to a public norm bound with the

@@ -26,7 +26,10 @@ import (
 // (rate(a,0) is group a's false-positive rate, rate(a,1) its true-positive
 // rate), and the LP minimises the error subject to |rate(u,y) − rate(v,y)| ≤
 // bound for every compared pair of groups (u, v) and constrained label y, and
-// 0 ≤ p ≤ 1.
+// 0 ≤ p ≤ 1. Demographic parity (Hardt, Price and Srebro 2016's derived predictor
+// under the parity constraint) is the same LP with one rate per group, the positive rate
+// Σ_b p_{b,a} (q(b,a,0) + q(b,a,1)) / (Q(a,0) + Q(a,1)), written with the
+// label anyLabel.
 
 // Fairness says which error rates are equalised across groups.
 type Fairness int
@@ -37,6 +40,11 @@ const (
 	EqualizedOdds Fairness = iota
 	// EqualFPR equalises false-positive rates only (--fairness fpr).
 	EqualFPR
+	// DemographicParity equalises positive rates, over both labels
+	// (--fairness dp): Hardt et al. 2016's LP with the parity constraint
+	// in place of the two error-rate constraints. Post-processing only:
+	// the oracle learner's auditor is written for error rates.
+	DemographicParity
 )
 
 // String is the name ParseFairness accepts.
@@ -46,32 +54,43 @@ func (f Fairness) String() string {
 		return "eo"
 	case EqualFPR:
 		return "fpr"
+	case DemographicParity:
+		return "dp"
 	}
 	return fmt.Sprintf("Fairness(%d)", int(f))
 }
 
-// ParseFairness reads "eo" (equalized odds) or "fpr" (equal false-positive
-// rates), as the --fairness flag.
+// ParseFairness reads "eo" (equalized odds), "fpr" (equal false-positive
+// rates) or "dp" (demographic parity), as the --fairness flag.
 func ParseFairness(s string) (Fairness, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "eo":
 		return EqualizedOdds, nil
 	case "fpr":
 		return EqualFPR, nil
+	case "dp":
+		return DemographicParity, nil
 	}
-	return 0, fmt.Errorf("fairness %q: want eo (equalized odds) or fpr (equal false-positive rates)", s)
+	return 0, fmt.Errorf("fairness %q: want eo (equalized odds), fpr (equal false-positive rates) or dp (demographic parity)", s)
 }
 
+// anyLabel is the "label" of a demographic-parity rate: the positive rate
+// over the records of both labels.
+const anyLabel = -1
+
 // labels are the values of y whose rates are constrained: y = 0 is the
-// false-positive rate, y = 1 the true-positive rate.
+// false-positive rate, y = 1 the true-positive rate, anyLabel the
+// positive rate.
 func (f Fairness) labels() ([]int, error) {
 	switch f {
 	case EqualizedOdds:
 		return []int{0, 1}, nil
 	case EqualFPR:
 		return []int{0}, nil
+	case DemographicParity:
+		return []int{anyLabel}, nil
 	}
-	return nil, fmt.Errorf("linear: unknown fairness %d, want EqualizedOdds or EqualFPR", int(f))
+	return nil, fmt.Errorf("linear: unknown fairness %d, want EqualizedOdds, EqualFPR or DemographicParity", int(f))
 }
 
 // comparison is one constrained difference rate(u, y) − rate(v, y).
@@ -122,6 +141,24 @@ func (c Cells) GroupLabel(a, y int) float64 {
 		s += c.At(b, a, y)
 	}
 	return s
+}
+
+// rateCell is what bin b of group a adds to the rates of label y: q(b, a, y),
+// or for anyLabel q(b, a, 0) + q(b, a, 1).
+func (c Cells) rateCell(b, a, y int) float64 {
+	if y == anyLabel {
+		return c.At(b, a, 0) + c.At(b, a, 1)
+	}
+	return c.At(b, a, y)
+}
+
+// rateTotal is Σ_b rateCell(b, a, y): Q(a, y), or for anyLabel the
+// fraction of records in group a.
+func (c Cells) rateTotal(a, y int) float64 {
+	if y == anyLabel {
+		return c.GroupLabel(a, 0) + c.GroupLabel(a, 1)
+	}
+	return c.GroupLabel(a, y)
 }
 
 func (c Cells) validate() error {
@@ -175,7 +212,7 @@ func SolveHardtLP(c Cells, bound float64, f Fairness, allPairs bool) (LPSolution
 	}
 	for _, cmp := range comps {
 		for _, a := range []int{cmp.u, cmp.v} {
-			if q := c.GroupLabel(a, cmp.y); !(q > 0) {
+			if q := c.rateTotal(a, cmp.y); !(q > 0) {
 				return LPSolution{}, fmt.Errorf("%w: Q(group %d, label %d) = %g", ErrUndefinedRate, a, cmp.y, q)
 			}
 		}
@@ -201,10 +238,10 @@ func SolveHardtLP(c Cells, bound float64, f Fairness, allPairs bool) (LPSolution
 	}
 	for k, cmp := range comps {
 		row := nP + 2*k
-		qu, qv := c.GroupLabel(cmp.u, cmp.y), c.GroupLabel(cmp.v, cmp.y)
+		qu, qv := c.rateTotal(cmp.u, cmp.y), c.rateTotal(cmp.v, cmp.y)
 		for b := range c.Bins {
-			cu := c.At(b, cmp.u, cmp.y) / qu
-			cv := c.At(b, cmp.v, cmp.y) / qv
+			cu := c.rateCell(b, cmp.u, cmp.y) / qu
+			cv := c.rateCell(b, cmp.v, cmp.y) / qv
 			ju, jv := b*c.Groups+cmp.u, b*c.Groups+cmp.v
 			g.Set(row, ju, g.At(row, ju)+cu)
 			g.Set(row, jv, g.At(row, jv)-cv)

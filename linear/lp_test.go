@@ -144,6 +144,13 @@ func vertexOptimum(t *testing.T, c Cells, bound float64, f Fairness, allPairs bo
 		}
 		rows, rhs = append(rows, row, neg), append(rhs, bound, bound)
 	}
+	return bestVertex(c, rows, rhs)
+}
+
+// bestVertex is the smallest LP error (lpError) over the feasible points
+// where n = bins·groups of the constraints rows·p ≤ rhs are active.
+func bestVertex(c Cells, rows [][]float64, rhs []float64) float64 {
+	n := c.Bins * c.Groups
 	best := math.Inf(1)
 	idx := make([]int, n)
 	for i := range idx {
@@ -298,7 +305,7 @@ func TestParseFairness(t *testing.T) {
 		want Fairness
 		ok   bool
 	}{
-		{"eo", EqualizedOdds, true}, {" EO ", EqualizedOdds, true}, {"fpr", EqualFPR, true}, {"dp", 0, false},
+		{"eo", EqualizedOdds, true}, {" EO ", EqualizedOdds, true}, {"fpr", EqualFPR, true}, {"dp", DemographicParity, true}, {"parity", 0, false},
 	} {
 		got, err := ParseFairness(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {

@@ -160,6 +160,9 @@ func (c OracleConfig) withDefaults(n int) (OracleConfig, error) {
 	}
 	if _, err := c.Fairness.labels(); err != nil {
 		errs = append(errs, err)
+	} else if c.Fairness == DemographicParity {
+		// The auditor's multipliers index (group, label) counts.
+		errs = append(errs, errors.New("fairness dp: the oracle learner constrains error rates (eo or fpr); demographic parity is post-processing's"))
 	}
 	if !slices.Contains(OracleFallbacks, c.Fallback) {
 		errs = append(errs, fmt.Errorf("fallback = %q, want one of %q", c.Fallback, OracleFallbacks))

@@ -51,9 +51,12 @@ type FairData struct {
 	Preprocess json.RawMessage
 	Base       *LinearClassifier
 	// PrivateBase is the base fitted by objective perturbation
-	// (Postproc.Base "objpert"; Base holds its weights): RunFair charges
-	// its budget in the run's receipt.
+	// (Postproc.Base "objpert"; Base holds its weights).
 	PrivateBase *ObjPertResult
+	// BaseFit is any private base (Postproc.Base "objpert" or "dpsgd";
+	// Base holds its weights): RunFair charges its budget in the run's
+	// receipt.
+	BaseFit *PrivateBaseFit
 }
 
 // FairSplit is one split: n × Dim features (nil with external scores),
@@ -86,28 +89,28 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	if j.Scores.File != "" && cfg.Algo == "oracle" {
 		add("Postproc.Scores.File", "is for post-processing only (the oracle learner trains on features)")
 	}
-	if j.Bins < 2 {
-		add("Postproc.Bins", "must be ≥ 2 (got %d)", j.Bins)
+	if j.Bins < 2 && !(j.Bins == 0 && j.Base != "") {
+		add("Postproc.Bins", "must be ≥ 2, or 0 (the default) with a private base (got %d)", j.Bins)
+	}
+	if err == nil && f == DemographicParity && cfg.Algo == "oracle" {
+		add("Postproc.Fairness", "dp is post-processing's; the oracle learner constrains error rates (eo or fpr)")
 	}
 	switch j.Base {
 	case "":
 		if j.BaseEpsilon != 0 {
-			add("Postproc.BaseEpsilon", "is read only with Postproc.Base objpert (got %v)", j.BaseEpsilon)
+			add("Postproc.BaseEpsilon", "is read only with Postproc.Base objpert or dpsgd (got %v)", j.BaseEpsilon)
 		}
-	case "objpert":
+	case BaseObjPert, BaseDPSGD:
 		if cfg.Algo != "postproc" || j.Scores.File != "" {
-			add("Postproc.Base", "objpert is the base classifier of post-processing on a data set, not of the oracle or of external scores")
+			add("Postproc.Base", "%s is the base classifier of post-processing on a data set, not of the oracle or of external scores", j.Base)
 		}
-		if !(j.BaseEpsilon > 0 && j.BaseEpsilon < cfg.Privacy.Epsilon) || math.IsInf(cfg.Privacy.Epsilon, 1) {
-			add("Postproc.BaseEpsilon", "must be > 0 and below the total Privacy.Epsilon with a private base, which leaves the rest "+
-				"to post-processing (got %v of %v)", j.BaseEpsilon, cfg.Privacy.Epsilon)
-		}
-		// Quantile bins would be read off the private scores.
-		if j.Bins != 2 {
-			add("Postproc.Bins", "must be 2 with a private base (quantile bin edges would be statistics of the private records)")
+		// BaseEpsilon 0 takes DefaultBaseEpsilon of the total.
+		if !(j.BaseEpsilon >= 0 && j.BaseEpsilon < cfg.Privacy.Epsilon) || math.IsInf(cfg.Privacy.Epsilon, 1) {
+			add("Postproc.BaseEpsilon", "must be ≥ 0 (0: the default share) and below a finite total Privacy.Epsilon with a private base, "+
+				"which leaves the rest to post-processing (got %v of %v)", j.BaseEpsilon, cfg.Privacy.Epsilon)
 		}
 	default:
-		add("Postproc.Base", "must be empty (non-private logistic regression) or objpert (got %q)", j.Base)
+		add("Postproc.Base", "must be empty (non-private logistic regression), objpert or dpsgd (got %q)", j.Base)
 	}
 	if !(j.Gamma >= 0) || math.IsInf(j.Gamma, 1) {
 		add("Postproc.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
@@ -171,16 +174,12 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	// The base classifier never sees the sensitive attribute: loaders keep
 	// it out of the features.
 	var base LinearClassifier
-	if pc.Base == "objpert" {
+	if pc.Base != "" {
 		// Its noise comes from the run's seed, not the split's.
-		_, noise := dpops.NewRand(cfg.Seed)
-		pb, err := ObjectivePerturbation(noise.Derive("base"), d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label,
-			ObjPertOptions{Epsilon: pc.BaseEpsilon, RowBound: DefaultRowBound(d.Train.Dim)})
-		if err != nil {
+		if d.BaseFit, err = fitPrivateBase(cfg, d); err != nil {
 			return nil, fmt.Errorf("private base classifier: %w", err)
 		}
-		base.W = append([]float64{pb.Intercept}, pb.Weights...)
-		d.PrivateBase = pb
+		base.W = d.BaseFit.W
 	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, pc.L2); err != nil {
 		return nil, fmt.Errorf("base classifier: %w", err)
 	}
@@ -339,13 +338,18 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	}
 	start := time.Now()
 	j, epsilon, seed := PostprocConfigOf(cfg), cfg.Privacy.Epsilon, cfg.Seed
-	if d.PrivateBase != nil {
+	if b := d.BaseFit; b != nil {
 		// A private base spent its share of the total ε already.
-		if cfg.Algo != "postproc" || j.Base != "objpert" || j.BaseEpsilon != d.PrivateBase.Epsilon {
-			return nil, fmt.Errorf("linear: the data were loaded with a private base of ε = %g, the configuration asks for base %q at ε = %g",
-				d.PrivateBase.Epsilon, j.Base, j.BaseEpsilon)
+		if cfg.Algo != "postproc" || j.Base != b.Method || baseEpsilon(cfg) != b.Epsilon {
+			return nil, fmt.Errorf("linear: the data were loaded with a private %s base of ε = %g, the configuration asks for base %q at ε = %g",
+				b.Method, b.Epsilon, j.Base, baseEpsilon(cfg))
 		}
-		epsilon -= d.PrivateBase.Epsilon
+		epsilon -= b.Epsilon
+		// The report repeats the split and bins actually run.
+		j.BaseEpsilon = b.Epsilon
+		if j.Bins == 0 {
+			j.Bins = DefaultPrivateBins(d.Train.N(), epsilon)
+		}
 	}
 	_, src := dpops.NewRand(seed)
 	noise, coins := src.Derive("noise"), src.Derive("predict")
@@ -361,15 +365,27 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	rep.Config.Privacy.Clip, rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, 0, ""
 	rep.Config.Federation = trainer.FederationConfig{}
 	rep.Config = trainer.WithoutSections(rep.Config, PostprocSectionKey)
+	if d.BaseFit != nil {
+		rep.Config = WithPostprocConfig(rep.Config, j)
+	}
 
 	switch cfg.Algo {
 	case "postproc":
-		rep.Config.Privacy.Delta, rep.Config.Privacy.AllowLargeDelta = 0, false // pure ε-DP
+		if d.BaseFit == nil || d.BaseFit.Receipt.Delta == 0 {
+			rep.Config.Privacy.Delta, rep.Config.Privacy.AllowLargeDelta = 0, false // pure ε-DP
+		} else {
+			rep.Config.Privacy.Delta = d.BaseFit.Receipt.Delta // the base's δ, which the receipt states
+		}
 		bins := ThresholdBins(j.Threshold)
-		if j.Bins > 2 {
-			if bins, err = QuantileBins(d.Train.Scores, j.Bins); err != nil {
-				return nil, err
-			}
+		switch {
+		case j.Bins > 2 && d.BaseFit != nil:
+			// Public edges: quantiles would be statistics of the private scores.
+			bins, err = UniformBins(j.Bins)
+		case j.Bins > 2:
+			bins, err = QuantileBins(d.Train.Scores, j.Bins)
+		}
+		if err != nil {
+			return nil, err
 		}
 		binTrain, err := bins.Assign(d.Train.Scores)
 		if err != nil {
@@ -387,16 +403,16 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		if rec, err = pp.Receipt(seed); err != nil {
 			return nil, err
 		}
-		if d.PrivateBase != nil {
-			if rec, err = privateBaseReceipt(d.PrivateBase, pp, seed); err != nil {
+		if d.BaseFit != nil {
+			if rec, err = composeBaseReceipt(d.BaseFit, pp, seed); err != nil {
 				return nil, err
 			}
 		}
 		res.PostProcessing, res.Bins = pp, bins.Edges
 		baseName := "scores from " + d.Name
 		switch {
-		case d.PrivateBase != nil:
-			baseName = fmt.Sprintf("logistic regression by objective perturbation (ε = %g) without the sensitive attribute", d.PrivateBase.Epsilon)
+		case d.BaseFit != nil:
+			baseName = d.BaseFit.Description + " without the sensitive attribute"
 		case d.Base != nil:
 			baseName = "logistic regression without the sensitive attribute"
 		}
@@ -461,7 +477,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		res.Model = map[string]any{"groups": d.GroupNames, "mixture": or.Model}
 	}
 	trainer.DeclareNotCovered(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
-	if cfg.Algo == "postproc" && rec.Private() && d.PrivateBase == nil {
+	if cfg.Algo == "postproc" && rec.Private() && d.BaseFit == nil {
 		what := "the external model's scores (Postproc.Scores) are taken as given"
 		if d.Base != nil {
 			what = "the base logistic regression was fitted on the training records WITHOUT privacy"
@@ -514,44 +530,6 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	rep.Extra = trainer.Extras{"jagielski": res}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
-}
-
-// privateBaseReceipt is the receipt of post-processing on a private base:
-// both releases charged to one pure accountant (basic composition), for
-// whole records. The cell counts stay ε-DP under that adjacency: replacing
-// one record moves one count from one (bin, group, label) cell to another,
-// L1 sensitivity 2 as when only its group changes, and its bin is a
-// function of the released base model and its own features.
-func privateBaseReceipt(base *ObjPertResult, pp *PostProcessResult, seed *uint64) (accounting.Receipt, error) {
-	if base.acct == nil || pp.acct == nil {
-		return accounting.Receipt{}, errors.New("linear: a private base needs private post-processing (finite ε for both)")
-	}
-	acct := &accounting.Pure{}
-	for _, m := range append(base.acct.Spends(), pp.acct.Spends()...) {
-		var err error
-		if m.Kind == accounting.KindLaplace {
-			err = acct.SpendLaplace(m.Sensitivity, m.Sensitivity/m.Epsilon, m.Protects)
-		} else {
-			err = acct.Spend(m.Epsilon, m.Protects)
-		}
-		if err != nil {
-			return accounting.Receipt{}, err
-		}
-	}
-	rec, err := acct.Receipt(0, accounting.RunInfo{Scope: accounting.ScopeAll, Seed: seed})
-	if err != nil {
-		return accounting.Receipt{}, err
-	}
-	baseRec, err := base.Receipt(seed)
-	if err != nil {
-		return accounting.Receipt{}, err
-	}
-	rec.Sampling = "none"
-	rec.Note = fmt.Sprintf("every attribute is protected: the base classifier is ε = %g-DP (%s) and the post-processing's "+
-		"Laplace cell counts ε = %g-DP for whole records (substituting a record moves one count between two cells); "+
-		"basic composition", base.Epsilon, ObjPertMethod, pp.acct.Epsilon())
-	rec.NotCovered = append(rec.NotCovered, baseRec.NotCovered...)
-	return rec, nil
 }
 
 // baseRates scores the base prediction Ŷ = [score ≥ threshold].

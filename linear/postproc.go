@@ -41,6 +41,23 @@ type ScoreBins struct {
 // ThresholdBins is the paper's two bins: Ŷ = 1 when the score is ≥ t.
 func ThresholdBins(t float64) ScoreBins { return ScoreBins{Edges: []float64{t}} }
 
+// UniformBins is k bins of equal width on the probability scale: edges
+// j/k for j = 1..k−1. They read nothing of the data, so a private base's
+// scores can be binned with them at no privacy cost (quantile edges would
+// be statistics of the private scores); they let the LP choose a
+// threshold per group to within 1/k, where the paper's two bins can only
+// flip the base prediction at random.
+func UniformBins(k int) (ScoreBins, error) {
+	if k < 2 {
+		return ScoreBins{}, fmt.Errorf("linear: %d score bins, want at least 2", k)
+	}
+	edges := make([]float64, k-1)
+	for j := range edges {
+		edges[j] = float64(j+1) / float64(k)
+	}
+	return ScoreBins{Edges: edges}, nil
+}
+
 // QuantileBins returns at most k bins with about equally many of the given
 // scores in each (edges at the j/k quantiles; repeated edges are merged, so
 // scores with few distinct values give fewer bins).
@@ -120,6 +137,9 @@ func CountCells(bin, group, label []int, bins, groups int) ([]float64, error) {
 //	slack = 4(K−1) ln(2K|A|/β) / (min Q̃(a,y) · m · ε)
 //
 // For the paper's K = 2 bins this is Jagielski et al.'s 4 ln(4|A|/β)/(min q̃ m ε).
+// Demographic parity's rates are over a group's records of both labels:
+// PostProcess passes the smallest noisy group fraction as minQ and doubles
+// the result, since each of its cells sums two noisy ones.
 // (Derivation for K bins: a union bound puts every one of the 2K|A| cells
 // within 2 ln(2K|A|/β)/(mε) of its true value; a post-processed rate
 // Σ_b p_b q(b,a,y)/Q(a,y) then moves by at most (K−1) times that over Q(a,y),
@@ -146,7 +166,8 @@ type PostProcessConfig struct {
 	// Beta is the slack's failure probability in (0, 1); 0 means
 	// DefaultBeta.
 	Beta float64
-	// Fairness: EqualizedOdds (FPR and TPR) or EqualFPR.
+	// Fairness: EqualizedOdds (FPR and TPR), EqualFPR or
+	// DemographicParity (positive rates).
 	Fairness Fairness
 	// AllPairs constrains every pair of groups rather than every group
 	// against group 0 (the paper); see comparisons.
@@ -322,7 +343,7 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 	minQ := math.Inf(1)
 	for a := range groups {
 		for _, y := range ys {
-			minQ = min(minQ, res.Cells.GroupLabel(a, y))
+			minQ = min(minQ, res.Cells.rateTotal(a, y))
 		}
 	}
 	switch {
@@ -334,6 +355,12 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 		return res, nil
 	default:
 		res.Slack = PostProcessSlack(minQ, m, cfg.Epsilon, cfg.Beta, bins, groups)
+		if cfg.Fairness == DemographicParity {
+			// A positive rate's cells are sums of two noisy cells (both
+			// labels), each within the union bound's radius, so the rate
+			// moves by up to twice as much over its group's fraction.
+			res.Slack *= 2
+		}
 	}
 	sol, err := SolveHardtLP(res.Cells, cfg.Gamma+res.Slack, cfg.Fairness, cfg.AllPairs)
 	if err != nil {
@@ -379,19 +406,26 @@ type GroupRates struct {
 	N   int      `json:"n"`
 	FPR *float64 `json:"fpr"`
 	TPR *float64 `json:"tpr"`
+	// PositiveRate is the expected fraction predicted positive (nil for
+	// a group with no records).
+	PositiveRate *float64 `json:"positive_rate,omitempty"`
 }
 
 // ExpectedRates are the exact expectations, over a randomised classifier's
-// coin flips, of its error and equalized-odds quantities on a data set.
+// coin flips, of its error, equalized-odds and demographic-parity
+// quantities on a data set.
 // They are what the LP constrains (sampled predictions add binomial noise of
 // order 1/√n on top).
 type ExpectedRates struct {
 	Error float64 `json:"error"`
 	// EOViolation is the larger of FPRGap and TPRGap: the largest pairwise
 	// difference, as metrics.EqualizedOdds.
-	EOViolation float64      `json:"eo_violation"`
-	FPRGap      float64      `json:"fpr_gap"`
-	TPRGap      float64      `json:"tpr_gap"`
+	EOViolation float64 `json:"eo_violation"`
+	FPRGap      float64 `json:"fpr_gap"`
+	TPRGap      float64 `json:"tpr_gap"`
+	// DPViolation is the largest pairwise difference of the groups'
+	// positive rates, as metrics.DemographicParity.
+	DPViolation float64      `json:"dp_violation"`
 	Groups      []GroupRates `json:"groups"`
 }
 
@@ -427,11 +461,19 @@ func ExpectedMetrics(prob []float64, label, group []int, groups int) (ExpectedRa
 		}
 	}
 	out.Error /= float64(len(prob))
+	// gap is the largest difference of the groups' rates over the
+	// records of label y (anyLabel: of both labels).
 	gap := func(y int) float64 {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for a := range groups {
-			if cnt[a][y] > 0 {
-				r := pos[a][y] / float64(cnt[a][y])
+			p, c := 0.0, 0
+			if y == anyLabel {
+				p, c = pos[a][0]+pos[a][1], cnt[a][0]+cnt[a][1]
+			} else {
+				p, c = pos[a][y], cnt[a][y]
+			}
+			if c > 0 {
+				r := p / float64(c)
 				lo, hi = min(lo, r), max(hi, r)
 			}
 		}
@@ -447,10 +489,15 @@ func ExpectedMetrics(prob []float64, label, group []int, groups int) (ExpectedRa
 			v := pos[a][1] / float64(cnt[a][1])
 			g.TPR = &v
 		}
+		if g.N > 0 {
+			v := (pos[a][0] + pos[a][1]) / float64(g.N)
+			g.PositiveRate = &v
+		}
 		out.Groups[a] = g
 	}
 	out.FPRGap, out.TPRGap = gap(0), gap(1)
 	out.EOViolation = max(out.FPRGap, out.TPRGap)
+	out.DPViolation = gap(anyLabel)
 	return out, nil
 }
 

@@ -29,7 +29,7 @@ func WithPostprocConfig(cfg trainer.Config, p PostprocConfig) trainer.Config {
 // Privacy.AllowLargeDelta.
 type PostprocConfig struct {
 	Gamma    float64 `json:"gamma"`     // allowed difference γ of the equalised rates
-	Fairness string  `json:"fairness"`  // "eo" (false- and true-positive rates) or "fpr" (false-positive rates)
+	Fairness string  `json:"fairness"`  // "eo" (false- and true-positive rates), "fpr" (false-positive rates) or "dp" (positive rates; post-processing only)
 	AllPairs bool    `json:"all_pairs"` // constrain every pair of groups, not every group against group 0
 	// Post-processing: failure probability of the LP's slack, score bins
 	// (2: Ŷ = [score ≥ Threshold]; more: quantiles), the base logistic
@@ -40,12 +40,14 @@ type PostprocConfig struct {
 	L2        float64      `json:"l2"`
 	Scores    ScoresConfig `json:"scores,omitzero"`
 	// Base is post-processing's base classifier: "" (plain logistic
-	// regression fitted without privacy, the paper's setting) or
-	// "objpert" (logistic regression by objective perturbation at
-	// BaseEpsilon, pure ε-DP for whole records, so the pipeline protects
-	// every attribute). Privacy.Epsilon is then the total: the base
-	// spends BaseEpsilon of it, post-processing the rest, and the receipt
-	// composes the two.
+	// regression fitted without privacy, the paper's setting), "objpert"
+	// (logistic regression by objective perturbation at BaseEpsilon, pure
+	// ε-DP for whole records) or "dpsgd" (logistic regression by DP-SGD
+	// at BaseEpsilon and Privacy.Delta, (ε, δ)-DP for whole records); with
+	// either the pipeline protects every attribute. Privacy.Epsilon is
+	// then the total: the base spends BaseEpsilon of it (0:
+	// DefaultBaseEpsilon), post-processing the rest, and the receipt
+	// composes the two (composeBaseReceipt).
 	Base        string  `json:"base,omitempty"`
 	BaseEpsilon float64 `json:"base_epsilon,omitempty"`
 	// Oracle learner: rounds T, the largest ‖λ‖₁ B of the auditor,

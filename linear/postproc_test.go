@@ -343,8 +343,15 @@ func TestExpectedMetricsMatchesMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		sp := metrics.Evaluate(pred, label, group, 2, nil)
-		if math.Abs(got.Error-sp.Error) > 1e-12 || math.Abs(got.EOViolation-sp.EOViolation) > 1e-12 {
-			t.Errorf("trial %d: expected error/EO %v/%v, metrics %v/%v", trial, got.Error, got.EOViolation, sp.Error, sp.EOViolation)
+		if math.Abs(got.Error-sp.Error) > 1e-12 || math.Abs(got.EOViolation-sp.EOViolation) > 1e-12 ||
+			math.Abs(got.DPViolation-sp.DPViolation) > 1e-12 {
+			t.Errorf("trial %d: expected error/EO/DP %v/%v/%v, metrics %v/%v/%v", trial, got.Error, got.EOViolation, got.DPViolation,
+				sp.Error, sp.EOViolation, sp.DPViolation)
+		}
+		for a, g := range got.Groups {
+			if g.PositiveRate == nil || math.Abs(*g.PositiveRate-sp.Groups[a].SelectionRate) > 1e-12 {
+				t.Errorf("trial %d group %d: positive rate %v, selection rate %v", trial, a, g.PositiveRate, sp.Groups[a].SelectionRate)
+			}
 		}
 	}
 	// Group 0: y=0 with p 0.2, y=1 with p 0.9; group 1: y=0 with p 0.5 and 0.3.

@@ -97,6 +97,7 @@ var contractRuns = []struct {
 	{"steffle", []string{"--epochs", "1", "--limit", "1200", "--seed", "9", "--epsilon", "3", "--silos", "2"}},
 	{"postproc", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--gamma", "0.05"}},
 	{"postproc", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--gamma", "0.05", "--base", "objpert", "--base-epsilon", "1"}},
+	{"postproc", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--gamma", "0", "--base", "dpsgd", "--fairness", "dp"}},
 	{"oracle", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--rounds", "5", "--delta", "1e-7"}},
 	{"oracle", []string{"--limit", "3000", "--seed", "9", "--epsilon", "3", "--rounds", "5", "--delta", "1e-7", "--fallback", "cost"}},
 	{"tailoring", []string{"--seed", "9", "--rho", "2", "--trials", "2", "--groups", "400,50,100", "--slopes", "0,-4,4", "--steps", "20"}},
@@ -141,6 +142,11 @@ func TestReportContract(t *testing.T) {
 					// objpert's default chose the Gaussian mechanism ((ε, δ)-DP,
 					// δ = 1/n²) on this wide table.
 					algo = "gaussian objpert"
+				}
+				if pc, _ := cfg["jagielski"].(map[string]any); pc["base"] == "dpsgd" {
+					// DP-SGD's (ε, δ) composed with the pure cell counts: δ is
+					// DP-SGD's default 1/n², recorded as used.
+					algo = "postproc on dpsgd"
 				}
 				switch algo {
 				case "postproc", "objpert":

@@ -37,7 +37,7 @@ func postprocDefaults(cfg trainer.Config) trainer.Config {
 func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig, delta *float64) {
 	dataFlags(fs, c)
 	fs.StringVar(&c.Algo, "algo", c.Algo, "postproc (DP post-processing) or oracle (DP oracle learner)")
-	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates) or fpr (equal false-positive rates)")
+	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates), fpr (equal false-positive rates) or dp (equal positive rates; postproc only)")
 	fs.BoolVar(&j.AllPairs, "all-pairs", j.AllPairs, "constrain every pair of groups, not every group against group 0 (the paper); same for two groups")
 	fs.Float64Var(delta, "delta", -1, "oracle: δ of advanced composition (-1: 1/n² of the training records; 0: basic composition, pure ε-DP)")
 	fs.BoolVar(&c.Privacy.AllowLargeDelta, "allow-large-delta", c.Privacy.AllowLargeDelta, "oracle: accept δ ≥ 1/n (a weak guarantee; the receipt says so)")
@@ -45,11 +45,11 @@ func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
 	fs.Float64Var(&j.Beta, "beta", j.Beta, "postproc: failure probability of the LP's slack")
-	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles")
+	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles (with --base objpert|dpsgd: public edges j/K)")
 	fs.Float64Var(&j.Threshold, "threshold", j.Threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
 	fs.Float64Var(&j.L2, "l2", j.L2, "postproc: L2 penalty of the base logistic regression")
-	fs.StringVar(&j.Base, "base", j.Base, "postproc: base classifier: empty (logistic regression without privacy, the paper's) or objpert (private for whole records: --base-epsilon of the total --epsilon, the rest to post-processing)")
-	fs.Float64Var(&j.BaseEpsilon, "base-epsilon", j.BaseEpsilon, "postproc with --base objpert: the base classifier's share of --epsilon")
+	fs.StringVar(&j.Base, "base", j.Base, "postproc: base classifier: empty (logistic regression without privacy, the paper's), objpert or dpsgd (logistic regression private for whole records: --base-epsilon of the total --epsilon, the rest to post-processing)")
+	fs.Float64Var(&j.BaseEpsilon, "base-epsilon", j.BaseEpsilon, "postproc with --base objpert|dpsgd: the base classifier's part of --epsilon (0: the default share)")
 	fs.StringVar(&j.Scores.File, "scores", j.Scores.File, "postproc: CSV of an external model's scores (one row per record, with a header) instead of --dataset")
 	fs.StringVar(&j.Scores.ScoreColumn, "score-column", j.Scores.ScoreColumn, "postproc: --scores column holding the score")
 	fs.StringVar(&j.Scores.GroupColumn, "group-column", j.Scores.GroupColumn, "postproc: --scores column holding the sensitive group")
@@ -76,11 +76,29 @@ func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocCon
 	c.Privacy.Delta, j.BasicComposition = max(delta, 0), delta == 0
 }
 
+// privateBaseDefaults gives a run with --base objpert|dpsgd the private
+// pipeline's defaults where the flags were not given: the library's bin
+// rule (Bins 0) and linear.DefaultPrivateGamma (the paper's two bins and
+// γ = 0.05 stay the defaults of a non-private base).
+func privateBaseDefaults(fs *flag.FlagSet, j *linear.PostprocConfig) {
+	if j.Base == "" {
+		return
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["bins"] && !given["config"] {
+		j.Bins = 0
+	}
+	if !given["gamma"] && !given["config"] {
+		j.Gamma = linear.DefaultPrivateGamma
+	}
+}
+
 // runPostproc is `fairdp train --algo postproc|oracle ...` from cfg (the
 // defaults, or the --config file's settings); args are the train flags.
 func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error {
 	c := postprocDefaults(cfg)
-	fs := newFlagSet("train", "train --algo postproc|oracle --gamma G --epsilon E [--dataset adult] [--fairness eo|fpr] [--seed S] [--out D]", stderr)
+	fs := newFlagSet("train", "train --algo postproc|oracle --gamma G --epsilon E [--dataset adult] [--fairness eo|fpr|dp] [--base objpert|dpsgd] [--seed S] [--out D]", stderr)
 	var delta float64
 	j := linear.PostprocConfigOf(c)
 	postprocFlags(fs, &c, &j, &delta)
@@ -94,6 +112,7 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 		return err
 	}
 	setPostprocDelta(fs, &c, &j, delta)
+	privateBaseDefaults(fs, &j)
 	c = linear.WithPostprocConfig(c, j)
 	dataOwnTrainFrac(fs, args, &c)
 	if err := configRelativePaths(fs, args, &c); err != nil {
@@ -125,9 +144,9 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 	}
 	fmt.Fprint(stdout, "expected over the classifier's coins: ")
 	if e := res.ExpectedTrain; e != nil {
-		fmt.Fprintf(stdout, "train error %.4f EO violation %.4f; ", e.Error, e.EOViolation)
+		fmt.Fprintf(stdout, "train error %.4f DP violation %.4f EO violation %.4f; ", e.Error, e.DPViolation, e.EOViolation)
 	}
-	fmt.Fprintf(stdout, "test error %.4f EO violation %.4f\n", res.ExpectedTest.Error, res.ExpectedTest.EOViolation)
+	fmt.Fprintf(stdout, "test error %.4f DP violation %.4f EO violation %.4f\n", res.ExpectedTest.Error, res.ExpectedTest.DPViolation, res.ExpectedTest.EOViolation)
 	fmt.Fprintf(stdout, "%s, %s, %.1f s\n", rep.Algorithm, rep.Model, rep.Seconds)
 	if err := rep.Privacy.WriteText(stdout); err != nil {
 		return err

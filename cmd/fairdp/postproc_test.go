@@ -297,7 +297,8 @@ func TestPostprocErrors(t *testing.T) {
 		want  string
 	}{
 		{false, []string{"--algo", "fermi"}, "--algo must be postproc or oracle"},
-		{false, []string{"--algo", "postproc", "--fairness", "dp"}, "--fairness"},
+		{false, []string{"--algo", "oracle", "--fairness", "dp"}, "--fairness"}, // dp is post-processing's only
+		{false, []string{"--algo", "postproc", "--fairness", "parity"}, "--fairness"},
 		{false, []string{"--algo", "oracle", "--scores", "x.csv"}, "--scores is for post-processing only"},
 		{false, []string{"--algo", "postproc", "--epochs", "3"}, "not defined: -epochs"},
 		{false, []string{"--algo", "postproc", "--gamma", "-1"}, "--gamma"},
@@ -310,6 +311,50 @@ func TestPostprocErrors(t *testing.T) {
 		_, err := runPostprocArgs(t, tc.sweep, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestPostprocPrivateBaseDefaults: --base dpsgd without --gamma, --bins
+// and --base-epsilon runs the private pipeline's defaults (γ =
+// linear.DefaultPrivateGamma, linear.DefaultPrivateBins public bins, the
+// default share of ε) and records them, where a run without a base keeps
+// the paper's γ = 0.05 and two bins; given flags win.
+func TestPostprocPrivateBaseDefaults(t *testing.T) {
+	read := func(dir string) linear.PostprocConfig {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Config struct {
+				Jagielski linear.PostprocConfig `json:"jagielski"`
+			} `json:"config"`
+		}
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep.Config.Jagielski
+	}
+	for _, tc := range []struct {
+		args  []string
+		gamma float64
+		bins  int
+		baseE float64
+	}{
+		// 3,000 training records, ε = 1 for the cells: 2 bins by the rule.
+		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, linear.DefaultPrivateBins(3000, 1), linear.DefaultBaseEpsilon(2)},
+		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5"}, 0.1, 2, 1.5},
+		{nil, 0.05, 2, 0},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"--algo", "postproc", "--epsilon", "2", "--seed", "4", "--limit", "3000", "--quiet", "--out", dir, "--overwrite"}, tc.args...)
+		if out, err := runPostprocArgs(t, false, args...); err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, out)
+		}
+		if got := read(dir); got.Gamma != tc.gamma || got.Bins != tc.bins || got.BaseEpsilon != tc.baseE {
+			t.Errorf("%v: γ %v bins %d base ε %v, want %v, %d, %v", tc.args, got.Gamma, got.Bins, got.BaseEpsilon, tc.gamma, tc.bins, tc.baseE)
 		}
 	}
 }
