@@ -155,7 +155,7 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 		return 0, err
 	}
 	net, d := f.net, f.dev
-	n, slot, err := net.upload(x, labels)
+	n, slot, err := net.upload(x, labels, nil)
 	if err != nil {
 		return 0, err
 	}

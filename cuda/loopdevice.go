@@ -129,7 +129,7 @@ func (d *TrainerDevice) Step(x []float32, labels []int32, s devstep.DPSGD) (floa
 		step.Seed = NewNoiseSeed(s.Noise)
 	}
 	if g := s.Group; g != nil {
-		step.Group = &GroupClip{Groups: g.Groups, Count: g.Count, Rule: func(above, atMost []int32) (GroupRule, error) {
+		step.Group = &GroupClip{Groups: g.Groups, Count: g.Count, OnDevice: g.OnDevice, Rule: func(above, atMost []int32) (GroupRule, error) {
 			r, err := g.Rule(above, atMost)
 			return GroupRule(r), err
 		}}
