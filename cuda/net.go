@@ -575,12 +575,13 @@ func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
 }
 
 // tf32Device is a Device whose GEMMs can use TF32 tensor cores (the
-// Driver); the emulator's GEMMs are the CPU BLAS in FP32, so TF32 is a
-// no-op there.
+// Driver), or round their inputs to TF32 as those do (the Emulator, so that
+// TF32's effect on results shows without a GPU).
 type tf32Device interface{ SetTF32(on bool) error }
 
 // SetTF32 makes the step's forward and backward GEMMs use TF32 tensor
-// cores where the device has them (a no-op on the emulated device). The
+// cores where the device has them (inputs rounded to TF32 on the emulated
+// device). The
 // GEMMs that form the released sums (a linear layer's clipped gradient, a
 // convolution's clipped sum of its per-sample gradients, and every GEMM
 // after a DP-FERMI step's host half) stay FP32: each sample's contribution
