@@ -330,10 +330,13 @@ type Pending struct {
 	slot int
 	n    int
 	// head is the bytes of the result slot before the clip check and the
-	// loss (a group rule's values, DeviceNet.deviceRule), and after reads
-	// them once the clip check has passed.
-	head  int64
-	after func(head []byte) error
+	// loss (a group rule's values, DeviceNet.deviceRule; DP-FERMI's sums,
+	// DeviceFermi.stepAsync), and after reads them, with the step's loss,
+	// once the clip check has passed. unchecked: the step had no clip
+	// check (a DP-FERMI step without a clipped pass).
+	head      int64
+	after     func(head []byte, loss float64) error
+	unchecked bool
 	// done: the result is known (a step that read it mid-step).
 	done bool
 	loss float64
@@ -367,19 +370,21 @@ func (p *Pending) wait() (float64, error) {
 		return 0, err
 	}
 	bad, badBound, loss := parseBack(b[p.head:])
-	if err := checkFlags(bad, badBound, p.n); err != nil {
-		p.net.opt.steps-- // the update kernels skipped the step
-		p.err = err
-		return 0, err
-	}
-	if p.after != nil {
-		if err := p.after(b[:p.head]); err != nil {
+	if !p.unchecked {
+		if err := checkFlags(bad, badBound, p.n); err != nil {
+			p.net.opt.steps-- // the update kernels skipped the step
 			p.err = err
 			return 0, err
 		}
 	}
 	if p.n > 0 {
 		p.loss = float64(loss)
+	}
+	if p.after != nil {
+		if err := p.after(b[:p.head], p.loss); err != nil {
+			p.err = err
+			return 0, err
+		}
 	}
 	return p.loss, nil
 }

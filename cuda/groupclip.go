@@ -224,7 +224,7 @@ func (net *DeviceNet) deviceRule(g *GroupClip, threshold float64, n, slot int, p
 	}
 	vals := 2*k + 1 + released(r, k)
 	p.head = (int64(8*vals) + 7) &^ 7
-	p.after = func(head []byte) error {
+	p.after = func(head []byte, _ float64) error {
 		out := unsafe.Slice((*float64)(unsafe.Pointer(&head[0])), vals)
 		rel := append([]float64(nil), out[2*k+1:]...) // the pinned slot is reused
 		host, err := r.Done(rel)

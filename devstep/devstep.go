@@ -130,6 +130,13 @@ type FermiStep struct {
 	// LR is the rate of θ's update. The loop leaves it 0: a device sets it
 	// from the optimizer it was loaded with (trainer.Device.Load).
 	LR float32
+	// Noise, when set, is the run's noise stream: the device draws θ's
+	// noise key from it when it issues the step, so that the step need not
+	// wait for its host half (which draws W's noise from the same stream
+	// after it, as the CPU step does) and the host half comes back with
+	// the step's result, a step later. Nil: the key is drawn in the host
+	// half (Device.FermiStep's finish), mid-step.
+	Noise *rand.Rand
 }
 
 // Mats is the number of W matrices.
