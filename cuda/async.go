@@ -24,9 +24,13 @@ import (
 //     trainer reads step t's result after it has issued step t+1
 //     (TrainerDevice.Step), so the device always has work queued.
 //
-// A step whose host code needs values mid-step (a group clip's counts,
-// DP-FERMI's sums) reads them, with the clip check and the loss, in one
-// copy and one wait.
+// A step whose host code needs values mid-step (a group clip without a
+// DeviceRule: its counts; a DP-FERMI plan without a noise stream: its
+// sums) reads them, with the clip check and the loss, in one copy and one
+// wait. The trainer's steps need none: a group rule runs on the device and
+// brings what it released back with the result (the head of a result
+// slot, read by Pending.after), and DP-FERMI's host half runs when its
+// step's result is read.
 //
 // The invariant that makes two slots enough: step t may be issued only
 // once step t-2's result has been read (Pending.Wait), so everything of

@@ -54,7 +54,8 @@ func (d *TrainerDevice) Name() string {
 
 // SetTF32 makes the model's forward and backward GEMMs use TF32 tensor
 // cores (DeviceNet.SetTF32: the released sums stay FP32, so the clip bound
-// holds); a no-op on the emulated device. Call it before Load.
+// holds); the emulated device rounds the GEMMs' inputs to TF32 instead.
+// Call it before Load.
 func (d *TrainerDevice) SetTF32(on bool) error {
 	if d.net != nil {
 		return errors.New("cuda: TrainerDevice.SetTF32 after Load")

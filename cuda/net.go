@@ -371,8 +371,10 @@ func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, e
 
 // StepAsync queues Step's work and returns without waiting for the device:
 // the result comes back into pinned memory (Pending.Wait). With a group
-// clip the policy's counts are read mid-step, with the clip check and the
-// loss, in one wait, and the Pending is already resolved.
+// clip whose rule runs on the device (GroupClip.OnDevice) the rule's
+// released counts come back with it; with a host rule the policy's counts
+// are read mid-step, with the clip check and the loss, in one wait, and
+// the Pending is already resolved.
 func (net *DeviceNet) StepAsync(x []float32, labels []int32, s DPSGDStep) (*Pending, error) {
 	var p *Pending
 	err := onDevice(net.dev, func() (err error) {
