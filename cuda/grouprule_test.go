@@ -1,3 +1,9 @@
+//go:build !cuda
+
+// Not in the cuda build: these tests import package dpsgdf (the slow path),
+// whose code would take the GPU bundle's cuda.test over the bundle's size
+// limit; the emulated device runs them on the same kernel source.
+
 package cuda
 
 import (

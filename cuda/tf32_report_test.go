@@ -1,3 +1,8 @@
+//go:build cudaemu && !cuda
+
+// Only on the emulated device (where TF32 is the emulator's rounding), and
+// out of the GPU bundle's cuda.test: it imports the trainer and the models.
+
 package cuda
 
 import (
