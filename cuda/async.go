@@ -24,9 +24,13 @@ import (
 //     trainer reads step t's result after it has issued step t+1
 //     (TrainerDevice.Step), so the device always has work queued.
 //
-// A step whose host code needs values mid-step (a group clip's counts,
-// DP-FERMI's sums) reads them, with the clip check and the loss, in one
-// copy and one wait.
+// A step whose host code needs values mid-step (a group clip without a
+// DeviceRule: its counts; a DP-FERMI plan without a noise stream: its
+// sums) reads them, with the clip check and the loss, in one copy and one
+// wait. The trainer's steps need none: a group rule runs on the device and
+// brings what it released back with the result (the head of a result
+// slot, read by Pending.after), and DP-FERMI's host half runs when its
+// step's result is read.
 //
 // The invariant that makes two slots enough: step t may be issued only
 // once step t-2's result has been read (Pending.Wait), so everything of
@@ -47,11 +51,18 @@ type stepIO struct {
 	owed     [2]bool           // slot k's result is queued and not yet read
 	turn     int               // the slot of the next step
 	ready    bool              // the events exist
+	// A step's small inputs besides the batch (a group clip's groups and
+	// count noise, DP-FERMI's groups, W and 1/√p̂) go up with it: packed
+	// after the labels in the staging buffer and uploaded in one copy into
+	// device slot extra[k] (in mem), extraCap bytes each.
+	extra    [2]DevicePtr
+	extraCap int64
+	mem      arena
 }
 
 // init creates the events.
 func (io *stepIO) init(dev Device) error {
-	io.dev = dev
+	io.dev, io.mem.dev = dev, dev
 	var errs []error
 	for k := range 2 {
 		for _, e := range []*Event{&io.upload[k], &io.used[k], &io.backEv[k]} {
@@ -74,16 +85,73 @@ func (io *stepIO) grow(c int, xBytes int64) error {
 		return err
 	}
 	io.capacity, io.xBytes = 0, xBytes
+	if err := io.allocStage(c); err != nil {
+		return err
+	}
+	io.capacity = c
+	io.usedOnce = [2]bool{}
+	return nil
+}
+
+// allocStage allocates the two staging buffers for c samples and the
+// extra payload.
+func (io *stepIO) allocStage(c int) error {
 	for k := range 2 {
-		p, err := io.dev.HostAlloc(max(int64(c)*(xBytes+4), 8))
+		p, err := io.dev.HostAlloc(max(int64(c)*(io.xBytes+4)+io.extraCap, 8))
 		if err != nil {
 			return err
 		}
 		io.stage[k] = p
 	}
-	io.capacity = c
-	io.usedOnce = [2]bool{}
 	return nil
+}
+
+// growExtra makes room for an extra payload of b bytes: it waits for the
+// device (an upload from the old staging buffers may be in flight), then
+// makes both staging buffers and both device slots larger.
+func (io *stepIO) growExtra(b int64) error {
+	if err := io.dev.Synchronize(); err != nil {
+		return err
+	}
+	if err := errors.Join(io.freeStage(), io.mem.freeFrom(0)); err != nil {
+		return err
+	}
+	io.extraCap = (b + b/4 + 255) &^ 255
+	var err error
+	io.extra[0], io.extra[1] = io.mem.alloc(int(io.extraCap), &err), io.mem.alloc(int(io.extraCap), &err)
+	if err == nil {
+		err = io.allocStage(io.capacity)
+	}
+	io.usedOnce = [2]bool{}
+	return err
+}
+
+// payload packs a step's extra inputs for put, each part at an 8-byte
+// boundary; at says where a part lands in the device slot.
+type payload struct{ b []byte }
+
+// add appends bytes (n of them at p) and returns their offset.
+func (pl *payload) add(p unsafe.Pointer, n int) int64 {
+	off := (len(pl.b) + 7) &^ 7
+	pl.b = append(pl.b[:len(pl.b)], make([]byte, off-len(pl.b))...)
+	if n > 0 {
+		pl.b = append(pl.b, unsafe.Slice((*byte)(p), n)...)
+	}
+	return int64(off)
+}
+
+func (pl *payload) int32s(v []int32) int64 {
+	if len(v) == 0 {
+		return pl.add(nil, 0)
+	}
+	return pl.add(unsafe.Pointer(&v[0]), 4*len(v))
+}
+
+func (pl *payload) float64s(v []float64) int64 {
+	if len(v) == 0 {
+		return pl.add(nil, 0)
+	}
+	return pl.add(unsafe.Pointer(&v[0]), 8*len(v))
 }
 
 func (io *stepIO) freeStage() error {
@@ -97,22 +165,30 @@ func (io *stepIO) freeStage() error {
 	return errors.Join(errs...)
 }
 
-// put uploads a batch into slot k: the host writes the staging buffer,
+// put uploads a batch and the step's extra payload (packed by payload,
+// landing in extra[k]) into slot k: the host writes the staging buffer,
 // the copy stream uploads it once the step that last read the slot is
 // done, and the compute stream waits for the upload.
-func (io *stepIO) put(k int, x []float32, labels []int32) error {
+func (io *stepIO) put(k int, x []float32, labels []int32, extra []byte) error {
 	if io.owed[k] {
 		return errors.New("cuda: DeviceNet: a step was issued before the result of the step two before it was read (Pending.Wait)")
 	}
 	n := len(labels)
-	xb, lb := 4*int64(len(x)), 4*int64(n)
+	xb, lb, eb := 4*int64(len(x)), 4*int64(n), int64(len(extra))
 	if n > io.capacity || xb > int64(io.capacity)*io.xBytes {
 		return fmt.Errorf("cuda: DeviceNet: a batch of %d samples in staging for %d", n, io.capacity)
+	}
+	if eb > io.extraCap {
+		if err := io.growExtra(eb); err != nil {
+			return err
+		}
 	}
 	stage := io.stage[k]
 	copy(unsafe.Slice((*float32)(stage), len(x)), x)
 	labAt := unsafe.Add(stage, int(int64(io.capacity)*io.xBytes))
 	copy(unsafe.Slice((*int32)(labAt), n), labels)
+	extraAt := unsafe.Add(labAt, 4*io.capacity)
+	copy(unsafe.Slice((*byte)(extraAt), eb), extra)
 	d := io.dev
 	if io.usedOnce[k] {
 		if err := d.WaitEvent(CopyStream, io.used[k]); err != nil {
@@ -126,6 +202,11 @@ func (io *stepIO) put(k int, x []float32, labels []int32) error {
 	}
 	if lb > 0 {
 		if err := d.CopyToDeviceAsync(io.lab[k], labAt, lb, CopyStream); err != nil {
+			return err
+		}
+	}
+	if eb > 0 {
+		if err := d.CopyToDeviceAsync(io.extra[k], extraAt, eb, CopyStream); err != nil {
 			return err
 		}
 	}
@@ -215,7 +296,7 @@ func (io *stepIO) close() error {
 	if io.dev == nil {
 		return nil
 	}
-	errs := []error{io.freeStage()}
+	errs := []error{io.freeStage(), io.mem.freeFrom(0)}
 	for j, p := range io.back {
 		if p != nil {
 			errs = append(errs, io.dev.HostFree(p))
@@ -252,6 +333,14 @@ type Pending struct {
 	net  *DeviceNet
 	slot int
 	n    int
+	// head is the bytes of the result slot before the clip check and the
+	// loss (a group rule's values, DeviceNet.deviceRule; DP-FERMI's sums,
+	// DeviceFermi.stepAsync), and after reads them, with the step's loss,
+	// once the clip check has passed. unchecked: the step had no clip
+	// check (a DP-FERMI step without a clipped pass).
+	head      int64
+	after     func(head []byte, loss float64) error
+	unchecked bool
 	// done: the result is known (a step that read it mid-step).
 	done bool
 	loss float64
@@ -284,14 +373,22 @@ func (p *Pending) wait() (float64, error) {
 		p.err = err
 		return 0, err
 	}
-	bad, badBound, loss := parseBack(b)
-	if err := checkFlags(bad, badBound, p.n); err != nil {
-		p.net.opt.steps-- // the update kernels skipped the step
-		p.err = err
-		return 0, err
+	bad, badBound, loss := parseBack(b[p.head:])
+	if !p.unchecked {
+		if err := checkFlags(bad, badBound, p.n); err != nil {
+			p.net.opt.steps-- // the update kernels skipped the step
+			p.err = err
+			return 0, err
+		}
 	}
 	if p.n > 0 {
 		p.loss = float64(loss)
+	}
+	if p.after != nil {
+		if err := p.after(b[:p.head], p.loss); err != nil {
+			p.err = err
+			return 0, err
+		}
 	}
 	return p.loss, nil
 }

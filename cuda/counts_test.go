@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/fairdp/fairdp/devstep"
 )
 
 // countDevice is a Device that counts what a step asks of a GPU without
@@ -240,7 +242,7 @@ func TestStepCallBudget(t *testing.T) {
 		calls, syncs int
 		algo         string
 	}{{"mnist-cnn", 256, 60, 0, "dpsgd"}, {"vgg", 64, 150, 0, "dpsgd"}, {"logistic", 256, 20, 0, "dpsgd"},
-		{"logistic", 256, 20, 0, "sgd"}, {"mnist-cnn", 64, 70, 1, "dpsgdf"}, {"mnist-cnn", 64, 75, 1, "fermi"}} {
+		{"logistic", 256, 20, 0, "sgd"}, {"mnist-cnn", 64, 70, 0, "dpsgdf"}, {"mnist-cnn", 64, 75, 0, "fermi"}} {
 		dev, _, err := countStep(plans[c.model], c.algo, c.n)
 		if err != nil {
 			t.Fatal(err)
@@ -293,16 +295,25 @@ func countStep(plan cnnPlan, algo string, n int) (*countDevice, int64, error) {
 		case "dpsgd":
 			p, err = net.StepAsync(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise)})
 		case "dpsgdf":
-			rule := func(above, atMost []int32) (GroupRule, error) {
-				return GroupRule{Bounds: []float64{1, 1}, Weights: []float64{1, 1}, NoiseStd: 1}, nil
-			}
-			_, err = net.Step(x, y, DPSGDStep{Clip: 1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise),
-				Group: &GroupClip{Groups: groups32, Count: 2, Rule: rule}})
+			// The rule on the device, as the trainer runs DPSGD-F and Naive;
+			// nothing runs here, so the device's rule comes back as zeros.
+			rule := &DeviceRule{C0: 1, Batch: float64(n), Strength: 1, Sigma: 1, Noise: make([]float64, 4),
+				Done: func([]float64) (devstep.GroupRule, error) {
+					return devstep.GroupRule{Bounds: make([]float64, 2), Weights: make([]float64, 2)}, nil
+				}}
+			p, err = net.StepAsync(x, y, DPSGDStep{Clip: 1, Scale: 1.0 / float64(n), LR: 0.01, Seed: NewNoiseSeed(noise),
+				Group: &GroupClip{Groups: groups32, Count: 2, OnDevice: rule}})
 		case "fermi":
 			s := FermiStep{Groups: 2, Classes: l, W: make([]float64, 2*l), InvSqrt: []float64{1.4, 1.4},
 				Clip: 1, WWeight: 0.1, NoiseStd: 1, Scale: 1.0 / float64(n), LR: 0.01,
 				Clipped: FermiPass{On: true, Loss: 1, Fair: 1, Part: FermiFull}}
-			_, err = fermi.Step(x, y, groups, s, func(FermiSums) (NoiseSeed, error) { return NewNoiseSeed(noise), nil })
+			// As the trainer runs it: θ's key drawn when the step is issued,
+			// the host half when its result is read (before the next step).
+			seed := NewNoiseSeed(noise)
+			err = onDevice(dev, func() (err error) {
+				p, err = fermi.stepAsync(x, y, groups, s, seed, func(FermiSums) error { return nil })
+				return err
+			})
 		default:
 			err = fmt.Errorf("algorithm %q", algo)
 		}

@@ -32,9 +32,13 @@
 //     (Optimizer: plain SGD, momentum or Adam, nn's conventions) stay on the
 //     device. A step's clip is flat, or a group policy's (GroupClip: DPSGD-F,
 //     Naive): the device counts each group's norms above and at most the
-//     threshold, only those 2K counts come back, the policy (trainer's
-//     ClipPolicy, the one copy of its maths) returns a bound and a weight per
-//     group, and the device clips with them. DeviceConv is its convolution
+//     threshold and, given the counts' noise the policy drew before the step
+//     (DeviceRule), releases the noisy counts and computes the bounds, the
+//     weights and the noise std itself (fairdp_group_rule, package dpsgdf's
+//     maths operation for operation); the released counts come back with the
+//     step's result to the policy's own code, whose rule must agree bit for
+//     bit. (A policy with no DeviceRule gets the counts mid-step and returns
+//     a bound and a weight per group.) DeviceConv is its convolution
 //     layer (forward, input gradient, per-sample gradients by one
 //     strided-batched GEMM, their norms and clipped sum; the unfolded input
 //     in a scratch the net's convolutions share, walked in chunks; with or
@@ -43,10 +47,14 @@
 //     double-buffered memory on a copy stream, its clip check and loss come
 //     back asynchronously (StepAsync, Pending; the trainer reads step t's
 //     once step t+1 is queued), and the clip check guards the update
-//     kernels on the device (async.go). DPSGD-F and DP-FERMI wait once,
-//     mid-step, for what their host code decides on. SetTF32 puts the
-//     forward and backward GEMMs on TF32 tensor cores, the released sums
-//     staying FP32.
+//     kernels on the device (async.go). DPSGD-F and Naive wait for nothing
+//     either; a DP-FERMI step's sums come back with its result and its host
+//     half (W's ascent) runs when that is read, before the next step is
+//     planned. A step's small inputs (groups, count noise, W) go up with its
+//     batch. SetTF32 puts the forward and backward GEMMs on TF32 tensor
+//     cores, the released sums staying FP32; the emulated device rounds
+//     the GEMMs' inputs to TF32 then (RoundTF32), so its effect on results
+//     shows without a GPU.
 //   - DeviceFermi runs DP-FERMI's steps (package fermi; Lowy et al. 2022) on a
 //     DeviceNet: kernels/ermi.cu computes the ERMI regularizer's per-sample
 //     gradients with respect to the logits and to the small matrix W from

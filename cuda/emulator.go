@@ -83,6 +83,7 @@ type Emulator struct {
 	allocs    []emuAlloc // sorted by base
 	kernels   map[string]emuKernel
 	closed    bool
+	tf32      bool // SetTF32: Sgemm's inputs rounded to TF32 first
 }
 
 type emuAlloc struct {
@@ -280,10 +281,40 @@ func (e *Emulator) Launch(kernel string, grid, block Dim3, sharedBytes int, args
 	return nil
 }
 
-// Sgemm implements Device with the CPU BLAS.
+// Sgemm implements Device with the CPU BLAS; with SetTF32 on, A and B
+// are rounded to TF32 first (RoundTF32) and the products accumulate in
+// FP32, as cuBLAS's TF32 tensor-core mode does.
 func (e *Emulator) Sgemm(ta, tb Transpose, m, n, k int, alpha float32, a DevicePtr, lda int, b DevicePtr, ldb int,
 	beta float32, c DevicePtr, ldc int) error {
-	return emuGemm(e, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, backend.Implementation().Sgemm)
+	gemm := rowMajorGemm[float32](backend.Implementation().Sgemm)
+	if e.tf32 {
+		gemm = tf32Inputs(gemm)
+	}
+	return emuGemm(e, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, gemm)
+}
+
+// SetTF32 sets the emulated device's math mode as the Driver's sets
+// cuBLAS's (CUBLAS_TF32_TENSOR_OP_MATH when on): Sgemm and SgemmStrided
+// then round their inputs to TF32, so that a run with TF32 on the emulated
+// device shows what the rounding does to a model's results (its speed
+// needs a GPU). Dgemm is unaffected, as in cuBLAS.
+func (e *Emulator) SetTF32(on bool) error {
+	e.tf32 = on
+	return nil
+}
+
+// tf32Inputs is gemm on copies of A and B rounded to TF32.
+func tf32Inputs(gemm rowMajorGemm[float32]) rowMajorGemm[float32] {
+	round := func(v []float32) []float32 {
+		r := make([]float32, len(v))
+		for i, x := range v {
+			r[i] = RoundTF32(x)
+		}
+		return r
+	}
+	return func(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+		gemm(tA, tB, m, n, k, alpha, round(a), lda, round(b), ldb, beta, c, ldc)
+	}
 }
 
 // Dgemm implements Device with the CPU BLAS.

@@ -39,15 +39,16 @@ type DeviceFermi struct {
 	capacity   int
 	width      int // k·l, for the sizes the buffers were made for
 	mats       int
-	groups     DevicePtr // n ints
+	groups     DevicePtr // n ints, in the step's input slot (payload)
 	dl         DevicePtr // ∂ℓ_i/∂z, n×logits
 	dzExact    DevicePtr // the Exact pass's output gradient when both passes are on
 	wClip      DevicePtr // per-sample W gradients, n×width doubles, each pass
 	wExact     DevicePtr
 	psi        DevicePtr // n doubles
-	w, inv     DevicePtr // W and 1/sqrt(p̂)
+	w, inv     DevicePtr // W and 1/sqrt(p̂), in the step's input slot (payload)
 	sums       DevicePtr // [WClipped | WExact | Σψ | clipped count]
 	stepGroups []int32
+	pl         payload   // the batch's groups, W and 1/sqrt(p̂), uploaded with it
 	back       []float64 // the host's copy of sums
 	released   bool
 }
@@ -84,9 +85,9 @@ func (f *DeviceFermi) grow(n int, s FermiStep) error {
 		return err
 	}
 	var err error
-	f.groups, f.dl, f.dzExact = f.alloc(4*c, &err), f.alloc(4*c*out, &err), f.alloc(4*c*out, &err)
+	f.dl, f.dzExact = f.alloc(4*c*out, &err), f.alloc(4*c*out, &err)
 	f.wClip, f.wExact, f.psi = f.alloc(8*c*width, &err), f.alloc(8*c*width, &err), f.alloc(8*c, &err)
-	f.w, f.inv, f.sums = f.alloc(8*mats*width, &err), f.alloc(8*mats*s.Groups, &err), f.alloc(8*(2*mats*width+2), &err)
+	f.sums = f.alloc(8*(2*mats*width+2), &err)
 	if err != nil {
 		return err
 	}
@@ -146,42 +147,92 @@ func (f *DeviceFermi) Step(x []float32, labels []int32, groups []int, s FermiSte
 	return loss, err
 }
 
-// step is Step, on the device's thread (host runs there too).
+// step is Step, on the device's thread (host runs there too): the step
+// waits mid-step for the sums, which the host turns into θ's noise key.
 func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiStep, host func(FermiSums) (NoiseSeed, error)) (float64, error) {
-	if f.released {
-		return 0, errors.New("cuda: DeviceFermi used after Close")
-	}
-	if err := f.check(s, labels, groups); err != nil {
-		return 0, err
-	}
-	net, d := f.net, f.dev
-	n, slot, err := net.upload(x, labels)
+	n, slot, err := f.issue(x, labels, groups, s)
 	if err != nil {
 		return 0, err
 	}
-	if err := f.grow(n, s); err != nil {
+	// The sums, the clip check (checked before the host sees the sums, as
+	// on the CPU; set only by the clipped pass) and the loss: one copy and
+	// the step's one wait.
+	raw, loss, err := f.net.readChecked(slot, n, s.Clipped.On, hostRange{f.sums, int64(8 * len(f.back))})
+	if err != nil {
 		return 0, err
 	}
+	sums := f.parseSums(raw, n, loss, s)
+	seed, err := host(sums)
+	if err != nil {
+		return 0, err
+	}
+	// No wait at the end: the next step's read (or Params) comes after this
+	// one's update on the stream.
+	return sums.Loss, f.release(s, seed, n, slot, false)
+}
+
+// stepAsync queues a whole DP-FERMI step whose θ noise key (seed) the
+// host drew when it issued it, and waits for nothing: the sums come back
+// with the clip check and the loss into the step's result slot, queued
+// before θ's release, and the Pending hands them to host when it is read
+// (the host's half of the step, a step late: W's ascent, which the next
+// step's W needs, so that one is planned only after this one's Pending
+// was read). The clip check guards θ's update on the device, as a DP-SGD
+// step's does.
+func (f *DeviceFermi) stepAsync(x []float32, labels []int32, groups []int, s FermiStep, seed NoiseSeed, host func(FermiSums) error) (*Pending, error) {
+	n, slot, err := f.issue(x, labels, groups, s)
+	if err != nil {
+		return nil, err
+	}
+	net := f.net
+	head := int64(8 * len(f.back))
+	if err := net.io.queueBack(slot, hostRange{f.sums, head}, hostRange{net.bad, flagsAndLoss}); err != nil {
+		return nil, err
+	}
+	p := &Pending{net: net, slot: slot, n: n, head: head, unchecked: !s.Clipped.On}
+	p.after = func(raw []byte, loss float64) error {
+		return host(f.parseSums(raw, n, loss, s))
+	}
+	return p, f.release(s, seed, n, slot, s.Clipped.On)
+}
+
+// issue checks s, uploads the batch with its groups, W and 1/sqrt(p̂)
+// (one pinned upload), and queues the step up to the sums the host needs.
+func (f *DeviceFermi) issue(x []float32, labels []int32, groups []int, s FermiStep) (n, slot int, err error) {
+	if f.released {
+		return 0, 0, errors.New("cuda: DeviceFermi used after Close")
+	}
+	if err := f.check(s, labels, groups); err != nil {
+		return 0, 0, err
+	}
+	net, d := f.net, f.dev
 	f.stepGroups = f.stepGroups[:0]
 	for _, g := range groups {
 		f.stepGroups = append(f.stepGroups, int32(g))
 	}
-	if err := errors.Join(CopyIn(d, f.groups, f.stepGroups), CopyIn(d, f.w, s.W), CopyIn(d, f.inv, s.InvSqrt)); err != nil {
-		return 0, err
+	f.pl.b = f.pl.b[:0]
+	groupsAt, wAt, invAt := f.pl.int32s(f.stepGroups), f.pl.float64s(s.W), f.pl.float64s(s.InvSqrt)
+	if n, slot, err = net.upload(x, labels, f.pl.b); err != nil {
+		return 0, 0, err
 	}
+	if err := f.grow(n, s); err != nil {
+		return 0, 0, err
+	}
+	in := net.io.extra[slot]
+	f.groups, f.w, f.inv = in+DevicePtr(groupsAt), in+DevicePtr(wAt), in+DevicePtr(invAt)
 	L := len(net.layers)
 	// Every sum starts at zero, so a pass that is off brings back zeros.
 	if err := launch1(d, "fairdp_fill_u32", 2*len(f.back), Ptr(f.sums), U32(0), Int(2*len(f.back))); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := net.math(true); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := net.forward(n); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := net.lossGrad(f.dl, n); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	width, mats := f.width, f.mats
 	wClip, wExact := f.sums, f.sums+DevicePtr(8*mats*width)
@@ -191,32 +242,32 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 		// The clipped pass: its output gradient, backward, the joint norms
 		// with W's share, the clip factors and W's clipped sum.
 		if err := f.grad(net.g[L], f.wClip, psi, s.Clipped, s, n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		psi = 0
 		if err := net.backward(n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := net.sqNorms(n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if s.WWeight > 0 {
 			if err := launch1(d, "fairdp_fermi_w_sqnorms", n, Ptr(net.sq), Ptr(f.wClip), Int(n), Int(width), F64(s.WWeight*s.WWeight)); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if err := net.queueClipFactors(s.Clip, n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		wScale := net.scale
 		if s.WWeight == 0 {
 			wScale = 0 // W is bounded by construction, not clipped
 		}
 		if err := f.sum(wClip, f.wClip, wScale, width, mats, n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := d.Launch("fairdp_count_above", D1(1), D1(block), 0, Ptr(psiSum+8), Ptr(net.norms), Int(n), F64(s.Clip)); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if s.Exact.On {
@@ -227,29 +278,25 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 			dz = f.dzExact
 		}
 		if err := f.grad(dz, f.wExact, psi, s.Exact, s, n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		psi = 0
 		if err := f.sum(wExact, f.wExact, 0, width, mats, n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if psi != 0 { // no pass ran: ψ alone
 		if err := f.grad(f.dzExact, f.wExact, psi, FermiPass{}, s, n); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	if err := f.sum(psiSum, f.psi, 0, 1, 1, n); err != nil {
-		return 0, err
-	}
-	// The sums, the clip check (checked before the host sees the sums, as
-	// on the CPU; set only by the clipped pass) and the loss: one copy and
-	// the step's one wait.
-	raw, loss, err := net.readChecked(slot, n, s.Clipped.On, hostRange{f.sums, int64(8 * len(f.back))})
-	if err != nil {
-		return 0, err
-	}
-	back := f.back
+	return n, slot, f.sum(psiSum, f.psi, 0, 1, 1, n)
+}
+
+// parseSums reads the sums of a step planned as s from raw (the result
+// slot's bytes).
+func (f *DeviceFermi) parseSums(raw []byte, n int, loss float64, s FermiStep) FermiSums {
+	back, mats, width := f.back, s.Mats(), s.Groups*s.Classes
 	copy(back, unsafe.Slice((*float64)(unsafe.Pointer(&raw[0])), len(back)))
 	sums := FermiSums{N: n, Loss: loss, Psi: back[2*mats*width]}
 	if s.Clipped.On {
@@ -258,50 +305,55 @@ func (f *DeviceFermi) step(x []float32, labels []int32, groups []int, s FermiSte
 	if s.Exact.On {
 		sums.WExact = append([]float64(nil), back[mats*width:2*mats*width]...)
 	}
-	seed, err := host(sums)
-	if err != nil {
-		return 0, err
-	}
+	return sums
+}
+
+// release queues θ's release and update with the noise key seed and ends
+// the step's use of its input slot; guard makes the update kernels skip a
+// step whose clip check failed (when nothing was read before).
+func (f *DeviceFermi) release(s FermiStep, seed NoiseSeed, n, slot int, guard bool) error {
+	net, d, L := f.net, f.dev, len(f.net.layers)
 	// What follows forms the released sum (with both passes, another
 	// backward of the combined output gradient): FP32 (SetTF32).
 	if err := net.math(false); err != nil {
-		return 0, err
+		return err
 	}
 	// θ's release: with one pass, that pass's per-sample gradients scaled by
 	// the clip factors (or summed); with both, one more backward of the
 	// combined output gradient Scale·c_i·dz_i + dz'_i, and the noise scaled
 	// to match.
 	rel := DPSGDStep{NoiseStd: s.NoiseStd, Scale: s.Scale, LR: s.LR, Seed: seed}
+	if guard {
+		rel.stop, rel.stopN = net.bad, n
+	}
 	rowScale := net.scale
 	switch {
 	case s.Clipped.On && s.Exact.On:
 		if err := launch1(d, "fairdp_fermi_combine", n*net.sizes[L], Ptr(net.g[L]), Ptr(f.dzExact), Ptr(net.scale), Int(n), Int(net.sizes[L]), F64(s.Scale)); err != nil {
-			return 0, err
+			return err
 		}
 		if err := net.backward(n); err != nil {
-			return 0, err
+			return err
 		}
 		rel.NoiseStd, rel.Scale, rowScale = s.NoiseStd*s.Scale, 1, net.ones
 	case s.Exact.On:
 		if err := net.backward(n); err != nil {
-			return 0, err
+			return err
 		}
 		rel.NoiseStd, rel.Scale, rowScale = s.NoiseStd*s.Scale, 1, net.ones
 	case !s.Clipped.On: // neither pass: only noise
 		if err := launch1(d, "fairdp_fill_u32", n*net.sizes[L], Ptr(net.g[L]), U32(0), Int(n*net.sizes[L])); err != nil {
-			return 0, err
+			return err
 		}
 		if err := net.backward(n); err != nil {
-			return 0, err
+			return err
 		}
 		rowScale = net.ones
 	}
 	if err := net.release(rowScale, rel, n); err != nil {
-		return 0, err
+		return err
 	}
-	// No wait at the end: the next step's read (or Params) comes after this
-	// one's update on the stream.
-	return sums.Loss, net.io.done(slot)
+	return net.io.done(slot)
 }
 
 // grad launches fairdp_fermi_grad for pass p (off: ψ only, no terms).

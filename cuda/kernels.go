@@ -13,7 +13,7 @@ var ptxModules = map[string][]string{
 	"dpops": {
 		"fairdp_linear_sqnorms", "fairdp_conv_sqnorms_part", "fairdp_rows_sum_add",
 		"fairdp_clip_factors", "fairdp_scale_rows", "fairdp_linear_clipped_grad",
-		"fairdp_conv_clipped_grad", "fairdp_add_gaussian",
+		"fairdp_conv_clipped_grad", "fairdp_add_gaussian", "fairdp_add_gaussian_at",
 	},
 	"layers": {
 		"fairdp_im2col", "fairdp_col2im", "fairdp_bias_add", "fairdp_relu_forward", "fairdp_relu_backward",
@@ -21,7 +21,7 @@ var ptxModules = map[string][]string{
 	},
 	"train": {
 		"fairdp_fill_u32", "fairdp_sigmoid_bce", "fairdp_softmax_ce", "fairdp_sgd_step", "fairdp_momentum_step",
-		"fairdp_adam_step", "fairdp_group_counts", "fairdp_group_clip_factors",
+		"fairdp_adam_step", "fairdp_group_counts", "fairdp_group_rule", "fairdp_group_clip_factors",
 	},
 	"ermi": {
 		"fairdp_fermi_grad", "fairdp_fermi_w_sqnorms", "fairdp_fermi_sums", "fairdp_count_above",

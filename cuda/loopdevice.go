@@ -54,7 +54,8 @@ func (d *TrainerDevice) Name() string {
 
 // SetTF32 makes the model's forward and backward GEMMs use TF32 tensor
 // cores (DeviceNet.SetTF32: the released sums stay FP32, so the clip bound
-// holds); a no-op on the emulated device. Call it before Load.
+// holds); the emulated device rounds the GEMMs' inputs to TF32 instead.
+// Call it before Load.
 func (d *TrainerDevice) SetTF32(on bool) error {
 	if d.net != nil {
 		return errors.New("cuda: TrainerDevice.SetTF32 after Load")
@@ -129,7 +130,7 @@ func (d *TrainerDevice) Step(x []float32, labels []int32, s devstep.DPSGD) (floa
 		step.Seed = NewNoiseSeed(s.Noise)
 	}
 	if g := s.Group; g != nil {
-		step.Group = &GroupClip{Groups: g.Groups, Count: g.Count, Rule: func(above, atMost []int32) (GroupRule, error) {
+		step.Group = &GroupClip{Groups: g.Groups, Count: g.Count, OnDevice: g.OnDevice, Rule: func(above, atMost []int32) (GroupRule, error) {
 			r, err := g.Rule(above, atMost)
 			return GroupRule(r), err
 		}}
@@ -175,7 +176,12 @@ func (d *TrainerDevice) Flush() (float64, error) {
 // FermiStep implements trainer.Device: one DP-FERMI step (DeviceFermi) on
 // the batch; finish is the host's half, given the batch's sums, and calls
 // theta with the run's noise stream where θ's noise key is to be drawn. As
-// Step, it returns the summed loss of the step before it.
+// Step, it returns the summed loss of the step before it. When the plan
+// carries the noise stream (devstep.FermiStep.Noise), or adds no noise,
+// the step waits for nothing: θ's key is drawn here, the sums come back
+// with the step's result, and finish runs when that is read (the next
+// step's FermiStep or Step, or Flush), so the loop must read it (Flush)
+// before it plans a step with W.
 func (d *TrainerDevice) FermiStep(x []float32, labels []int32, groups []int, s devstep.FermiStep,
 	finish func(devstep.FermiSums, func(noise *rand.Rand) error) error) (float64, error) {
 	if err := d.loaded(); err != nil {
@@ -186,6 +192,27 @@ func (d *TrainerDevice) FermiStep(x []float32, labels []int32, groups []int, s d
 	}
 	s.LR = d.lr
 	var loss float64
+	if s.Noise != nil || s.NoiseStd == 0 {
+		// θ's key is drawn now, from the stream the plan carries (nothing
+		// is drawn without noise): the step is queued whole and its host
+		// half runs when its result is read (the next step's issue, or
+		// Flush), with a theta that draws nothing.
+		var seed NoiseSeed
+		if s.Noise != nil {
+			seed = NewNoiseSeed(s.Noise)
+		}
+		err := onDevice(d.dev, func() error {
+			p, err := d.fermi.stepAsync(x, labels, groups, s, seed, func(sums FermiSums) error {
+				return finish(sums, func(*rand.Rand) error { return nil })
+			})
+			if err != nil {
+				return err
+			}
+			loss, err = d.handOver(p)
+			return err
+		})
+		return loss, err
+	}
 	err := onDevice(d.dev, func() error {
 		l, err := d.fermi.step(x, labels, groups, s, func(sums FermiSums) (NoiseSeed, error) {
 			var seed NoiseSeed

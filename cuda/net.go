@@ -95,6 +95,9 @@ type DPSGDStep struct {
 	// device (stop 0: checked on the host already).
 	stop  DevicePtr
 	stopN int
+	// noiseAt, set by Step for a group rule on the device: the noise std
+	// is the float64 there (fairdp_group_rule's), not NoiseStd.
+	noiseAt DevicePtr
 }
 
 // netLayer is a layer on the device: its step given its input and output
@@ -297,7 +300,7 @@ func (net *DeviceNet) classes() int { return max(2, net.sizes[len(net.sizes)-1])
 // through the next pinned slot (stepIO.put) and points a[0] and labels at
 // that slot; it returns the batch size and the slot, which the step ends
 // with io.done.
-func (net *DeviceNet) upload(x []float32, labels []int32) (n, slot int, err error) {
+func (net *DeviceNet) upload(x []float32, labels []int32, extra []byte) (n, slot int, err error) {
 	n = len(labels)
 	if len(x) != n*net.sizes[0] {
 		return 0, 0, fmt.Errorf("cuda: DeviceNet: %d input values for %d samples of %d features", len(x), n, net.sizes[0])
@@ -311,7 +314,7 @@ func (net *DeviceNet) upload(x []float32, labels []int32) (n, slot int, err erro
 		return 0, 0, err
 	}
 	slot = net.io.turn
-	if err := net.io.put(slot, x, labels); err != nil {
+	if err := net.io.put(slot, x, labels, extra); err != nil {
 		return 0, 0, err
 	}
 	net.a[0], net.labels = net.io.x[slot], net.io.lab[slot]
@@ -333,7 +336,7 @@ func (net *DeviceNet) Logits(x []float32) ([]float32, error) {
 	n := len(x) / net.sizes[0]
 	var z []float32
 	err := onDevice(net.dev, func() error {
-		_, slot, err := net.upload(x, make([]int32, n))
+		_, slot, err := net.upload(x, make([]int32, n), nil)
 		if err != nil {
 			return err
 		}
@@ -368,8 +371,10 @@ func (net *DeviceNet) Step(x []float32, labels []int32, s DPSGDStep) (float64, e
 
 // StepAsync queues Step's work and returns without waiting for the device:
 // the result comes back into pinned memory (Pending.Wait). With a group
-// clip the policy's counts are read mid-step, with the clip check and the
-// loss, in one wait, and the Pending is already resolved.
+// clip whose rule runs on the device (GroupClip.OnDevice) the rule's
+// released counts come back with it; with a host rule the policy's counts
+// are read mid-step, with the clip check and the loss, in one wait, and
+// the Pending is already resolved.
 func (net *DeviceNet) StepAsync(x []float32, labels []int32, s DPSGDStep) (*Pending, error) {
 	var p *Pending
 	err := onDevice(net.dev, func() (err error) {
@@ -392,7 +397,11 @@ func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (*Pending, 
 			return nil, err
 		}
 	}
-	n, slot, err := net.upload(x, labels)
+	var extra []byte
+	if s.Group != nil && s.Group.OnDevice != nil {
+		extra = net.grp.pack(s.Group)
+	}
+	n, slot, err := net.upload(x, labels, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +424,16 @@ func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (*Pending, 
 		return nil, err
 	}
 	p := &Pending{net: net, slot: slot, n: n}
-	if s.Group != nil {
+	var back []hostRange
+	switch {
+	case s.Group != nil && s.Group.OnDevice != nil:
+		// The policy's rule runs on the device; what it released comes
+		// back with the step's result, to the policy's own code.
+		if back, err = net.deviceRule(s.Group, s.Clip, n, slot, p); err != nil {
+			return nil, err
+		}
+		s.noiseAt = net.grp.out + DevicePtr(8*2*s.Group.Count)
+	case s.Group != nil:
 		// The policy reads counts of the norms: they come back with the
 		// clip check (checked first, as on the CPU) and the loss.
 		if s.NoiseStd, p.loss, err = net.groupScales(s.Group, s.Clip, n, slot); err != nil {
@@ -431,7 +449,7 @@ func (net *DeviceNet) step(x []float32, labels []int32, s DPSGDStep) (*Pending, 
 		return nil, err
 	}
 	if !p.done {
-		if err := net.io.queueBack(slot, hostRange{net.bad, flagsAndLoss}); err != nil {
+		if err := net.io.queueBack(slot, append(back, hostRange{net.bad, flagsAndLoss})...); err != nil {
 			return nil, err
 		}
 	}
@@ -559,12 +577,13 @@ func (net *DeviceNet) release(rowScale DevicePtr, s DPSGDStep, n int) error {
 }
 
 // tf32Device is a Device whose GEMMs can use TF32 tensor cores (the
-// Driver); the emulator's GEMMs are the CPU BLAS in FP32, so TF32 is a
-// no-op there.
+// Driver), or round their inputs to TF32 as those do (the Emulator, so that
+// TF32's effect on results shows without a GPU).
 type tf32Device interface{ SetTF32(on bool) error }
 
 // SetTF32 makes the step's forward and backward GEMMs use TF32 tensor
-// cores where the device has them (a no-op on the emulated device). The
+// cores where the device has them (inputs rounded to TF32 on the emulated
+// device). The
 // GEMMs that form the released sums (a linear layer's clipped gradient, a
 // convolution's clipped sum of its per-sample gradients, and every GEMM
 // after a DP-FERMI step's host half) stay FP32: each sample's contribution
@@ -599,7 +618,7 @@ func (net *DeviceNet) Params() ([][]float32, error) {
 // DeviceBytes is the device memory the model holds: parameters, gradients
 // and the batch buffers for the largest batch so far.
 func (net *DeviceNet) DeviceBytes() int64 {
-	b := net.bytes() + net.opt.bytes() + net.grp.bytes() + net.conv.bytes()
+	b := net.bytes() + net.opt.bytes() + net.grp.bytes() + net.conv.bytes() + net.io.mem.bytes()
 	for _, l := range net.layers {
 		b += l.deviceBytes()
 	}
@@ -624,7 +643,12 @@ func (net *DeviceNet) Close() error {
 func releaseBuffer(d Device, w, grad DevicePtr, count int, s DPSGDStep, stream uint32) error {
 	seed := s.Seed
 	seed.Stream = stream
-	if s.NoiseStd != 0 {
+	if s.noiseAt != 0 {
+		if err := launch1(d, "fairdp_add_gaussian_at", count/2+count%2, Ptr(grad), Int(count), Ptr(s.noiseAt),
+			U32(seed.Key[0]), U32(seed.Key[1]), U32(seed.Nonce[0]), U32(seed.Nonce[1]), U32(seed.Stream)); err != nil {
+			return err
+		}
+	} else if s.NoiseStd != 0 {
 		if err := launch1(d, "fairdp_add_gaussian", count/2+count%2, Ptr(grad), Int(count), F64(s.NoiseStd),
 			U32(seed.Key[0]), U32(seed.Key[1]), U32(seed.Nonce[0]), U32(seed.Nonce[1]), U32(seed.Stream)); err != nil {
 			return err

@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,5 +121,125 @@ func TestTrainerDeviceNamesTF32(t *testing.T) {
 	}
 	if !strings.Contains(td.Name(), want) {
 		t.Errorf("name %q, want it to say %q", td.Name(), want)
+	}
+}
+
+// RoundTF32 is cvt.rna.tf32.f32: to nearest with ties away from zero, 13
+// low mantissa bits cleared; infinities and NaNs kept.
+func TestRoundTF32(t *testing.T) {
+	for _, c := range []struct{ in, want float32 }{
+		{1, 1},
+		{1 + 0x1p-12, 1},                    // below half an ulp of TF32 (2⁻¹⁰)
+		{1 + 0x1p-11, 1 + 0x1p-10},          // a tie: away from zero
+		{-(1 + 0x1p-11), -(1 + 0x1p-10)},    // a tie, negative: away from zero
+		{1 + 0x1p-11 - 0x1p-23, 1},          // just below the tie
+		{1 + 0x1p-10 + 0x1p-11, 1 + 0x1p-9}, // a tie above an odd TF32 value: away, not to even
+		{2 - 0x1p-23, 2},                    // carries into the exponent
+		{0x1p-130, 0x1p-130},                // a subnormal with no low bits
+		{0x1p-140, 0},                       // a subnormal below half a TF32 ulp
+		{math.MaxFloat32, float32(math.Inf(1))},
+		{float32(math.Inf(-1)), float32(math.Inf(-1))},
+	} {
+		if got := RoundTF32(c.in); math.Float32bits(got) != math.Float32bits(c.want) {
+			t.Errorf("RoundTF32(%g) = %g, want %g", c.in, got, c.want)
+		}
+	}
+	if nan := float32(math.NaN()); !math.IsNaN(float64(RoundTF32(nan))) {
+		t.Error("RoundTF32(NaN) is not NaN")
+	}
+}
+
+// On a device with a TF32 mode (the emulated device too), an Sgemm with it
+// on is the FP32 product of the inputs rounded to TF32, bit for bit, and
+// with it off the FP32 product again.
+func TestTF32GemmRoundsInputs(t *testing.T) {
+	dev := deviceUnderTest(t)
+	td, ok := dev.(tf32Device)
+	if !ok {
+		t.Skip("the device has no TF32 mode")
+	}
+	if _, emu := dev.(interface{ Live() int }); !emu {
+		t.Skip("a GPU's TF32 products accumulate in its own order; checked on the emulated device")
+	}
+	r := rand.New(rand.NewPCG(101, 102))
+	const m, n, k = 7, 5, 33
+	a, b := make([]float32, m*k), make([]float32, k*n)
+	for i := range a {
+		a[i] = float32(r.NormFloat64())
+	}
+	for i := range b {
+		b[i] = float32(r.NormFloat64())
+	}
+	ra, rb := make([]float32, len(a)), make([]float32, len(b))
+	for i := range a {
+		ra[i] = RoundTF32(a[i])
+	}
+	for i := range b {
+		rb[i] = RoundTF32(b[i])
+	}
+	da, db, dc := testBuf(t, dev, 4*len(a)), testBuf(t, dev, 4*len(b)), testBuf(t, dev, 4*m*n)
+	gemm := func(x, y []float32, tf32 bool) []float32 {
+		must(t, CopyIn(dev, da, x))
+		must(t, CopyIn(dev, db, y))
+		must(t, td.SetTF32(tf32))
+		defer func() { must(t, td.SetTF32(false)) }()
+		must(t, dev.Sgemm(NoTrans, NoTrans, m, n, k, 1, da, m, db, k, 0, dc, m))
+		c := make([]float32, m*n)
+		must(t, CopyOut(dev, c, dc))
+		return c
+	}
+	fp32, tf32, rounded := gemm(a, b, false), gemm(a, b, true), gemm(ra, rb, false)
+	sameBits32(t, "TF32 product vs the FP32 product of TF32-rounded inputs", tf32, rounded)
+	if slices.Equal(fp32, tf32) {
+		t.Error("the TF32 product equals the FP32 product: the inputs were not rounded")
+	}
+	sameBits32(t, "FP32 product after TF32 was switched off", gemm(a, b, false), fp32)
+}
+
+// With TF32 on (the emulated device rounds the GEMMs' inputs), a sample's
+// clipped contribution is still bounded by the clip: its norm is taken of
+// FP32 values and the GEMM that sums it is FP32. One sample whose input
+// values all round up under TF32 (1 + 2⁻¹¹ + 2⁻²⁰), a gradient far above
+// the bound, no noise, plain SGD at rate 1: the update's norm is the bound
+// to FP32 rounding; had the released GEMM used TF32, it would exceed the
+// bound by ≈ 2⁻¹¹ relative.
+func TestTF32ClippedContributionBounded(t *testing.T) {
+	dev := deviceUnderTest(t)
+	if _, ok := dev.(tf32Device); !ok {
+		t.Skip("the device has no TF32 mode")
+	}
+	const in, clip = 40, 0.25
+	w := make([]float32, in)
+	for i := range w {
+		w[i] = 0.5
+	}
+	net, err := NewDeviceMLP(dev, []int{in, 1}, [][]float32{w, {0}})
+	must(t, err)
+	defer func() { must(t, net.Close()) }()
+	net.SetTF32(true)
+	x := make([]float32, in)
+	for i := range x {
+		x[i] = 1 + 0x1p-11 + 0x1p-20
+		if RoundTF32(x[i]) <= x[i] {
+			t.Fatal("the input does not round up under TF32")
+		}
+	}
+	for step := range 3 {
+		before, err := net.Params()
+		must(t, err)
+		_, err = net.Step(x, []int32{0}, DPSGDStep{Clip: clip, Scale: 1, LR: 1})
+		must(t, err)
+		after, err := net.Params()
+		must(t, err)
+		var sq float64
+		for j := range after {
+			for i := range after[j] {
+				d := float64(after[j][i]) - float64(before[j][i])
+				sq += d * d
+			}
+		}
+		if norm := math.Sqrt(sq); norm > clip*(1+1e-5) || norm < clip*(1-1e-3) {
+			t.Errorf("step %d: the clipped update's norm is %v, want the bound %v (to FP32 rounding)", step, norm, clip)
+		}
 	}
 }

@@ -32,6 +32,49 @@ type GroupClip struct {
 	// the others. What it returns sets every sample's factor and the noise,
 	// replacing DPSGD.NoiseStd.
 	Rule func(above, atMost []int32) (GroupRule, error)
+	// OnDevice, when set, is the same rule in a form the device evaluates
+	// itself, so that the step waits for nothing mid-step; Rule is then
+	// not called.
+	OnDevice *DeviceRule
+}
+
+// The clip policies a DeviceRule describes (Xu, Du and Wu 2021).
+const (
+	PolicyAdaptive = 0 // DPSGD-F: per-group bounds from noisy clipped and unclipped counts
+	PolicyNaive    = 1 // Naïve: per-group weights from noisy group sizes
+)
+
+// The count guards of DPSGD-F's bounds (package dpsgdf's CountGuard).
+const (
+	GuardC0     = 0
+	GuardFloor  = 1
+	GuardSmooth = 2
+)
+
+// DeviceRule is a group clip policy's rule as data, for a device that
+// computes the step's bounds, weights and noise std from its own counts
+// (package dpsgdf's DPSGD-F and Naïve; its CountGuard.Bounds and
+// NaiveWeights are the maths, which the device repeats operation for
+// operation). The counts' noise is drawn by the host before the step, from
+// the policy's own stream in the order its Rule draws it, so a seeded run
+// releases the same counts on the device as on the CPU.
+type DeviceRule struct {
+	Policy int // PolicyAdaptive or PolicyNaive
+	Guard  int // GuardC0, GuardFloor or GuardSmooth (PolicyAdaptive)
+	// C0 is the base bound, Batch the expected batch size b, Strength
+	// GuardSmooth's prior strength (σ1), Sigma the gradient's noise
+	// multiplier σ2 (the noise std is Sigma times the rule's sensitivity).
+	C0, Batch, Strength, Sigma float64
+	// Noise is each released count's noise: PolicyAdaptive the K counts of
+	// clipped, then the K of unclipped gradients; PolicyNaive the K group
+	// sizes. Released count j is float64(count_j) + Noise[j].
+	Noise []float64
+	// Done is called once the step's result is back (a step later), for a
+	// step the device did not refuse, with the released counts as the
+	// device computed them. It is the policy's own rule on those counts
+	// (its bookkeeping included), and the device checks that its bounds,
+	// weights and noise std are the ones it used, bit for bit.
+	Done func(released []float64) (GroupRule, error)
 }
 
 // GroupRule is how a step with a group clip policy clips: sample i of group
@@ -87,6 +130,13 @@ type FermiStep struct {
 	// LR is the rate of θ's update. The loop leaves it 0: a device sets it
 	// from the optimizer it was loaded with (trainer.Device.Load).
 	LR float32
+	// Noise, when set, is the run's noise stream: the device draws θ's
+	// noise key from it when it issues the step, so that the step need not
+	// wait for its host half (which draws W's noise from the same stream
+	// after it, as the CPU step does) and the host half comes back with
+	// the step's result, a step later. Nil: the key is drawn in the host
+	// half (Device.FermiStep's finish), mid-step.
+	Noise *rand.Rand
 }
 
 // Mats is the number of W matrices.

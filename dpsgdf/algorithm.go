@@ -255,71 +255,68 @@ func (p groupPolicy[T]) Groups() int { return len(p.a.cfg.Groups) }
 // clipped and unclipped counts compare with (Naive counts both together).
 func (p groupPolicy[T]) Threshold() float64 { return p.a.cfg.Clip }
 
-// Rule implements trainer.ClipPolicy.
+// Rule implements trainer.ClipPolicy: the policy's counts released with
+// their noise, then decide.
 func (p groupPolicy[T]) Rule(above, atMost []int) (trainer.GroupClip, error) {
 	a := p.a
-	var c trainer.GroupClip
-	var err error
 	if a.cfg.Policy == Adaptive {
-		c, err = a.adaptiveRule(above, atMost)
+		// m̃^k and õ^k from the counts of clipped (above C0) and unclipped
+		// gradients.
+		for k := range a.clipped {
+			a.clipped[k], a.unclipped[k] = float64(above[k]), float64(atMost[k])
+		}
+		if err := a.release(a.clipped); err != nil {
+			return trainer.GroupClip{}, err
+		}
+		if err := a.release(a.unclipped); err != nil {
+			return trainer.GroupClip{}, err
+		}
 	} else {
-		c, err = a.naiveRule(above, atMost)
+		// b̃^k from the group counts.
+		for k := range a.sizes {
+			a.sizes[k] = float64(above[k] + atMost[k])
+		}
+		if err := a.release(a.sizes); err != nil {
+			return trainer.GroupClip{}, err
+		}
 	}
-	if err != nil {
-		return c, err
-	}
-	a.stats.noiseSum += c.Sensitivity
-	a.stats.steps++
-	return c, nil
+	return a.decide()
 }
 
 // Mechanism implements trainer.ClipPolicy.
 func (p groupPolicy[T]) Mechanism() accounting.Mechanism { return p.a.stepMechanism() }
 
-// adaptiveRule releases m̃^k and õ^k from the counts of clipped (above C0)
-// and unclipped gradients and sets each group's bound C^k (unit weights);
-// the sensitivity is max_k C^k.
-func (a *Algorithm[T]) adaptiveRule(above, atMost []int) (trainer.GroupClip, error) {
-	for k := range a.clipped {
-		a.clipped[k], a.unclipped[k] = float64(above[k]), float64(atMost[k])
+// decide is the step's clip from the released counts (a.clipped and
+// a.unclipped, or a.sizes), recorded for the epoch's statistics: DPSGD-F's
+// bounds C^k with unit weights (sensitivity max_k C^k), or Naïve's weights
+// θ^k with the bound C0 (sensitivity C0·max_k θ^k). It reads only the
+// released counts and public constants: post-processing, nothing more to
+// charge.
+func (a *Algorithm[T]) decide() (trainer.GroupClip, error) {
+	var c trainer.GroupClip
+	if a.cfg.Policy == Adaptive {
+		bounds, allUnclipped, err := a.cfg.CountGuard.Bounds(a.cfg.Clip, float64(a.cfg.Batch), a.sigma1, a.clipped, a.unclipped)
+		if err != nil {
+			return trainer.GroupClip{}, err
+		}
+		if allUnclipped {
+			a.stats.allUnclipped++
+		}
+		a.record(bounds)
+		c = trainer.GroupClip{Bounds: bounds, Weights: a.ones, Sensitivity: slices.Max(bounds)}
+	} else {
+		// The Naïve guard reads only the released counts and public
+		// constants (b, K, σ1).
+		theta, err := a.cfg.NaiveGuard.Weights(float64(a.cfg.Batch), a.sigma1, a.sizes)
+		if err != nil {
+			return trainer.GroupClip{}, err
+		}
+		a.record(theta)
+		c = trainer.GroupClip{Bounds: a.flatBounds, Weights: theta, Sensitivity: a.cfg.Clip * slices.Max(theta)}
 	}
-	if err := a.release(a.clipped); err != nil {
-		return trainer.GroupClip{}, err
-	}
-	if err := a.release(a.unclipped); err != nil {
-		return trainer.GroupClip{}, err
-	}
-	// The guard reads only the released counts and public constants (C0,
-	// b, σ1): post-processing, nothing more to charge.
-	bounds, allUnclipped, err := a.cfg.CountGuard.Bounds(a.cfg.Clip, float64(a.cfg.Batch), a.sigma1, a.clipped, a.unclipped)
-	if err != nil {
-		return trainer.GroupClip{}, err
-	}
-	if allUnclipped {
-		a.stats.allUnclipped++
-	}
-	a.record(bounds)
-	return trainer.GroupClip{Bounds: bounds, Weights: a.ones, Sensitivity: slices.Max(bounds)}, nil
-}
-
-// naiveRule releases the group counts b̃^k and sets θ^k (under the Naïve
-// guard): each sample gets θ^k·min(1, C0/‖g_i‖); the sensitivity is
-// C0·max_k θ^k.
-func (a *Algorithm[T]) naiveRule(above, atMost []int) (trainer.GroupClip, error) {
-	for k := range a.sizes {
-		a.sizes[k] = float64(above[k] + atMost[k])
-	}
-	if err := a.release(a.sizes); err != nil {
-		return trainer.GroupClip{}, err
-	}
-	// The guard reads only the released counts and public constants (b,
-	// K, σ1): post-processing, nothing more to charge.
-	theta, err := a.cfg.NaiveGuard.Weights(float64(a.cfg.Batch), a.sigma1, a.sizes)
-	if err != nil {
-		return trainer.GroupClip{}, err
-	}
-	a.record(theta)
-	return trainer.GroupClip{Bounds: a.flatBounds, Weights: theta, Sensitivity: a.cfg.Clip * slices.Max(theta)}, nil
+	a.stats.noiseSum += c.Sensitivity
+	a.stats.steps++
+	return c, nil
 }
 
 // release replaces every count by its noisy release.

@@ -15,7 +15,11 @@ import (
 // with the same weights, clip bound, W weight κ and θ noise, W as it is now.
 // The device computes the model's half of the step and brings back
 // devstep.FermiSums, which FinishDeviceStep turns into W's step exactly as Step
-// does.
+// does. A private plan carries the run's noise stream (Noise), from which
+// the device draws θ's noise key when it issues the step, where Step
+// draws it (before W's noise, which FinishDeviceStep draws); the device
+// then runs the step without waiting for its host half, which comes a
+// step later, before the next step is planned with W.
 //
 //   - Not private: one exact pass, mean loss plus λ·mean ψ (Step's
 //     non-private branch).
@@ -38,7 +42,7 @@ func (a *DPFERMI[T]) DeviceStep(n int) (devstep.FermiStep, error) {
 		}
 		return s, nil
 	}
-	s.NoiseStd, s.Scale = a.StdTheta, a.thetaScale()
+	s.NoiseStd, s.Scale, s.Noise = a.StdTheta, a.thetaScale(), a.noise
 	if a.Scope == accounting.ScopeAll {
 		s.Clipped = devstep.FermiPass{On: true, Loss: 1, Fair: a.Lambda, Part: devstep.FermiFull}
 		return s, nil
@@ -67,11 +71,13 @@ func (a *DPFERMI[T]) DeviceNoiseNote() string { return hostNoiseNote }
 // FinishDeviceStep is the host's half of a step DeviceStep planned, given
 // the batch's sums from the device: the epoch statistics, then, as Step
 // does, W's ascent direction (λ/B)·Σ_i c_i∇_Wψ_i + V_t (V_t drawn here
-// from the run's noise stream), the exact terms for --scope sensitive, the
-// accountant's charge for the step and the projected ascent step on W.
-// theta is called with the noise stream exactly where Step draws θ's noise
-// (before V_t), and must draw from it what the device's θ noise needs
-// (the device's noise key); it is not called in a run that is not private.
+// from the run's noise stream), the exact terms for --scope sensitive and
+// the projected ascent step on W. theta is called with the noise stream
+// exactly where Step draws θ's noise (before V_t), and must draw from it
+// what the device's θ noise needs (the device's noise key), unless the
+// device drew that from the plan's Noise when it issued the step; it is
+// not called in a run that is not private. The step's charge is
+// ChargeDeviceStep's.
 func (a *DPFERMI[T]) FinishDeviceStep(s devstep.FermiSums, theta func(noise *rand.Rand) error) error {
 	clear(a.w.Grad)
 	if s.N > 0 {
@@ -100,8 +106,18 @@ func (a *DPFERMI[T]) FinishDeviceStep(s devstep.FermiSums, theta func(noise *ran
 			a.w.Grad[i] += a.Lambda * inv * g
 		}
 	}
-	if err := a.acc.Step(a.StepMechanism(), 1); err != nil {
-		return err
-	}
 	return a.ascend()
+}
+
+// ChargeDeviceStep charges the accountant for one step on the device, when
+// the step is issued (nothing in a run that is not private): its host half
+// (FinishDeviceStep) comes back a step later, and a receipt read in
+// between must not leave out a step already released. The charge is
+// Step's, and no step releases anything else, so the ledger at the end is
+// the CPU run's.
+func (a *DPFERMI[T]) ChargeDeviceStep() error {
+	if !a.Private {
+		return nil
+	}
+	return a.acc.Step(a.StepMechanism(), 1)
 }

@@ -155,8 +155,23 @@ func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error
 			c, err := a.groupClip(d.counts[0], d.counts[1])
 			return devstep.GroupRule{Bounds: c.Bounds, Weights: c.Weights, NoiseStd: a.Sigma * c.Sensitivity}, err
 		}}
+		if dr, ok := p.(deviceRuler); ok {
+			r, err := dr.DeviceRule()
+			if err != nil {
+				return 0, err
+			}
+			s.Group.OnDevice = r // nil: the host's Rule, with the counts read mid-step
+		}
 	}
 	return d.dev.Step(b.X, d.batchLabels(b), s)
+}
+
+// deviceRuler is a ClipPolicy whose rule a device can compute itself
+// (package dpsgdf's DPSGD-F and Naïve): the step then waits for nothing
+// mid-step, and the policy's bookkeeping runs when the step's result
+// comes back (devstep.DeviceRule).
+type deviceRuler interface {
+	DeviceRule() (*devstep.DeviceRule, error)
 }
 
 // prepare puts m's layers and parameters on the device, with the run's

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/fairdp/fairdp/devstep"
@@ -22,6 +23,9 @@ type ermiOnDevice interface {
 	// generated (after deviceNoiseNote in the receipt).
 	DeviceNoiseNote() string
 	FinishDeviceStep(s devstep.FermiSums, theta func(noise *rand.Rand) error) error
+	// ChargeDeviceStep charges the accountant for a step when it is
+	// issued (its host half comes a step later).
+	ChargeDeviceStep() error
 }
 
 // fermiDeviceStep runs DP-FERMI (both scopes, both calibrations, private or
@@ -58,12 +62,23 @@ func (d *fermiDeviceStep) Step(m Model[float32], b Batch[float32]) (float64, err
 	if err := d.prepare(m); err != nil {
 		return 0, err
 	}
+	// The step before's host half (W's ascent) comes back with its result:
+	// it must have run before this step is planned with W. Flush reads it
+	// (the device has queued the step before whole) and gives its loss,
+	// which is what Step returns.
+	prev, err := d.dev.Flush()
+	if err != nil {
+		return 0, fmt.Errorf("the step before (a device step's host half comes back one step late): %w", err)
+	}
 	plan, err := d.fermi.DeviceStep(b.N())
 	if err != nil {
 		return 0, err
 	}
 	// θ's update is the optimizer's, on the device.
-	return d.dev.FermiStep(b.X, d.batchLabels(b), b.Groups, plan, d.fermi.FinishDeviceStep)
+	if _, err := d.dev.FermiStep(b.X, d.batchLabels(b), b.Groups, plan, d.fermi.FinishDeviceStep); err != nil {
+		return 0, err
+	}
+	return prev, d.fermi.ChargeDeviceStep()
 }
 
 // Receipt implements Algorithm: DP-FERMI's, with the notes on how the

@@ -197,9 +197,10 @@ extern "C" __global__ void fairdp_conv_clipped_grad(float* dw, float* db, const 
 // Box-Muller draws of Philox4x32-10 at counter (p, stream, nonce0, nonce1)
 // under key (key0, key1). The noise of element j depends only on (key,
 // nonce, stream, j), never on the launch shape. Added in double, rounded once.
-extern "C" __global__ void fairdp_add_gaussian(float* dst, int n, double std, unsigned key0,
-                                               unsigned key1, unsigned nonce0, unsigned nonce1,
-                                               unsigned stream) {
+// fairdp_add_gaussian and fairdp_add_gaussian_at are this loop with std
+// given by the host or read from device memory.
+__device__ __forceinline__ void addGaussian(float* dst, int n, double std, unsigned key0, unsigned key1,
+                                            unsigned nonce0, unsigned nonce1, unsigned stream) {
     const int pairs = n / 2 + (n & 1);
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < pairs; p += gridDim.x * blockDim.x) {
         const uint4 r = philox4x32_10(make_uint4((unsigned)p, stream, nonce0, nonce1), make_uint2(key0, key1));
@@ -211,4 +212,23 @@ extern "C" __global__ void fairdp_add_gaussian(float* dst, int n, double std, un
             dst[j + 1] = (float)fma(std, z1, (double)dst[j + 1]);
         }
     }
+}
+
+extern "C" __global__ void fairdp_add_gaussian(float* dst, int n, double std, unsigned key0,
+                                               unsigned key1, unsigned nonce0, unsigned nonce1,
+                                               unsigned stream) {
+    addGaussian(dst, n, std, key0, key1, nonce0, nonce1, stream);
+}
+
+// fairdp_add_gaussian with the std the device computed (*std, a group
+// rule's σ·sensitivity: fairdp_group_rule), so that the host need not
+// read it mid-step. A std of 0 adds nothing, as the host skips the launch.
+extern "C" __global__ void fairdp_add_gaussian_at(float* dst, int n, const double* std, unsigned key0,
+                                                  unsigned key1, unsigned nonce0, unsigned nonce1,
+                                                  unsigned stream) {
+    const double s = *std;
+    if (s == 0.0) {
+        return;
+    }
+    addGaussian(dst, n, s, key0, key1, nonce0, nonce1, stream);
 }

@@ -143,6 +143,99 @@ extern "C" __global__ void fairdp_group_counts(int* counts, const double* norms,
     }
 }
 
+// A group clip policy's rule on the device (DPSGD-F, Naive; Xu, Du and Wu
+// 2021), so that the host need not read the counts mid-step: the same
+// float64 operations in the same order as package dpsgdf's CountGuard.Bounds
+// and NaiveWeights, checked against them bit for bit (the host recomputes
+// the rule from the released counts when the step's result comes back).
+// counts are fairdp_group_counts' 2k (above, then at most); noise is each
+// released count's noise, drawn by the host before the step in the order
+// its own rule draws it, so released = (double)count + noise (dpsgdf's
+// DeviceRule says why that is its noisy release, bit for bit).
+//
+// policy 0 (DPSGD-F): released m~^g = above + noise[g], o~^g = at most +
+// noise[k+g]; bounds C^g = c0·(1 + f^g/r) under guard 0 (c0), 1 (floor) or
+// 2 (smooth, prior strength a), weights 1, sensitivity max_g C^g.
+// policy 1 (Naive): released b~^g = above + at most + noise[g]; bounds c0,
+// weights θ^g = (b/k)/max(1, b~^g), sensitivity c0·max_g θ^g.
+//
+// out: bounds (k), weights (k) (fairdp_group_clip_factors' rule), the
+// noise std sigma·sensitivity (fairdp_add_gaussian_at), then the released
+// counts (2k, or k). One thread: k is a handful of groups.
+__device__ __forceinline__ double max0(double v) { return v > 0.0 ? v : 0.0; }
+
+extern "C" __global__ void fairdp_group_rule(double* out, const int* counts, const double* noise, int k, int policy,
+                                             int guard, double c0, double b, double strength, double sigma) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) {
+        return;
+    }
+    double* bounds = out;
+    double* weights = out + k;
+    double* released = out + 2 * k + 1;
+    double sens = 0.0;
+    if (policy == 1) {
+        const double share = b / (double)k;
+        for (int g = 0; g < k; g++) {
+            const double c = (double)(counts[g] + counts[k + g]) + noise[g];
+            released[g] = c;
+            bounds[g] = c0;
+            weights[g] = share / (c > 1.0 ? c : 1.0);
+            if (g == 0 || weights[g] > sens) {
+                sens = weights[g];
+            }
+        }
+        out[2 * k] = sigma * (c0 * sens);
+        return;
+    }
+    double total = 0.0;
+    for (int g = 0; g < k; g++) {
+        const double m = (double)counts[g] + noise[g];
+        released[g] = m;
+        released[k + g] = (double)counts[k + g] + noise[k + g];
+        weights[g] = 1.0;
+        total += guard == 0 ? m : max0(m);
+    }
+    if (!(total > 0.0) || !(b > 0.0)) {
+        for (int g = 0; g < k; g++) {
+            bounds[g] = c0;
+        }
+        out[2 * k] = sigma * c0;
+        return;
+    }
+    const double q = total / b;
+    const double overall = q < 1.0 ? q : 1.0;
+    for (int g = 0; g < k; g++) {
+        double f;
+        if (guard == 0) {
+            const double m = released[g], size = m + released[k + g];
+            f = 0.0;
+            if (size > 0.0) {
+                const double r = m / size;
+                f = max0(r < 1.0 ? r : 1.0);
+            }
+        } else {
+            const double m = max0(released[g]), o = max0(released[k + g]);
+            if (guard == 1) {
+                f = 1.0;
+                if (m + o > 0.0) {
+                    f = m / (m + o);
+                }
+            } else {
+                f = overall;
+                const double d = m + o + strength;
+                if (d > 0.0) {
+                    f = (m + strength * overall) / d;
+                }
+            }
+        }
+        bounds[g] = c0 * (1.0 + f / overall);
+        if (g == 0 || bounds[g] > sens) {
+            sens = bounds[g];
+        }
+    }
+    out[2 * k] = sigma * sens;
+}
+
 // Group-wise clip factors from the policy's rule (2k doubles: the bounds
 // C_g, then the weights w_g): scale[i] = w_g·min(1, C_g/norms[i]) for
 // sample i of group g, rounded once to float, as trainer.DPSGD computes
