@@ -107,3 +107,28 @@ func TestDeviceRuleIsRule(t *testing.T) {
 		})
 	}
 }
+
+// TestDeviceRuleLeavesNaiveSmoothToHost: the device kernel repeats only
+// NaiveGuardOne's weights, so a Naïve run under another guard (the tabular
+// default) must keep the host rule: DeviceRule offers none.
+func TestDeviceRuleLeavesNaiveSmoothToHost(t *testing.T) {
+	for _, c := range []struct {
+		guard  NaiveGuard
+		device bool
+	}{{"", true}, {NaiveGuardOne, true}, {NaiveGuardSmooth, false}} {
+		cfg := Config{Policy: Naive, NaiveGuard: c.guard, Clip: 1, Sigma: 0.8, CountNoiseRatio: 3, Batch: 20, Epochs: 1, Groups: []string{"a", "b"}}
+		seed := uint64(5)
+		_, src := dpops.NewRand(&seed)
+		a, err := New[float32](cfg, 1000, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dr, err := groupPolicy[float32]{a}.DeviceRule()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (dr != nil) != c.device {
+			t.Errorf("naive guard %q: device rule offered %v, want %v", c.guard, dr != nil, c.device)
+		}
+	}
+}
