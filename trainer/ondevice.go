@@ -134,9 +134,13 @@ func (d *deviceStep) batchLabels(b Batch[float32]) []int32 {
 // dpStep implements deviceGradients: a's step on the device. The device
 // draws its noise key fresh from the run's noise stream; with a clip policy the
 // device counts each group's norms above and at most the policy's
-// threshold, a.groupClip (the policy's own code: its noisy counts, bounds
-// and weights) decides on those counts alone, and the device clips with
-// the per-group bounds and weights it returns.
+// threshold. A policy that offers a device rule (deviceRuler: DPSGD-F, and
+// Naïve under its default guard) has its noise drawn before the step and
+// its bounds and weights computed on the device, so the step waits for
+// nothing; the policy's own code checks them when the result comes back.
+// Otherwise a.groupClip (the policy's own code: its noisy counts, bounds
+// and weights) decides on the counts read back mid-step, and the device
+// clips with the per-group bounds and weights it returns.
 func (d *deviceStep) dpStep(a *DPSGD[float32], b Batch[float32]) (float64, error) {
 	s := devstep.DPSGD{Clip: a.Clip, NoiseStd: a.Sigma * a.Clip, Scale: 1 / float64(a.Batch), Noise: a.noise}
 	if p := a.Policy; p != nil {
