@@ -74,7 +74,7 @@ func TestTF32NormsReport(t *testing.T) {
 		seed := uint64(1)
 		cfg.Seed, cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.Model, cfg.Quiet = &seed, "dpsgd", c.dataset, c.dir, c.model, true
 		cfg.Privacy.Epsilon = 8
-		job, err := trainer.Prepare(cfg, io.Discard)
+		job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
 		must(t, err)
 		m, err := models.New[float32](trainer.ModelSpec(job.Cfg, job.Train), job.Rand)
 		must(t, err)
