@@ -192,9 +192,11 @@ func finiteGrads(t *testing.T, what string, m *models.Model[float64]) {
 // give finite bounds and weights (C^k = C0 for the empty and absent groups
 // with exact counts), finite noised gradients, and a charge of both
 // releases: Xu, Du and Wu 2021 do not say how they guard the divisions by
-// noisy counts, so fairdp's guards are tested here.
+// noisy counts, so fairdp's guards are tested here. The expectations are
+// GuardC0's (the bound C0 for an absent group), so the job names it; the
+// other guards' bounds are TestCountGuardBounds'.
 func TestDivisionGuards(t *testing.T) {
-	job := synthJob(t, 5, func(c *trainer.Config) { c.Privacy.Clip = 0.05 })
+	job := synthJob(t, 5, func(c *trainer.Config) { c.Privacy.Clip, c.Fair.CountGuard = 0.05, string(GuardC0) })
 	var onlyGroup0 []int
 	for i, g := range job.Train.Groups {
 		if g == 0 && len(onlyGroup0) < 20 {

@@ -53,8 +53,13 @@ func TestCountGuardBounds(t *testing.T) {
 		// Every count ≤ 0: nothing clipped under every guard.
 		{"floor: nothing clipped", GuardFloor, 256, []float64{-1, -2}, []float64{5, -3}, []float64{1, 1}, true},
 		{"smooth: nothing clipped", GuardSmooth, 256, []float64{0, -2}, []float64{5, 7}, []float64{1, 1}, true},
-		// "" is the default guard.
-		{"default", "", 256, []float64{10, 1}, []float64{90, -3}, []float64{1 + 0.1*256/11, 1}, false},
+		// "" is the default guard, smooth: floored counts m = (10, 1),
+		// o = (90, 0), r = 11/256; f^0 = (10 + 8r)/108, f^1 = (1 + 8r)/9,
+		// C^k = 1 + f^k/r.
+		{"default", "", 256, []float64{10, 1}, []float64{90, -3},
+			[]float64{1 + (10+a*11.0/256)/108/(11.0/256), 1 + (1+a*11.0/256)/9/(11.0/256)}, false},
+		// c0 on the same counts: f^0 = 10/100, f^1 = 0 (b̃^1 ≤ 0).
+		{"c0: a noisily empty group", GuardC0, 256, []float64{10, 1}, []float64{90, -3}, []float64{1 + 0.1*256/11, 1}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -140,7 +140,7 @@ type Result struct {
 	CountSigma *float64 `json:"count_sigma,omitempty"`
 	// CountGuard is DPSGD-F's rule for noisily empty groups (empty for
 	// DPSGD, Naïve and reports written before it was a choice, which ran
-	// GuardC0).
+	// GuardC0, then the default).
 	CountGuard CountGuard `json:"count_guard,omitempty"`
 	// NaiveGuard is Naïve's rule for turning noisy counts into weights
 	// (empty for DPSGD, DPSGD-F and reports written before it was a

@@ -13,12 +13,12 @@ import (
 // that of the default guard, the guard being post-processing of the
 // released counts.
 func TestCountGuardFlag(t *testing.T) {
-	for _, tc := range []struct{ algo, flag, key, def string }{
-		{"dpsgdf", "--count-guard", "count_guard", "c0"}, // dpsgdf.DefaultCountGuard
-		{"naive", "--naive-guard", "naive_guard", "one"}, // dpsgdf.DefaultNaiveGuard
+	for _, tc := range []struct{ algo, flag, key, def, other string }{
+		{"dpsgdf", "--count-guard", "count_guard", "smooth", "c0"}, // dpsgdf.DefaultCountGuard
+		{"naive", "--naive-guard", "naive_guard", "one", "smooth"}, // dpsgdf.DefaultNaiveGuard
 	} {
 		eps := map[string]float64{}
-		for _, guard := range []string{"", "smooth"} {
+		for _, guard := range []string{"", tc.other} {
 			dir := t.TempDir()
 			args := []string{"train", "--algo", tc.algo, "--sigma", "1", "--epochs", "1", "--limit", "1200", "--seed", "4", "--quiet", "--out", dir}
 			if guard != "" {
@@ -53,8 +53,8 @@ func TestCountGuardFlag(t *testing.T) {
 			}
 			eps[guard] = rep.Privacy.Epsilon
 		}
-		if eps[""] != eps["smooth"] || !(eps[""] > 0) {
-			t.Errorf("%s: ε with the default guard %v, with smooth %v: want equal", tc.algo, eps[""], eps["smooth"])
+		if eps[""] != eps[tc.other] || !(eps[""] > 0) {
+			t.Errorf("%s: ε with the default guard %v, with %s %v: want equal", tc.algo, eps[""], tc.other, eps[tc.other])
 		}
 	}
 }
