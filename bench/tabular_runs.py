@@ -29,10 +29,20 @@ COLUMNS = ["tag", "data", "flags", "error", "majority", "sel", "dp_violation", "
 
 
 def majority_error(overall):
-    tpr, fpr, sel = overall["tpr"], overall["fpr"], overall["selection_rate"]
-    if abs(tpr - fpr) < 1e-12:
+    """The majority class's test error, derived from a report's overall accuracy, TPR, FPR and selection rate.
+
+    The positive fraction p solves both sel = p*tpr + (1-p)*fpr and acc = p*tpr + (1-p)*(1-fpr); the first has no
+    answer for a one-class model (tpr = fpr), the second none for a model at balanced accuracy one half
+    (tpr + fpr = 1), so the better-conditioned one is used. Empty when neither is (a model both one-class and at
+    chance cannot say)."""
+    tpr, fpr = overall["tpr"], overall["fpr"]
+    by_sel, by_acc = tpr - fpr, tpr - 1 + fpr
+    if max(abs(by_sel), abs(by_acc)) < 1e-12:
         return ""
-    p = (sel - fpr) / (tpr - fpr)
+    if abs(by_sel) >= abs(by_acc):
+        p = (overall["selection_rate"] - fpr) / by_sel
+    else:
+        p = (overall["accuracy"] - 1 + fpr) / by_acc
     return "%.4f" % min(p, 1 - p)
 
 

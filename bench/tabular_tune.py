@@ -22,19 +22,12 @@ import sys
 import tempfile
 import time
 
+from tabular_runs import majority_error
+
 SYNTH = ["syn_n500_d5_p50_s1", "syn_n5000_d20_p25_s1", "syn_n20000_d100_p10_s1", "syn_n50000_d10_p5_s1"]
 BUILTIN = ["communities", "parkinsons", "credit", "dutch", "adult"]
 FIELDS = ["variant", "data", "epsilon", "seed", "error", "majority", "selection_rate", "dp_violation", "chosen", "trials",
           "seconds"]
-
-
-def majority(test):
-    """The majority class's test error, from the overall accuracy, TPR and FPR."""
-    o, n = test["overall"], test["n"]
-    acc, tpr, fpr = o["accuracy"], o["tpr"], o["fpr"]
-    pos = (acc - (1 - fpr)) * n / (tpr - 1 + fpr)
-    p = round(pos) / n
-    return min(p, 1 - p)
 
 
 def main():
@@ -75,7 +68,7 @@ def main():
                     c = tune.get("chosen")
                     chosen = f"lr {c['lr']:.4g} epochs {c['epochs']} batch {c['batch']} clip {c['clip']:.4g}" if c else \
                         f"lr {rep['lr']:.4g} epochs {rep['epochs']} batch {rep['batch']} clip {rep['config']['privacy']['clip']:.4g}"
-                    row = [variant, name, e, seed, f"{t['error']:.4f}", f"{majority(t):.4f}",
+                    row = [variant, name, e, seed, f"{t['error']:.4f}", majority_error(t["overall"]),
                            f"{t['overall']['selection_rate']:.4f}", f"{t.get('dp_violation', 0):.4f}", chosen,
                            tune.get("trials", ""), f"{secs:.1f}"]
                     with open(out, "a", newline="") as f:
