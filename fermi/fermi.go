@@ -161,6 +161,7 @@ type DPFERMI[T nn.Float] struct {
 // New builds DP-FERMI for a prepared job: the group frequencies (noisy
 // counts unless --public-group-sizes), the noise (calibrated by the run's
 // accountant, or --calibration paper, or given by --sigma) and W = 0.
+// Its settings are OptionsOf(job.Cfg), read here once.
 //
 // A job that resumes a checkpoint (trainer.Prepare with a checkpoint) reuses the
 // counts the checkpointed run released instead of releasing new ones.
@@ -169,26 +170,29 @@ func New[T nn.Float](job *trainer.Job) (*DPFERMI[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDPFERMI[T](job, optionsOf(job.Cfg), released)
+	return newDPFERMI[T](job, OptionsOf(job.Cfg), released)
 }
 
-// NewWithReleasedCounts is New for a party that has already released its
-// noisy group counts (a SteFFLe silo restarted from its state): it reuses
-// released (ReleasedCounts of the earlier instance) instead of drawing new
-// noise, so a restart releases nothing new, and charges the accountant for
-// that one release exactly as the first start did. released must have the
-// length and noise of this job's count release; nil behaves as New.
-func NewWithReleasedCounts[T nn.Float](job *trainer.Job, released []float64) (*DPFERMI[T], error) {
-	return newDPFERMI[T](job, optionsOf(job.Cfg), released)
+// NewWithReleasedCounts is DP-FERMI with the settings o (not job.Cfg's:
+// job supplies the records and the randomness) for a party that may have
+// already released its noisy group counts (a SteFFLe silo restarted from
+// its state): it reuses released (ReleasedCounts of the earlier instance)
+// instead of drawing new noise, so a restart releases nothing new, and
+// charges the accountant for that one release exactly as the first start
+// did. released must have the length and noise of this job's count
+// release; nil releases the counts afresh, as New does.
+func NewWithReleasedCounts[T nn.Float](job *trainer.Job, o Options, released []float64) (*DPFERMI[T], error) {
+	return newDPFERMI[T](job, o, released)
 }
 
-// options are DP-FERMI's settings: the privacy target (ε, δ), the clip
+// Options are DP-FERMI's settings: the privacy target (ε, δ), the clip
 // bound C, the noise multiplier and the accountant, the fairness player's
-// settings and the run's length. They are read from the job's Config once,
-// where the algorithm is built (optionsOf), and passed to the constructor
-// as values, so that the code that calibrates and charges the noise sees
-// the numbers it uses rather than the whole configuration.
-type options struct {
+// settings and the run's length. They are read from a Config once, where
+// the algorithm is built (OptionsOf in New, or a SteFFLe silo's
+// constructor), and passed to the constructor as values, so that the code
+// that calibrates and charges the noise sees the numbers it uses rather
+// than the whole configuration.
+type Options struct {
 	Epochs, Batch                int
 	Seed                         *uint64
 	Epsilon, Delta, Clip, Sigma  float64
@@ -199,18 +203,54 @@ type options struct {
 	PublicGroupSizes             bool
 }
 
-// optionsOf is DP-FERMI's options as cfg states them (--epsilon, --delta,
-// --clip, --sigma, --lambda, …).
-func optionsOf(cfg trainer.Config) options {
+// OptionsOf is DP-FERMI's options as cfg states them (Privacy.Epsilon,
+// Privacy.Delta, Privacy.Clip, Privacy.Sigma, Fair.Lambda, …).
+func OptionsOf(cfg trainer.Config) Options {
 	p, f := cfg.Privacy, cfg.Fair
-	return options{Epochs: cfg.Epochs, Batch: cfg.Batch, Seed: cfg.Seed,
+	return Options{Epochs: cfg.Epochs, Batch: cfg.Batch, Seed: cfg.Seed,
 		Epsilon: p.Epsilon, Delta: p.Delta, Clip: p.Clip, Sigma: p.Sigma, AllowLargeDelta: p.AllowLargeDelta,
 		Sampling: p.Sampling, Accountant: p.Accountant,
 		Lambda: f.Lambda, LRW: f.LRW, Radius: f.Radius, Scope: f.Scope, Fairness: f.Fairness, Calibration: f.Calibration,
 		PublicGroupSizes: f.PublicGroupSizes}
 }
 
-func newDPFERMI[T nn.Float](job *trainer.Job, o options, released []float64) (*DPFERMI[T], error) {
+// Private says whether o asks for a private run: every setting but ε = ∞
+// without a given σ (which trains like plain SGD, unclipped and unnoised).
+func (o Options) Private() bool { return !(math.IsInf(o.Epsilon, 1) && o.Sigma == 0) }
+
+// check refuses privacy values no run can state a guarantee for, by the
+// rules of trainer.Config's Validate (so a Config that passed it passes
+// here). Options built by a caller (a SteFFLe silo's constructor) may not
+// have been through Validate, and a clip, ε or δ out of range must be an
+// error, not a receipt computed from it. The messages name the Config
+// fields the values come from.
+func (o Options) check() error {
+	var errs trainer.FieldErrors
+	add := func(field, format string, v float64) {
+		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, v)})
+	}
+	if !(o.Epsilon > 0) {
+		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", o.Epsilon)
+	}
+	if !(o.Delta >= 0 && o.Delta < 1) {
+		add("Privacy.Delta", "must be in [0,1) (got %v)", o.Delta)
+	}
+	if !(o.Clip > 0) {
+		add("Privacy.Clip", "must be > 0 (got %v)", o.Clip)
+	}
+	if o.Sigma < 0 {
+		add("Privacy.Sigma", "must be ≥ 0 (got %v)", o.Sigma)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("fermi: %w", errs)
+	}
+	return nil
+}
+
+func newDPFERMI[T nn.Float](job *trainer.Job, o Options, released []float64) (*DPFERMI[T], error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	train := job.Train
 	n := train.N()
 	if n == 0 {
@@ -221,7 +261,7 @@ func newDPFERMI[T nn.Float](job *trainer.Job, o options, released []float64) (*D
 	}
 	a := &DPFERMI[T]{publicSizes: o.PublicGroupSizes,
 		Lambda: o.Lambda, LRW: o.LRW, Radius: o.Radius, Clip: o.Clip, Scope: o.Scope, Sampling: o.Sampling,
-		Calibration: o.Calibration, Private: !(math.IsInf(o.Epsilon, 1) && o.Sigma == 0),
+		Calibration: o.Calibration, Private: o.Private(),
 		Delta: o.Delta, Q: float64(o.Batch) / float64(n), Batch: o.Batch, Seed: o.Seed, target: o.Epsilon,
 	}
 	if !a.Private {

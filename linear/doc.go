@@ -77,7 +77,12 @@
 //     bench run: LoadFairData (split, base classifier or external scores),
 //     RunFair (one run, a trainer.Report with extra.jagielski), RunPostproc
 //     (both, and the files); sweep.go is a sweep's sweep.csv row, written
-//     through trainer's resumable sweep runner.
+//     through trainer's resumable sweep runner. Each entry (RunObjPert,
+//     LoadFairData, RunFair) reads its privacy target (ε, δ, the large-δ
+//     permission) from the trainer.Config once (privacy.go) and passes the
+//     values on, so the code that calibrates and charges noise sees the
+//     numbers it uses; the Config also travels to those entries for the
+//     data settings and the report's record of the run.
 //
 // # A tight calibration of Gaussian objective perturbation
 //

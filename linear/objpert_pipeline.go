@@ -87,7 +87,7 @@ func ObjPertExtra(rep *trainer.Report) *ObjPertReport {
 	return r
 }
 
-func validateObjPert(cfg trainer.Config) error {
+func validateObjPert(cfg trainer.Config, p privacy) error {
 	var errs trainer.FieldErrors
 	add := func(field, format string, a ...any) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
@@ -95,8 +95,8 @@ func validateObjPert(cfg trainer.Config) error {
 	if cfg.Algo != "objpert" {
 		add("Algo", "must be objpert (got %q)", cfg.Algo)
 	}
-	if !(cfg.Privacy.Epsilon > 0) {
-		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
+	if !(p.Epsilon > 0) {
+		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
 	}
 	o := ObjPertConfigOf(cfg)
 	if !(o.RowBound >= 0) || math.IsInf(o.RowBound, 1) {
@@ -121,8 +121,8 @@ func validateObjPert(cfg trainer.Config) error {
 	default:
 		add("ObjPert.Calibration", "must be %s or %s (got %q)", CalibrationProfile, CalibrationKST, o.Calibration)
 	}
-	if !(cfg.Privacy.Delta >= 0 && cfg.Privacy.Delta < 1) {
-		add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", cfg.Privacy.Delta)
+	if !(p.Delta >= 0 && p.Delta < 1) {
+		add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", p.Delta)
 	}
 	if h := o.ResidualScale; !(h >= 0) || math.IsInf(h, 1) {
 		add("ObjPert.ResidualScale", "must be a finite number > 0, or 0 for %v (got %v)", DefaultResidualScale, h)
@@ -140,13 +140,14 @@ func validateObjPert(cfg trainer.Config) error {
 }
 
 // RunObjPert runs cfg (Algo "objpert"): logistic regression by objective
-// perturbation at cfg.Privacy.Epsilon (pure ε-DP, or (ε, δ)-DP for the
-// Gaussian mechanism; see ObjPertConfig.Mechanism) on the data set cfg
-// names, split by cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded), with
-// noise from cfg.Seed. With cfg.Out set it writes model.ckpt (the receipt
-// inside) and then report.json.
+// perturbation at cfg's ε (pure ε-DP, or (ε, δ)-DP for the Gaussian
+// mechanism; see ObjPertConfig.Mechanism) on the data set cfg names, split
+// by cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded), with noise from
+// cfg.Seed. With cfg.Out set it writes model.ckpt (the receipt inside) and
+// then report.json. The privacy target is read from cfg once (privacyOf).
 func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error) {
-	if err := validateObjPert(cfg); err != nil {
+	p := privacyOf(cfg)
+	if err := validateObjPert(cfg, p); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -188,17 +189,17 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		bound = DefaultRowBound(train.Dim)
 	}
 	n := train.N()
-	opt := ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
+	opt := ObjPertOptions{Epsilon: p.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
 	var choice string
-	if private := !math.IsInf(cfg.Privacy.Epsilon, 1); private && (o.Mechanism == MechanismGaussian || o.Mechanism == MechanismAuto) {
-		if opt.Delta = cfg.Privacy.Delta; opt.Delta == 0 {
+	if private := p.Private(); private && (o.Mechanism == MechanismGaussian || o.Mechanism == MechanismAuto) {
+		if opt.Delta = p.Delta; opt.Delta == 0 {
 			opt.Delta = accounting.DefaultDelta(n)
 		}
-		if err := accounting.CheckDelta(opt.Delta, n, cfg.Privacy.AllowLargeDelta); err != nil {
+		if err := accounting.CheckDelta(opt.Delta, n, p.AllowLargeDelta); err != nil {
 			return nil, trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
 		}
 		if o.Mechanism == MechanismAuto {
-			c, err := ChooseObjPert(ObjPertFacts{N: n, D: train.Dim, Epsilon: cfg.Privacy.Epsilon, Delta: opt.Delta,
+			c, err := ChooseObjPert(ObjPertFacts{N: n, D: train.Dim, Epsilon: p.Epsilon, Delta: opt.Delta,
 				Curvature: curvatureOf(train.Targets != nil, o.ResidualScale), Calibration: cal, Regression: train.Targets != nil})
 			if err != nil {
 				return nil, err
@@ -240,7 +241,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	// reading it back repeats. Settings objpert does not read are left out.
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
-	rep.Config.Privacy = trainer.DPConfig{Epsilon: cfg.Privacy.Epsilon, Delta: res.Delta, AllowLargeDelta: res.Delta != 0 && cfg.Privacy.AllowLargeDelta}
+	rep.Config.Privacy = trainer.DPConfig{Epsilon: p.Epsilon, Delta: res.Delta, AllowLargeDelta: res.Delta != 0 && p.AllowLargeDelta}
 	rep.Config.Federation = trainer.FederationConfig{}
 	// The mechanism as asked: auto decides again from the same public
 	// facts (n, d, ε and the δ recorded above), so a rerun repeats the

@@ -72,8 +72,9 @@ type FairSplit struct {
 // N is the number of records.
 func (s *FairSplit) N() int { return len(s.Label) }
 
-// validatePostproc checks the settings the pipeline reads.
-func validatePostproc(cfg trainer.Config) (Fairness, error) {
+// validatePostproc checks the settings the pipeline reads (p: cfg's
+// privacy target, privacyOf).
+func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 	var errs trainer.FieldErrors
 	add := func(field, format string, a ...any) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
@@ -105,9 +106,9 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 			add("Postproc.Base", "%s is the base classifier of post-processing on a data set, not of the oracle or of external scores", j.Base)
 		}
 		// BaseEpsilon 0 takes DefaultBaseEpsilon of the total.
-		if !(j.BaseEpsilon >= 0 && j.BaseEpsilon < cfg.Privacy.Epsilon) || math.IsInf(cfg.Privacy.Epsilon, 1) {
+		if !(j.BaseEpsilon >= 0 && j.BaseEpsilon < p.Epsilon) || !p.Private() {
 			add("Postproc.BaseEpsilon", "must be ≥ 0 (0: the default share) and below a finite total Privacy.Epsilon with a private base, "+
-				"which leaves the rest to post-processing (got %v of %v)", j.BaseEpsilon, cfg.Privacy.Epsilon)
+				"which leaves the rest to post-processing (got %v of %v)", j.BaseEpsilon, p.Epsilon)
 		}
 	default:
 		add("Postproc.Base", "must be empty (non-private logistic regression), objpert or dpsgd (got %q)", j.Base)
@@ -115,11 +116,11 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	if !(j.Gamma >= 0) || math.IsInf(j.Gamma, 1) {
 		add("Postproc.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
 	}
-	if !(cfg.Privacy.Epsilon > 0) {
-		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
+	if !(p.Epsilon > 0) {
+		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
 	}
-	if cfg.Privacy.Delta < 0 || cfg.Privacy.Delta >= 1 {
-		add("Privacy.Delta", "must be in [0,1) (got %v)", cfg.Privacy.Delta)
+	if p.Delta < 0 || p.Delta >= 1 {
+		add("Privacy.Delta", "must be in [0,1) (got %v)", p.Delta)
 	}
 	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {
 		add("TrainFrac", "must be in (0,1) (got %v)", cfg.TrainFrac)
@@ -136,8 +137,10 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 // LoadFairData loads the data set cfg names and, for post-processing, fits
 // the base classifier (or reads the external scores, PostprocConfig.Scores).
 // The split comes from cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded).
+// The privacy target is read from cfg once (privacyOf).
 func LoadFairData(cfg trainer.Config) (*FairData, error) {
-	if _, err := validatePostproc(cfg); err != nil {
+	p := privacyOf(cfg)
+	if _, err := validatePostproc(cfg, p); err != nil {
 		return nil, err
 	}
 	seed := cfg.Seed
@@ -176,7 +179,7 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	var base LinearClassifier
 	if pc.Base != "" {
 		// Its noise comes from the run's seed, not the split's.
-		if d.BaseFit, err = fitPrivateBase(cfg, d); err != nil {
+		if d.BaseFit, err = fitPrivateBase(cfg, p, d); err != nil {
 			return nil, fmt.Errorf("private base classifier: %w", err)
 		}
 		base.W = d.BaseFit.W
@@ -324,12 +327,13 @@ func FairExtra(rep *trainer.Report) *FairResult {
 }
 
 // RunFair runs cfg.Algo ("postproc" or "oracle") on loaded data with
-// γ of its PostprocConfig, cfg.Privacy.Epsilon and noise seed cfg.Seed
-// (nil: crypto-seeded), and returns the report (extra.jagielski holds a
-// *FairResult). A failure of the private LP is a result (FairResult.Failed),
-// not an error: the budget was spent.
+// γ of its PostprocConfig, cfg's privacy target (read once, privacyOf)
+// and noise seed cfg.Seed (nil: crypto-seeded), and returns the report
+// (extra.jagielski holds a *FairResult). A failure of the private LP is a
+// result (FairResult.Failed), not an error: the budget was spent.
 func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Report, error) {
-	fair, err := validatePostproc(cfg)
+	p := privacyOf(cfg)
+	fair, err := validatePostproc(cfg, p)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +341,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		return nil, err
 	}
 	start := time.Now()
-	j, epsilon, seed := PostprocConfigOf(cfg), cfg.Privacy.Epsilon, cfg.Seed
+	j, epsilon, seed := PostprocConfigOf(cfg), p.Epsilon, cfg.Seed
 	if b := d.BaseFit; b != nil {
 		// A private base spent its share of the total ε already.
 		if cfg.Algo != "postproc" || j.Base != b.Method || baseEpsilon(cfg) != b.Epsilon {
@@ -438,7 +442,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		}
 		res.Model = model
 	case "oracle":
-		delta := cfg.Privacy.Delta
+		delta := p.Delta
 		switch {
 		case j.BasicComposition:
 			delta = 0
@@ -446,7 +450,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 			delta = accounting.DefaultDelta(d.Train.N())
 		}
 		if delta > 0 {
-			if err := accounting.CheckDelta(delta, d.Train.N(), cfg.Privacy.AllowLargeDelta); err != nil {
+			if err := accounting.CheckDelta(delta, d.Train.N(), p.AllowLargeDelta); err != nil {
 				return nil, err
 			}
 		}

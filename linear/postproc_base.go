@@ -80,18 +80,19 @@ func DefaultPrivateBins(m int, epsilon float64) int {
 func DefaultBaseEpsilon(total float64) float64 { return DefaultBaseShare * total }
 
 // baseEpsilon is the base's ε cfg asks for: Postproc.BaseEpsilon, or
-// DefaultBaseEpsilon of the total when it is 0.
+// DefaultBaseEpsilon of the total ε (privacyOf) when it is 0.
 func baseEpsilon(cfg trainer.Config) float64 {
 	if be := PostprocConfigOf(cfg).BaseEpsilon; be > 0 {
 		return be
 	}
-	return DefaultBaseEpsilon(cfg.Privacy.Epsilon)
+	return DefaultBaseEpsilon(privacyOf(cfg).Epsilon)
 }
 
 // fitPrivateBase trains the base cfg's Postproc.Base names on d's
-// training split, at ε = baseEpsilon(cfg), with noise derived from the
-// run's seed (stream "base", apart from the post-processing's "noise").
-func fitPrivateBase(cfg trainer.Config, d *FairData) (*PrivateBaseFit, error) {
+// training split, at ε = baseEpsilon(cfg) and p's δ, with noise derived
+// from the run's seed (stream "base", apart from the post-processing's
+// "noise").
+func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit, error) {
 	pc := PostprocConfigOf(cfg)
 	eps := baseEpsilon(cfg)
 	_, src := dpops.NewRand(cfg.Seed)
@@ -110,17 +111,17 @@ func fitPrivateBase(cfg trainer.Config, d *FairData) (*PrivateBaseFit, error) {
 		return &PrivateBaseFit{Method: BaseObjPert, Epsilon: eps, W: append([]float64{pb.Intercept}, pb.Weights...),
 			Description: fmt.Sprintf("logistic regression by objective perturbation (ε = %g)", eps), Receipt: rec}, nil
 	case BaseDPSGD:
-		return fitDPSGDBase(cfg, d, eps, src.Derive("base"))
+		return fitDPSGDBase(cfg, p, d, eps, src.Derive("base"))
 	}
 	return nil, fmt.Errorf("linear: base classifier %q, want %q or %q", pc.Base, BaseObjPert, BaseDPSGD)
 }
 
 // fitDPSGDBase trains logistic regression (the zoo's "logistic" model: one
 // logit) by DP-SGD on exactly d's training split, with d's test split as
-// its test set, at ε and cfg's δ (0: 1/n²). A seeded run seeds DP-SGD
+// its test set, at ε and p's δ (0: 1/n²). A seeded run seeds DP-SGD
 // with a number drawn from r, so its sampling and noise streams are not
 // the post-processing's.
-func fitDPSGDBase(cfg trainer.Config, d *FairData, eps float64, r *rand.Rand) (*PrivateBaseFit, error) {
+func fitDPSGDBase(cfg trainer.Config, p privacy, d *FairData, eps float64, r *rand.Rand) (*PrivateBaseFit, error) {
 	var seed *uint64
 	if cfg.Seed != nil {
 		s := r.Uint64()
@@ -135,8 +136,8 @@ func fitDPSGDBase(cfg trainer.Config, d *FairData, eps float64, r *rand.Rand) (*
 	}
 	data := &trainer.Data{Features: rows(d.Train), Labels: d.Train.Label, Groups: d.Train.Group, GroupNames: d.GroupNames,
 		Test: &trainer.Data{Features: rows(d.Test), Labels: d.Test.Label, Groups: d.Test.Group}}
-	p, err := trainer.NewPrivate(trainer.PrivateOptions{Data: data, Model: "logistic", Epsilon: eps,
-		Delta: cfg.Privacy.Delta, AllowLargeDelta: cfg.Privacy.AllowLargeDelta, Seed: seed})
+	run, err := trainer.NewPrivate(trainer.PrivateOptions{Data: data, Model: "logistic", Epsilon: eps,
+		Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +146,7 @@ func fitDPSGDBase(cfg trainer.Config, d *FairData, eps float64, r *rand.Rand) (*
 	if err != nil {
 		return nil, err
 	}
-	rep, err := trainer.TrainPrivate[float64](context.Background(), p, m)
+	rep, err := trainer.TrainPrivate[float64](context.Background(), run, m)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +160,9 @@ func fitDPSGDBase(cfg trainer.Config, d *FairData, eps float64, r *rand.Rand) (*
 			return nil, errors.New("linear: the DP-SGD base classifier diverged (a weight is not finite)")
 		}
 	}
-	cf := p.Config()
+	// The settings trainer chose for the base's DP-SGD run (its
+	// data-aware defaults), for the description.
+	cf := run.Config()
 	return &PrivateBaseFit{Method: BaseDPSGD, Epsilon: eps, W: w, Report: rep, Receipt: rep.Privacy,
 		Description: fmt.Sprintf("logistic regression by DP-SGD (ε = %g, δ = %.3g; batch %d, %d epochs, lr %g, clip %g)",
 			eps, rep.Privacy.Delta, cf.Batch, cf.Epochs, cf.LR, cf.Privacy.Clip)}, nil

@@ -41,7 +41,10 @@
 //     killed run started again with the same flags skips the finished ρ
 //     and gives the same results (every trial draws from its own stream,
 //     named by its method, ρ and index, whatever ran before), and one with other
-//     settings is refused.
+//     settings is refused. Prepare reads the Config's privacy settings
+//     once (the clip into Options.GradClip, δ resolved into
+//     ReportExtra.Delta); Finish takes them from there, never from the
+//     report's record of the configuration, which it only writes.
 //
 // Choices this implementation makes where the paper leaves room, each
 // visible in Options or the receipt:

@@ -61,10 +61,13 @@ type ReportExtra struct {
 	Summaries  [][]*Summary        `json:"-"` // per ρ, per method run (the primary first)
 	Variant    Variant             `json:"-"`
 	Options    Options             `json:"-"`
-	Data       [2]*Data            `json:"-"` // train, test
-	Source     dpops.Source        `json:"-"`
-	Methods    []Method            `json:"-"`
-	GroupNames []string            `json:"-"`
+	// Delta is the δ every receipt of the run states (Privacy.Delta, or
+	// 1/n² of the training records), resolved by Prepare.
+	Delta      float64      `json:"-"`
+	Data       [2]*Data     `json:"-"` // train, test
+	Source     dpops.Source `json:"-"`
+	Methods    []Method     `json:"-"`
+	GroupNames []string     `json:"-"`
 }
 
 // TrialsSplit is one split's Monte Carlo summary: n, the overall mean
@@ -97,7 +100,9 @@ func Extra(rep *trainer.Report) *ReportExtra {
 }
 
 // options validates the settings and turns them into Options (Rho and
-// Method are set per run).
+// Method are set per run). With Prepare's δ it is the one place tailoring
+// reads trainer.Config's privacy section: the fits take the clip as
+// Options.GradClip.
 func options(cfg trainer.Config) (Options, Variant, error) {
 	var o Options
 	var errs trainer.FieldErrors
@@ -314,10 +319,12 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 		return nil, err
 	}
 	o.Bounds = linear.Bounds{XNorm: ConfigOf(cfg).XBound, Y: ConfigOf(cfg).YBound}
-	if cfg.Privacy.Delta == 0 {
-		cfg.Privacy.Delta = accounting.DefaultDelta(len(train.Y))
+	// δ, read here once: every receipt of the run states it (ex.Delta).
+	delta := cfg.Privacy.Delta
+	if delta == 0 {
+		delta = accounting.DefaultDelta(len(train.Y))
 	}
-	if err := accounting.CheckDelta(cfg.Privacy.Delta, len(train.Y), cfg.Privacy.AllowLargeDelta); err != nil {
+	if err := accounting.CheckDelta(delta, len(train.Y), cfg.Privacy.AllowLargeDelta); err != nil {
 		return nil, err
 	}
 	primary := DPSE
@@ -329,14 +336,14 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 		methods = []Method{DPSE, DPNoSE}
 	}
 	ex := &ReportExtra{Task: ConfigOf(cfg).Task, Trials: ConfigOf(cfg).Trials, Notes: notes, Variant: variant, Options: o,
-		Data: [2]*Data{train, test}, Source: src, Methods: methods, GroupNames: train.Names}
+		Delta: delta, Data: [2]*Data{train, test}, Source: src, Methods: methods, GroupNames: train.Names}
 	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: datasetName(cfg), DType: "float64", Backend: trainer.BackendName(),
 		Model:        fmt.Sprintf("linear (%s, %s loss, intercept, stage 2 %s)", o.Model, o.Loss, variant),
 		TrainRecords: len(train.Y), Version: trainer.Version, Extra: trainer.Extras{"tailoring": ex}}
 	// The configuration actually run, with the bounds and δ it used.
 	rep.Config = cfg
 	rep.Config.Out, rep.Config.Quiet = "", false
-	rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = 0, ""
+	rep.Config.Privacy.Delta, rep.Config.Privacy.Sigma, rep.Config.Privacy.Sampling = delta, 0, ""
 	rep.Config.Federation = trainer.FederationConfig{}
 	rep.Config = trainer.WithoutSections(rep.Config, SectionKey)
 	return rep, nil
@@ -455,7 +462,9 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	if rep.Privacy, err = runReceipt(all, earlier, ex, *cfg); err != nil {
 		return err
 	}
-	// The budget is ρ; the (ε, δ) it converts to is recorded with it.
+	// The budget is ρ; the (ε, δ) it converts to is recorded with it, in
+	// the report's record of the configuration (cfg is rep.Config, which
+	// nothing reads its privacy settings from).
 	cfg.Privacy.Epsilon = math.Inf(1)
 	if rep.Privacy.Epsilon != nil {
 		cfg.Privacy.Epsilon = *rep.Privacy.Epsilon
@@ -481,7 +490,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 // run into the same directory) in its output (ReleaseReceipt of them all),
 // with what it leaves uncovered.
 func runReceipt(sums, earlier []*Summary, ex *ReportExtra, cfg trainer.Config) (accounting.Receipt, error) {
-	rec, err := ReleaseReceipt(append(slices.Clip(sums), earlier...), cfg.Privacy.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)})
+	rec, err := ReleaseReceipt(append(slices.Clip(sums), earlier...), ex.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)})
 	if err != nil {
 		return rec, err
 	}
@@ -618,7 +627,7 @@ func runRho(ctx context.Context, ex *ReportExtra, cfg *trainer.Config, rho float
 		}
 		o := ex.Options
 		o.Rho, o.Method = rho, m
-		sum, err := RunTrials(ex.Source, ex.Data[0], ex.Data[1], o, ex.Variant, ConfigOf(*cfg).Trials, ConfigOf(*cfg).Workers, cfg.Privacy.Delta)
+		sum, err := RunTrials(ex.Source, ex.Data[0], ex.Data[1], o, ex.Variant, ConfigOf(*cfg).Trials, ConfigOf(*cfg).Workers, ex.Delta)
 		if err != nil {
 			return nil, fmt.Errorf("ρ = %g, %s: %w", rho, m, err)
 		}

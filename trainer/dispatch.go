@@ -111,7 +111,7 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSigmaCap(job.Cfg, alg); err != nil {
+	if err := checkSigmaCap(job.Cfg.Privacy, alg); err != nil {
 		return nil, err
 	}
 	if job.Cfg.Device == "cuda" {

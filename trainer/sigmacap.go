@@ -8,13 +8,14 @@ import (
 )
 
 // checkSigmaCap refuses a private run whose given noise multiplier
-// (Privacy.Sigma) would spend more than its finite Privacy.Epsilon. With
-// both set, ε is a cap the run honours: otherwise report.json would show the
-// target beside a receipt many times larger, and a user who set both would
-// believe the smaller one. Privacy.Epsilon +Inf runs σ uncapped (the
-// receipt alone states what it spent).
-func checkSigmaCap[T nn.Float](cfg Config, alg Algorithm[T]) error {
-	p := cfg.Privacy
+// (Privacy.Sigma, p.Sigma) would spend more than its finite
+// Privacy.Epsilon (p.Epsilon). With both set, ε is a cap the run honours:
+// otherwise report.json would show the target beside a receipt many times
+// larger, and a user who set both would believe the smaller one.
+// Privacy.Epsilon +Inf runs σ uncapped (the receipt alone states what it
+// spent). It reads only ε and σ, so it takes the privacy settings, not the
+// whole Config.
+func checkSigmaCap[T nn.Float](p DPConfig, alg Algorithm[T]) error {
 	if p.Sigma == 0 || math.IsInf(p.Epsilon, 1) {
 		return nil
 	}

@@ -385,11 +385,14 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		log = io.Discard
 	}
 	trainAll := job.Train
-	delta := cfg.Privacy.Delta
+	// The target the whole search is calibrated to, read once: the trials
+	// get their own settings (tuneTrial), the report the chosen one's.
+	target := cfg.Privacy
+	delta := target.Delta
 	if delta == 0 {
 		delta = accounting.DefaultDelta(trainAll.N())
 	}
-	if err := accounting.CheckDelta(delta, trainAll.N(), cfg.Privacy.AllowLargeDelta); err != nil {
+	if err := accounting.CheckDelta(delta, trainAll.N(), target.AllowLargeDelta); err != nil {
 		return nil, err
 	}
 	train, valid := trainAll, trainAll
@@ -423,7 +426,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 			q[sh], steps[sh] = a.Q, e*a.StepsPerEpoch()
 		}
 	}
-	plan, err := planTune(q, steps, law, delta, cfg.Privacy.Epsilon, opts.ScoreShare)
+	plan, err := planTune(q, steps, law, delta, target.Epsilon, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}
@@ -469,7 +472,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 			bestRep, bestModel, bestChoice, bestScore = rep, m, c, score
 		}
 		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			i+1, k, plan.eps, cfg.Privacy.Epsilon)
+			i+1, k, plan.eps, target.Epsilon)
 	}
 	res := TuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
 		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestScore, Space: space}

@@ -41,6 +41,13 @@
 //     accountant, PLD unless RDP is asked for, of everything it ever
 //     released) that refuses over-budget rounds, and request validation.
 //     Info says which accountant; the server refuses silos that disagree.
+//     A silo's privacy settings (ε, δ, clip, σ, accountant, sampling) are
+//     DP-FERMI's options (fermi.Options), read from the Config once where
+//     the federation is built (NewSilo, New) and passed to every silo as
+//     values: the silo, its ledger and its release settings see the
+//     numbers its DP-FERMI instance calibrates with, and a federation-wide
+//     change (Federation.TotalDelta's δ) is made to those values, not to a
+//     Config the silos then read again.
 //   - SiloState (state.go) is the ledger on disk, the released noisy
 //     group counts and the last answer, written atomically and synced
 //     before an answer leaves the silo. A restarted silo continues it (a

@@ -112,9 +112,9 @@ type SiloOptions struct {
 	// Records is the number of records the averaging weight states; 0 means
 	// the silo's own count.
 	Records int
-	// Batch is the silo's expected batch size (0: cfg.Batch).
+	// Batch is the silo's expected batch size (0: the run's batch).
 	Batch int
-	// Budget is the ε the silo refuses to exceed (0: cfg.Privacy.Epsilon).
+	// Budget is the ε the silo refuses to exceed (0: the run's ε).
 	Budget float64
 	// State is what the silo released before a restart (LoadSiloState); nil
 	// for a first start. The silo continues its ledger, reuses its released
@@ -150,14 +150,24 @@ func SiloSource(run dpops.Source, index, gen int) dpops.Source {
 // SiloSource with the next generation). With opts.State it continues the
 // earlier start's ledger; with opts.StatePath it writes its state before
 // returning, so a silo that cannot record its spending never starts.
+// cfg's privacy and fairness settings are read here once, as DP-FERMI's
+// options (fermi.OptionsOf), and passed on as values.
 func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.Source, opts SiloOptions) (*Silo[T], error) {
+	return newSilo[T](cfg, fermi.OptionsOf(cfg), data, src, opts)
+}
+
+// newSilo is NewSilo with DP-FERMI's settings o (ε, δ, clip, σ, the
+// accountant and sampling, the fairness player's, epochs and batch) given
+// as values. cfg still supplies the model (trainer.ModelSpec) and the job
+// DP-FERMI is built on; its privacy section is not read.
+func newSilo[T nn.Float](cfg trainer.Config, o fermi.Options, data *loaders.Dataset, src dpops.Source, opts SiloOptions) (*Silo[T], error) {
 	if data == nil || data.N() == 0 {
 		return nil, fmt.Errorf("federated: silo %d has no records", opts.Index)
 	}
 	if opts.Batch > 0 {
-		cfg.Batch = opts.Batch
+		o.Batch = opts.Batch
 	}
-	cfg.Batch = min(cfg.Batch, data.N())
+	o.Batch = min(o.Batch, data.N())
 	st := opts.State
 	fingerprint := DataFingerprint(data)
 	if st != nil {
@@ -169,7 +179,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 				"its spent budget belongs to those records", opts.Index, st.Records, st.Fingerprint, data.N(), fingerprint)
 		}
 	}
-	private := !(math.IsInf(cfg.Privacy.Epsilon, 1) && cfg.Privacy.Sigma == 0)
+	private := o.Private()
 	if st != nil && st.Private != private {
 		return nil, fmt.Errorf("silo %d: the state was written by a silo that was %s; restart it with the same privacy setting",
 			opts.Index, map[bool]string{true: "private", false: "not private"}[st.Private])
@@ -179,14 +189,14 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	// find the budget spent before the planned rounds end (or leave budget
 	// unused). The kind is a release setting: a restart under another is
 	// refused, since the stored budget was stated under the first.
-	acc, err := accounting.ResolveAccountant(cfg.Privacy.Accountant)
+	acc, err := accounting.ResolveAccountant(o.Accountant)
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, trainer.FieldErrors{{Field: "Privacy.Accountant", Msg: err.Error()}})
 	}
-	cfg.Privacy.Accountant = acc
+	o.Accountant = acc
 	spec := trainer.ModelSpec(cfg, data)
-	release := ReleaseSettings{Accountant: cfg.Privacy.Accountant, Scope: cfg.Fair.Scope, Fairness: cfg.Fair.Fairness, Clip: cfg.Privacy.Clip, Lambda: cfg.Fair.Lambda,
-		Calibration: cfg.Fair.Calibration, PublicGroupSizes: cfg.Fair.PublicGroupSizes, Sampling: cfg.Privacy.Sampling, Model: spec.String()}
+	release := ReleaseSettings{Accountant: o.Accountant, Scope: o.Scope, Fairness: o.Fairness, Clip: o.Clip, Lambda: o.Lambda,
+		Calibration: o.Calibration, PublicGroupSizes: o.PublicGroupSizes, Sampling: o.Sampling, Model: spec.String()}
 	if !private {
 		release.Sampling = accounting.SamplingShuffle // non-private DP-FERMI shuffles whatever the flag says
 	}
@@ -197,12 +207,14 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 			return nil, fmt.Errorf("silo %d: %w", opts.Index, errs)
 		}
 	}
+	// DP-FERMI takes its settings from o; the job carries the records and
+	// the randomness.
 	job := &trainer.Job{Cfg: cfg, Train: data, Test: data, Source: src}
 	var counts []float64
 	if st != nil {
 		counts = st.Counts
 	}
-	alg, err := fermi.NewWithReleasedCounts[T](job, counts)
+	alg, err := fermi.NewWithReleasedCounts[T](job, o, counts)
 	if err != nil {
 		return nil, fmt.Errorf("silo %d: %w", opts.Index, err)
 	}
@@ -226,7 +238,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	s := &Silo[T]{index: opts.Index, data: data, alg: alg, model: m, sample: sampler, statePath: opts.StatePath, delta: alg.Delta}
 	s.budget = opts.Budget
 	if s.budget == 0 {
-		s.budget = cfg.Privacy.Epsilon
+		s.budget = o.Epsilon
 	}
 	if !alg.Private {
 		s.budget = math.Inf(1)
@@ -282,7 +294,7 @@ func NewSilo[T nn.Float](cfg trainer.Config, data *loaders.Dataset, src dpops.So
 	}
 	reg := alg.Reg
 	s.info = Info{Index: opts.Index, Records: records, Spec: spec, NumParams: m.NumParams(), Groups: reg.Groups,
-		Classes: reg.Classes, WLen: len(reg.W), Rounds: cfg.Epochs * sampler.StepsPerEpoch(), Epsilon: s.budget,
+		Classes: reg.Classes, WLen: len(reg.W), Rounds: o.Epochs * sampler.StepsPerEpoch(), Epsilon: s.budget,
 		Delta: s.delta, Private: alg.Private, Accountant: acc}
 	return s, nil
 }

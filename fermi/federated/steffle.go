@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairdp/fairdp/dpops"
 	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/fermi"
 	"github.com/fairdp/fairdp/loaders"
 	"github.com/fairdp/fairdp/models"
 	"github.com/fairdp/fairdp/nn"
@@ -59,6 +60,9 @@ type Steffle[T nn.Float] struct {
 // same rate.
 func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	cfg, train := job.Cfg, job.Train
+	// DP-FERMI's settings (ε, δ, clip, σ, the accountant, …), read from the
+	// job's Config once and passed to every silo as values.
+	o := fermi.OptionsOf(cfg)
 	n := train.N()
 	if set.Mode == "" {
 		set.Mode = trainer.FederationHorizontal
@@ -74,7 +78,7 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 		return nil, fmt.Errorf("steffle: %w", err)
 	}
 	lanes := mapping.Lanes()
-	private := !(math.IsInf(cfg.Privacy.Epsilon, 1) && cfg.Privacy.Sigma == 0)
+	private := o.Private()
 	for _, l := range lanes {
 		if l.Split() && private && cfg.Fair.Scope != accounting.ScopeSensitive {
 			return nil, fmt.Errorf("steffle: %w", trainer.FieldErrors{{Field: "Fair.Scope", Msg: fmt.Sprintf("%s is refused: Federation.Mode %s splits records over silos (record %d has its features on silo %d and its sensitive attribute on silo %d): the feature silo must ship each sampled record's features and label to the sensitive silo, which that scope promises to protect; use Fair.Scope sensitive (only the sensitive attribute private)",
@@ -85,22 +89,22 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	for _, l := range lanes {
 		featureSilos = max(featureSilos, l.Features+1)
 	}
-	if set.TotalDelta && cfg.Privacy.Delta == 0 {
+	if set.TotalDelta && o.Delta == 0 {
 		// The authors' code: δ = 1/n² of all n records for every silo,
 		// smaller than a silo's own 1/ñ².
-		cfg.Privacy.Delta = accounting.DefaultDelta(n)
+		o.Delta = accounting.DefaultDelta(n)
 	}
 	a := &Steffle[T]{Settings: set, Mapping: mapping, Lanes: lanes, test: job.Test}
 	clients := make([]Client, len(lanes))
 	mean := float64(n) / float64(featureSilos)
 	for i, l := range lanes {
 		ids := l.Records
-		batch := max(1, int(math.Round(float64(cfg.Batch)*float64(len(ids))/mean)))
+		batch := max(1, int(math.Round(float64(o.Batch)*float64(len(ids))/mean)))
 		data := train
 		if len(ids) < n {
 			data = loaders.Subset(train, ids)
 		}
-		s, err := NewSilo[T](cfg, data, SiloSource(job.Source, i, 0), SiloOptions{Index: i, Batch: batch})
+		s, err := newSilo[T](cfg, o, data, SiloSource(job.Source, i, 0), SiloOptions{Index: i, Batch: batch})
 		if err != nil {
 			return nil, fmt.Errorf("steffle: lane %d (features on silo %d, sensitive attributes on silo %d): %w", i, l.Features, l.Sensitive, err)
 		}
@@ -114,7 +118,7 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	a.averageAt = at
 	f := cfg.Fair
 	a.server, err = NewServer[T](context.Background(), ServerConfig{LR: cfg.LR, Decay: decay, WeightDecay: f.WeightDecay, Lambda: f.Lambda,
-		LRW: f.LRW, Radius: f.Radius, Seed: cfg.Seed, Accountant: cmp.Or(cfg.Privacy.Accountant, accounting.DefaultAccountant)}, clients)
+		LRW: f.LRW, Radius: f.Radius, Seed: cfg.Seed, Accountant: cmp.Or(o.Accountant, accounting.DefaultAccountant)}, clients)
 	if err != nil {
 		return nil, fmt.Errorf("steffle: %w", err)
 	}
