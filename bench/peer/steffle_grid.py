@@ -170,11 +170,62 @@ def effects(path, pairs_n=((1, 12), (3, 12)), pairs_h=((0.0, 0.9),)):
                     " ".join("%+.4f" % x for x in d), "; every seed the same sign" if same else ""))
 
 
+def trends(path, silos=(3, 6, 12)):
+    """The grid's N and h trends per source: per-seed least-squares slopes, then their mean over seeds.
+
+    The paper's claim is that error and violation grow with N and with h. For
+    each source and seed with a full block (every N in silos × every h of
+    the CSV), a two-way fit metric ~ a + b·log2(N) + c·h over that block
+    gives the seed's slopes b (per doubling of N) and c (per unit of h); the
+    mean over seeds and their standard error say whether a trend stands out
+    of the seed noise. N = 1 is left out: it runs the code's 15-epoch
+    schedule, not the 60 epochs of N > 1, and h has no meaning for one silo.
+    """
+    import math
+    rows = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            rows.setdefault(r["source"], {})[(int(r["N"]), float(r["h"]), int(r["seed"]))] = (
+                float(r["error"]), float(r["violation"]))
+    for src in sorted(rows):
+        cells = rows[src]
+        hs = sorted({k[1] for k in cells})
+        per_seed = []
+        for seed in sorted({k[2] for k in cells}):
+            block = [(n, h) for n in silos for h in hs]
+            if len(hs) < 2 or any((n, h, seed) not in cells for n, h in block):
+                continue
+            xs = [(math.log2(n), h) for n, h in block]
+            mx = [sum(x[i] for x in xs) / len(xs) for i in (0, 1)]
+            # The block is a full factorial, so the two centred regressors are orthogonal and each slope is
+            # its own one-variable fit.
+            slopes = []
+            for j in (0, 1):
+                ys = [cells[(n, h, seed)][j] for n, h in block]
+                my = sum(ys) / len(ys)
+                slopes.append([sum((x[i] - mx[i]) * (y - my) for x, y in zip(xs, ys)) /
+                               sum((x[i] - mx[i]) ** 2 for x in xs) for i in (0, 1)])
+            per_seed.append((seed, slopes))
+        if not per_seed:
+            print("%s: no seed with every N in %s at every h %s" % (src, silos, hs))
+            continue
+        print("%s: %d seed(s) with the full block N %s × h %s" % (
+            src, len(per_seed), ",".join(map(str, silos)), ",".join("%g" % h for h in hs)))
+        for j, what in ((0, "error"), (1, "violation")):
+            for i, per in ((0, "per doubling of N"), (1, "per unit of h")):
+                v = [sl[j][i] for _, sl in per_seed]
+                m = sum(v) / len(v)
+                se = (sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) ** 0.5 if len(v) > 1 else float("nan")
+                print("  %s %s: mean slope %+.4f (standard error %.4f; seeds %s)" % (
+                    what, per, m, se, " ".join("%+.4f" % x for x in v)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source", choices=["authors", "fairdp"])
     ap.add_argument("--table", action="store_true", help="print the CSV as a markdown table and stop")
     ap.add_argument("--effects", action="store_true", help="print the seed-paired N and h effects and stop")
+    ap.add_argument("--trends", action="store_true", help="print the per-seed N and h slopes over the full grid and stop")
     ap.add_argument("--csv", default="bench/results/steffle_authors_code.csv")
     ap.add_argument("--details", default="bench/results/steffle_authors_code_runs.jsonl")
     ap.add_argument("--src", help="unpacked snapshot of the authors' code (source authors)")
@@ -194,6 +245,9 @@ def main():
         return
     if o.effects:
         effects(o.csv)
+        return
+    if o.trends:
+        trends(o.csv)
         return
     if not o.source:
         ap.error("--source is needed to run")
