@@ -27,8 +27,8 @@ package bench
 // FAIRDP_TABULAR_W (with K: the weight-only penalty as W times the
 // expected noise norm over n, linear.ObjPertNoiseNorm; default 0),
 // FAIRDP_TABULAR_MECH (objpert's mechanism: auto, pure, gaussian; default
-// auto), FAIRDP_TABULAR_CAL (the Gaussian mechanism's calibration:
-// profile, the default, or kst2012, the one before) and
+// auto), FAIRDP_TABULAR_CAL (the calibration: tight, the default,
+// profile or kst2012, the ones before) and
 // FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
 
 import (
@@ -136,7 +136,7 @@ func TestTabularObjPert(t *testing.T) {
 	}
 	ws := envFloats(t, "FAIRDP_TABULAR_W", "0")
 	mechs := strings.Split(orDefault(os.Getenv("FAIRDP_TABULAR_MECH"), linear.MechanismAuto), ",")
-	cal := orDefault(os.Getenv("FAIRDP_TABULAR_CAL"), linear.CalibrationProfile)
+	cal := orDefault(os.Getenv("FAIRDP_TABULAR_CAL"), linear.ObjPertDefaults().Calibration)
 	res, err := os.Create(filepath.Join(out, "objpert.csv"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,9 @@ type ObjPertFacts struct {
 	// Curvature is c, the bound on the loss's second derivative.
 	Curvature float64
 	// Calibration is the Gaussian mechanism's (CalibrationProfile, ""
-	// too, or CalibrationKST, the rule before the profile calibration).
+	// too, or CalibrationKST, the rule before the profile calibration);
+	// CalibrationTight also charges the pure mechanism's Jacobian term
+	// once (TightPureEpsilonPrime), which enters its noise norm.
 	Calibration string
 	// Regression is set for least squares, whose loss slope may take
 	// either sign within a record (ObjPertProfileDelta's fixedSign).
@@ -53,7 +55,11 @@ func ChooseObjPert(f ObjPertFacts) (ObjPertChoice, error) {
 	if err != nil {
 		return ObjPertChoice{}, err
 	}
-	pure := ObjPertNoiseNorm(MechanismPure, f.D, epsPrime, f.Delta)
+	pureEps := epsPrime
+	if f.Calibration == CalibrationTight {
+		pureEps = TightPureEpsilonPrime(f.Epsilon, f.N, l2+extra, f.Curvature)
+	}
+	pure := ObjPertNoiseNorm(MechanismPure, f.D, pureEps, f.Delta)
 	gauss := g.sigma * math.Sqrt(float64(f.D+1))
 	ch := ObjPertChoice{Mechanism: MechanismPure, L2: l2}
 	noise := pure
@@ -73,7 +79,7 @@ func ChooseObjPert(f ObjPertFacts) (ObjPertChoice, error) {
 		ch.Reason = fmt.Sprintf("n = %d, d = %d, ε = %g, δ = %.3g: expected noise norm %.4g (pure, 2(d+1)/ε' at ε' = %.4g) against %.4g "+
 			"(Gaussian, σ√(d+1), σ = %.4g from its privacy profile) at Λ = %.4g (%g times the smallest the budget allows), "+
 			"so %s, with Λ = %.4g (%g times)",
-			f.N, f.D, f.Epsilon, f.Delta, pure, epsPrime, gauss, g.sigma, l2, float64(DefaultL2Factor), ch.Mechanism, ch.L2, factor)
+			f.N, f.D, f.Epsilon, f.Delta, pure, pureEps, gauss, g.sigma, l2, float64(DefaultL2Factor), ch.Mechanism, ch.L2, factor)
 	}
 	if ch.WeightL2 > 0 {
 		ch.Reason += fmt.Sprintf(", weight penalty %.4g (%g times the expected noise over n)", ch.WeightL2, WeightNoiseFactor)
@@ -111,10 +117,12 @@ func curvatureOf(regression bool, h float64) float64 {
 // method names the mechanism r ran, for reports and receipts.
 func (r *ObjPertResult) method() string {
 	switch {
-	case r.Mechanism == MechanismGaussian && r.Calibration == CalibrationProfile:
+	case r.Mechanism == MechanismGaussian && profileCalibrated(r.Calibration):
 		return ObjPertProfileMethod
 	case r.Mechanism == MechanismGaussian:
 		return ObjPertGaussianMethod
+	case r.Calibration == CalibrationTight:
+		return ObjPertTightMethod
 	}
 	return ObjPertMethod
 }

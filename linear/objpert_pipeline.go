@@ -45,9 +45,11 @@ type ObjPertReport struct {
 	// coordinate of the noise on the summed loss.
 	Delta    *float64 `json:"delta,omitempty"`
 	NoiseStd *float64 `json:"noise_std,omitempty"`
-	// Calibration is CalibrationProfile when σ came from the privacy
-	// profile (absent for CalibrationKST, as in reports before it), and
-	// JacobianEpsilon its ε_J; EpsilonPrime is then ε − ε_J.
+	// Calibration is CalibrationProfile or CalibrationTight when σ came
+	// from the privacy profile or the pure mechanism charged its Jacobian
+	// term once (absent for CalibrationKST and Algorithm 2's charge, as in
+	// reports before them), and JacobianEpsilon its ε_J; EpsilonPrime is
+	// then ε − ε_J.
 	Calibration     string   `json:"calibration,omitempty"`
 	JacobianEpsilon *float64 `json:"jacobian_epsilon,omitempty"`
 	// RowBound is B; Scale √(B²+1), what the clipped row and its intercept
@@ -117,9 +119,9 @@ func validateObjPert(cfg trainer.Config) error {
 		add("ObjPert.Mechanism", "must be %s, %s or %s (got %q)", MechanismPure, MechanismGaussian, MechanismAuto, o.Mechanism)
 	}
 	switch o.Calibration {
-	case "", CalibrationKST, CalibrationProfile:
+	case "", CalibrationKST, CalibrationProfile, CalibrationTight:
 	default:
-		add("ObjPert.Calibration", "must be %s or %s (got %q)", CalibrationProfile, CalibrationKST, o.Calibration)
+		add("ObjPert.Calibration", "must be %s, %s or %s (got %q)", CalibrationTight, CalibrationProfile, CalibrationKST, o.Calibration)
 	}
 	if !(cfg.Privacy.Delta >= 0 && cfg.Privacy.Delta < 1) {
 		add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", cfg.Privacy.Delta)
@@ -216,6 +218,9 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	} else if o.Mechanism == MechanismAuto || !private {
 		opt.Mechanism = MechanismPure // the non-private twin: no noise to choose
 	}
+	if !math.IsInf(cfg.Privacy.Epsilon, 1) && opt.Mechanism != MechanismGaussian && cal == CalibrationTight {
+		opt.Calibration = cal // the pure mechanism's Jacobian term charged once
+	}
 	var res *ObjPertResult
 	if train.Targets != nil {
 		res, err = ObjectivePerturbationLeastSquares(src.Derive("noise"), train.X, n, train.Dim, train.Targets, ObjPertRegressionOptions{
@@ -257,9 +262,11 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		}
 		if res.Mechanism == MechanismGaussian {
 			extra.Delta, extra.NoiseStd = &res.Delta, &res.NoiseStd
-			if res.Calibration == CalibrationProfile { // absent for KST, as reports were before the profile
-				extra.Calibration, extra.JacobianEpsilon = res.Calibration, &res.JacobianEpsilon
-			}
+		}
+		// Absent for KST and for the pure mechanism before CalibrationTight,
+		// as reports were then.
+		if res.Mechanism == MechanismGaussian && profileCalibrated(res.Calibration) || res.Calibration == CalibrationTight {
+			extra.Calibration, extra.JacobianEpsilon = res.Calibration, &res.JacobianEpsilon
 		}
 	}
 	rep.Extra = trainer.Extras{"objpert": extra}

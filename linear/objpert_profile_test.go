@@ -200,7 +200,7 @@ func TestProfileObjPertSigma(t *testing.T) {
 }
 
 // TestObjPertCalibrationSettings: a run with no settings uses the profile
-// calibration and says so; settings without the key (every report written
+// calibration (through CalibrationTight, the default) and says so; settings without the key (every report written
 // before it) keep Kifer et al.'s σ, as they ran.
 func TestObjPertCalibrationSettings(t *testing.T) {
 	schema := wideTable(t, t.TempDir(), 1500, 40, 0.3, 2)
@@ -210,7 +210,7 @@ func TestObjPertCalibrationSettings(t *testing.T) {
 		o    *ObjPertConfig
 		want string
 	}{
-		{"defaults", nil, CalibrationProfile},
+		{"defaults", nil, CalibrationTight},
 		{"auto, no calibration key", &ObjPertConfig{Mechanism: MechanismAuto}, CalibrationKST},
 		{"gaussian, no calibration key", &ObjPertConfig{Mechanism: MechanismGaussian}, CalibrationKST},
 		{"gaussian, profile", &ObjPertConfig{Mechanism: MechanismGaussian, Calibration: CalibrationProfile}, CalibrationProfile},
@@ -229,17 +229,21 @@ func TestObjPertCalibrationSettings(t *testing.T) {
 		n := rep.TrainRecords
 		epsPrime, extra := ObjPertBudget(1, n, x.L2)
 		want := GaussianObjPertSigma(epsPrime, rep.Privacy.Delta)
-		if tc.want == CalibrationProfile {
+		if profileCalibrated(tc.want) {
 			want, err = ProfileObjPertSigma(1, rep.Privacy.Delta, ObjPertJacobianEpsilon(n, x.L2+extra, LogisticCurvature), true)
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
-		if x.Mechanism != MechanismGaussian || x.NoiseStd == nil || *x.NoiseStd != want || (x.Calibration == CalibrationProfile) != (tc.want == CalibrationProfile) {
+		wantExtra := tc.want // extra.objpert.calibration: absent for KST, as before the profile
+		if tc.want == CalibrationKST {
+			wantExtra = ""
+		}
+		if x.Mechanism != MechanismGaussian || x.NoiseStd == nil || *x.NoiseStd != want || x.Calibration != wantExtra {
 			t.Errorf("%s: mechanism %s, σ %v, calibration %q; want gaussian, σ %v (%s)", tc.name, x.Mechanism, x.NoiseStd, x.Calibration, want, tc.want)
 		}
 		// The settings recorded repeat the run.
-		if got := ObjPertConfigOf(rep.Config).Calibration; tc.o != nil && got != tc.o.Calibration || tc.o == nil && got != CalibrationProfile {
+		if got := ObjPertConfigOf(rep.Config).Calibration; tc.o != nil && got != tc.o.Calibration || tc.o == nil && got != CalibrationTight {
 			t.Errorf("%s: recorded calibration %q", tc.name, got)
 		}
 	}
@@ -261,7 +265,7 @@ func TestObjPertProfileBeatsMajorityOnWideTable(t *testing.T) {
 		rep, majority := runWideDefault(t, schema, s, 1)
 		x := ObjPertExtra(rep)
 		t.Logf("seed %d: %s (%s), test error %.4f, majority %.4f", s, x.Mechanism, x.Calibration, rep.Test.Error, majority)
-		if x.Mechanism != MechanismGaussian || x.Calibration != CalibrationProfile {
+		if x.Mechanism != MechanismGaussian || !profileCalibrated(x.Calibration) {
 			t.Fatalf("seed %d: the default ran %s (%q), want the profile-calibrated Gaussian mechanism", s, x.Mechanism, x.Calibration)
 		}
 		if !(rep.Test.Error < majority) {
