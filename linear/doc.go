@@ -147,7 +147,7 @@
 // H_D' = A + s' x'x'ᵀ with A ⪰ λI, nothing about the noise), the
 // triangle inequality, and ‖u‖ ≤ |a|‖x‖ + |a'|‖x'‖ ≤ 2. The bound holds
 // at every v (no tail to leave to δ), for the other direction by symmetry,
-// and for least squares too (it needs |ℓ'| ≤ 1 and ℓ'' ∈ [0, c] only).
+// and for least squares too (it needs |ℓ'| ≤ 1 and a second derivative in [0, c] only).
 // So ε' = ε − ε_J suffices (CalibrationTight, TightPureEpsilonPrime):
 // Chaudhuri et al.'s Theorem 9 bounds |J| by 2ε_J because it bounds the
 // eigenvalues of a rank-two update of H_D, where the lemma compares each
