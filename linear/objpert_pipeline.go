@@ -185,42 +185,12 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bound := o.RowBound
-	if bound == 0 {
-		bound = DefaultRowBound(train.Dim)
-	}
 	n := train.N()
-	opt := ObjPertOptions{Epsilon: cfg.Privacy.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
-	var choice string
-	if private := !math.IsInf(cfg.Privacy.Epsilon, 1); private && (o.Mechanism == MechanismGaussian || o.Mechanism == MechanismAuto) {
-		if opt.Delta = cfg.Privacy.Delta; opt.Delta == 0 {
-			opt.Delta = accounting.DefaultDelta(n)
-		}
-		if err := accounting.CheckDelta(opt.Delta, n, cfg.Privacy.AllowLargeDelta); err != nil {
-			return nil, trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
-		}
-		if o.Mechanism == MechanismAuto {
-			c, err := ChooseObjPert(ObjPertFacts{N: n, D: train.Dim, Epsilon: cfg.Privacy.Epsilon, Delta: opt.Delta,
-				Curvature: curvatureOf(train.Targets != nil, o.ResidualScale), Calibration: cal, Regression: train.Targets != nil})
-			if err != nil {
-				return nil, err
-			}
-			opt.Mechanism, choice = c.Mechanism, c.Reason
-			if opt.L2 == 0 && opt.WeightL2 == 0 {
-				opt.L2, opt.WeightL2 = c.L2, c.WeightL2
-			}
-		}
-		if opt.Mechanism == MechanismPure {
-			opt.Delta = 0
-		} else {
-			opt.Calibration = cal
-		}
-	} else if o.Mechanism == MechanismAuto || !private {
-		opt.Mechanism = MechanismPure // the non-private twin: no noise to choose
+	opt, choice, err := objPertRunOptions(o, cal, n, train.Dim, cfg.Privacy, train.Targets != nil)
+	if err != nil {
+		return nil, err
 	}
-	if !math.IsInf(cfg.Privacy.Epsilon, 1) && opt.Mechanism != MechanismGaussian && cal == CalibrationTight {
-		opt.Calibration = cal // the pure mechanism's Jacobian term charged once
-	}
+	bound := opt.RowBound
 	var res *ObjPertResult
 	if train.Targets != nil {
 		res, err = ObjectivePerturbationLeastSquares(src.Derive("noise"), train.X, n, train.Dim, train.Targets, ObjPertRegressionOptions{
@@ -288,6 +258,53 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	}
 	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
 	return finishObjPert(cfg, rep, m, start, prep, src.String(), splitRec)
+}
+
+// objPertRunOptions resolves settings o, with calibration cal (o's, ""
+// already read as CalibrationKST), for n training records of dim encoded
+// features at the budget p into the options of one fit: B (0: √d), δ
+// (0: 1/n², for the Gaussian mechanism; checked against n), and, for
+// MechanismAuto, the mechanism and Λ the auto rule picks from these public
+// facts, with its reason. `--algo objpert` and post-processing's objpert
+// base share it.
+func objPertRunOptions(o ObjPertConfig, cal string, n, dim int, p trainer.DPConfig, regression bool) (ObjPertOptions, string, error) {
+	bound := o.RowBound
+	if bound == 0 {
+		bound = DefaultRowBound(dim)
+	}
+	opt := ObjPertOptions{Epsilon: p.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
+	var choice string
+	private := !math.IsInf(p.Epsilon, 1)
+	if private && (o.Mechanism == MechanismGaussian || o.Mechanism == MechanismAuto) {
+		if opt.Delta = p.Delta; opt.Delta == 0 {
+			opt.Delta = accounting.DefaultDelta(n)
+		}
+		if err := accounting.CheckDelta(opt.Delta, n, p.AllowLargeDelta); err != nil {
+			return opt, "", trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
+		}
+		if o.Mechanism == MechanismAuto {
+			c, err := ChooseObjPert(ObjPertFacts{N: n, D: dim, Epsilon: p.Epsilon, Delta: opt.Delta,
+				Curvature: curvatureOf(regression, o.ResidualScale), Calibration: cal, Regression: regression})
+			if err != nil {
+				return opt, "", err
+			}
+			opt.Mechanism, choice = c.Mechanism, c.Reason
+			if opt.L2 == 0 && opt.WeightL2 == 0 {
+				opt.L2, opt.WeightL2 = c.L2, c.WeightL2
+			}
+		}
+		if opt.Mechanism == MechanismPure {
+			opt.Delta = 0
+		} else {
+			opt.Calibration = cal
+		}
+	} else if o.Mechanism == MechanismAuto || !private {
+		opt.Mechanism = MechanismPure // the non-private twin: no noise to choose
+	}
+	if private && opt.Mechanism != MechanismGaussian && cal == CalibrationTight {
+		opt.Calibration = cal // the pure mechanism's Jacobian term charged once
+	}
+	return opt, choice, nil
 }
 
 // scoreLinear scores the fitted model on the test split and, with
