@@ -57,8 +57,10 @@
 //     DefaultObjPertL2 (8 times the smallest the budget allows) for the
 //     pure mechanism, ProfileObjPertL2 (6 times) for the profile-calibrated
 //     Gaussian one, and no weight penalty. With the profile calibration the Gaussian mechanism wins
-//     from d = 16 (n = 1,000) to d = 31 (n = 100,000) features at ε = 1
-//     and δ = 1/n² (KST's σ: from d = 29 to 48).
+//     from d = 17 (n = 1,000) to d = 34 (n = 100,000) features at ε = 1
+//     and δ = 1/n² under CalibrationTight (the pure noise at ε − ε_J;
+//     CalibrationProfile, the pure noise at Algorithm 2's ε': d = 16 to
+//     31; KST's σ: from d = 29 to 48).
 //     The rule was checked on sweeps (bench/results/tabular.md, 2 seeds:
 //     Λ at 2, 8, 32, 128 times the smallest; a weight penalty of 16–256
 //     times the smallest Λ, or 0.03 and 0.1 times the expected noise over

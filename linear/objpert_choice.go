@@ -41,8 +41,11 @@ type ObjPertFacts struct {
 // shorter noise vector b wins: the pure mechanism's ‖b‖ has mean
 // 2(d+1)/ε', the Gaussian one's about σ√(d+1). Their ratio depends on d
 // and δ mainly, so the Gaussian mechanism is chosen for wide tables: with
-// δ = 1/n² and the profile calibration it wins from d = 16 (n = 1,000) to
-// d = 31 (n = 100,000) at ε = 1 (d = 29 to 48 with CalibrationKST's σ).
+// δ = 1/n² and CalibrationTight it wins from d = 17 (n = 1,000) to
+// d = 34 (n = 100,000) at ε = 1 (d = 16 to 31 with CalibrationProfile,
+// whose pure noise is at Algorithm 2's smaller ε'; d = 29 to 48 with
+// CalibrationKST's σ). The pure mechanism's noise norm is taken at the ε'
+// it will run with (TightPureEpsilonPrime under CalibrationTight).
 // The two norms are compared at the same Λ, DefaultObjPertL2 (8 times the
 // smallest the budget allows), which the pure mechanism and CalibrationKST
 // then use; the profile-calibrated Gaussian mechanism uses
