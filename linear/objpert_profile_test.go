@@ -1,14 +1,11 @@
 package linear
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/fairdp/fairdp/dpops/accounting/accountingtest"
-	"github.com/fairdp/fairdp/trainer"
 )
 
 // opRecord is one record of the slow path: a row x (norm ≤ 1) and its
@@ -215,21 +212,13 @@ func TestObjPertCalibrationSettings(t *testing.T) {
 		{"gaussian, no calibration key", &ObjPertConfig{Mechanism: MechanismGaussian}, CalibrationKST},
 		{"gaussian, profile", &ObjPertConfig{Mechanism: MechanismGaussian, Calibration: CalibrationProfile}, CalibrationProfile},
 	} {
-		cfg := trainer.Defaults()
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &s
-		cfg.Privacy.Epsilon = 1
-		if tc.o != nil {
-			cfg = WithObjPertConfig(cfg, *tc.o)
-		}
-		rep, err := RunObjPert(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := runTableObjPert(t, schema, s, 1, tc.o)
 		x := ObjPertExtra(rep)
 		n := rep.TrainRecords
 		epsPrime, extra := ObjPertBudget(1, n, x.L2)
 		want := GaussianObjPertSigma(epsPrime, rep.Privacy.Delta)
 		if profileCalibrated(tc.want) {
+			var err error
 			want, err = ProfileObjPertSigma(1, rep.Privacy.Delta, ObjPertJacobianEpsilon(n, x.L2+extra, LogisticCurvature), true)
 			if err != nil {
 				t.Fatal(err)

@@ -179,16 +179,7 @@ func TestObjPertTightSettings(t *testing.T) {
 		{"pure, no calibration key", &ObjPertConfig{Mechanism: MechanismPure}, ""},
 		{"pure, tight", &ObjPertConfig{Mechanism: MechanismPure, Calibration: CalibrationTight}, CalibrationTight},
 	} {
-		cfg := trainer.Defaults()
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &s
-		cfg.Privacy.Epsilon = 1
-		if tc.o != nil {
-			cfg = WithObjPertConfig(cfg, *tc.o)
-		}
-		rep, err := RunObjPert(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := runTableObjPert(t, schema, s, 1, tc.o)
 		x := ObjPertExtra(rep)
 		n := rep.TrainRecords
 		cmsEps, extra := ObjPertBudget(1, n, x.L2)
@@ -226,4 +217,22 @@ func TestObjPertTightSettings(t *testing.T) {
 			t.Errorf("%s: %s (%s), want pure at ε' = %v", cal, ch.Mechanism, ch.Reason, ep)
 		}
 	}
+}
+
+// runTableObjPert runs `--algo objpert` at ε on the generated table schema
+// (wideTable), split and noise seeded by s, with settings o (nil: none,
+// the defaults).
+func runTableObjPert(t *testing.T, schema string, s uint64, eps float64, o *ObjPertConfig) *trainer.Report {
+	t.Helper()
+	cfg := trainer.Defaults()
+	cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &s
+	cfg.Privacy.Epsilon = eps
+	if o != nil {
+		cfg = WithObjPertConfig(cfg, *o)
+	}
+	rep, err := RunObjPert(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
