@@ -197,8 +197,9 @@ func TestProfileObjPertSigma(t *testing.T) {
 }
 
 // TestObjPertCalibrationSettings: a run with no settings uses the profile
-// calibration (through CalibrationTight, the default) and says so; settings without the key (every report written
-// before it) keep Kifer et al.'s σ, as they ran.
+// calibration (through CalibrationTight, the default) and says so;
+// settings without the key (every report written before it) keep Kifer
+// et al.'s σ, as they ran.
 func TestObjPertCalibrationSettings(t *testing.T) {
 	schema := wideTable(t, t.TempDir(), 1500, 40, 0.3, 2)
 	s := uint64(4)
