@@ -27,8 +27,8 @@ package bench
 // FAIRDP_TABULAR_W (with K: the weight-only penalty as W times the
 // expected noise norm over n, linear.ObjPertNoiseNorm; default 0),
 // FAIRDP_TABULAR_MECH (objpert's mechanism: auto, pure, gaussian; default
-// auto), FAIRDP_TABULAR_CAL (the Gaussian mechanism's calibration:
-// profile, the default, or kst2012, the one before) and
+// auto), FAIRDP_TABULAR_CAL (the calibration: tight, the default,
+// profile or kst2012, the ones before) and
 // FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
 
 import (
@@ -125,6 +125,21 @@ func tabularConfig(cfg trainer.Config, path, data string, s int) (trainer.Config
 	return cfg, strings.TrimSuffix(filepath.Base(path), ".csv")
 }
 
+// objPertSplit is the objpert run's configuration for data set path with
+// split and noise seed s, its short name, and RunObjPert's split of it
+// (the split seed's "data" stream).
+func objPertSplit(t *testing.T, path, data string, s int) (cfg trainer.Config, set string, train, test *loaders.Dataset) {
+	t.Helper()
+	cfg, set = tabularConfig(trainer.Defaults(), path, data, s)
+	cfg.Algo = "objpert"
+	_, split := dpops.NewRand(cfg.Seed)
+	train, test, _, err := trainer.LoadData(cfg, split.Derive("data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, set, train, test
+}
+
 func TestTabularObjPert(t *testing.T) {
 	data, out, sets, seeds := tabularBench(t, "FAIRDP_TABULAR", 5)
 	eps := append(envFloats(t, "FAIRDP_TABULAR_EPS", "0.5,1,4"), math.Inf(1))
@@ -136,7 +151,7 @@ func TestTabularObjPert(t *testing.T) {
 	}
 	ws := envFloats(t, "FAIRDP_TABULAR_W", "0")
 	mechs := strings.Split(orDefault(os.Getenv("FAIRDP_TABULAR_MECH"), linear.MechanismAuto), ",")
-	cal := orDefault(os.Getenv("FAIRDP_TABULAR_CAL"), linear.CalibrationProfile)
+	cal := orDefault(os.Getenv("FAIRDP_TABULAR_CAL"), linear.ObjPertDefaults().Calibration)
 	res, err := os.Create(filepath.Join(out, "objpert.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -145,14 +160,7 @@ func TestTabularObjPert(t *testing.T) {
 	fmt.Fprintln(res, "dataset,seed,epsilon,mechanism_asked,mechanism,k,w,row_bound,l2,weight_l2,test_error,dp_violation,eo_violation")
 	for _, path := range sets {
 		for s := 1; s <= seeds; s++ {
-			cfg, set := tabularConfig(trainer.Defaults(), path, data, s)
-			cfg.Algo = "objpert"
-			// RunObjPert's split: the split seed's "data" stream.
-			_, split := dpops.NewRand(cfg.Seed)
-			train, test, _, err := trainer.LoadData(cfg, split.Derive("data"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, set, train, test := objPertSplit(t, path, data, s)
 			for _, sp := range []struct {
 				name string
 				d    *loaders.Dataset

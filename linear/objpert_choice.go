@@ -25,7 +25,9 @@ type ObjPertFacts struct {
 	// Curvature is c, the bound on the loss's second derivative.
 	Curvature float64
 	// Calibration is the Gaussian mechanism's (CalibrationProfile, ""
-	// too, or CalibrationKST, the rule before the profile calibration).
+	// too, or CalibrationKST, the rule before the profile calibration);
+	// CalibrationTight also charges the pure mechanism's Jacobian term
+	// once (TightPureEpsilonPrime), which enters its noise norm.
 	Calibration string
 	// Regression is set for least squares, whose loss slope may take
 	// either sign within a record (ObjPertProfileDelta's fixedSign).
@@ -39,8 +41,11 @@ type ObjPertFacts struct {
 // shorter noise vector b wins: the pure mechanism's ‖b‖ has mean
 // 2(d+1)/ε', the Gaussian one's about σ√(d+1). Their ratio depends on d
 // and δ mainly, so the Gaussian mechanism is chosen for wide tables: with
-// δ = 1/n² and the profile calibration it wins from d = 16 (n = 1,000) to
-// d = 31 (n = 100,000) at ε = 1 (d = 29 to 48 with CalibrationKST's σ).
+// δ = 1/n² and CalibrationTight it wins from d = 17 (n = 1,000) to
+// d = 34 (n = 100,000) at ε = 1 (d = 16 to 31 with CalibrationProfile,
+// whose pure noise is at Algorithm 2's smaller ε'; d = 29 to 48 with
+// CalibrationKST's σ). The pure mechanism's noise norm is taken at the ε'
+// it will run with (TightPureEpsilonPrime under CalibrationTight).
 // The two norms are compared at the same Λ, DefaultObjPertL2 (8 times the
 // smallest the budget allows), which the pure mechanism and CalibrationKST
 // then use; the profile-calibrated Gaussian mechanism uses
@@ -53,7 +58,11 @@ func ChooseObjPert(f ObjPertFacts) (ObjPertChoice, error) {
 	if err != nil {
 		return ObjPertChoice{}, err
 	}
-	pure := ObjPertNoiseNorm(MechanismPure, f.D, epsPrime, f.Delta)
+	pureEps := epsPrime
+	if f.Calibration == CalibrationTight {
+		pureEps = TightPureEpsilonPrime(f.Epsilon, f.N, l2+extra, f.Curvature)
+	}
+	pure := ObjPertNoiseNorm(MechanismPure, f.D, pureEps, f.Delta)
 	gauss := g.sigma * math.Sqrt(float64(f.D+1))
 	ch := ObjPertChoice{Mechanism: MechanismPure, L2: l2}
 	noise := pure
@@ -73,7 +82,7 @@ func ChooseObjPert(f ObjPertFacts) (ObjPertChoice, error) {
 		ch.Reason = fmt.Sprintf("n = %d, d = %d, ε = %g, δ = %.3g: expected noise norm %.4g (pure, 2(d+1)/ε' at ε' = %.4g) against %.4g "+
 			"(Gaussian, σ√(d+1), σ = %.4g from its privacy profile) at Λ = %.4g (%g times the smallest the budget allows), "+
 			"so %s, with Λ = %.4g (%g times)",
-			f.N, f.D, f.Epsilon, f.Delta, pure, epsPrime, gauss, g.sigma, l2, float64(DefaultL2Factor), ch.Mechanism, ch.L2, factor)
+			f.N, f.D, f.Epsilon, f.Delta, pure, pureEps, gauss, g.sigma, l2, float64(DefaultL2Factor), ch.Mechanism, ch.L2, factor)
 	}
 	if ch.WeightL2 > 0 {
 		ch.Reason += fmt.Sprintf(", weight penalty %.4g (%g times the expected noise over n)", ch.WeightL2, WeightNoiseFactor)
@@ -111,10 +120,12 @@ func curvatureOf(regression bool, h float64) float64 {
 // method names the mechanism r ran, for reports and receipts.
 func (r *ObjPertResult) method() string {
 	switch {
-	case r.Mechanism == MechanismGaussian && r.Calibration == CalibrationProfile:
+	case r.Mechanism == MechanismGaussian && profileCalibrated(r.Calibration):
 		return ObjPertProfileMethod
 	case r.Mechanism == MechanismGaussian:
 		return ObjPertGaussianMethod
+	case r.Calibration == CalibrationTight:
+		return ObjPertTightMethod
 	}
 	return ObjPertMethod
 }

@@ -22,11 +22,12 @@ func WithObjPertConfig(cfg trainer.Config, o ObjPertConfig) trainer.Config {
 
 // ObjPertDefaults are the settings of a run that names none: the
 // mechanism and Λ chosen from public facts (MechanismAuto, ChooseObjPert),
-// the Gaussian mechanism's σ from its privacy profile
-// (CalibrationProfile), B = √d. The CLI starts from them; RunObjPert uses them when cfg holds no
+// the Gaussian mechanism's σ from its privacy profile and the pure
+// mechanism's Jacobian term charged once (CalibrationTight), B = √d. The
+// CLI starts from them; RunObjPert uses them when cfg holds no
 // objective-perturbation settings at all.
 func ObjPertDefaults() ObjPertConfig {
-	return ObjPertConfig{Mechanism: MechanismAuto, Calibration: CalibrationProfile}
+	return ObjPertConfig{Mechanism: MechanismAuto, Calibration: CalibrationTight}
 }
 
 // ObjPertConfig is the part of a trainer.Config only objective
@@ -43,12 +44,14 @@ type ObjPertConfig struct {
 	// decides again from the same public facts and recorded δ on a rerun)
 	// and, in extra.objpert.mechanism, the one that ran.
 	Mechanism string `json:"mechanism,omitempty"`
-	// Calibration is how the Gaussian mechanism's σ is set (for
-	// MechanismGaussian, and MechanismAuto when it picks it):
-	// CalibrationProfile (ObjPertDefaults: the smallest σ its privacy
-	// profile allows) or CalibrationKST. "" is CalibrationKST: the
-	// calibration every report written before the profile one ran, so its
-	// settings rerun unchanged.
+	// Calibration is how the noise is calibrated: CalibrationTight
+	// (ObjPertDefaults: the Gaussian mechanism's σ the smallest its privacy
+	// profile allows, the pure mechanism's Jacobian term charged once),
+	// CalibrationProfile (the same σ, the pure mechanism as Algorithm 2)
+	// or CalibrationKST. "" is CalibrationKST: the calibration every
+	// report written before the profile one ran, so its settings rerun
+	// unchanged; CalibrationProfile likewise repeats the runs recorded
+	// with it.
 	Calibration string `json:"calibration,omitempty"`
 	// RowBound is the public bound B on a preprocessed feature row's L2
 	// norm: rows are clipped to it, never measured to choose it (0: √d for

@@ -45,9 +45,11 @@ type ObjPertReport struct {
 	// coordinate of the noise on the summed loss.
 	Delta    *float64 `json:"delta,omitempty"`
 	NoiseStd *float64 `json:"noise_std,omitempty"`
-	// Calibration is CalibrationProfile when σ came from the privacy
-	// profile (absent for CalibrationKST, as in reports before it), and
-	// JacobianEpsilon its ε_J; EpsilonPrime is then ε − ε_J.
+	// Calibration is CalibrationProfile or CalibrationTight when σ came
+	// from the privacy profile or the pure mechanism charged its Jacobian
+	// term once (absent for CalibrationKST and Algorithm 2's charge, as in
+	// reports before them), and JacobianEpsilon its ε_J; EpsilonPrime is
+	// then ε − ε_J.
 	Calibration     string   `json:"calibration,omitempty"`
 	JacobianEpsilon *float64 `json:"jacobian_epsilon,omitempty"`
 	// RowBound is B; Scale √(B²+1), what the clipped row and its intercept
@@ -117,9 +119,9 @@ func validateObjPert(cfg trainer.Config, p privacy) error {
 		add("ObjPert.Mechanism", "must be %s, %s or %s (got %q)", MechanismPure, MechanismGaussian, MechanismAuto, o.Mechanism)
 	}
 	switch o.Calibration {
-	case "", CalibrationKST, CalibrationProfile:
+	case "", CalibrationKST, CalibrationProfile, CalibrationTight:
 	default:
-		add("ObjPert.Calibration", "must be %s or %s (got %q)", CalibrationProfile, CalibrationKST, o.Calibration)
+		add("ObjPert.Calibration", "must be %s, %s or %s (got %q)", CalibrationTight, CalibrationProfile, CalibrationKST, o.Calibration)
 	}
 	if !(p.Delta >= 0 && p.Delta < 1) {
 		add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", p.Delta)
@@ -184,39 +186,12 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bound := o.RowBound
-	if bound == 0 {
-		bound = DefaultRowBound(train.Dim)
-	}
 	n := train.N()
-	opt := ObjPertOptions{Epsilon: p.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
-	var choice string
-	if private := p.Private(); private && (o.Mechanism == MechanismGaussian || o.Mechanism == MechanismAuto) {
-		if opt.Delta = p.Delta; opt.Delta == 0 {
-			opt.Delta = accounting.DefaultDelta(n)
-		}
-		if err := accounting.CheckDelta(opt.Delta, n, p.AllowLargeDelta); err != nil {
-			return nil, trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
-		}
-		if o.Mechanism == MechanismAuto {
-			c, err := ChooseObjPert(ObjPertFacts{N: n, D: train.Dim, Epsilon: p.Epsilon, Delta: opt.Delta,
-				Curvature: curvatureOf(train.Targets != nil, o.ResidualScale), Calibration: cal, Regression: train.Targets != nil})
-			if err != nil {
-				return nil, err
-			}
-			opt.Mechanism, choice = c.Mechanism, c.Reason
-			if opt.L2 == 0 && opt.WeightL2 == 0 {
-				opt.L2, opt.WeightL2 = c.L2, c.WeightL2
-			}
-		}
-		if opt.Mechanism == MechanismPure {
-			opt.Delta = 0
-		} else {
-			opt.Calibration = cal
-		}
-	} else if o.Mechanism == MechanismAuto || !private {
-		opt.Mechanism = MechanismPure // the non-private twin: no noise to choose
+	opt, choice, err := objPertRunOptions(o, cal, n, train.Dim, p, train.Targets != nil)
+	if err != nil {
+		return nil, err
 	}
+	bound := opt.RowBound
 	var res *ObjPertResult
 	if train.Targets != nil {
 		res, err = ObjectivePerturbationLeastSquares(src.Derive("noise"), train.X, n, train.Dim, train.Targets, ObjPertRegressionOptions{
@@ -258,9 +233,11 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		}
 		if res.Mechanism == MechanismGaussian {
 			extra.Delta, extra.NoiseStd = &res.Delta, &res.NoiseStd
-			if res.Calibration == CalibrationProfile { // absent for KST, as reports were before the profile
-				extra.Calibration, extra.JacobianEpsilon = res.Calibration, &res.JacobianEpsilon
-			}
+		}
+		// Absent for KST and for the pure mechanism before CalibrationTight,
+		// as reports were then.
+		if res.Mechanism == MechanismGaussian && profileCalibrated(res.Calibration) || res.Calibration == CalibrationTight {
+			extra.Calibration, extra.JacobianEpsilon = res.Calibration, &res.JacobianEpsilon
 		}
 	}
 	rep.Extra = trainer.Extras{"objpert": extra}
@@ -282,6 +259,53 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	}
 	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
 	return finishObjPert(cfg, rep, m, start, prep, src.String(), splitRec)
+}
+
+// objPertRunOptions resolves settings o, with calibration cal (o's, ""
+// already read as CalibrationKST), for n training records of dim encoded
+// features at the budget p into the options of one fit: B (0: √d), δ
+// (0: 1/n², for the Gaussian mechanism; checked against n), and, for
+// MechanismAuto, the mechanism and Λ the auto rule picks from these public
+// facts, with its reason. `--algo objpert` and post-processing's objpert
+// base share it.
+func objPertRunOptions(o ObjPertConfig, cal string, n, dim int, p privacy, regression bool) (ObjPertOptions, string, error) {
+	bound := o.RowBound
+	if bound == 0 {
+		bound = DefaultRowBound(dim)
+	}
+	opt := ObjPertOptions{Epsilon: p.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
+	var choice string
+	private := p.Private()
+	if private && (o.Mechanism == MechanismGaussian || o.Mechanism == MechanismAuto) {
+		if opt.Delta = p.Delta; opt.Delta == 0 {
+			opt.Delta = accounting.DefaultDelta(n)
+		}
+		if err := accounting.CheckDelta(opt.Delta, n, p.AllowLargeDelta); err != nil {
+			return opt, "", trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
+		}
+		if o.Mechanism == MechanismAuto {
+			c, err := ChooseObjPert(ObjPertFacts{N: n, D: dim, Epsilon: p.Epsilon, Delta: opt.Delta,
+				Curvature: curvatureOf(regression, o.ResidualScale), Calibration: cal, Regression: regression})
+			if err != nil {
+				return opt, "", err
+			}
+			opt.Mechanism, choice = c.Mechanism, c.Reason
+			if opt.L2 == 0 && opt.WeightL2 == 0 {
+				opt.L2, opt.WeightL2 = c.L2, c.WeightL2
+			}
+		}
+		if opt.Mechanism == MechanismPure {
+			opt.Delta = 0
+		} else {
+			opt.Calibration = cal
+		}
+	} else if o.Mechanism == MechanismAuto || !private {
+		opt.Mechanism = MechanismPure // the non-private twin: no noise to choose
+	}
+	if private && opt.Mechanism != MechanismGaussian && cal == CalibrationTight {
+		opt.Calibration = cal // the pure mechanism's Jacobian term charged once
+	}
+	return opt, choice, nil
 }
 
 // scoreLinear scores the fitted model on the test split and, with

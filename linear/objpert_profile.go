@@ -28,9 +28,30 @@ const (
 	// calibration before CalibrationProfile, kept so old settings rerun.
 	CalibrationKST = "kst2012"
 	// CalibrationProfile is the smallest σ whose privacy-profile bound
-	// (ObjPertProfileDelta) meets δ at ε (ProfileObjPertSigma).
+	// (ObjPertProfileDelta) meets δ at ε (ProfileObjPertSigma). The pure
+	// mechanism keeps Chaudhuri et al.'s ε' = ε − 2ε_J under it, as it ran
+	// when this was the default.
 	CalibrationProfile = "profile"
+	// CalibrationTight is CalibrationProfile for the Gaussian mechanism
+	// and, for the pure one, the Jacobian term charged once:
+	// ε' = ε − ε_J instead of Algorithm 2's ε − 2ε_J (doc.go, "The pure
+	// mechanism under replace-one neighbours"). It is a value of its own
+	// so that settings recorded with CalibrationProfile rerun unchanged.
+	CalibrationTight = "tight"
 )
+
+// profileCalibrated says whether calibration cal sets the Gaussian
+// mechanism's σ from its privacy profile (CalibrationProfile and
+// CalibrationTight do).
+func profileCalibrated(cal string) bool { return cal == CalibrationProfile || cal == CalibrationTight }
+
+// TightPureEpsilonPrime is the pure mechanism's noise budget under
+// CalibrationTight: ε' = ε − ε_J, ε_J = ObjPertJacobianEpsilon(n, l2, c)
+// for the whole regulariser l2 = Λ+Δ (Algorithm 2's Δ, which keeps
+// ε_J ≤ ε/4, so ε' ≥ 3ε/4).
+func TightPureEpsilonPrime(eps float64, n int, l2, c float64) float64 {
+	return eps - ObjPertJacobianEpsilon(n, l2, c)
+}
 
 // ObjPertProfileMethod names the profile calibration in receipts and
 // reports.

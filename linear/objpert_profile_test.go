@@ -1,14 +1,11 @@
 package linear
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/fairdp/fairdp/dpops/accounting/accountingtest"
-	"github.com/fairdp/fairdp/trainer"
 )
 
 // opRecord is one record of the slow path: a row x (norm ≤ 1) and its
@@ -200,8 +197,9 @@ func TestProfileObjPertSigma(t *testing.T) {
 }
 
 // TestObjPertCalibrationSettings: a run with no settings uses the profile
-// calibration and says so; settings without the key (every report written
-// before it) keep Kifer et al.'s σ, as they ran.
+// calibration (through CalibrationTight, the default) and says so;
+// settings without the key (every report written before it) keep Kifer
+// et al.'s σ, as they ran.
 func TestObjPertCalibrationSettings(t *testing.T) {
 	schema := wideTable(t, t.TempDir(), 1500, 40, 0.3, 2)
 	s := uint64(4)
@@ -210,36 +208,32 @@ func TestObjPertCalibrationSettings(t *testing.T) {
 		o    *ObjPertConfig
 		want string
 	}{
-		{"defaults", nil, CalibrationProfile},
+		{"defaults", nil, CalibrationTight},
 		{"auto, no calibration key", &ObjPertConfig{Mechanism: MechanismAuto}, CalibrationKST},
 		{"gaussian, no calibration key", &ObjPertConfig{Mechanism: MechanismGaussian}, CalibrationKST},
 		{"gaussian, profile", &ObjPertConfig{Mechanism: MechanismGaussian, Calibration: CalibrationProfile}, CalibrationProfile},
 	} {
-		cfg := trainer.Defaults()
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &s
-		cfg.Privacy.Epsilon = 1
-		if tc.o != nil {
-			cfg = WithObjPertConfig(cfg, *tc.o)
-		}
-		rep, err := RunObjPert(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := runTableObjPert(t, schema, s, 1, tc.o)
 		x := ObjPertExtra(rep)
 		n := rep.TrainRecords
 		epsPrime, extra := ObjPertBudget(1, n, x.L2)
 		want := GaussianObjPertSigma(epsPrime, rep.Privacy.Delta)
-		if tc.want == CalibrationProfile {
+		if profileCalibrated(tc.want) {
+			var err error
 			want, err = ProfileObjPertSigma(1, rep.Privacy.Delta, ObjPertJacobianEpsilon(n, x.L2+extra, LogisticCurvature), true)
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
-		if x.Mechanism != MechanismGaussian || x.NoiseStd == nil || *x.NoiseStd != want || (x.Calibration == CalibrationProfile) != (tc.want == CalibrationProfile) {
+		wantExtra := tc.want // extra.objpert.calibration: absent for KST, as before the profile
+		if tc.want == CalibrationKST {
+			wantExtra = ""
+		}
+		if x.Mechanism != MechanismGaussian || x.NoiseStd == nil || *x.NoiseStd != want || x.Calibration != wantExtra {
 			t.Errorf("%s: mechanism %s, σ %v, calibration %q; want gaussian, σ %v (%s)", tc.name, x.Mechanism, x.NoiseStd, x.Calibration, want, tc.want)
 		}
 		// The settings recorded repeat the run.
-		if got := ObjPertConfigOf(rep.Config).Calibration; tc.o != nil && got != tc.o.Calibration || tc.o == nil && got != CalibrationProfile {
+		if got := ObjPertConfigOf(rep.Config).Calibration; tc.o != nil && got != tc.o.Calibration || tc.o == nil && got != CalibrationTight {
 			t.Errorf("%s: recorded calibration %q", tc.name, got)
 		}
 	}
@@ -261,7 +255,7 @@ func TestObjPertProfileBeatsMajorityOnWideTable(t *testing.T) {
 		rep, majority := runWideDefault(t, schema, s, 1)
 		x := ObjPertExtra(rep)
 		t.Logf("seed %d: %s (%s), test error %.4f, majority %.4f", s, x.Mechanism, x.Calibration, rep.Test.Error, majority)
-		if x.Mechanism != MechanismGaussian || x.Calibration != CalibrationProfile {
+		if x.Mechanism != MechanismGaussian || !profileCalibrated(x.Calibration) {
 			t.Fatalf("seed %d: the default ran %s (%q), want the profile-calibrated Gaussian mechanism", s, x.Mechanism, x.Calibration)
 		}
 		if !(rep.Test.Error < majority) {

@@ -98,8 +98,15 @@ func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit
 	_, src := dpops.NewRand(cfg.Seed)
 	switch pc.Base {
 	case BaseObjPert:
-		pb, err := ObjectivePerturbation(src.Derive("base"), d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label,
-			ObjPertOptions{Epsilon: eps, RowBound: DefaultRowBound(d.Train.Dim)})
+		// `--algo objpert`'s defaults (mechanism, Λ and calibration from
+		// public facts), at the base's ε and the run's δ.
+		o := ObjPertDefaults()
+		opt, _, err := objPertRunOptions(o, o.Calibration, d.Train.N(), d.Train.Dim,
+			privacy{Epsilon: eps, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta}, false)
+		if err != nil {
+			return nil, err
+		}
+		pb, err := ObjectivePerturbation(src.Derive("base"), d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +116,7 @@ func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit
 		}
 		d.PrivateBase = pb
 		return &PrivateBaseFit{Method: BaseObjPert, Epsilon: eps, W: append([]float64{pb.Intercept}, pb.Weights...),
-			Description: fmt.Sprintf("logistic regression by objective perturbation (ε = %g)", eps), Receipt: rec}, nil
+			Description: fmt.Sprintf("logistic regression by objective perturbation (ε = %g, %s mechanism)", eps, pb.Mechanism), Receipt: rec}, nil
 	case BaseDPSGD:
 		return fitDPSGDBase(cfg, p, d, eps, src.Derive("base"))
 	}

@@ -147,6 +147,11 @@ func TestReportContract(t *testing.T) {
 					// DP-SGD's (ε, δ) composed with the pure cell counts: δ is
 					// DP-SGD's default 1/n², recorded as used.
 					algo = "postproc on dpsgd"
+				} else if pc["base"] == "objpert" && receipt["delta"] != 0.0 {
+					// The objpert base is `--algo objpert`'s default, which
+					// chose the Gaussian mechanism on this wide table: its δ
+					// (1/n²) composed with the pure cell counts.
+					algo = "postproc on gaussian objpert"
 				}
 				switch algo {
 				case "postproc", "objpert":
