@@ -115,6 +115,18 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	if !(j.Gamma >= 0) || math.IsInf(j.Gamma, 1) {
 		add("Postproc.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
 	}
+	if _, err := ParseSlackRule(j.Slack); err != nil {
+		add("Postproc.Slack", "%v", err)
+	}
+	if !(j.SlackZ >= 0) || math.IsInf(j.SlackZ, 1) {
+		add("Postproc.SlackZ", "must be a finite number ≥ 0 (0: %v) (got %v)", DefaultSlackZ, j.SlackZ)
+	}
+	if !(j.GammaShare >= 0 && j.GammaShare <= 1) {
+		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed) (got %v)", j.GammaShare)
+	}
+	if cfg.Algo == "oracle" && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
+		add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
+	}
 	if !(cfg.Privacy.Epsilon > 0) {
 		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
 	}
@@ -396,7 +408,8 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 			return nil, err
 		}
 		pp, err := PostProcess(noise, binTrain, d.Train.Group, d.Train.Label, bins.Len(), groups,
-			PostProcessConfig{Gamma: j.Gamma, Epsilon: epsilon, Beta: j.Beta, Fairness: fair, AllPairs: j.AllPairs})
+			PostProcessConfig{Gamma: j.Gamma, Epsilon: epsilon, Beta: j.Beta, Fairness: fair, AllPairs: j.AllPairs,
+				Slack: SlackRule(j.Slack), SlackZ: j.SlackZ, GammaShare: j.GammaShare})
 		if err != nil {
 			return nil, err
 		}
@@ -476,7 +489,10 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		}
 		res.Model = map[string]any{"groups": d.GroupNames, "mixture": or.Model}
 	}
-	trainer.DeclareNotCovered(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
+	// Post-processing and the oracle write model.json (WriteFairOutputs),
+	// which holds neither the split's record nor the preprocessing.
+	trainer.DeclareNotCoveredWith(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats},
+		trainer.NotCoveredOptions{ModelFile: fairModelFile})
 	if cfg.Algo == "postproc" && rec.Private() && d.BaseFit == nil {
 		what := "the external model's scores (Postproc.Scores) are taken as given"
 		if d.Base != nil {
@@ -522,7 +538,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	} else {
 		rep.Warnings = trainer.Warnings(rep.Test, d.Test.Label, d.GroupNames)
 	}
-	if pp := res.PostProcessing; pp != nil && !pp.Failed && j.Gamma+pp.Slack >= 1 {
+	if pp := res.PostProcessing; pp != nil && !pp.Failed && pp.Gamma+pp.Slack >= 1 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the privacy slack %.3g makes the fairness constraints vacuous "+
 			"(γ + slack ≥ 1 bounds nothing between rates in [0, 1]): the result is the unconstrained classifier, not a fair one; "+
 			"groups this small need a larger ε or fewer groups", pp.Slack))
@@ -577,6 +593,9 @@ func FairFailure(rep *trainer.Report) error {
 	return nil
 }
 
+// fairModelFile is the model file WriteFairOutputs writes.
+const fairModelFile = "model.json"
+
 // WriteFairOutputs writes report.json and, unless the run failed,
 // model.json to dir atomically.
 func WriteFairOutputs(dir string, rep *trainer.Report) error {
@@ -587,7 +606,7 @@ func WriteFairOutputs(dir string, rep *trainer.Report) error {
 		return err
 	}
 	if res := FairExtra(rep); res != nil && res.Model != nil {
-		return atomicfile.WriteJSON(filepath.Join(dir, "model.json"), res.Model)
+		return atomicfile.WriteJSON(filepath.Join(dir, fairModelFile), res.Model)
 	}
 	return nil
 }
