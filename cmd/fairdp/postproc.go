@@ -209,7 +209,8 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 	neutral = linear.WithPostprocConfig(neutral, nj)
 	grid := trainer.SweepGrid{Prefix: []string{c.Algo}, Seeds: seeds,
 		Axes: []trainer.SweepAxis{{Column: "epsilon", Values: epsilons}, {Column: "gamma", Values: gammas}}}
-	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns, Settings: neutral, Seed: &base,
+	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns,
+		OldColumns: linear.FairSweepOldColumns, Settings: neutral, Seed: &base,
 		Configure: func(cell []float64) trainer.Config {
 			r := c
 			rj := j
