@@ -186,9 +186,15 @@ func majorityError(label []int) float64 {
 // test DP violation (and 0). Where this costs more than 0.02 of error, no
 // post-processing, private or not, can halve the violation within the
 // done-when's 0.02. Rows in OUT/fair_price.csv (same environment as
-// TestTabularFairPipeline: FAIRDP_FAIR_SETS, FAIRDP_FAIR_SEEDS).
+// TestTabularFairPipeline: FAIRDP_FAIR_SETS, FAIRDP_FAIR_SEEDS);
+// FAIRDP_FAIR_PRICE_GAMMAS adds fixed values of γ (say the unfair private
+// model's violation halved), the non-private frontier at those bounds.
 func TestTabularFairPrice(t *testing.T) {
 	data, out, sets, seeds := tabularBench(t, "FAIRDP_FAIR", 3)
+	var fixed []float64
+	if os.Getenv("FAIRDP_FAIR_PRICE_GAMMAS") != "" {
+		fixed = envFloats(t, "FAIRDP_FAIR_PRICE_GAMMAS", "")
+	}
 	f, err := os.Create(filepath.Join(out, "fair_price.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -207,16 +213,19 @@ func TestTabularFairPrice(t *testing.T) {
 				t.Fatal(err)
 			}
 			var base metrics.Split
-			for _, half := range []bool{true, false} {
-				if half {
+			for i := range 2 + len(fixed) {
+				switch i {
+				case 0:
 					rep, err := linear.RunFair(context.Background(), d, linear.WithPostprocConfig(cfg, func() linear.PostprocConfig { p := pc; p.Gamma = 1; return p }()))
 					if err != nil {
 						t.Fatal(err)
 					}
 					base = *linear.FairExtra(rep).BaseTest
 					pc.Gamma = base.DPViolation / 2
-				} else {
+				case 1:
 					pc.Gamma = 0
+				default:
+					pc.Gamma = fixed[i-2]
 				}
 				rep, err := linear.RunFair(context.Background(), d, linear.WithPostprocConfig(cfg, pc))
 				if err != nil {

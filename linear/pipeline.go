@@ -360,7 +360,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		// The report repeats the split and bins actually run.
 		j.BaseEpsilon = b.Epsilon
 		if j.Bins == 0 {
-			j.Bins = DefaultPrivateBins(d.Train.N(), epsilon)
+			j.Bins = PrivateBins(SlackRule(j.Slack), d.Train.N(), epsilon)
 		}
 	}
 	_, src := dpops.NewRand(seed)

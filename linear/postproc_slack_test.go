@@ -233,3 +233,70 @@ func TestPostProcessSlackRules(t *testing.T) {
 		t.Error("a γ share above 1 was accepted")
 	}
 }
+
+// TestPrivateSlackDefaultHalvesViolation is the done-when of the private
+// fair pipeline (at most half the unfair model's demographic-parity
+// violation at ≤ 0.02 more error) on a small synthetic table, 1,500
+// training records with ε = 0.5 for the cells (m·ε = 750): the command
+// line's default with a private base (DefaultPrivateSlack,
+// PrivateBins for it, γ = DefaultPrivateGamma) meets it against the base
+// classifier's own predictions, and the default before the slack rules
+// (the union bound, DefaultPrivateBins) does not: its slack exceeds the
+// whole violation, so the LP leaves the base as it was. Means over 8
+// noise draws, each scored exactly (ExpectedMetrics) on 20,000 test
+// records of the same distribution.
+func TestPrivateSlackDefaultHalvesViolation(t *testing.T) {
+	const m, eps, draws = 1500, 0.5, 8
+	r := rand.New(rand.NewPCG(41, 2))
+	scores, group, label := syntheticScores(r, m, 2)
+	tScores, tGroup, tLabel := syntheticScores(r, 20000, 2)
+	basePred := make([]float64, len(tScores))
+	for i, s := range tScores {
+		if s >= 0.5 {
+			basePred[i] = 1
+		}
+	}
+	base, err := ExpectedMetrics(basePred, tLabel, tGroup, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(base.DPViolation > 0.1) {
+		t.Fatalf("base DP violation %v: the table does not test halving", base.DPViolation)
+	}
+	run := func(rule SlackRule, bins int) (errMean, dpMean, slack float64) {
+		sb, _ := UniformBins(bins)
+		if bins == 2 {
+			sb = ThresholdBins(0.5)
+		}
+		bin, _ := sb.Assign(scores)
+		tBin, _ := sb.Assign(tScores)
+		for d := range draws {
+			res, err := PostProcess(rand.New(rand.NewPCG(uint64(d), 9)), bin, group, label, bins, 2,
+				PostProcessConfig{Gamma: DefaultPrivateGamma, Epsilon: eps, Fairness: DemographicParity, Slack: rule})
+			if err != nil || res.Failed {
+				t.Fatalf("%s: %v %+v", rule, err, res)
+			}
+			prob, _ := res.Model.ProbPositive(tBin, tGroup)
+			got, err := ExpectedMetrics(prob, tLabel, tGroup, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errMean, dpMean, slack = errMean+got.Error/draws, dpMean+got.DPViolation/draws, slack+res.Slack/draws
+		}
+		return errMean, dpMean, slack
+	}
+	meets := func(e, dp float64) bool { return dp <= base.DPViolation/2 && e <= base.Error+0.02 }
+	newErr, newDP, newSlack := run(DefaultPrivateSlack, PrivateBins(DefaultPrivateSlack, m, eps))
+	oldErr, oldDP, oldSlack := run(SlackUnion, DefaultPrivateBins(m, eps))
+	t.Logf("base error %.4f DP %.4f; default: %.4f / %.4f (slack %.3f); before: %.4f / %.4f (slack %.3f)",
+		base.Error, base.DPViolation, newErr, newDP, newSlack, oldErr, oldDP, oldSlack)
+	if !meets(newErr, newDP) {
+		t.Errorf("the default's error %.4f DP %.4f, want DP ≤ %.4f at error ≤ %.4f", newErr, newDP, base.DPViolation/2, base.Error+0.02)
+	}
+	if meets(oldErr, oldDP) {
+		t.Errorf("the union-bound default met the criterion too (%.4f / %.4f): the test does not tell them apart", oldErr, oldDP)
+	}
+	if PrivateBins(SlackUnion, m, eps) != DefaultPrivateBins(m, eps) || PrivateBins("", 8000, 1) != 4 || PrivateBins(SlackSD, m, eps) != 4 {
+		t.Error("PrivateBins does not keep the m·ε rule for the union bound and 4 bins otherwise")
+	}
+}
