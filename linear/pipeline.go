@@ -490,7 +490,16 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		res.Model = map[string]any{"groups": d.GroupNames, "mixture": or.Model}
 	}
 	// Post-processing and the oracle write model.json (WriteFairOutputs),
-	// which holds neither the split's record nor the preprocessing.
+	// which holds neither the split's record nor the preprocessing. A
+	// private base's receipt brings its own run's items about the test
+	// split, the record count and the preprocessing, which name the files a
+	// standalone run writes (model.ckpt, metrics.jsonl); the base's test
+	// metrics are not released here, and the run's items below state the
+	// same records' count and preprocessing for what this run writes.
+	rec.NotCovered = slices.DeleteFunc(rec.NotCovered, func(nc accounting.NotCovered) bool {
+		return d.BaseFit != nil && (nc.Item == accounting.NotCoveredTestEvaluation || nc.Item == accounting.NotCoveredRecordCount ||
+			nc.Item == accounting.NotCoveredPreprocessing)
+	})
 	trainer.DeclareNotCoveredWith(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats},
 		trainer.NotCoveredOptions{ModelFile: fairModelFile})
 	if cfg.Algo == "postproc" && rec.Private() && d.BaseFit == nil {

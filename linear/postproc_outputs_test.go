@@ -17,8 +17,22 @@ import (
 // say that model.ckpt holds the split's key and the preprocessing (it did
 // before: the text was the checkpointing trainers').
 func TestPostProcNotCoveredNamesModelJSON(t *testing.T) {
+	for _, base := range []string{"", BaseDPSGD} {
+		t.Run("base="+base, func(t *testing.T) { testNotCoveredNamesModelJSON(t, base) })
+	}
+}
+
+// testNotCoveredNamesModelJSON is TestPostProcNotCoveredNamesModelJSON
+// with the given base (a DP-SGD base's own receipt names model.ckpt and
+// metrics.jsonl).
+func testNotCoveredNamesModelJSON(t *testing.T, base string) {
 	cfg := privateBaseConfig()
-	editPostproc(&cfg, func(pc *PostprocConfig) { pc.Base, pc.BaseEpsilon = "", 0 })
+	editPostproc(&cfg, func(pc *PostprocConfig) {
+		pc.Base, pc.BaseEpsilon = base, 0
+		if base != "" {
+			pc.Bins = 4
+		}
+	})
 	cfg.Out = t.TempDir()
 	rep, err := RunPostproc(context.Background(), cfg)
 	if err != nil {
