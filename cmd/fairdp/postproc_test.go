@@ -263,6 +263,26 @@ func TestPostprocSweep(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "sweep.csv")); !bytes.Equal(before, after) {
 		t.Errorf("a finished sweep changed when resumed:\n%s\n%s", before, after)
 	}
+	// A sweep.csv written before the DP-violation columns resumes: its
+	// header and rows gain the columns (empty), nothing is redone.
+	nOld := len(linear.FairSweepOldColumns[0])
+	var old bytes.Buffer
+	w := csv.NewWriter(&old)
+	for _, r := range rows {
+		w.Write(r[:nOld])
+	}
+	w.Flush()
+	os.WriteFile(filepath.Join(dir, "sweep.csv"), old.Bytes(), 0o644)
+	if out, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
+		"--limit", "6000", "--out", dir); err != nil || !strings.Contains(out, "(0 to do)") {
+		t.Fatalf("resume of a sweep.csv without the DP columns: %v\n%s", err, out)
+	}
+	csvRaw, _ := os.ReadFile(filepath.Join(dir, "sweep.csv"))
+	upgraded, err := csv.NewReader(bytes.NewReader(csvRaw)).ReadAll()
+	if err != nil || len(upgraded) != len(rows) || strings.Join(upgraded[0], ",") != strings.Join(linear.FairSweepColumns, ",") ||
+		strings.Join(upgraded[1][nOld:], "") != "" || strings.Join(upgraded[1][:nOld], ",") != strings.Join(rows[1][:nOld], ",") {
+		t.Errorf("upgraded sweep.csv %q (%v)", upgraded, err)
+	}
 	// Other settings in the same directory are refused.
 	if _, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0", "--epsilon", "1", "--seeds", "1",
 		"--limit", "5000", "--out", dir); err == nil || !strings.Contains(err.Error(), "other settings") {
