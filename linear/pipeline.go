@@ -95,6 +95,18 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	if err == nil && f == DemographicParity && cfg.Algo == "oracle" {
 		add("Postproc.Fairness", "dp is post-processing's; the oracle learner constrains error rates (eo or fpr)")
 	}
+	if _, err := ParseSlackRule(j.Slack); err != nil {
+		add("Postproc.Slack", "%v", err)
+	}
+	if !(j.SlackZ >= 0) || math.IsInf(j.SlackZ, 1) {
+		add("Postproc.SlackZ", "must be a finite number ≥ 0 (0: %v) (got %v)", DefaultSlackZ, j.SlackZ)
+	}
+	if !(j.GammaShare >= 0 && j.GammaShare <= 1) {
+		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed) (got %v)", j.GammaShare)
+	}
+	if cfg.Algo == "oracle" && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
+		add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
+	}
 	switch j.Base {
 	case "":
 		if j.BaseEpsilon != 0 {
@@ -114,18 +126,6 @@ func validatePostproc(cfg trainer.Config) (Fairness, error) {
 	}
 	if !(j.Gamma >= 0) || math.IsInf(j.Gamma, 1) {
 		add("Postproc.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
-	}
-	if _, err := ParseSlackRule(j.Slack); err != nil {
-		add("Postproc.Slack", "%v", err)
-	}
-	if !(j.SlackZ >= 0) || math.IsInf(j.SlackZ, 1) {
-		add("Postproc.SlackZ", "must be a finite number ≥ 0 (0: %v) (got %v)", DefaultSlackZ, j.SlackZ)
-	}
-	if !(j.GammaShare >= 0 && j.GammaShare <= 1) {
-		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed) (got %v)", j.GammaShare)
-	}
-	if cfg.Algo == "oracle" && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
-		add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
 	}
 	if !(cfg.Privacy.Epsilon > 0) {
 		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", cfg.Privacy.Epsilon)
