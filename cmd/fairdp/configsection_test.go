@@ -16,10 +16,6 @@ import (
 // receipt. The fixtures in testdata were written by that earlier build (a
 // seeded tailoring run of 2 trials on small synthetic data, seeded
 // post-processing and objective-perturbation runs on 2000 adult records).
-// One change is intended: post-processing's not_covered no longer says
-// that a model.ckpt it never wrote holds the split's key and the
-// preprocessing (it writes model.json); postprocNotCoveredNow rewrites the
-// old fixture's two sentences before comparing.
 func TestOldReportsRerun(t *testing.T) {
 	for _, name := range []string{"report_tailoring_v1.json", "report_postproc_v1.json", "report_objpert_v1.json"} {
 		t.Run(name, func(t *testing.T) {
@@ -44,6 +40,9 @@ func TestOldReportsRerun(t *testing.T) {
 			want, got := reports[0], reports[1]
 			for _, key := range []string{"algorithm", "dataset", "model", "train_records", "test", "privacy", "config", "extra"} {
 				a, _ := json.Marshal(want[key])
+				// One change is intended: post-processing's not_covered no
+				// longer says that a model.ckpt it never wrote holds the
+				// split's key and the preprocessing (it writes model.json).
 				if key == "privacy" && name == "report_postproc_v1.json" {
 					a = postprocNotCoveredNow(t, a)
 				}
