@@ -18,7 +18,11 @@ package bench
 // (default "0.5"), FAIRDP_FAIR_GAMMAS (default "0,0.02,0.05") and
 // FAIRDP_FAIR_FAIRNESS (default "dp") and FAIRDP_FAIR_BINS (the score bins:
 // 2 is the paper's threshold, more are linear.UniformBins; default "2,4")
-// change the grid. One row per run in
+// change the grid, and so do FAIRDP_FAIR_SLACKS (the LP's slack rules,
+// linear.SlackRule, "sd:Z" for Z standard deviations; default "union") and
+// FAIRDP_FAIR_GAMMA_SHARES (linear.PostprocConfig.GammaShare, γ then being
+// the larger of the grid's γ and that share of the noisy violation;
+// default "0"). One row per run in
 // OUT/fair.csv: the post-processed model's test error and violations
 // expected over its coins (and of one draw of them, "sampled_*"), its
 // base's at threshold 0.5, and the unfair model's (model "objpert").
@@ -49,22 +53,25 @@ func TestTabularFairPipeline(t *testing.T) {
 	gammas := envFloats(t, "FAIRDP_FAIR_GAMMAS", "0,0.02,0.05")
 	fairness := strings.Split(orDefault(os.Getenv("FAIRDP_FAIR_FAIRNESS"), "dp"), ",")
 	bins := envFloats(t, "FAIRDP_FAIR_BINS", "2,4")
+	slacks := strings.Split(orDefault(os.Getenv("FAIRDP_FAIR_SLACKS"), string(linear.SlackUnion)), ",")
+	gammaShares := envFloats(t, "FAIRDP_FAIR_GAMMA_SHARES", "0")
 	f, err := os.Create(filepath.Join(out, "fair.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	fmt.Fprintln(f, "dataset,train_records,groups,seed,epsilon,model,base,base_share,bins,fairness,gamma,failed,"+
-		"test_error,dp_violation,eo_violation,sampled_error,sampled_dp,sampled_eo,slack,base_error,base_dp,base_eo,majority_error,receipt_epsilon,receipt_delta")
+		"test_error,dp_violation,eo_violation,sampled_error,sampled_dp,sampled_eo,slack,base_error,base_dp,base_eo,majority_error,receipt_epsilon,receipt_delta,slack_rule,gamma_share,gamma_used,noisy_violation")
 	row := func(set string, n, groups, seed int, e float64, model, base string, share float64, k int, fair string, gamma float64,
-		failed bool, exp, sampled, baseM metrics.Split, slack, majority float64, rec *float64, delta float64) {
+		failed bool, exp, sampled, baseM metrics.Split, slack, majority float64, rec *float64, delta float64, lp fairLPRow) {
 		re := ""
 		if rec != nil {
 			re = strconv.FormatFloat(*rec, 'g', 6, 64)
 		}
-		fmt.Fprintf(f, "%s,%d,%d,%d,%g,%s,%s,%g,%d,%s,%g,%v,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%.3g\n",
+		fmt.Fprintf(f, "%s,%d,%d,%d,%g,%s,%s,%g,%d,%s,%g,%v,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%.3g,%s,%g,%.6f,%.6f\n",
 			set, n, groups, seed, e, model, base, share, k, fair, gamma, failed, exp.Error, exp.DPViolation, exp.EOViolation,
-			sampled.Error, sampled.DPViolation, sampled.EOViolation, slack, baseM.Error, baseM.DPViolation, baseM.EOViolation, majority, re, delta)
+			sampled.Error, sampled.DPViolation, sampled.EOViolation, slack, baseM.Error, baseM.DPViolation, baseM.EOViolation, majority, re, delta,
+			lp.rule, lp.share, lp.gamma, lp.noisy)
 	}
 	for _, path := range sets {
 		for s := 1; s <= seeds; s++ {
@@ -92,33 +99,40 @@ func TestTabularFairPipeline(t *testing.T) {
 						if majority < 0 { // the same split as objpert's: the split seed's "data" stream
 							majority = majorityError(d.Test.Label)
 							row(set, orep.TrainRecords, len(orep.Test.Groups), s, e, "objpert", "", 0, 0, "", 0, false, orep.Test, orep.Test,
-								orep.Test, 0, majority, orep.Privacy.Epsilon, orep.Privacy.Delta)
+								orep.Test, 0, majority, orep.Privacy.Epsilon, orep.Privacy.Delta, fairLPRow{})
 							t.Logf("%s seed %d ε %g objpert: error %.4f DP %.4f EO %.4f (majority %.4f)", set, s, e, orep.Test.Error,
 								orep.Test.DPViolation, orep.Test.EOViolation, majority)
 						}
 						for _, k := range bins {
 							for _, fair := range fairness {
 								for _, g := range gammas {
-									pc.Fairness, pc.Gamma, pc.Bins = fair, g, int(k)
-									fc = linear.WithPostprocConfig(fc, pc)
-									rep, err := linear.RunFair(context.Background(), d, fc)
-									if err != nil {
-										t.Fatal(err)
+									for _, sl := range slacks {
+										for _, gs := range gammaShares {
+											pc.Fairness, pc.Gamma, pc.Bins, pc.GammaShare = fair, g, int(k), gs
+											if pc.Slack, pc.SlackZ, err = parseBenchSlack(sl); err != nil {
+												t.Fatal(err)
+											}
+											fc = linear.WithPostprocConfig(fc, pc)
+											rep, err := linear.RunFair(context.Background(), d, fc)
+											if err != nil {
+												t.Fatal(err)
+											}
+											res := linear.FairExtra(rep)
+											var exp metrics.Split
+											if x := res.ExpectedTest; x != nil {
+												exp = metrics.Split{Error: x.Error, DPViolation: x.DPViolation, EOViolation: x.EOViolation}
+											}
+											slack, lp := 0.0, fairLPRow{rule: sl, share: gs}
+											if pp := res.PostProcessing; pp != nil {
+												slack, lp.gamma, lp.noisy = pp.Slack, pp.Gamma, pp.NoisyViolation
+											}
+											row(set, rep.TrainRecords, len(d.GroupNames), s, e, "postproc", base, share, int(k), fair, g, res.Failed, exp, rep.Test,
+												*res.BaseTest, slack, majority, rep.Privacy.Epsilon, rep.Privacy.Delta, lp)
+											t.Logf("%s seed %d ε %g postproc on %s (share %g, %d bins) %s γ %g slack %s γ-share %g: error %.4f DP %.4f EO %.4f (base %.4f / %.4f)",
+												set, s, e, base, share, int(k), fair, g, sl, gs, exp.Error, exp.DPViolation, exp.EOViolation,
+												res.BaseTest.Error, res.BaseTest.DPViolation)
+										}
 									}
-									res := linear.FairExtra(rep)
-									var exp metrics.Split
-									if x := res.ExpectedTest; x != nil {
-										exp = metrics.Split{Error: x.Error, DPViolation: x.DPViolation, EOViolation: x.EOViolation}
-									}
-									slack := 0.0
-									if res.PostProcessing != nil {
-										slack = res.PostProcessing.Slack
-									}
-									row(set, rep.TrainRecords, len(d.GroupNames), s, e, "postproc", base, share, int(k), fair, g, res.Failed, exp, rep.Test,
-										*res.BaseTest, slack, majority, rep.Privacy.Epsilon, rep.Privacy.Delta)
-									t.Logf("%s seed %d ε %g postproc on %s (share %g, %d bins) %s γ %g: error %.4f DP %.4f EO %.4f (base %.4f / %.4f)",
-										set, s, e, base, share, int(k), fair, g, exp.Error, exp.DPViolation, exp.EOViolation,
-										res.BaseTest.Error, res.BaseTest.DPViolation)
 								}
 							}
 						}
@@ -127,6 +141,32 @@ func TestTabularFairPipeline(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fairLPRow is what fair.csv records of a run's LP: the slack rule and
+// γ share asked for, the γ the LP ran with and the noisy violation it was
+// derived from (empty for the unfair model's rows).
+type fairLPRow struct {
+	rule         string
+	share        float64
+	gamma, noisy float64
+}
+
+// parseBenchSlack reads FAIRDP_FAIR_SLACKS's entries: a linear.SlackRule,
+// or "sd:Z" for linear.SlackSD at Z standard deviations.
+func parseBenchSlack(s string) (string, float64, error) {
+	rule, z, hasZ := strings.Cut(s, ":")
+	if _, err := linear.ParseSlackRule(rule); err != nil {
+		return "", 0, err
+	}
+	if !hasZ {
+		return rule, 0, nil
+	}
+	v, err := strconv.ParseFloat(z, 64)
+	if err != nil || rule != string(linear.SlackSD) {
+		return "", 0, fmt.Errorf("slack %q: want sd:Z with a number Z", s)
+	}
+	return rule, v, nil
 }
 
 // majorityError is the error of predicting the more frequent class of the
@@ -146,9 +186,15 @@ func majorityError(label []int) float64 {
 // test DP violation (and 0). Where this costs more than 0.02 of error, no
 // post-processing, private or not, can halve the violation within the
 // done-when's 0.02. Rows in OUT/fair_price.csv (same environment as
-// TestTabularFairPipeline: FAIRDP_FAIR_SETS, FAIRDP_FAIR_SEEDS).
+// TestTabularFairPipeline: FAIRDP_FAIR_SETS, FAIRDP_FAIR_SEEDS);
+// FAIRDP_FAIR_PRICE_GAMMAS adds fixed values of γ (say the unfair private
+// model's violation halved), the non-private frontier at those bounds.
 func TestTabularFairPrice(t *testing.T) {
 	data, out, sets, seeds := tabularBench(t, "FAIRDP_FAIR", 3)
+	var fixed []float64
+	if os.Getenv("FAIRDP_FAIR_PRICE_GAMMAS") != "" {
+		fixed = envFloats(t, "FAIRDP_FAIR_PRICE_GAMMAS", "")
+	}
 	f, err := os.Create(filepath.Join(out, "fair_price.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,16 +213,19 @@ func TestTabularFairPrice(t *testing.T) {
 				t.Fatal(err)
 			}
 			var base metrics.Split
-			for _, half := range []bool{true, false} {
-				if half {
+			for i := range 2 + len(fixed) {
+				switch i {
+				case 0:
 					rep, err := linear.RunFair(context.Background(), d, linear.WithPostprocConfig(cfg, func() linear.PostprocConfig { p := pc; p.Gamma = 1; return p }()))
 					if err != nil {
 						t.Fatal(err)
 					}
 					base = *linear.FairExtra(rep).BaseTest
 					pc.Gamma = base.DPViolation / 2
-				} else {
+				case 1:
 					pc.Gamma = 0
+				default:
+					pc.Gamma = fixed[i-2]
 				}
 				rep, err := linear.RunFair(context.Background(), d, linear.WithPostprocConfig(cfg, pc))
 				if err != nil {

@@ -275,3 +275,61 @@ func SolveHardtLP(c Cells, bound float64, f Fairness, allPairs bool) (LPSolution
 	}
 	return sol, nil
 }
+
+// MostAccurate is the post-processed classifier with the least error on c
+// and no fairness constraint: every (bin, group) cell predicts its more
+// frequent label (p = 1 when q(b, a, 1) > q(b, a, 0)), in SolveHardtLP's
+// layout P[b*Groups+a].
+func MostAccurate(c Cells) []float64 {
+	p := make([]float64, c.Bins*c.Groups)
+	for b := range c.Bins {
+		for a := range c.Groups {
+			if c.At(b, a, 1) > c.At(b, a, 0) {
+				p[b*c.Groups+a] = 1
+			}
+		}
+	}
+	return p
+}
+
+// CellsViolation is the largest |rate(u, y) − rate(v, y)| over the
+// differences SolveHardtLP constrains for f (every group against group 0,
+// or every pair with allPairs) of the classifier p on the cells c: the
+// violation the LP's bound is compared with. A group whose Q(a, y) ≤ 0 has
+// no rate; it fails with ErrUndefinedRate, as the LP does.
+func CellsViolation(c Cells, p []float64, f Fairness, allPairs bool) (float64, error) {
+	if err := c.validate(); err != nil {
+		return 0, err
+	}
+	if len(p) != c.Bins*c.Groups {
+		return 0, fmt.Errorf("linear: %d probabilities for %d bins × %d groups", len(p), c.Bins, c.Groups)
+	}
+	comps, err := comparisons(c.Groups, f, allPairs)
+	if err != nil {
+		return 0, err
+	}
+	rate := func(a, y int) (float64, error) {
+		q := c.rateTotal(a, y)
+		if !(q > 0) {
+			return 0, fmt.Errorf("%w: Q(group %d, label %d) = %g", ErrUndefinedRate, a, y, q)
+		}
+		s := 0.0
+		for b := range c.Bins {
+			s += p[b*c.Groups+a] * c.rateCell(b, a, y)
+		}
+		return s / q, nil
+	}
+	v := 0.0
+	for _, cmp := range comps {
+		ru, err := rate(cmp.u, cmp.y)
+		if err != nil {
+			return 0, err
+		}
+		rv, err := rate(cmp.v, cmp.y)
+		if err != nil {
+			return 0, err
+		}
+		v = max(v, math.Abs(ru-rv))
+	}
+	return v, nil
+}

@@ -96,6 +96,18 @@ func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 	if err == nil && f == DemographicParity && cfg.Algo == "oracle" {
 		add("Postproc.Fairness", "dp is post-processing's; the oracle learner constrains error rates (eo or fpr)")
 	}
+	if _, err := ParseSlackRule(j.Slack); err != nil {
+		add("Postproc.Slack", "%v", err)
+	}
+	if !(j.SlackZ >= 0) || math.IsInf(j.SlackZ, 1) {
+		add("Postproc.SlackZ", "must be a finite number ≥ 0 (0: %v) (got %v)", DefaultSlackZ, j.SlackZ)
+	}
+	if !(j.GammaShare >= 0 && j.GammaShare <= 1) {
+		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed) (got %v)", j.GammaShare)
+	}
+	if cfg.Algo == "oracle" && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
+		add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
+	}
 	switch j.Base {
 	case "":
 		if j.BaseEpsilon != 0 {
@@ -352,7 +364,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		// The report repeats the split and bins actually run.
 		j.BaseEpsilon = b.Epsilon
 		if j.Bins == 0 {
-			j.Bins = DefaultPrivateBins(d.Train.N(), epsilon)
+			j.Bins = PrivateBins(SlackRule(j.Slack), d.Train.N(), epsilon)
 		}
 	}
 	_, src := dpops.NewRand(seed)
@@ -400,7 +412,8 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 			return nil, err
 		}
 		pp, err := PostProcess(noise, binTrain, d.Train.Group, d.Train.Label, bins.Len(), groups,
-			PostProcessConfig{Gamma: j.Gamma, Epsilon: epsilon, Beta: j.Beta, Fairness: fair, AllPairs: j.AllPairs})
+			PostProcessConfig{Gamma: j.Gamma, Epsilon: epsilon, Beta: j.Beta, Fairness: fair, AllPairs: j.AllPairs,
+				Slack: SlackRule(j.Slack), SlackZ: j.SlackZ, GammaShare: j.GammaShare})
 		if err != nil {
 			return nil, err
 		}
@@ -480,7 +493,19 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		}
 		res.Model = map[string]any{"groups": d.GroupNames, "mixture": or.Model}
 	}
-	trainer.DeclareNotCovered(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
+	// Post-processing and the oracle write model.json (WriteFairOutputs),
+	// which holds neither the split's record nor the preprocessing. A
+	// private base's receipt brings its own run's items about the test
+	// split, the record count and the preprocessing, which name the files a
+	// standalone run writes (model.ckpt, metrics.jsonl); the base's test
+	// metrics are not released here, and the run's items below state the
+	// same records' count and preprocessing for what this run writes.
+	rec.NotCovered = slices.DeleteFunc(rec.NotCovered, func(nc accounting.NotCovered) bool {
+		return d.BaseFit != nil && (nc.Item == accounting.NotCoveredTestEvaluation || nc.Item == accounting.NotCoveredRecordCount ||
+			nc.Item == accounting.NotCoveredPreprocessing)
+	})
+	trainer.DeclareNotCoveredWith(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats},
+		trainer.NotCoveredOptions{ModelFile: fairModelFile})
 	if cfg.Algo == "postproc" && rec.Private() && d.BaseFit == nil {
 		what := "the external model's scores (Postproc.Scores) are taken as given"
 		if d.Base != nil {
@@ -526,7 +551,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	} else {
 		rep.Warnings = trainer.Warnings(rep.Test, d.Test.Label, d.GroupNames)
 	}
-	if pp := res.PostProcessing; pp != nil && !pp.Failed && j.Gamma+pp.Slack >= 1 {
+	if pp := res.PostProcessing; pp != nil && !pp.Failed && pp.Gamma+pp.Slack >= 1 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the privacy slack %.3g makes the fairness constraints vacuous "+
 			"(γ + slack ≥ 1 bounds nothing between rates in [0, 1]): the result is the unconstrained classifier, not a fair one; "+
 			"groups this small need a larger ε or fewer groups", pp.Slack))
@@ -581,6 +606,9 @@ func FairFailure(rep *trainer.Report) error {
 	return nil
 }
 
+// fairModelFile is the model file WriteFairOutputs writes.
+const fairModelFile = "model.json"
+
 // WriteFairOutputs writes report.json and, unless the run failed,
 // model.json to dir atomically.
 func WriteFairOutputs(dir string, rep *trainer.Report) error {
@@ -591,7 +619,7 @@ func WriteFairOutputs(dir string, rep *trainer.Report) error {
 		return err
 	}
 	if res := FairExtra(rep); res != nil && res.Model != nil {
-		return atomicfile.WriteJSON(filepath.Join(dir, "model.json"), res.Model)
+		return atomicfile.WriteJSON(filepath.Join(dir, fairModelFile), res.Model)
 	}
 	return nil
 }

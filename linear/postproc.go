@@ -156,6 +156,69 @@ func PostProcessSlack(minQ float64, m int, epsilon, beta float64, bins, groups i
 // DefaultBeta is the slack's failure probability when none is given.
 const DefaultBeta = 0.05
 
+// PostProcessSlackSD is the standard deviation, over the Laplace noise, of
+// a noisy constrained difference of two groups' rates, to first order in
+// the noise, times z:
+//
+//	slack = z · √2 · √c · 2√2 · √(K−1) / (min Q̃(a,y) · m · ε)
+//
+// with c = 2 for demographic parity (a positive rate's cell sums the two
+// labels' noisy cells) and 1 for error rates. Where PostProcessSlack bounds
+// the worst of all the noisy cells (with probability 1 − β), this is the
+// typical deviation of the one quantity the LP constrains, which is what
+// the expected test violation sees; the LP is feasible without any slack
+// (a constant classifier has equal rates on any cells).
+// (Derivation: every cell fraction carries Laplace noise of scale 2/(mε),
+// variance 8/(mε)²; a rate r = Σ_b p_b q(b)/Q moves by Σ_b (p_b − r) n_b /
+// Q for cell noises n_b, of variance Σ_b (p_b − r)² · c · 8/(mε)² / Q²,
+// and Σ_b (p_b − r)² ≤ K − 1 for p_b and r in [0, 1] (the sum is convex in
+// p, and at a vertex with j of the K weights at 1 it is at most
+// max(j, K − j) ≤ K − 1, or 0 when r is 0 or 1); the two groups' noises
+// are independent, so their difference's variance is the sum, at most
+// twice the larger.) It is 0 for ε = ∞ or z = 0.
+func PostProcessSlackSD(minQ float64, m int, epsilon, z float64, bins int, f Fairness) float64 {
+	if math.IsInf(epsilon, 1) || z == 0 {
+		return 0
+	}
+	c := 1.0
+	if f == DemographicParity {
+		c = 2
+	}
+	return z * math.Sqrt(2*c*8*float64(bins-1)) / (minQ * float64(m) * epsilon)
+}
+
+// SlackRule says how private post-processing loosens the LP's fairness
+// bound for the noise of its cells (PostProcessConfig.Slack).
+type SlackRule string
+
+const (
+	// SlackUnion is Jagielski et al.'s (2019) slack, PostProcessSlack
+	// (twice it for demographic parity): the γ-fair classifier on the true
+	// cells stays feasible with probability 1 − β. It is the empty rule's
+	// meaning, so configurations written before the rules existed repeat.
+	SlackUnion SlackRule = "union"
+	// SlackSD is PostProcessSlackSD at PostProcessConfig.SlackZ standard
+	// deviations: it aims the expected violation, not a worst case, at γ.
+	SlackSD SlackRule = "sd"
+	// SlackNone adds nothing: γ alone bounds the noisy rates' difference.
+	SlackNone SlackRule = "none"
+)
+
+// DefaultSlackZ is SlackSD's number of standard deviations when
+// PostProcessConfig.SlackZ is 0.
+const DefaultSlackZ = 1.0
+
+// ParseSlackRule reads "" (SlackUnion), "union", "sd" or "none".
+func ParseSlackRule(s string) (SlackRule, error) {
+	switch r := SlackRule(s); r {
+	case "":
+		return SlackUnion, nil
+	case SlackUnion, SlackSD, SlackNone:
+		return r, nil
+	}
+	return "", fmt.Errorf("linear: slack rule %q, want %q, %q or %q", s, SlackUnion, SlackSD, SlackNone)
+}
+
 // PostProcessConfig sets up DP post-processing.
 type PostProcessConfig struct {
 	// Gamma is the allowed difference of the constrained rates, γ ≥ 0.
@@ -172,6 +235,17 @@ type PostProcessConfig struct {
 	// AllPairs constrains every pair of groups rather than every group
 	// against group 0 (the paper); see comparisons.
 	AllPairs bool
+	// Slack is the rule of the privacy slack added to γ ("": SlackUnion,
+	// the paper's); SlackZ is SlackSD's number of standard deviations (0:
+	// DefaultSlackZ).
+	Slack  SlackRule
+	SlackZ float64
+	// GammaShare, when positive, makes γ data-aware: the larger of Gamma
+	// and GammaShare times NoisyViolation, the violation of the most
+	// accurate post-processed classifier on the noisy cells (so 0.4 aims
+	// at 40 % of what post-processing without the constraint would leave).
+	// It reads only the released noisy cells, so it costs no privacy.
+	GammaShare float64
 }
 
 func (c PostProcessConfig) withDefaults() (PostProcessConfig, error) {
@@ -189,6 +263,20 @@ func (c PostProcessConfig) withDefaults() (PostProcessConfig, error) {
 	}
 	if _, err := c.Fairness.labels(); err != nil {
 		return c, err
+	}
+	rule, err := ParseSlackRule(string(c.Slack))
+	if err != nil {
+		return c, err
+	}
+	c.Slack = rule
+	if c.SlackZ == 0 {
+		c.SlackZ = DefaultSlackZ
+	}
+	if !(c.SlackZ > 0) || math.IsInf(c.SlackZ, 1) {
+		return c, fmt.Errorf("linear: slack z = %v, want a finite number > 0 (0: %v)", c.SlackZ, DefaultSlackZ)
+	}
+	if !(c.GammaShare >= 0 && c.GammaShare <= 1) {
+		return c, fmt.Errorf("linear: gamma share = %v, want a number in [0, 1] (0: γ fixed)", c.GammaShare)
 	}
 	return c, nil
 }
@@ -257,8 +345,16 @@ type PostProcessResult struct {
 	// on; Records is m.
 	Cells   Cells
 	Records int
-	// Slack is added to Gamma in the LP (0 for ε = ∞).
-	Slack float64
+	// Slack is added to Gamma in the LP (0 for ε = ∞), by rule SlackRule.
+	Slack     float64
+	SlackRule SlackRule
+	// Gamma is the γ the LP ran with: PostProcessConfig.Gamma, or with a
+	// GammaShare the data-aware one. NoisyViolation is the fairness
+	// violation, on Cells, of the most accurate post-processed classifier
+	// (predict the more frequent label of every bin and group); both are
+	// functions of the released noisy cells.
+	Gamma          float64
+	NoisyViolation float64
 	// Objective is the LP optimum: the estimated error on Cells.
 	Objective float64
 
@@ -290,21 +386,24 @@ func pureReceipt(acct *accounting.Pure, delta float64, seed *uint64) (accounting
 // MarshalJSON makes the result readable in reports (the receipt is separate).
 func (r PostProcessResult) MarshalJSON() ([]byte, error) {
 	type out struct {
-		Failed    bool           `json:"failed"`
-		Reason    string         `json:"reason,omitempty"`
-		Slack     float64        `json:"slack"`
-		Objective float64        `json:"lp_objective"`
-		Cells     []float64      `json:"cells"`
-		Model     *PostProcessor `json:"model,omitempty"`
+		Failed         bool           `json:"failed"`
+		Reason         string         `json:"reason,omitempty"`
+		Slack          float64        `json:"slack"`
+		SlackRule      SlackRule      `json:"slack_rule,omitempty"`
+		Gamma          float64        `json:"gamma"`
+		NoisyViolation float64        `json:"noisy_violation"`
+		Objective      float64        `json:"lp_objective"`
+		Cells          []float64      `json:"cells"`
+		Model          *PostProcessor `json:"model,omitempty"`
 	}
-	return json.Marshal(out{r.Failed, r.Reason, r.Slack, r.Objective, r.Cells.Q, r.Model})
+	return json.Marshal(out{r.Failed, r.Reason, r.Slack, r.SlackRule, r.Gamma, r.NoisyViolation, r.Objective, r.Cells.Q, r.Model})
 }
 
 // PostProcess runs DP post-processing (Jagielski et al. 2019) on the base
 // classifier's bins: it counts the (bin, group, label) cells, adds
 // Laplace(2/(mε)) to every cell fraction (none for ε = ∞), clamps them at 0,
-// and solves Hardt et al.'s LP with bound γ + PostProcessSlack. r draws the
-// noise. An error means bad input; a run whose noisy statistics leave a rate
+// and solves Hardt et al.'s LP with bound γ + the slack of cfg.Slack
+// (γ data-aware with cfg.GammaShare). r draws the noise. An error means bad input; a run whose noisy statistics leave a rate
 // undefined returns a result with Failed set.
 func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg PostProcessConfig) (*PostProcessResult, error) {
 	cfg, err := cfg.withDefaults()
@@ -319,7 +418,7 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 	if m == 0 {
 		return nil, errors.New("linear: no records to post-process")
 	}
-	res := &PostProcessResult{Records: m}
+	res := &PostProcessResult{Records: m, SlackRule: cfg.Slack, Gamma: cfg.Gamma}
 	if !math.IsInf(cfg.Epsilon, 1) {
 		if r == nil {
 			return nil, errors.New("linear: private post-processing needs a *rand.Rand for its noise")
@@ -354,15 +453,24 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 			"use a larger ε or fewer groups", minQ*float64(m))
 		return res, nil
 	default:
-		res.Slack = PostProcessSlack(minQ, m, cfg.Epsilon, cfg.Beta, bins, groups)
-		if cfg.Fairness == DemographicParity {
-			// A positive rate's cells are sums of two noisy cells (both
-			// labels), each within the union bound's radius, so the rate
-			// moves by up to twice as much over its group's fraction.
-			res.Slack *= 2
+		switch cfg.Slack {
+		case SlackUnion:
+			res.Slack = PostProcessSlack(minQ, m, cfg.Epsilon, cfg.Beta, bins, groups)
+			if cfg.Fairness == DemographicParity {
+				// A positive rate's cells are sums of two noisy cells (both
+				// labels), each within the union bound's radius, so the rate
+				// moves by up to twice as much over its group's fraction.
+				res.Slack *= 2
+			}
+		case SlackSD:
+			res.Slack = PostProcessSlackSD(minQ, m, cfg.Epsilon, cfg.SlackZ, bins, cfg.Fairness)
 		}
+		if res.NoisyViolation, err = CellsViolation(res.Cells, MostAccurate(res.Cells), cfg.Fairness, cfg.AllPairs); err != nil {
+			return nil, err
+		}
+		res.Gamma = max(cfg.Gamma, cfg.GammaShare*res.NoisyViolation)
 	}
-	sol, err := SolveHardtLP(res.Cells, cfg.Gamma+res.Slack, cfg.Fairness, cfg.AllPairs)
+	sol, err := SolveHardtLP(res.Cells, res.Gamma+res.Slack, cfg.Fairness, cfg.AllPairs)
 	if err != nil {
 		res.Failed, res.Reason = true, err.Error()
 		return res, nil

@@ -34,11 +34,19 @@ type PostprocConfig struct {
 	// Post-processing: failure probability of the LP's slack, score bins
 	// (2: Ŷ = [score ≥ Threshold]; more: quantiles), the base logistic
 	// regression's L2 penalty, and optionally an external model's scores.
-	Beta      float64      `json:"beta"`
-	Bins      int          `json:"bins"`
-	Threshold float64      `json:"threshold"`
-	L2        float64      `json:"l2"`
-	Scores    ScoresConfig `json:"scores,omitzero"`
+	Beta float64 `json:"beta"`
+	Bins int     `json:"bins"`
+	// Slack is the rule of the LP's privacy slack ("" or "union": the
+	// paper's, at Beta; "sd": SlackZ standard deviations of the noisy
+	// constrained difference; "none"), and GammaShare > 0 makes γ the
+	// larger of Gamma and GammaShare times the noisy violation of the
+	// unconstrained post-processed classifier (PostProcessConfig).
+	Slack      string       `json:"slack,omitempty"`
+	SlackZ     float64      `json:"slack_z,omitempty"`
+	GammaShare float64      `json:"gamma_share,omitempty"`
+	Threshold  float64      `json:"threshold"`
+	L2         float64      `json:"l2"`
+	Scores     ScoresConfig `json:"scores,omitzero"`
 	// Base is post-processing's base classifier: "" (plain logistic
 	// regression fitted without privacy, the paper's setting), "objpert"
 	// (logistic regression by objective perturbation at BaseEpsilon, pure

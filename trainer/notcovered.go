@@ -16,18 +16,44 @@ import (
 // writes a report (train, sweep runs, post-processing, tailoring, federate)
 // calls it, so the list is the same wherever a run comes from.
 func DeclareNotCovered(r *accounting.Receipt, trainRecords int, preprocess json.RawMessage, cfg Config) {
+	DeclareNotCoveredWith(r, trainRecords, preprocess, cfg, NotCoveredOptions{})
+}
+
+// NotCoveredOptions describe the outputs of a run for
+// DeclareNotCoveredWith.
+type NotCoveredOptions struct {
+	// ModelFile is the file a run that does not write model.ckpt writes
+	// its model to (post-processing's model.json): "" is model.ckpt, which
+	// holds the split's record and the preprocessing and comes with
+	// metrics.jsonl. Another file holds neither and the receipt says only
+	// what is released.
+	ModelFile string
+}
+
+// DeclareNotCoveredWith is DeclareNotCovered for a run whose outputs o
+// describes.
+func DeclareNotCoveredWith(r *accounting.Receipt, trainRecords int, preprocess json.RawMessage, cfg Config, o NotCoveredOptions) {
 	if !r.Private() {
 		return
 	}
-	r.AddNotCovered(accounting.NotCoveredTestEvaluation, "metrics of the test split (report.json test, metrics.jsonl test_*, "+
-		"the printed test table) are exact statistics of the held-out records: the guarantee covers the training records only; "+
-		"model.ckpt also holds the split's key and a SHA-256 of the held-out records (so eval scores only them), "+
-		"which tell whoever holds the data file which records were held out and which trained the model")
+	if o.ModelFile == "" {
+		r.AddNotCovered(accounting.NotCoveredTestEvaluation, "metrics of the test split (report.json test, metrics.jsonl test_*, "+
+			"the printed test table) are exact statistics of the held-out records: the guarantee covers the training records only; "+
+			"model.ckpt also holds the split's key and a SHA-256 of the held-out records (so eval scores only them), "+
+			"which tell whoever holds the data file which records were held out and which trained the model")
+	} else {
+		r.AddNotCovered(accounting.NotCoveredTestEvaluation, "metrics of the test split (report.json test and the printed test "+
+			"table) are exact statistics of the held-out records: the guarantee covers the training records only")
+	}
 	r.AddNotCovered(accounting.NotCoveredRecordCount, fmt.Sprintf("the number of training records (%d) is treated as public: "+
 		"the sampling rate and the default δ are computed from it", trainRecords))
 	if p := bytes.TrimSpace(preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+		where := "is stored in model.ckpt"
+		if o.ModelFile != "" {
+			where = "the model in " + o.ModelFile + " scores features scaled by it"
+		}
 		r.AddNotCovered(accounting.NotCoveredPreprocessing, "the preprocessing (numeric columns' means and standard deviations, and minima and maxima when min-max scaled, "+
-			"categorical columns' category lists) was fitted on the training records without noise and is stored in model.ckpt")
+			"categorical columns' category lists) was fitted on the training records without noise and "+where)
 	}
 	if cfg.ReportTrainStats {
 		r.AddNotCovered(accounting.NotCoveredTrainStats, "exact statistics of the training records (per-group metrics, losses, "+

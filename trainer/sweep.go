@@ -192,6 +192,15 @@ type SweepLog struct {
 // reading the rows already there (the header must match; a torn last line
 // left by a crash is cut off).
 func OpenSweepLog(path string, header []string, keyColumns int) (*SweepLog, error) {
+	return openSweepLog(path, header, nil, keyColumns)
+}
+
+// openSweepLog is OpenSweepLog that also takes a file whose header is one
+// of old, headers an earlier fairdp wrote before columns were added at the
+// end (each a prefix of header): it rewrites that file, atomically, with
+// header and its rows padded with empty cells, so a sweep started before
+// the new columns resumes.
+func openSweepLog(path string, header []string, old [][]string, keyColumns int) (*SweepLog, error) {
 	if keyColumns < 1 || keyColumns > len(header) {
 		return nil, fmt.Errorf("sweep log %s: %d key columns for a header of %d", path, keyColumns, len(header))
 	}
@@ -213,6 +222,13 @@ func OpenSweepLog(path string, header []string, keyColumns int) (*SweepLog, erro
 	if len(recs) == 0 {
 		return l, l.create()
 	}
+	if !slices.Equal(recs[0], header) && slices.ContainsFunc(old, func(o []string) bool {
+		return len(o) >= keyColumns && len(o) < len(header) && slices.Equal(o, header[:len(o)]) && slices.Equal(recs[0], o)
+	}) {
+		if recs, err = upgradeSweepLog(path, recs, header); err != nil {
+			return nil, err
+		}
+	}
 	if !slices.Equal(recs[0], header) {
 		return nil, fmt.Errorf("sweep log %s: header %q, want %q (a results file of another kind of sweep?)",
 			path, strings.Join(recs[0], ","), strings.Join(header, ","))
@@ -230,6 +246,26 @@ func OpenSweepLog(path string, header []string, keyColumns int) (*SweepLog, erro
 		return nil, fmt.Errorf("sweep log: %w", err)
 	}
 	return l, nil
+}
+
+// upgradeSweepLog rewrites the results file at path, whose records recs
+// have a header that is a prefix of header, with header and every row
+// padded with empty cells for the added columns; it returns the new
+// records.
+func upgradeSweepLog(path string, recs [][]string, header []string) ([][]string, error) {
+	out := [][]string{slices.Clone(header)}
+	for _, r := range recs[1:] {
+		out = append(out, append(slices.Clone(r), make([]string, max(0, len(header)-len(r)))...))
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.WriteAll(out); err != nil {
+		return nil, fmt.Errorf("sweep log %s: %w", path, err)
+	}
+	if err := atomicfile.WriteBytes(path, buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("sweep log %s: adding the columns %s: %w", path, strings.Join(header[len(recs[0]):], ","), err)
+	}
+	return out, nil
 }
 
 func (l *SweepLog) create() error {

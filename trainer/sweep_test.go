@@ -216,3 +216,38 @@ func TestCheckSweepSettingsLegacyKeys(t *testing.T) {
 		t.Errorf("a sweep.json with Go field names: %v, want an unknown key refused", err)
 	}
 }
+
+// TestSweepLogOldColumns: a results file whose header is an earlier
+// version's (a prefix of today's) is rewritten with today's header and
+// empty cells in the added columns, and resumes; without the old header
+// listed it is refused as before, and a header that is not a prefix is
+// never taken for an old one.
+func TestSweepLogOldColumns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sweep.csv")
+	old := "epsilon,lambda,seed\n1,0,7\n"
+	os.WriteFile(path, []byte(old), 0o644)
+	if _, err := OpenSweepLog(path, sweepHeader, 3); err == nil || !strings.Contains(err.Error(), "header") {
+		t.Errorf("an old header without OldColumns: %v", err)
+	}
+	if _, err := openSweepLog(path, sweepHeader, [][]string{{"epsilon", "lambda", "sigma"}}, 3); err == nil {
+		t.Error("a header that is not a prefix was upgraded")
+	}
+	if got, _ := os.ReadFile(path); string(got) != old {
+		t.Errorf("a refused file was changed: %q", got)
+	}
+	l, err := openSweepLog(path, sweepHeader, [][]string{{"epsilon", "lambda", "seed"}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Done("1,0,7") || len(l.Rows()) != 1 || len(l.Rows()[0]) != len(sweepHeader) {
+		t.Errorf("upgraded rows %q", l.Rows())
+	}
+	if err := l.Append([]string{"inf", "0", "7", "0.2"}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	want := "epsilon,lambda,seed,error\n1,0,7,\ninf,0,7,0.2\n"
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Errorf("file:\n%s\nwant:\n%s", got, want)
+	}
+}

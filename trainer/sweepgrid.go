@@ -103,6 +103,11 @@ type SweepOptions struct {
 	// LogHint is added to the error of a sweep.csv whose header does not
 	// match Columns.
 	LogHint string
+	// OldColumns are headers earlier fairdp versions wrote for this sweep,
+	// each a prefix of Columns (columns are only ever added at the end): a
+	// sweep.csv with one is rewritten with Columns, its rows' new cells
+	// empty, and resumed.
+	OldColumns [][]string
 }
 
 // SweepPlan is an opened grid sweep: its settings checked against the
@@ -150,7 +155,7 @@ func OpenSweep(o SweepOptions) (*SweepPlan, error) {
 			filepath.Join(o.Dir, "sweep.json"), SweepSeedDerivation, p.settings.SeedDerivation)
 	}
 	var err error
-	if p.log, err = OpenSweepLog(filepath.Join(o.Dir, "sweep.csv"), o.Columns, o.Grid.KeyColumns()); err != nil {
+	if p.log, err = openSweepLog(filepath.Join(o.Dir, "sweep.csv"), o.Columns, o.OldColumns, o.Grid.KeyColumns()); err != nil {
 		if o.LogHint != "" {
 			err = fmt.Errorf("%w; %s", err, o.LogHint)
 		}

@@ -45,6 +45,9 @@ func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
 	fs.Float64Var(&j.Beta, "beta", j.Beta, "postproc: failure probability of the LP's slack")
+	fs.StringVar(&j.Slack, "slack", j.Slack, "postproc: the LP's privacy slack: union (the paper's: holds with probability 1-β; the default without --base), sd (--slack-z standard deviations of the noisy rate difference) or none (γ alone; the default with --base objpert|dpsgd)")
+	fs.Float64Var(&j.SlackZ, "slack-z", j.SlackZ, "postproc: standard deviations of --slack sd (0: 1)")
+	fs.Float64Var(&j.GammaShare, "gamma-share", j.GammaShare, "postproc: data-aware γ: the larger of --gamma and this share of the noisy cells' violation of the unconstrained post-processed classifier (0: γ fixed)")
 	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles (with --base objpert|dpsgd: public edges j/K)")
 	fs.Float64Var(&j.Threshold, "threshold", j.Threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
 	fs.Float64Var(&j.L2, "l2", j.L2, "postproc: L2 penalty of the base logistic regression")
@@ -78,8 +81,9 @@ func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocCon
 
 // privateBaseDefaults gives a run with --base objpert|dpsgd the private
 // pipeline's defaults where the flags were not given: the library's bin
-// rule (Bins 0) and linear.DefaultPrivateGamma (the paper's two bins and
-// γ = 0.05 stay the defaults of a non-private base).
+// rule (Bins 0), linear.DefaultPrivateGamma and linear.DefaultPrivateSlack
+// (the paper's two bins, γ = 0.05 and union-bound slack stay the defaults
+// of a non-private base).
 func privateBaseDefaults(fs *flag.FlagSet, j *linear.PostprocConfig) {
 	if j.Base == "" {
 		return
@@ -91,6 +95,9 @@ func privateBaseDefaults(fs *flag.FlagSet, j *linear.PostprocConfig) {
 	}
 	if !given["gamma"] && !given["config"] {
 		j.Gamma = linear.DefaultPrivateGamma
+	}
+	if !given["slack"] && !given["config"] {
+		j.Slack = string(linear.DefaultPrivateSlack)
 	}
 }
 
@@ -209,7 +216,8 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 	neutral = linear.WithPostprocConfig(neutral, nj)
 	grid := trainer.SweepGrid{Prefix: []string{c.Algo}, Seeds: seeds,
 		Axes: []trainer.SweepAxis{{Column: "epsilon", Values: epsilons}, {Column: "gamma", Values: gammas}}}
-	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns, Settings: neutral, Seed: &base,
+	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns,
+		OldColumns: linear.FairSweepOldColumns, Settings: neutral, Seed: &base,
 		Configure: func(cell []float64) trainer.Config {
 			r := c
 			rj := j

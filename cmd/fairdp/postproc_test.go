@@ -263,6 +263,26 @@ func TestPostprocSweep(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "sweep.csv")); !bytes.Equal(before, after) {
 		t.Errorf("a finished sweep changed when resumed:\n%s\n%s", before, after)
 	}
+	// A sweep.csv written before the DP-violation columns resumes: its
+	// header and rows gain the columns (empty), nothing is redone.
+	nOld := len(linear.FairSweepOldColumns[0])
+	var old bytes.Buffer
+	w := csv.NewWriter(&old)
+	for _, r := range rows {
+		w.Write(r[:nOld])
+	}
+	w.Flush()
+	os.WriteFile(filepath.Join(dir, "sweep.csv"), old.Bytes(), 0o644)
+	if out, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0,0.05", "--epsilon", "1,inf", "--seeds", "2",
+		"--limit", "6000", "--out", dir); err != nil || !strings.Contains(out, "(0 to do)") {
+		t.Fatalf("resume of a sweep.csv without the DP columns: %v\n%s", err, out)
+	}
+	csvRaw, _ := os.ReadFile(filepath.Join(dir, "sweep.csv"))
+	upgraded, err := csv.NewReader(bytes.NewReader(csvRaw)).ReadAll()
+	if err != nil || len(upgraded) != len(rows) || strings.Join(upgraded[0], ",") != strings.Join(linear.FairSweepColumns, ",") ||
+		strings.Join(upgraded[1][nOld:], "") != "" || strings.Join(upgraded[1][:nOld], ",") != strings.Join(rows[1][:nOld], ",") {
+		t.Errorf("upgraded sweep.csv %q (%v)", upgraded, err)
+	}
 	// Other settings in the same directory are refused.
 	if _, err := runPostprocArgs(t, true, "--algo", "postproc", "--gamma", "0", "--epsilon", "1", "--seeds", "1",
 		"--limit", "5000", "--out", dir); err == nil || !strings.Contains(err.Error(), "other settings") {
@@ -315,11 +335,13 @@ func TestPostprocErrors(t *testing.T) {
 	}
 }
 
-// TestPostprocPrivateBaseDefaults: --base dpsgd without --gamma, --bins
-// and --base-epsilon runs the private pipeline's defaults (γ =
-// linear.DefaultPrivateGamma, linear.DefaultPrivateBins public bins, the
-// default share of ε) and records them, where a run without a base keeps
-// the paper's γ = 0.05 and two bins; given flags win.
+// TestPostprocPrivateBaseDefaults: --base dpsgd without --gamma, --bins,
+// --slack and --base-epsilon runs the private pipeline's defaults (γ =
+// linear.DefaultPrivateGamma, linear.DefaultPrivateSlack, linear.PrivateBins
+// public bins for it, the default share of ε) and records them, where a
+// run without a base keeps the paper's γ = 0.05, two bins and union-bound
+// slack; given flags win. (Before the slack rules the first case ran the
+// union bound and 2 bins at these 3,000 records.)
 func TestPostprocPrivateBaseDefaults(t *testing.T) {
 	read := func(dir string) linear.PostprocConfig {
 		t.Helper()
@@ -342,19 +364,23 @@ func TestPostprocPrivateBaseDefaults(t *testing.T) {
 		gamma float64
 		bins  int
 		baseE float64
+		slack string
 	}{
-		// 3,000 training records, ε = 1 for the cells: 2 bins by the rule.
-		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, linear.DefaultPrivateBins(3000, 1), linear.DefaultBaseEpsilon(2)},
-		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5"}, 0.1, 2, 1.5},
-		{nil, 0.05, 2, 0},
+		// 3,000 training records, ε = 1 for the cells: 4 bins without slack.
+		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none"},
+		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5", "--slack", "sd"}, 0.1, 2, 1.5, "sd"},
+		// The union bound keeps the m·ε rule: 2 bins at m·ε = 3,000.
+		{[]string{"--base", "objpert", "--slack", "union"}, linear.DefaultPrivateGamma, 2, linear.DefaultBaseEpsilon(2), "union"},
+		{nil, 0.05, 2, 0, ""},
 	} {
 		dir := t.TempDir()
 		args := append([]string{"--algo", "postproc", "--epsilon", "2", "--seed", "4", "--limit", "3000", "--quiet", "--out", dir, "--overwrite"}, tc.args...)
 		if out, err := runPostprocArgs(t, false, args...); err != nil {
 			t.Fatalf("%v: %v\n%s", tc.args, err, out)
 		}
-		if got := read(dir); got.Gamma != tc.gamma || got.Bins != tc.bins || got.BaseEpsilon != tc.baseE {
-			t.Errorf("%v: γ %v bins %d base ε %v, want %v, %d, %v", tc.args, got.Gamma, got.Bins, got.BaseEpsilon, tc.gamma, tc.bins, tc.baseE)
+		if got := read(dir); got.Gamma != tc.gamma || got.Bins != tc.bins || got.BaseEpsilon != tc.baseE || got.Slack != tc.slack {
+			t.Errorf("%v: γ %v bins %d base ε %v slack %q, want %v, %d, %v, %q", tc.args, got.Gamma, got.Bins, got.BaseEpsilon, got.Slack,
+				tc.gamma, tc.bins, tc.baseE, tc.slack)
 		}
 	}
 }
