@@ -189,6 +189,9 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	setPostprocDelta(fs, &c, &j, delta)
+	// Each cell is the run `fairdp train` would make with its ε and γ, so a
+	// private base gets the private pipeline's bins and slack here too.
+	privateBaseDefaults(fs, &j)
 	switch {
 	case c.Out == "":
 		return errors.New("sweep: --out D is required (sweep.csv and pareto.png go there)")

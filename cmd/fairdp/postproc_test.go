@@ -384,3 +384,32 @@ func TestPostprocPrivateBaseDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestPostprocSweepPrivateBaseDefaults: a sweep with a private base runs
+// each cell as `fairdp train` would (the private pipeline's bin rule and
+// slack), not the paper's defaults for a non-private base.
+func TestPostprocSweepPrivateBaseDefaults(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runPostprocArgs(t, true, "--algo", "postproc", "--base", "objpert", "--fairness", "dp", "--gamma", "0.02",
+		"--epsilon", "1", "--seeds", "1", "--limit", "3000", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s trainer.SweepSettings
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	var cfg trainer.Config
+	if err := json.Unmarshal(s.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	j := linear.PostprocConfigOf(cfg)
+	if j.Bins != 0 || j.Slack != string(linear.DefaultPrivateSlack) {
+		t.Errorf("sweep settings: bins %d, slack %q; want the private pipeline's bin rule (0) and slack %q",
+			j.Bins, j.Slack, linear.DefaultPrivateSlack)
+	}
+}
