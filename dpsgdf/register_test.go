@@ -168,7 +168,7 @@ func TestTrainWritesBoundsAndCost(t *testing.T) {
 		t.Run(tc.algo, func(t *testing.T) {
 			cfg := trainer.Defaults()
 			seed := uint64(2)
-			cfg.Seed, cfg.Quiet, cfg.Algo, cfg.Dataset, cfg.Limit = &seed, true, tc.algo, "adult", 3000
+			cfg.Seed, cfg.Quiet, cfg.Algo, cfg.Dataset, cfg.Limit = &seed, true, trainer.AlgoName(tc.algo), "adult", 3000
 			cfg.Epochs, cfg.Baseline, cfg.Out = 3, true, t.TempDir()
 			cfg.Privacy.Sigma, cfg.Privacy.Epsilon = 1, math.Inf(1) // σ uncapped
 			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: &bytes.Buffer{}})
