@@ -31,7 +31,7 @@ func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
 
 func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	dataFlags(fs, c)
-	kindVar(fs, &c.Algo, "algo", "algorithm: "+strings.Join(trainer.AlgorithmNames(), ", ")+"; linear families (own flags, see -algo X -h): tailoring, dpnose, postproc, oracle, objpert")
+	kindVar(fs, &c.Algo, "algo", "algorithm: "+strings.Join(trainer.AlgorithmNames(), ", ")+"; linear families (own flags, see -algo X -h): "+pipelineList())
 	fs.StringVar(&c.Model, "model", c.Model, "model: logistic, mlp, mnist-cnn, vgg (default: by data set)")
 	fs.StringVar(&c.ModelSpecFile, "model-spec", c.ModelSpecFile, "JSON description of a network of your own ({\"layers\": [{\"kind\": \"linear\", \"in\": 102, \"out\": 1}]}); replaces --model")
 	fs.Var(intsFlag{&c.Hidden}, "hidden", "MLP hidden widths, e.g. 64,32 (default 64 for --model mlp)")
@@ -68,6 +68,27 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.String("config", "", "repeat a run: its report.json (or a config JSON); flags given with it win")
 	fs.StringVar(&c.Privacy.Sampling, "sampling", c.Privacy.Sampling, "poisson (RDP-valid) or shuffle (paper fidelity; flagged in the receipt)")
 	fs.StringVar(&c.Privacy.Accountant, "accountant", c.Privacy.Accountant, "pld (default when empty: the privacy-loss-distribution accountant, tighter) or rdp: calibrates σ and states the receipt")
+}
+
+// pipelineCommands are the --algo values of `fairdp train` that are not
+// SGD algorithms (trainer.RegisterPipeline): each has its own flags and
+// runner. --algo's help lists them from here.
+var pipelineCommands = []struct {
+	algo trainer.AlgoName
+	run  func(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error
+}{
+	{tailoring.Name, runTailoring}, {tailoring.DPNoSEName, runTailoring},
+	{linear.PostprocName, runPostproc}, {linear.OracleName, runPostproc},
+	{linear.ObjPertName, runObjPert},
+}
+
+// pipelineList is pipelineCommands' names, for --algo's help.
+func pipelineList() string {
+	names := make([]string, len(pipelineCommands))
+	for i, p := range pipelineCommands {
+		names[i] = string(p.algo)
+	}
+	return strings.Join(names, ", ")
 }
 
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
@@ -126,16 +147,11 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if a, ok := flagValue(args, "algo"); ok {
 		algo = trainer.AlgoName(a) // parsed with the flags below (kindFlag)
 	}
-	switch algo {
-	case tailoring.Name, tailoring.DPNoSEName:
-		cfg.Algo = algo
-		return runTailoring(ctx, cfg, args, stdout, stderr)
-	case linear.PostprocName, linear.OracleName:
-		cfg.Algo = algo
-		return runPostproc(ctx, cfg, args, stdout, stderr)
-	case linear.ObjPertName:
-		cfg.Algo = algo
-		return runObjPert(ctx, cfg, args, stdout, stderr)
+	for _, p := range pipelineCommands {
+		if p.algo == algo {
+			cfg.Algo = algo
+			return p.run(ctx, cfg, args, stdout, stderr)
+		}
 	}
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)
