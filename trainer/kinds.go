@@ -70,12 +70,7 @@ const (
 
 // Validate refuses a kind other than DeviceCPU and DeviceCUDA. Whether
 // this binary can run DeviceCUDA is CheckDevice's question.
-func (d DeviceKind) Validate() error {
-	if d != DeviceCPU && d != DeviceCUDA {
-		return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("must be %s or %s (got %q)", DeviceCPU, DeviceCUDA, string(d))}}
-	}
-	return nil
-}
+func (d DeviceKind) Validate() error { return eitherOf("Device", d, DeviceCPU, DeviceCUDA) }
 
 // DType is the element type a run computes in: Config.DType, --dtype.
 type DType string
@@ -87,12 +82,7 @@ const (
 )
 
 // Validate refuses an element type other than DTypeFloat32 and DTypeFloat64.
-func (d DType) Validate() error {
-	if d != DTypeFloat32 && d != DTypeFloat64 {
-		return FieldErrors{{Field: "DType", Msg: fmt.Sprintf("must be %s or %s (got %q)", DTypeFloat32, DTypeFloat64, string(d))}}
-	}
-	return nil
-}
+func (d DType) Validate() error { return eitherOf("DType", d, DTypeFloat32, DTypeFloat64) }
 
 // OptimizerName names the optimizer applied to the (noised) gradient:
 // Config.Optimizer, --optimizer. A name rather than package nn's optimizer
@@ -106,9 +96,13 @@ const (
 )
 
 // Validate refuses an optimizer other than OptimizerSGD and OptimizerAdam.
-func (o OptimizerName) Validate() error {
-	if o != OptimizerSGD && o != OptimizerAdam {
-		return FieldErrors{{Field: "Optimizer", Msg: fmt.Sprintf("must be %s or %s (got %q)", OptimizerSGD, OptimizerAdam, string(o))}}
+func (o OptimizerName) Validate() error { return eitherOf("Optimizer", o, OptimizerSGD, OptimizerAdam) }
+
+// eitherOf is the Validate of a kind with two values: nil when v is a or
+// b, else FieldErrors naming field, worded as Config.Validate always was.
+func eitherOf[K ~string](field string, v, a, b K) error {
+	if v == a || v == b {
+		return nil
 	}
-	return nil
+	return FieldErrors{{Field: field, Msg: fmt.Sprintf("must be %s or %s (got %q)", a, b, string(v))}}
 }
