@@ -40,7 +40,7 @@ func TestPresets(t *testing.T) {
 		}
 		got := []any{cfg.Algo, cfg.Dataset, cfg.Model, cfg.Epochs, cfg.Batch, cfg.Optimizer, cfg.TrainFrac,
 			cfg.Privacy.Sigma, cfg.Privacy.Clip, cfg.Privacy.Delta, cfg.Privacy.Sampling, cfg.Fair.CountNoiseRatio, cfg.Fair.WeightDecay}
-		want := []any{"dpsgdf", tc.dataset, tc.model, tc.epochs, 256, "sgd", 0.8,
+		want := []any{Name, tc.dataset, tc.model, tc.epochs, 256, trainer.OptimizerSGD, 0.8,
 			tc.sigma, tc.clip, 1e-6, "poisson", 10.0, tc.l2}
 		for i := range want {
 			if got[i] != want[i] {
