@@ -485,7 +485,7 @@ func TestFERMIFull(t *testing.T) {
 			c.LR = lr[0]
 		}
 		if opt := os.Getenv("FAIRDP_FERMI_UTK_OPTIMIZER"); opt != "" {
-			c.Optimizer = opt
+			c.Optimizer = trainer.OptimizerName(opt)
 		}
 	}
 	cases := []fermiCase{

@@ -96,7 +96,7 @@
 // devstep's (converted to this package's DPSGDStep and FermiStep, whose
 // noise key it draws from the run's stream the description carries), and
 // the binary registers it (cmd/fairdp/register_cuda.go, only in builds with
-// the tag cuda or cudaemu: trainer.RegisterDevice("cuda", CheckDevice,
+// the tag cuda or cudaemu: trainer.RegisterDevice(trainer.DeviceCUDA, CheckDevice,
 // OpenTrainerDevice)). So the default binary links none of this package,
 // and a newcomer reading the loop sees one interface, not CUDA.
 //

@@ -16,7 +16,7 @@ import (
 // as a DeviceNet, Step and FermiStep run DP-SGD's and DP-FERMI's steps
 // there, Params brings the parameters back. The binary registers it for
 // Config.Device "cuda" (cmd/fairdp, in builds with the tag cuda or
-// cudaemu): trainer.RegisterDevice("cuda", CheckDevice, OpenTrainerDevice).
+// cudaemu): trainer.RegisterDevice(trainer.DeviceCUDA, CheckDevice, OpenTrainerDevice).
 type TrainerDevice struct {
 	dev   Device
 	name  string // dev.Name(), kept after Close

@@ -13,6 +13,13 @@ import (
 	"github.com/fairdp/fairdp/trainer"
 )
 
+// The --algo names (trainer.Config.Algo) this package registers: the
+// Adaptive and Naive policies as algorithms of their own.
+const (
+	Name      trainer.AlgoName = "dpsgdf" // DPSGD-F (Xu, Du and Wu 2021)
+	NaiveName trainer.AlgoName = "naive"  // Naïve: DP-SGD with noisy group reweighting
+)
+
 // Policy is how a step clips the per-sample gradients and scales the noise.
 type Policy string
 
@@ -22,10 +29,10 @@ const (
 	Flat Policy = "dpsgd"
 	// Naive reweights group k by θ^k = (b/K)/b̃^k from noisy group counts,
 	// clips at C0 and adds noise σ2·C0·max_k θ^k.
-	Naive Policy = "naive"
+	Naive Policy = Policy(NaiveName)
 	// Adaptive is DPSGD-F: per-group bounds C^k from noisy clipped and
 	// unclipped counts, noise σ2·max_k C^k.
-	Adaptive Policy = "dpsgdf"
+	Adaptive Policy = Policy(Name)
 )
 
 // Config is what an Algorithm needs besides the model and the data.

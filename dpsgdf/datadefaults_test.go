@@ -61,7 +61,7 @@ func TestTabularDefaultsBeatMajority(t *testing.T) {
 	for _, algo := range []string{"dpsgdf", "naive"} {
 		cfg := trainer.Defaults()
 		seed := uint64(1)
-		cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Privacy.Epsilon, cfg.Model = algo, &seed, true, 0.5, "logistic"
+		cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Privacy.Epsilon, cfg.Model = trainer.AlgoName(algo), &seed, true, 0.5, "logistic"
 		cfg, note := trainer.AdaptToData(cfg, train, map[string]bool{})
 		rr, src := dpops.NewRand(cfg.Seed)
 		rep, err := trainer.Train(context.Background(), &trainer.Job{Cfg: cfg, Train: train, Test: test, Rand: rr, Source: src, Log: io.Discard})

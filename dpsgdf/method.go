@@ -27,12 +27,12 @@ type Method struct {
 	NaiveGuard NaiveGuard
 }
 
-// Algo is the policy's registered name ("dpsgdf" or "naive").
-func (m Method) Algo() string {
+// Algo is the policy's registered name (Name or NaiveName).
+func (m Method) Algo() trainer.AlgoName {
 	if m.Policy == "" {
-		return string(Adaptive)
+		return Name
 	}
-	return string(m.Policy)
+	return trainer.AlgoName(m.Policy)
 }
 
 // Configure sets the count-noise ratio and the count or Naïve guard,

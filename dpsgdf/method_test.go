@@ -27,7 +27,7 @@ func TestMethodConfigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := p.Config()
-		if c.Algo != tc.algo || (tc.m.CountNoiseRatio != 0 && c.Fair.CountNoiseRatio != tc.m.CountNoiseRatio) ||
+		if string(c.Algo) != tc.algo || (tc.m.CountNoiseRatio != 0 && c.Fair.CountNoiseRatio != tc.m.CountNoiseRatio) ||
 			c.Fair.CountGuard != tc.countGuard || c.Fair.NaiveGuard != tc.naiveGrd {
 			t.Errorf("%+v: algo %s, count-noise ratio %v, count guard %q, naive guard %q", tc.m, c.Algo, c.Fair.CountNoiseRatio,
 				c.Fair.CountGuard, c.Fair.NaiveGuard)

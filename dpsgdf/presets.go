@@ -74,9 +74,9 @@ func Presets() []Preset {
 }
 
 func paperCommon(c *trainer.Config) {
-	c.Algo = string(Adaptive)
+	c.Algo = Name
 	c.Batch = paperBatch
-	c.Optimizer, c.Momentum = "sgd", 0
+	c.Optimizer, c.Momentum = trainer.OptimizerSGD, 0
 	c.TrainFrac = paperTrainFrac
 	c.Privacy.Epsilon = math.Inf(1) // σ2 is given; ε is what the accountant reports
 	c.Privacy.Delta = paperDelta

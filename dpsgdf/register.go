@@ -9,8 +9,8 @@ import (
 )
 
 func init() {
-	trainer.Register(string(Adaptive), constructor[float32](Adaptive), constructor[float64](Adaptive))
-	trainer.Register(string(Naive), constructor[float32](Naive), constructor[float64](Naive))
+	trainer.Register(Name, constructor[float32](Adaptive), constructor[float64](Adaptive))
+	trainer.Register(NaiveName, constructor[float32](Naive), constructor[float64](Naive))
 	for _, p := range Presets() {
 		trainer.RegisterPreset(p.Name, p.Apply)
 	}

@@ -40,7 +40,7 @@ func TestPresets(t *testing.T) {
 		}
 		got := []any{cfg.Algo, cfg.Dataset, cfg.Model, cfg.Epochs, cfg.Batch, cfg.Optimizer, cfg.TrainFrac,
 			cfg.Privacy.Sigma, cfg.Privacy.Clip, cfg.Privacy.Delta, cfg.Privacy.Sampling, cfg.Fair.CountNoiseRatio, cfg.Fair.WeightDecay}
-		want := []any{"dpsgdf", tc.dataset, tc.model, tc.epochs, 256, "sgd", 0.8,
+		want := []any{Name, tc.dataset, tc.model, tc.epochs, 256, trainer.OptimizerSGD, 0.8,
 			tc.sigma, tc.clip, 1e-6, "poisson", 10.0, tc.l2}
 		for i := range want {
 			if got[i] != want[i] {
@@ -168,7 +168,7 @@ func TestTrainWritesBoundsAndCost(t *testing.T) {
 		t.Run(tc.algo, func(t *testing.T) {
 			cfg := trainer.Defaults()
 			seed := uint64(2)
-			cfg.Seed, cfg.Quiet, cfg.Algo, cfg.Dataset, cfg.Limit = &seed, true, tc.algo, "adult", 3000
+			cfg.Seed, cfg.Quiet, cfg.Algo, cfg.Dataset, cfg.Limit = &seed, true, trainer.AlgoName(tc.algo), "adult", 3000
 			cfg.Epochs, cfg.Baseline, cfg.Out = 3, true, t.TempDir()
 			cfg.Privacy.Sigma, cfg.Privacy.Epsilon = 1, math.Inf(1) // σ uncapped
 			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: &bytes.Buffer{}})

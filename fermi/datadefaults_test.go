@@ -72,7 +72,7 @@ func trainDefault(t *testing.T, algo string, eps float64, train, test *loaders.D
 	t.Helper()
 	cfg := trainer.Defaults()
 	seed := uint64(3)
-	cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Privacy.Epsilon, cfg.Model = algo, &seed, true, eps, "logistic"
+	cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Privacy.Epsilon, cfg.Model = trainer.AlgoName(algo), &seed, true, eps, "logistic"
 	if algo == federated.Name {
 		cfg.Optimizer = "sgd" // SteFFLe's server steps (the command line's default for it)
 	}

@@ -19,8 +19,8 @@ type Method struct {
 	Fairness string
 }
 
-// Algo is "fermi".
-func (Method) Algo() string { return Name }
+// Algo is Name.
+func (Method) Algo() trainer.AlgoName { return Name }
 
 // Configure sets Config.Fair's λ and fairness notion, naming a bad one.
 func (m Method) Configure(cfg *trainer.Config) error {

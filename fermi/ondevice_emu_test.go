@@ -86,7 +86,7 @@ func compareFermiRuns(t *testing.T, cfg trainer.Config, data *[2]*loaders.Datase
 	cudatest.UseDevice(t)
 	var runs [3]deviceRun // on the CPU, on the device, on the device again
 	for i, device := range []string{"cpu", "cuda", "cuda"} {
-		cfg.Device = device
+		cfg.Device = trainer.DeviceKind(device)
 		runs[i] = runFermiOn(t, cfg, data)
 	}
 	cpu, dev, again := runs[0], runs[1], runs[2]

@@ -31,7 +31,7 @@ func construct[T nn.Float](job *trainer.Job) (trainer.Algorithm[T], error) {
 func tabular(dataset string) func(*trainer.Config) {
 	return func(c *trainer.Config) {
 		c.Algo, c.Dataset, c.Model = Name, dataset, "logistic"
-		c.Epochs, c.Batch, c.LR, c.Optimizer, c.Momentum = 200, 1024, PresetLR, "sgd", 0
+		c.Epochs, c.Batch, c.LR, c.Optimizer, c.Momentum = 200, 1024, PresetLR, trainer.OptimizerSGD, 0
 		c.TrainFrac = 0.75
 		c.Privacy.Epsilon, c.Privacy.Delta, c.Privacy.Clip, c.Privacy.Sigma = 1, 0, PresetClip, 0
 		c.Privacy.Sampling = "poisson"
@@ -62,7 +62,7 @@ func adultEO(c *trainer.Config) {
 // buckets, race as the sensitive attribute), batch 64, η_θ = 0.001,
 // η_W = 0.005, ε = 100, with the paper's plain SGD or, for the few epochs
 // of a CPU profile, Adam.
-func utkface(size, epochs int, optimizer string) func(*trainer.Config) {
+func utkface(size, epochs int, optimizer trainer.OptimizerName) func(*trainer.Config) {
 	return func(c *trainer.Config) {
 		c.Algo, c.Dataset, c.Model, c.ImageSize = Name, "utkface", "vgg", size
 		c.Epochs, c.Batch, c.LR, c.Optimizer, c.Momentum = epochs, 64, 0.001, optimizer, 0
@@ -98,6 +98,6 @@ var Presets = map[string]func(*trainer.Config){
 	"fermi-adult-eo":      adultEO,
 	"fermi-credit":        tabular("credit"),
 	"fermi-parkinsons":    tabular("parkinsons"),
-	"fermi-utkface-cpu":   utkface(64, 3, "adam"),
-	"fermi-utkface-paper": utkface(128, 150, "sgd"),
+	"fermi-utkface-cpu":   utkface(64, 3, trainer.OptimizerAdam),
+	"fermi-utkface-paper": utkface(128, 150, trainer.OptimizerSGD),
 }

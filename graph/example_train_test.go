@@ -49,7 +49,7 @@ func trainExamplePrivately[T nn.Float](t *testing.T, g *G.ExprGraph, x, out *G.N
 	}
 	seed := uint64(31)
 	cfg := trainer.Defaults()
-	cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.DType = "dpsgd", "mnist", "../trainer/testdata/mnist-sample", dtype
+	cfg.Algo, cfg.Dataset, cfg.DataDir, cfg.DType = "dpsgd", "mnist", "../trainer/testdata/mnist-sample", trainer.DType(dtype)
 	cfg.Epochs, cfg.Batch, cfg.Seed, cfg.Quiet = 1, 100, &seed, true
 	cfg.Privacy.Epsilon = 3
 	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})

@@ -94,7 +94,7 @@ func validateObjPert(cfg trainer.Config, p privacy) error {
 	add := func(field, format string, a ...any) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
 	}
-	if cfg.Algo != "objpert" {
+	if cfg.Algo != ObjPertName {
 		add("Algo", "must be objpert (got %q)", cfg.Algo)
 	}
 	if !(p.Epsilon > 0) {
@@ -209,7 +209,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	private := rec.Private()
 	trainer.DeclareNotCovered(&rec, n, prep, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
 
-	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: train.Name, Params: len(res.Weights) + 1, DType: "float64",
+	rep := &trainer.Report{Algorithm: string(cfg.Algo), Dataset: train.Name, Params: len(res.Weights) + 1, DType: "float64",
 		Backend: trainer.BackendName(), Version: trainer.Version, TrainRecords: n, Privacy: rec,
 		Model: fmt.Sprintf("logistic regression (%s)", res.method())}
 	// The configuration actually run, with the bound and Λ it used: what

@@ -80,20 +80,20 @@ func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
 	}
 	j := PostprocConfigOf(cfg)
-	if cfg.Algo != "postproc" && cfg.Algo != "oracle" {
+	if cfg.Algo != PostprocName && cfg.Algo != OracleName {
 		add("Algo", "must be postproc or oracle (got %q)", cfg.Algo)
 	}
 	f, err := ParseFairness(j.Fairness)
 	if err != nil {
 		add("Postproc.Fairness", "%v", err)
 	}
-	if j.Scores.File != "" && cfg.Algo == "oracle" {
+	if j.Scores.File != "" && cfg.Algo == OracleName {
 		add("Postproc.Scores.File", "is for post-processing only (the oracle learner trains on features)")
 	}
 	if j.Bins < 2 && !(j.Bins == 0 && j.Base != "") {
 		add("Postproc.Bins", "must be ≥ 2, or 0 (the default) with a private base (got %d)", j.Bins)
 	}
-	if err == nil && f == DemographicParity && cfg.Algo == "oracle" {
+	if err == nil && f == DemographicParity && cfg.Algo == OracleName {
 		add("Postproc.Fairness", "dp is post-processing's; the oracle learner constrains error rates (eo or fpr)")
 	}
 	if _, err := ParseSlackRule(j.Slack); err != nil {
@@ -105,7 +105,7 @@ func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 	if !(j.GammaShare >= 0 && j.GammaShare <= 1) {
 		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed) (got %v)", j.GammaShare)
 	}
-	if cfg.Algo == "oracle" && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
+	if cfg.Algo == OracleName && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
 		add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
 	}
 	switch j.Base {
@@ -114,7 +114,7 @@ func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 			add("Postproc.BaseEpsilon", "is read only with Postproc.Base objpert or dpsgd (got %v)", j.BaseEpsilon)
 		}
 	case BaseObjPert, BaseDPSGD:
-		if cfg.Algo != "postproc" || j.Scores.File != "" {
+		if cfg.Algo != PostprocName || j.Scores.File != "" {
 			add("Postproc.Base", "%s is the base classifier of post-processing on a data set, not of the oracle or of external scores", j.Base)
 		}
 		// BaseEpsilon 0 takes DefaultBaseEpsilon of the total.
@@ -183,7 +183,7 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 		return &FairSplit{X: ds.X, Dim: ds.Dim, Label: ds.Labels, Group: ds.Groups}
 	}
 	d.Train, d.Test = split(train), split(test)
-	if cfg.Algo != "postproc" {
+	if cfg.Algo != PostprocName {
 		return d, nil
 	}
 	// The base classifier never sees the sensitive attribute: loaders keep
@@ -356,7 +356,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	j, epsilon, seed := PostprocConfigOf(cfg), p.Epsilon, cfg.Seed
 	if b := d.BaseFit; b != nil {
 		// A private base spent its share of the total ε already.
-		if cfg.Algo != "postproc" || j.Base != b.Method || baseEpsilon(cfg) != b.Epsilon {
+		if cfg.Algo != PostprocName || j.Base != b.Method || baseEpsilon(cfg) != b.Epsilon {
 			return nil, fmt.Errorf("linear: the data were loaded with a private %s base of ε = %g, the configuration asks for base %q at ε = %g",
 				b.Method, b.Epsilon, j.Base, baseEpsilon(cfg))
 		}
@@ -373,7 +373,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	res := &FairResult{Gamma: j.Gamma, Fairness: fair.String(), AllPairs: j.AllPairs}
 	var rec accounting.Receipt
 	var probTrain, probTest []float64
-	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: d.Name, DType: "float64", Backend: trainer.BackendName(),
+	rep := &trainer.Report{Algorithm: string(cfg.Algo), Dataset: d.Name, DType: "float64", Backend: trainer.BackendName(),
 		Version: trainer.Version, TrainRecords: d.Train.N(), Train: &metrics.Split{}}
 	// The configuration actually run: what reading it back repeats.
 	rep.Config = cfg
@@ -386,7 +386,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	}
 
 	switch cfg.Algo {
-	case "postproc":
+	case PostprocName:
 		if d.BaseFit == nil || d.BaseFit.Receipt.Delta == 0 {
 			rep.Config.Privacy.Delta, rep.Config.Privacy.AllowLargeDelta = 0, false // pure ε-DP
 		} else {
@@ -454,7 +454,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 			rep.Params += len(d.Base.W)
 		}
 		res.Model = model
-	case "oracle":
+	case OracleName:
 		delta := p.Delta
 		switch {
 		case j.BasicComposition:
@@ -506,7 +506,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 	})
 	trainer.DeclareNotCoveredWith(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats},
 		trainer.NotCoveredOptions{ModelFile: fairModelFile})
-	if cfg.Algo == "postproc" && rec.Private() && d.BaseFit == nil {
+	if cfg.Algo == PostprocName && rec.Private() && d.BaseFit == nil {
 		what := "the external model's scores (Postproc.Scores) are taken as given"
 		if d.Base != nil {
 			what = "the base logistic regression was fitted on the training records WITHOUT privacy"

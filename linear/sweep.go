@@ -30,7 +30,7 @@ func FairSweepRow(cfg trainer.Config, rep *trainer.Report) []string {
 	f := FormatSweepCell
 	// The key cells are written as trainer's grid sweep writes a run's key.
 	g := trainer.FormatSweepValue
-	key := []string{cfg.Algo, g(cfg.Privacy.Epsilon), g(PostprocConfigOf(cfg).Gamma), strconv.FormatUint(*cfg.Seed, 10)}
+	key := []string{string(cfg.Algo), g(cfg.Privacy.Epsilon), g(PostprocConfigOf(cfg).Gamma), strconv.FormatUint(*cfg.Seed, 10)}
 	if rep == nil {
 		return key
 	}

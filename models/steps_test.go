@@ -34,7 +34,7 @@ func libraryStep(tb testing.TB, algo string, m *models.Model[float32], x []float
 	n := len(labels)
 	cfg := trainer.Defaults()
 	seed := uint64(43)
-	cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Batch, cfg.Epochs = algo, &seed, true, n, 1
+	cfg.Algo, cfg.Seed, cfg.Quiet, cfg.Batch, cfg.Epochs = trainer.AlgoName(algo), &seed, true, n, 1
 	cfg.Privacy.Epsilon, cfg.Privacy.Sigma, cfg.Privacy.Clip = math.Inf(1), 1, 1
 	r := rand.New(rand.NewPCG(43, 44))
 	groups := make([]int, n)

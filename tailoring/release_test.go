@@ -37,7 +37,7 @@ func TestRunChargesEveryReleasedFit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			seed := uint64(4)
 			cfg := Defaults(trainer.Defaults())
-			cfg.Algo, cfg.Seed = tc.algo, &seed
+			cfg.Algo, cfg.Seed = trainer.AlgoName(tc.algo), &seed
 			tcfg := ConfigOf(cfg)
 			tcfg.Groups, tcfg.Slopes = []float64{300, 40, 80}, []float64{0, -4, 4}
 			tcfg.Rho, tcfg.Trials, tcfg.Steps = tc.rhos, tc.trials, 5

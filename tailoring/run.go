@@ -111,7 +111,7 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	}
 	t := ConfigOf(cfg)
 	switch cfg.Algo {
-	case "tailoring", "dpnose":
+	case Name, DPNoSEName:
 	default:
 		add("Algo", "must be tailoring or dpnose (got %q)", cfg.Algo)
 	}
@@ -328,7 +328,7 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 		return nil, err
 	}
 	primary := DPSE
-	if cfg.Algo == "dpnose" {
+	if cfg.Algo == DPNoSEName {
 		primary = DPNoSE
 	}
 	methods := []Method{primary}
@@ -337,7 +337,7 @@ func Prepare(cfg trainer.Config) (*trainer.Report, error) {
 	}
 	ex := &ReportExtra{Task: ConfigOf(cfg).Task, Trials: ConfigOf(cfg).Trials, Notes: notes, Variant: variant, Options: o,
 		Delta: delta, Data: [2]*Data{train, test}, Source: src, Methods: methods, GroupNames: train.Names}
-	rep := &trainer.Report{Algorithm: cfg.Algo, Dataset: datasetName(cfg), DType: "float64", Backend: trainer.BackendName(),
+	rep := &trainer.Report{Algorithm: string(cfg.Algo), Dataset: datasetName(cfg), DType: "float64", Backend: trainer.BackendName(),
 		Model:        fmt.Sprintf("linear (%s, %s loss, intercept, stage 2 %s)", o.Model, o.Loss, variant),
 		TrainRecords: len(train.Y), Version: trainer.Version, Extra: trainer.Extras{"tailoring": ex}}
 	// The configuration actually run, with the bounds and δ it used.

@@ -213,7 +213,7 @@ func prepareCheckpointedLocked(cfg Config, log io.Writer, opts CheckpointOptions
 	if err := checkRegistered(cfg.Algo); err != nil {
 		return nil, err
 	}
-	if cfg.Device != "cpu" {
+	if cfg.Device != DeviceCPU {
 		return nil, FieldErrors{{Field: "Device", Msg: fmt.Sprintf("%s runs cannot be checkpointed yet (their parameters and noise keys live on the device): train on cpu, or without a checkpoint", cfg.Device)}}
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {

@@ -21,7 +21,7 @@ import (
 // ckptConfig is a short seeded run of algo on 3,000 Adult records.
 func ckptConfig(algo, dtype string, seed uint64) trainer.Config {
 	cfg := trainer.Defaults()
-	cfg.Algo, cfg.DType, cfg.Epochs, cfg.Limit, cfg.Batch, cfg.Quiet = algo, dtype, 3, 3000, 128, true
+	cfg.Algo, cfg.DType, cfg.Epochs, cfg.Limit, cfg.Batch, cfg.Quiet = trainer.AlgoName(algo), trainer.DType(dtype), 3, 3000, 128, true
 	cfg.Seed = &seed
 	return cfg
 }
@@ -179,7 +179,7 @@ func TestResumeBitIdentical(t *testing.T) {
 		if c.mutate != nil {
 			c.mutate(&cfg)
 		}
-		name := c.algo + "/" + c.dtype + "/" + cfg.Optimizer + "/" + cfg.Privacy.Sampling
+		name := c.algo + "/" + c.dtype + "/" + string(cfg.Optimizer) + "/" + cfg.Privacy.Sampling
 		t.Run(name, func(t *testing.T) {
 			cfg.Out = t.TempDir()
 			_, spe := straightRun(t, cfg)

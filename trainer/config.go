@@ -16,34 +16,34 @@ import (
 // Config is one training job. The zero value is not usable; start from
 // Defaults() (what `fairdp train` with no arguments runs).
 type Config struct {
-	Algo    string `json:"algorithm"` // "sgd", "dpsgd", …
-	Dataset string `json:"dataset"`   // built-in name (adult, credit, parkinsons, dutch, mnist, mnist-unbalanced, utkface) or a CSV path
-	Schema  string `json:"schema"`    // schema JSON for a CSV path
-	DataDir string `json:"data_dir"`  // where built-in data lives ("" = $FAIRDP_DATA, then ../shared/data)
-	Model   string `json:"model"`     // logistic, mlp, mnist-cnn, vgg ("" = the dataset's default)
-	Hidden  []int  `json:"hidden"`    // MLP widths
+	Algo    AlgoName `json:"algorithm"` // AlgoSGD, AlgoDPSGD, or an algorithm package's name (fermi.Name, …)
+	Dataset string   `json:"dataset"`   // built-in name (adult, credit, parkinsons, dutch, mnist, mnist-unbalanced, utkface) or a CSV path
+	Schema  string   `json:"schema"`    // schema JSON for a CSV path
+	DataDir string   `json:"data_dir"`  // where built-in data lives ("" = $FAIRDP_DATA, then ../shared/data)
+	Model   string   `json:"model"`     // logistic, mlp, mnist-cnn, vgg ("" = the dataset's default)
+	Hidden  []int    `json:"hidden"`    // MLP widths
 	// ModelSpecFile names a JSON models.Spec of a network outside the zoo
 	// (its "layers"); it replaces Model. in_shape and classes default to
 	// the data's.
-	ModelSpecFile string  `json:"model_spec_file,omitempty"`
-	DType         string  `json:"dtype"`      // float32 or float64
-	Epochs        int     `json:"epochs"`     // passes over the training set
-	Batch         int     `json:"batch"`      // batch size (expected size under Poisson sampling)
-	LR            float64 `json:"lr"`         // learning rate
-	Optimizer     string  `json:"optimizer"`  // sgd or adam
-	Momentum      float64 `json:"momentum"`   // SGD momentum
-	TrainFrac     float64 `json:"train_frac"` // train fraction of a random split (0: the data's own, see ResolveTrainFrac)
-	ImageSize     int     `json:"image_size"` // UTKFace resize
-	Limit         int     `json:"limit"`      // use at most this many records (0 = all), for quick runs
-	Seed          *uint64 `json:"seed"`       // nil: crypto-seeded
+	ModelSpecFile string        `json:"model_spec_file,omitempty"`
+	DType         DType         `json:"dtype"`      // DTypeFloat32 or DTypeFloat64
+	Epochs        int           `json:"epochs"`     // passes over the training set
+	Batch         int           `json:"batch"`      // batch size (expected size under Poisson sampling)
+	LR            float64       `json:"lr"`         // learning rate
+	Optimizer     OptimizerName `json:"optimizer"`  // OptimizerSGD or OptimizerAdam
+	Momentum      float64       `json:"momentum"`   // SGD momentum
+	TrainFrac     float64       `json:"train_frac"` // train fraction of a random split (0: the data's own, see ResolveTrainFrac)
+	ImageSize     int           `json:"image_size"` // UTKFace resize
+	Limit         int           `json:"limit"`      // use at most this many records (0 = all), for quick runs
+	Seed          *uint64       `json:"seed"`       // nil: crypto-seeded
 	// SplitSeed, if set, seeds the train/test split alone (Seed then seeds
 	// everything else), so a sweep's runs share one split while each draws
 	// its own noise; nil: the split comes from Seed.
-	SplitSeed *uint64 `json:"split_seed,omitempty"`
-	Out       string  `json:"out"`      // output directory ("" = no files)
-	Quiet     bool    `json:"quiet"`    // no progress lines
-	Device    string  `json:"device"`   // "cpu" (default) or "cuda" (needs a build with -tags cuda and a GPU)
-	Baseline  bool    `json:"baseline"` // also train the non-private twin and report the cost of privacy
+	SplitSeed *uint64    `json:"split_seed,omitempty"`
+	Out       string     `json:"out"`      // output directory ("" = no files)
+	Quiet     bool       `json:"quiet"`    // no progress lines
+	Device    DeviceKind `json:"device"`   // DeviceCPU (default) or DeviceCUDA (needs a build with -tags cuda and a GPU)
+	Baseline  bool       `json:"baseline"` // also train the non-private twin and report the cost of privacy
 	// ReportTrainStats writes exact statistics of the training split (per
 	// group metrics, loss, sampled batch sizes) for a private run too,
 	// marked not private; by default a private run leaves them out.
@@ -217,8 +217,8 @@ type DPConfig struct {
 // --algo sgd with the same settings is the non-private baseline.
 func Defaults() Config {
 	return Config{
-		Algo: "fermi", Dataset: "adult", DType: "float32", Epochs: 20, Batch: 256, LR: 0.005,
-		Optimizer: "adam", TrainFrac: DefaultTrainFrac, ImageSize: 64, Tau: 0.05, Device: "cpu",
+		Algo: algoFermi, Dataset: "adult", DType: DTypeFloat32, Epochs: 20, Batch: 256, LR: 0.005,
+		Optimizer: OptimizerAdam, TrainFrac: DefaultTrainFrac, ImageSize: 64, Tau: 0.05, Device: DeviceCPU,
 		Privacy: DPConfig{Epsilon: 1, Clip: 1, Sampling: "poisson"},
 		Fair: FairConfig{Lambda: 10, Fairness: "dp", Scope: "all", LRW: 0.01, Radius: 5, Calibration: "accountant",
 			CountNoiseRatio: 10},
@@ -277,12 +277,8 @@ func (c *Config) Validate() error {
 	if !(c.LR > 0) || math.IsInf(c.LR, 0) {
 		errs.add("LR", "must be a positive number (got %v)", c.LR)
 	}
-	if c.DType != "float32" && c.DType != "float64" {
-		errs.add("DType", "must be float32 or float64 (got %q)", c.DType)
-	}
-	if c.Optimizer != "sgd" && c.Optimizer != "adam" {
-		errs.add("Optimizer", "must be sgd or adam (got %q)", c.Optimizer)
-	}
+	errs.addErr(c.DType.Validate())
+	errs.addErr(c.Optimizer.Validate())
 	if !(c.TrainFrac >= 0 && c.TrainFrac < 1) {
 		errs.add("TrainFrac", "must be in (0,1), or 0 for the data's own (got %v)", c.TrainFrac)
 	}
@@ -309,9 +305,7 @@ func (c *Config) Validate() error {
 	if p.Accountant != "" && p.Accountant != "pld" && p.Accountant != "rdp" {
 		errs.add("Privacy.Accountant", "must be pld or rdp (got %q)", p.Accountant)
 	}
-	if c.Device != "cpu" && c.Device != "cuda" {
-		errs.add("Device", "must be cpu or cuda (got %q)", c.Device)
-	}
+	errs.addErr(c.Device.Validate())
 	checkDeviceConfig(c, &errs)
 	f := c.Fair
 	if f.Lambda < 0 || math.IsNaN(f.Lambda) {
@@ -338,11 +332,8 @@ func (c *Config) Validate() error {
 	if f.WeightDecay < 0 {
 		errs.add("Fair.WeightDecay", "must be ≥ 0 (got %v)", f.WeightDecay)
 	}
-	if c.Algo == "steffle" {
-		var fe FieldErrors
-		if errors.As(c.Federation.Validate(), &fe) {
-			errs = append(errs, fe...)
-		}
+	if c.Algo == algoSteffle {
+		errs.addErr(c.Federation.Validate())
 	}
 	return errs.err()
 }
@@ -363,6 +354,15 @@ type FieldErrors []FieldError
 
 func (es *FieldErrors) add(field, format string, a ...any) {
 	*es = append(*es, FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
+}
+
+// addErr appends err's FieldErrors (a kind's Validate); err is nil or
+// FieldErrors.
+func (es *FieldErrors) addErr(err error) {
+	var fe FieldErrors
+	if errors.As(err, &fe) {
+		*es = append(*es, fe...)
+	}
 }
 
 func (es FieldErrors) Error() string {

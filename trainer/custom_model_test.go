@@ -85,7 +85,7 @@ func TestCustomModelEveryAlgorithm(t *testing.T) {
 		t.Run(algo, func(t *testing.T) {
 			seed := uint64(3)
 			cfg := trainer.Defaults()
-			cfg.Algo, cfg.DType, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = algo, "float64", 2, &seed, true, 3000
+			cfg.Algo, cfg.DType, cfg.Epochs, cfg.Seed, cfg.Quiet, cfg.Limit = trainer.AlgoName(algo), "float64", 2, &seed, true, 3000
 			cfg.Privacy.Epsilon, cfg.Batch, cfg.LR = 1, 64, 0.05
 			if algo == "sgd" {
 				cfg.Privacy.Epsilon = math.Inf(1)

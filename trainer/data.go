@@ -41,7 +41,7 @@ func LoadData(cfg Config, r *rand.Rand) (train, test *loaders.Dataset, prep json
 // ownTask are the algorithms that fit a regression target or a class label
 // as the data has it and check the data's task themselves: objective
 // perturbation (least squares or logistic regression, package linear).
-var ownTask = map[string]bool{"objpert": true}
+var ownTask = map[AlgoName]bool{algoObjPert: true}
 
 // loadDataAny reads and splits the data without the classifier check, for
 // the callers that fit or score either task (objpert, eval of a regression

@@ -199,17 +199,12 @@ func fermiKeepsDefaults(n int, eps float64) bool {
 // dataAware are the algorithms whose defaults follow the data with Adam:
 // the private SGD family, which shares DP-SGD's step, and DP-FERMI.
 // SteFFLe (plain SGD on the server) follows them with its own step.
-var dataAware = []string{"dpsgd", "dpsgdf", "naive", "fermi"}
+var dataAware = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive, algoFermi}
 
-// steffleAlgo is SteFFLe's --algo name (its package imports this one).
-const steffleAlgo = "steffle"
-
-// DPSGD-F's and Naïve's --algo names and their tabular defaults (the
-// rules above; package dpsgdf, which imports this one, names the guards
-// GuardSmooth and NaiveGuardSmooth).
+// DPSGD-F's and Naïve's tabular defaults (the rules above; package
+// dpsgdf, which imports this one, names the guards GuardSmooth and
+// NaiveGuardSmooth).
 const (
-	dpsgdfAlgo        = "dpsgdf"
-	naiveAlgo         = "naive"
 	tabularCountGuard = "smooth"
 	tabularNaiveGuard = "smooth"
 	// dpsgdfClipX scales DPSGD-F's C0 from the rule's clip: its typical
@@ -224,10 +219,10 @@ func AdaptsToData(cfg Config) bool {
 	if cfg.Privacy.Sigma != 0 || !(cfg.Privacy.Epsilon > 0) || math.IsInf(cfg.Privacy.Epsilon, 1) {
 		return false
 	}
-	if cfg.Algo == steffleAlgo {
-		return cfg.Optimizer == "sgd"
+	if cfg.Algo == algoSteffle {
+		return cfg.Optimizer == OptimizerSGD
 	}
-	return slices.Contains(dataAware, cfg.Algo) && cfg.Optimizer == "adam"
+	return slices.Contains(dataAware, cfg.Algo) && cfg.Optimizer == OptimizerAdam
 }
 
 // AdaptToData returns cfg with the batch size, epochs, learning rate and
@@ -248,18 +243,18 @@ func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out
 		return cfg, ""
 	}
 	n, per := train.N(), train.N()
-	if cfg.Algo == steffleAlgo && cfg.Federation.Silos > 1 {
+	if cfg.Algo == algoSteffle && cfg.Federation.Silos > 1 {
 		per = max(1, n/cfg.Federation.Silos)
 	}
 	r := dataRuleFor(per, cfg.Privacy.Epsilon)
-	if cfg.Algo == "fermi" && fermiKeepsDefaults(n, cfg.Privacy.Epsilon) {
+	if cfg.Algo == algoFermi && fermiKeepsDefaults(n, cfg.Privacy.Epsilon) {
 		// Defaults() is DP-FERMI's setting tuned on Adult; where it
 		// takes enough steps at a large budget it beats the majority
 		// class, and the rule's settings do not keep Adult's fairness
 		// (the rules above).
 		return cfg, ""
 	}
-	if cfg.Algo == steffleAlgo {
+	if cfg.Algo == algoSteffle {
 		r.rate, r.epochs, r.lr, r.clipX = steffleRate, steffleEpochs, r.steffleLR, 1
 	}
 	var changed []string
@@ -278,7 +273,7 @@ func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out
 		changed = append(changed, fmt.Sprintf("learning rate %g", cfg.LR))
 	}
 	clipX := r.clipX
-	if cfg.Algo == dpsgdfAlgo {
+	if cfg.Algo == algoDPSGDF {
 		clipX *= dpsgdfClipX
 	}
 	if !fixed["Privacy.Clip"] && clipX != 1 {
@@ -287,15 +282,15 @@ func AdaptToData(cfg Config, train *loaders.Dataset, fixed map[string]bool) (out
 	}
 	// The guards are post-processing of the released counts (no ε); a
 	// guard the caller named (non-empty) is kept.
-	if cfg.Algo == dpsgdfAlgo && cfg.Fair.CountGuard == "" {
+	if cfg.Algo == algoDPSGDF && cfg.Fair.CountGuard == "" {
 		cfg.Fair.CountGuard = tabularCountGuard
 		changed = append(changed, "count guard "+tabularCountGuard)
 	}
-	if cfg.Algo == naiveAlgo && cfg.Fair.NaiveGuard == "" {
+	if cfg.Algo == algoNaive && cfg.Fair.NaiveGuard == "" {
 		cfg.Fair.NaiveGuard = tabularNaiveGuard
 		changed = append(changed, "naive guard "+tabularNaiveGuard)
 	}
-	if lambdaFixed, given := fixed["Fair.Lambda"]; given && !lambdaFixed && (cfg.Algo == "fermi" || cfg.Algo == steffleAlgo) &&
+	if lambdaFixed, given := fixed["Fair.Lambda"]; given && !lambdaFixed && (cfg.Algo == algoFermi || cfg.Algo == algoSteffle) &&
 		cfg.Fair.Lambda != r.lambda {
 		cfg.Fair.Lambda = r.lambda
 		changed = append(changed, fmt.Sprintf("λ %g", cfg.Fair.Lambda))

@@ -42,7 +42,7 @@ func TestAdaptToDataRules(t *testing.T) {
 	base.Algo = "dpsgd"
 	cases := []struct {
 		name   string
-		algo   string
+		algo   AlgoName
 		n      int
 		eps    float64
 		fixed  map[string]bool
@@ -85,7 +85,7 @@ func TestAdaptToDataRules(t *testing.T) {
 	// SteFFLe's rule on one silo's records with its own SGD step.
 	for _, c := range []struct {
 		name        string
-		algo        string
+		algo        AlgoName
 		n, silos    int
 		eps         float64
 		fixed       map[string]bool
@@ -149,10 +149,12 @@ func TestNewPrivateAdaptsDefaults(t *testing.T) {
 func TestAdaptToDataGuards(t *testing.T) {
 	table := &loaders.Dataset{Dim: 1, X: make([]float64, 15000)}
 	for _, c := range []struct {
-		name, algo, countGuard, naiveGuard string
-		fixed                              map[string]bool
-		wantCount, wantNaive               string
-		clip                               float64
+		name                   string
+		algo                   AlgoName
+		countGuard, naiveGuard string
+		fixed                  map[string]bool
+		wantCount, wantNaive   string
+		clip                   float64
 	}{
 		{"dpsgdf", "dpsgdf", "", "", nil, "smooth", "", 0.5},
 		{"dpsgdf, guard named", "dpsgdf", "c0", "", nil, "c0", "", 0.5},

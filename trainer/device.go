@@ -66,7 +66,7 @@ type deviceDriver struct {
 
 var (
 	devicesMu sync.Mutex
-	devices   = map[string]deviceDriver{}
+	devices   = map[DeviceKind]deviceDriver{}
 )
 
 // RegisterDevice makes Config.Device name run on the devices open opens;
@@ -75,10 +75,10 @@ var (
 // builds with the tag cuda or cudaemu), so that neither the loop nor the
 // algorithms import device code and a build without one links none.
 // Registering "cpu" or a name twice panics: both are programming errors.
-func RegisterDevice[D Device](name string, check func() error, open func() (D, error)) {
+func RegisterDevice[D Device](name DeviceKind, check func() error, open func() (D, error)) {
 	devicesMu.Lock()
 	defer devicesMu.Unlock()
-	if name == "cpu" || name == "" {
+	if name == DeviceCPU || name == "" {
 		panic(fmt.Sprintf("trainer: RegisterDevice(%q): not a device name", name))
 	}
 	if _, dup := devices[name]; dup {
@@ -98,7 +98,7 @@ func RegisterDevice[D Device](name string, check func() error, open func() (D, e
 var ErrNoDevice = errors.New("trainer: no such device in this binary")
 
 // deviceAlgorithms are the Config.Algo values that run on Device "cuda".
-var deviceAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive", "fermi"}
+var deviceAlgorithms = []AlgoName{AlgoSGD, AlgoDPSGD, algoDPSGDF, algoNaive, algoFermi}
 
 // CheckDevice says whether the Device value can run in this binary, before
 // any data is loaded: "cpu" always can; "cuda" needs a registered device
@@ -108,27 +108,30 @@ var deviceAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive", "fermi"}
 // missing. What runs on the device is SGD, DP-SGD, DPSGD-F, Naïve and
 // DP-FERMI (see checkDeviceConfig, which Config.Validate applies, and
 // onDevice).
-func CheckDevice(device string) error {
-	if device == "cpu" {
+func CheckDevice(device DeviceKind) error {
+	if device == DeviceCPU {
 		return nil
 	}
 	d, ok := lookupDevice(device)
-	if !ok && device == "cuda" {
+	if !ok && device == DeviceCUDA {
 		return fmt.Errorf("%w: %w: this fairdp was built without the build tag `cuda`, which links the GPU code. "+
 			"On a host with an NVIDIA GPU (compute capability ≥ 7.0), its driver and the CUDA 11.8 toolkit (Debian: "+
 			"nvidia-cuda-toolkit nvidia-cuda-dev libcuda1; `make cuda-check` checks it), rebuild with "+
-			"`go build -tags cuda ./cmd/fairdp` (docs/gpu.md)", FieldErrors{{Field: "Device", Msg: device}}, ErrNoDevice)
+			"`go build -tags cuda ./cmd/fairdp` (docs/gpu.md)", FieldErrors{{Field: "Device", Msg: string(device)}}, ErrNoDevice)
 	}
 	if !ok {
-		return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("must be cpu or cuda (got %q)", device)}}
+		if err := device.Validate(); err != nil {
+			return err
+		}
+		return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("%s: no device of that kind is registered in this binary", device)}}
 	}
 	if err := d.check(); err != nil {
-		return fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: device}}, err)
+		return fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: string(device)}}, err)
 	}
 	return nil
 }
 
-func lookupDevice(name string) (deviceDriver, bool) {
+func lookupDevice(name DeviceKind) (deviceDriver, bool) {
 	devicesMu.Lock()
 	defer devicesMu.Unlock()
 	d, ok := devices[name]
@@ -137,14 +140,14 @@ func lookupDevice(name string) (deviceDriver, bool) {
 
 // openDevice opens the registered device name (CheckDevice's error when
 // there is none).
-func openDevice(name string) (Device, error) {
+func openDevice(name DeviceKind) (Device, error) {
 	if err := CheckDevice(name); err != nil {
 		return nil, err
 	}
 	d, _ := lookupDevice(name)
 	dev, err := d.open()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: name}}, err)
+		return nil, fmt.Errorf("%w: %w", FieldErrors{{Field: "Device", Msg: string(name)}}, err)
 	}
 	return dev, nil
 }
@@ -153,7 +156,7 @@ func openDevice(name string) (Device, error) {
 // DPSGD-F, Naive and DP-FERMI in float32 run on the device, with any of
 // Config's optimizers.
 func checkDeviceConfig(c *Config, errs *FieldErrors) {
-	if c.Device != "cuda" {
+	if c.Device != DeviceCUDA {
 		if c.TF32 {
 			errs.add("TF32", "applies to Device cuda only (the CPU engine computes in float32 or float64)")
 		}
@@ -162,7 +165,7 @@ func checkDeviceConfig(c *Config, errs *FieldErrors) {
 	if !slices.Contains(deviceAlgorithms, c.Algo) {
 		errs.add("Algo", "%q has no device step: Device cuda runs %v only", c.Algo, deviceAlgorithms)
 	}
-	if c.DType != "float32" {
+	if c.DType != DTypeFloat32 {
 		errs.add("DType", "%s: Device cuda trains float32 only", c.DType)
 	}
 	if c.Baseline {

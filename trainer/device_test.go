@@ -94,7 +94,7 @@ func TestDeviceCudaUnregistered(t *testing.T) {
 // RegisterDevice refuses "cpu" and a second registration of a name.
 func TestRegisterDevicePanics(t *testing.T) {
 	open := func() (Device, error) { return nil, errors.New("unused") }
-	for _, name := range []string{"cpu", "cuda"} {
+	for _, name := range []DeviceKind{"cpu", "cuda"} {
 		func() {
 			defer func() {
 				if recover() == nil {

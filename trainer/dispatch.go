@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 
@@ -27,18 +26,18 @@ type constructors struct {
 }
 
 // algorithms maps --algo names to constructors, one per element type.
-var algorithms = map[string]constructors{
-	"sgd":   {newSGD[float32], newSGD[float64]},
-	"dpsgd": {newDPSGD[float32], newDPSGD[float64]},
+var algorithms = map[AlgoName]constructors{
+	AlgoSGD:   {newSGD[float32], newSGD[float64]},
+	AlgoDPSGD: {newDPSGD[float32], newDPSGD[float64]},
 }
 
 // Register makes an algorithm available under --algo name. Algorithm
 // packages call it from init (trainer cannot import them: they import
 // trainer); the binary imports them for that side effect. It panics on a
 // duplicate name, a programming error.
-func Register(name string, f32 Constructor[float32], f64 Constructor[float64]) {
+func Register(name AlgoName, f32 Constructor[float32], f64 Constructor[float64]) {
 	if _, dup := algorithms[name]; dup {
-		panic("trainer: algorithm " + name + " registered twice")
+		panic("trainer: algorithm " + string(name) + " registered twice")
 	}
 	algorithms[name] = constructors{f32, f64}
 }
@@ -59,13 +58,17 @@ func newSGD[T nn.Float](job *Job) (Algorithm[T], error) {
 
 // AlgorithmNames lists the values --algo accepts.
 func AlgorithmNames() []string {
-	return slices.Sorted(maps.Keys(algorithms))
+	names := make([]string, 0, len(algorithms))
+	for a := range algorithms {
+		names = append(names, string(a))
+	}
+	return slices.Sorted(slices.Values(names))
 }
 
 // groupAlgorithms are the algorithms defined in terms of several sensitive
 // groups (fairness penalties, group-wise clipping or weights): with one
 // group they are refused rather than run as something else.
-var groupAlgorithms = map[string]bool{"fermi": true, "steffle": true, "dpsgdf": true, "naive": true}
+var groupAlgorithms = map[AlgoName]bool{algoFermi: true, algoSteffle: true, algoDPSGDF: true, algoNaive: true}
 
 // BackendName is the BLAS in use ("openblas" or "gonum").
 func BackendName() string { return backend.Name() }
@@ -99,7 +102,7 @@ func Train(ctx context.Context, job *Job) (*Report, error) {
 			"it is undefined there; use dpsgd or sgd, or a sensitive column with at least two groups",
 			job.Cfg.Algo, job.Train.Name, len(job.Train.GroupNames), job.Train.GroupNames)
 	}
-	if job.Cfg.DType == "float64" {
+	if job.Cfg.DType == DTypeFloat64 {
 		return train(ctx, job, a.f64)
 	}
 	return train(ctx, job, a.f32)
@@ -114,7 +117,7 @@ func train[T nn.Float](ctx context.Context, job *Job, mk Constructor[T]) (*Repor
 	if err := checkSigmaCap(job.Cfg.Privacy, alg); err != nil {
 		return nil, err
 	}
-	if job.Cfg.Device == "cuda" {
+	if job.Cfg.Device == DeviceCUDA {
 		// Only float32 SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI have a device step (Config.Validate
 		// refuses the rest); never a silent CPU run instead.
 		f32, ok := any(alg).(Algorithm[float32])

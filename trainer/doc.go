@@ -39,7 +39,7 @@
 //
 // # On a device
 //
-// Config.Device "cuda" runs SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI
+// Config.Device DeviceCUDA runs SGD, DP-SGD, DPSGD-F, Naïve and DP-FERMI
 // (float32, with Config's optimizer: SGD, momentum or Adam) on a Device,
 // the one interface the loop has for an accelerator: one run's model
 // resident on it (Load the nn layers and the nn optimizer; Step a DP-SGD
@@ -124,7 +124,17 @@
 //     DP-SGD calls (`--algo dpsgd` builds the same from the job's Config).
 //     Run is the loop they plug into; their tests drive it directly with
 //     an Algorithm they built, which Train, choosing the algorithm by
-//     name, cannot take.
+//     name, cannot take. No code outside the package but tests calls
+//     Run; it stays exported because those tests (fermi, fermi/federated,
+//     dpsgdf, bench) cannot move here: this package cannot import the
+//     algorithms they test.
+//   - The kinds of Config (AlgoName, DeviceKind, DType, OptimizerName)
+//     and their constants are the types of Config's fields, named by
+//     whoever fills a Config: the command line and the algorithm
+//     packages' presets. PrivateOptions takes a Method, not an AlgoName,
+//     so the one way in stays one that cannot name an algorithm the
+//     program does not link. CheckDevice says, before any data is read,
+//     whether this binary can run a DeviceKind.
 //
 // A test in the package (TestExportedSurface) lists every exported name,
 // so that a new one is a decision rather than an accident.
@@ -233,9 +243,16 @@
 //     algorithm packages build their own options from it once, where they
 //     are constructed (dpsgdf.New's Config, fermi's options): all of these
 //     sit below cmd, which nothing may import. What cmd holds is the
-//     mapping of flags onto Config. Algo, Device, DType and Optimizer stay
-//     strings, the values report.json records, checked by Validate with
-//     FieldErrors naming the field.
+//     mapping of flags onto Config. Its settings that take one of a few
+//     named values are kinds (kinds.go): AlgoName, DeviceKind, DType and
+//     OptimizerName, string types whose constants the code compares
+//     against (never literals) and whose one Validate each Config.Validate
+//     and the command line's flags use; as strings they keep report.json,
+//     checkpoints and old reports read by ReadConfig unchanged. An
+//     algorithm's name is a constant of the package that implements it
+//     (AlgoSGD and AlgoDPSGD here, fermi.Name, dpsgdf.Name, linear's and
+//     tailoring's); the loop names the few it treats specially by
+//     unexported constants that a test holds to those packages'.
 //   - A package DESIGN's table lacks, devstep, holds the values Device's
 //     methods exchange (the DP-SGD step, a clip policy's rule, DP-FERMI's
 //     plan and sums): package cuda satisfies Device without importing the

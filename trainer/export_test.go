@@ -32,3 +32,11 @@ func CheckpointRandKeys(t interface{ Fatal(...any) }, dir string) []string {
 
 // LoadEvalData is loadEvalData, for the external split-record tests.
 var LoadEvalData = loadEvalData
+
+// AlgoNamesOfOtherPackages are the names the loop uses for algorithms it
+// cannot import, keyed by the implementing package's constant's name, for
+// the test that holds them to those constants.
+var AlgoNamesOfOtherPackages = map[string]AlgoName{
+	"fermi.Name": algoFermi, "federated.Name": algoSteffle, "dpsgdf.Name": algoDPSGDF, "dpsgdf.NaiveName": algoNaive,
+	"linear.ObjPertName": algoObjPert,
+}

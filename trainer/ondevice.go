@@ -32,7 +32,7 @@ type deviceStep struct {
 	opt    nn.Optimizer[float32]
 	seeded bool
 	dev    Device
-	device string // the Config.Device value, for the report
+	device DeviceKind // the Config.Device value, for the report
 	loaded bool
 	labels []int32
 	groups []int32
@@ -63,7 +63,7 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	case dpsgdBased:
 		d.dp = a.Core()
 	default:
-		return nil, deviceRefusal(alg.Name())
+		return nil, deviceRefusal(AlgoName(alg.Name()))
 	}
 	dev, err := openDevice(job.Cfg.Device)
 	if err != nil {
@@ -89,7 +89,7 @@ func onDevice(job *Job, alg Algorithm[float32]) (Algorithm[float32], error) {
 	return d, nil
 }
 
-func deviceRefusal(algo string) error {
+func deviceRefusal(algo AlgoName) error {
 	return FieldErrors{{Field: "Device", Msg: fmt.Sprintf("cuda runs Algo %v only; %s has no device step (use Device cpu)",
 		deviceAlgorithms, algo)}}
 }
@@ -282,7 +282,7 @@ func (d *deviceStep) Hooks() Hooks[float32] {
 				return err
 			}
 		}
-		rep.Backend = d.device + ": " + d.dev.Name()
+		rep.Backend = string(d.device) + ": " + d.dev.Name()
 		return nil
 	}
 	return h

@@ -139,7 +139,7 @@ func compareDeviceRuns(t *testing.T, cfg Config, data *[2]*loaders.Dataset) {
 	}
 }
 
-func deviceConfig(algo string) Config {
+func deviceConfig(algo AlgoName) Config {
 	cfg := Defaults()
 	seed := uint64(11)
 	cfg.Seed, cfg.Algo, cfg.Limit, cfg.Epochs, cfg.Batch = &seed, algo, 300, 1, 32
@@ -153,7 +153,7 @@ func deviceConfig(algo string) Config {
 func TestOnDeviceAdultMatchesCPU(t *testing.T) {
 	for _, tc := range []struct{ algo, model string }{{"dpsgd", "mlp"}, {"dpsgd", "logistic"}, {"sgd", "mlp"}} {
 		t.Run(tc.algo+"/"+tc.model, func(t *testing.T) {
-			cfg := deviceConfig(tc.algo)
+			cfg := deviceConfig(AlgoName(tc.algo))
 			cfg.Model = tc.model
 			compareDeviceRuns(t, cfg, nil)
 		})
@@ -189,8 +189,8 @@ func TestOnDevicePoliciesAndOptimizersMatchCPU(t *testing.T) {
 	} {
 		name := fmt.Sprintf("%s/%s/%s,momentum=%v,decay=%v", tc.algo, tc.model, tc.optimizer, tc.momentum, tc.decay)
 		t.Run(name, func(t *testing.T) {
-			cfg := deviceConfig(tc.algo)
-			cfg.Model, cfg.Optimizer, cfg.Momentum, cfg.Fair.WeightDecay = tc.model, tc.optimizer, tc.momentum, tc.decay
+			cfg := deviceConfig(AlgoName(tc.algo))
+			cfg.Model, cfg.Optimizer, cfg.Momentum, cfg.Fair.WeightDecay = tc.model, OptimizerName(tc.optimizer), tc.momentum, tc.decay
 			if tc.optimizer == "adam" {
 				cfg.LR = 0.01
 			}
@@ -241,8 +241,8 @@ func TestOnDeviceCNNMatchesCPU(t *testing.T) {
 			}
 			r := rand.New(rand.NewPCG(5, uint64(tc.n)))
 			data := [2]*loaders.Dataset{syntheticImages(tc.n, tc.c, tc.hw, tc.hw, r), syntheticImages(32, tc.c, tc.hw, tc.hw, r)}
-			cfg := deviceConfig(tc.algo)
-			cfg.Dataset, cfg.Model, cfg.Limit, cfg.Batch, cfg.Optimizer = "synthetic-images", tc.model, 0, tc.batch, tc.optimizer
+			cfg := deviceConfig(AlgoName(tc.algo))
+			cfg.Dataset, cfg.Model, cfg.Limit, cfg.Batch, cfg.Optimizer = "synthetic-images", tc.model, 0, tc.batch, OptimizerName(tc.optimizer)
 			if tc.optimizer == "adam" {
 				cfg.LR = 0.01
 			}
@@ -297,7 +297,7 @@ func TestOnDeviceGroupNormMatchesCPU(t *testing.T) {
 		t.Run(algo, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, 96))
 			data := [2]*loaders.Dataset{syntheticImages(96, 3, 16, 16, r), syntheticImages(32, 3, 16, 16, r)}
-			cfg := deviceConfig(algo)
+			cfg := deviceConfig(AlgoName(algo))
 			cfg.Dataset, cfg.ModelSpecFile, cfg.Limit, cfg.Batch = "synthetic-images", spec, 0, 16
 			compareDeviceRuns(t, cfg, &data)
 		})

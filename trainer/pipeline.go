@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -15,23 +14,23 @@ import (
 // (a private LP that found no solution) returns its report and an error.
 type Pipeline func(ctx context.Context, cfg Config) (*Report, error)
 
-var pipelines = map[string]Pipeline{}
+var pipelines = map[AlgoName]Pipeline{}
 
 // RegisterPipeline makes a pipeline available under Config.Algo name, the
 // way Register does for algorithms (packages linear and tailoring call it
 // from init). It panics on a name already taken, a programming error.
-func RegisterPipeline(name string, p Pipeline) {
+func RegisterPipeline(name AlgoName, p Pipeline) {
 	if _, dup := pipelines[name]; dup {
-		panic("trainer: pipeline " + name + " registered twice")
+		panic("trainer: pipeline " + string(name) + " registered twice")
 	}
 	if _, dup := algorithms[name]; dup {
-		panic("trainer: pipeline " + name + " is also an algorithm")
+		panic("trainer: pipeline " + string(name) + " is also an algorithm")
 	}
 	pipelines[name] = p
 }
 
 // pipelineNames lists the registered pipelines.
-func pipelineNames() []string {
+func pipelineNames() []AlgoName {
 	return slices.Sorted(maps.Keys(pipelines))
 }
 
@@ -41,14 +40,13 @@ func pipelineNames() []string {
 // progress of SGD-family runs.
 func RunConfig(ctx context.Context, cfg Config, log io.Writer) (*Report, error) {
 	if p, ok := pipelines[cfg.Algo]; ok {
-		if cfg.Device != "cpu" {
+		if cfg.Device != DeviceCPU {
 			return nil, deviceRefusal(cfg.Algo)
 		}
 		return p(ctx, cfg)
 	}
-	if _, ok := algorithms[cfg.Algo]; !ok {
-		return nil, FieldErrors{{Field: "Algo", Msg: fmt.Sprintf("%q is unknown (algorithms: %v; pipelines: %v)",
-			cfg.Algo, AlgorithmNames(), pipelineNames())}}
+	if err := cfg.Algo.Validate(); err != nil {
+		return nil, err
 	}
 	job, err := Prepare(cfg, PrepareOptions{Log: log})
 	if err != nil {

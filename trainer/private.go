@@ -21,7 +21,7 @@ import (
 type Method interface {
 	// Algo is the name the implementing package registered its algorithm
 	// under (Register; Config.Algo, --algo).
-	Algo() string
+	Algo() AlgoName
 	// Configure writes the method's own settings into cfg. Its errors are
 	// FieldErrors naming the method's fields.
 	Configure(cfg *Config) error
@@ -31,8 +31,8 @@ type Method interface {
 // Gaussian noise, the same for every group. It is PrivateOptions' default.
 type DPSGDMethod struct{}
 
-// Algo is "dpsgd".
-func (DPSGDMethod) Algo() string { return "dpsgd" }
+// Algo is AlgoDPSGD.
+func (DPSGDMethod) Algo() AlgoName { return AlgoDPSGD }
 
 // Configure sets nothing: DP-SGD's settings are PrivateOptions' own.
 func (DPSGDMethod) Configure(*Config) error { return nil }
@@ -110,16 +110,16 @@ type PrivateOptions struct {
 // registeredBy names the package whose init registers each algorithm that
 // trainer cannot import (those packages import trainer), for a Config
 // (the command line's, or one read from a report) naming one.
-var registeredBy = map[string]string{
-	"fermi": "github.com/fairdp/fairdp/fermi", "dpsgdf": "github.com/fairdp/fairdp/dpsgdf", "naive": "github.com/fairdp/fairdp/dpsgdf",
-	"steffle": "github.com/fairdp/fairdp/fermi/federated",
+var registeredBy = map[AlgoName]string{
+	algoFermi: "github.com/fairdp/fairdp/fermi", algoDPSGDF: "github.com/fairdp/fairdp/dpsgdf", algoNaive: "github.com/fairdp/fairdp/dpsgdf",
+	algoSteffle: "github.com/fairdp/fairdp/fermi/federated",
 }
 
 // checkRegistered refuses an Algo whose registering package the program
 // does not link, naming the import to add: a Config names its algorithm by
 // a string, which compiles without the package and would fail only when
 // training starts. Other unknown names are left to Train.
-func checkRegistered(algo string) error {
+func checkRegistered(algo AlgoName) error {
 	if _, ok := algorithms[algo]; ok {
 		return nil
 	}
@@ -220,7 +220,7 @@ func (o PrivateOptions) validate() error {
 	if o.Spec != nil && (o.Model != "" || len(o.Hidden) > 0) {
 		errs.add("Spec", "is given with Model %q or Hidden %v: give one of them", o.Model, o.Hidden)
 	}
-	if o.Method != nil && o.Method.Algo() == "sgd" {
+	if o.Method != nil && o.Method.Algo() == AlgoSGD {
 		errs.add("Method", "%q is not private", o.Method.Algo())
 	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 1) {
@@ -347,10 +347,10 @@ func TrainPrivate[T nn.Float](ctx context.Context, p *Private, m Model[T]) (*Rep
 }
 
 // dtypeOf is Config.DType for the element type T.
-func dtypeOf[T nn.Float]() string {
+func dtypeOf[T nn.Float]() DType {
 	var z T
 	if _, ok := any(z).(float64); ok {
-		return "float64"
+		return DTypeFloat64
 	}
-	return "float32"
+	return DTypeFloat32
 }

@@ -21,7 +21,7 @@ import (
 // tests cannot import.
 type nameOnly string
 
-func (m nameOnly) Algo() string            { return string(m) }
+func (m nameOnly) Algo() AlgoName          { return AlgoName(m) }
 func (m nameOnly) Configure(*Config) error { return nil }
 
 // TestUnregisteredMethodNamesImport: an algorithm named by a string whose
@@ -32,8 +32,8 @@ func (m nameOnly) Configure(*Config) error { return nil }
 // naming the import. (fermi.Method and dpsgdf.Method cannot reach this:
 // naming them imports the package.)
 func TestUnregisteredMethodNamesImport(t *testing.T) {
-	for _, m := range []string{"fermi", "dpsgdf", "naive"} {
-		t.Run(m, func(t *testing.T) {
+	for _, m := range []AlgoName{"fermi", "dpsgdf", "naive"} {
+		t.Run(string(m), func(t *testing.T) {
 			if c, ok := algorithms[m]; ok { // this test binary links it: unlink it here
 				delete(algorithms, m)
 				defer func() { algorithms[m] = c }()

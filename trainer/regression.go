@@ -15,7 +15,7 @@ import (
 // not among them: their fairness term is a function of predicted class
 // probabilities and labels (Lowy et al. 2023, ERMI), which a real-valued
 // prediction does not have.
-var regressionAlgorithms = []string{"sgd", "dpsgd", "dpsgdf", "naive"}
+var regressionAlgorithms = []AlgoName{AlgoSGD, AlgoDPSGD, algoDPSGDF, algoNaive}
 
 // regressionRun says whether job trains a regression output: its own model
 // says so (Job.Model), or the model the config names for its data does
@@ -36,7 +36,7 @@ func checkRegressionRun(cfg Config) error {
 	switch {
 	case !slices.Contains(regressionAlgorithms, cfg.Algo):
 		return regressionAlgoError(cfg.Algo)
-	case cfg.Device == "cuda":
+	case cfg.Device == DeviceCUDA:
 		return FieldErrors{{Field: "Device", Msg: "a regression output trains on the CPU: the device step computes the cross-entropy of class labels"}}
 	case cfg.Baseline:
 		return FieldErrors{{Field: "Baseline", Msg: "the cost of privacy compares per-group accuracy, which a regression output does not have"}}
@@ -46,7 +46,7 @@ func checkRegressionRun(cfg Config) error {
 
 // regressionAlgoError is the refusal of a regression output by an
 // algorithm that trains classifiers.
-func regressionAlgoError(algo string) error {
+func regressionAlgoError(algo AlgoName) error {
 	return fmt.Errorf("algorithm %s trains classifiers (its objective reads class labels and probabilities), and this model is a "+
 		"regression output (%s, or a network of one's own with one output and classes 1): train it with %v (squared loss), "+
 		"or fit least squares with objpert", algo, models.RegressionArch, regressionAlgorithms)
@@ -55,7 +55,7 @@ func regressionAlgoError(algo string) error {
 // checkTask checks, once the model is built, that the data has what the
 // model's loss reads: regression targets for a regression output (trained
 // only by regressionAlgorithms), class labels for a classifier.
-func checkTask(job *Job, regression bool, algo string) error {
+func checkTask(job *Job, regression bool, algo AlgoName) error {
 	d := job.Train
 	switch {
 	case regression && d.Targets == nil:

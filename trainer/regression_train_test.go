@@ -38,7 +38,7 @@ func TestDPSGDRegression(t *testing.T) {
 	for _, algo := range []string{"dpsgd", "dpsgdf", "naive", "sgd"} {
 		cfg := trainer.Defaults()
 		seed := uint64(5)
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Seed = algo, regressionCSV, regressionSchema, &seed
+		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Seed = trainer.AlgoName(algo), regressionCSV, regressionSchema, &seed
 		cfg.Epochs, cfg.Batch, cfg.LR, cfg.Privacy.Epsilon = 10, 128, 0.05, 1
 		private := algo != "sgd"
 		if !private {
@@ -84,7 +84,7 @@ func TestDPSGDRegression(t *testing.T) {
 	}
 	for _, algo := range []string{"fermi", "steffle"} {
 		cfg := trainer.Defaults()
-		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Epochs = algo, regressionCSV, regressionSchema, 1
+		cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Epochs = trainer.AlgoName(algo), regressionCSV, regressionSchema, 1
 		_, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "trains classifiers") || !strings.Contains(err.Error(), "dpsgd") {
 			t.Errorf("%s on a regression schema: error %v, want a refusal naming the algorithms that train regressions", algo, err)
@@ -140,7 +140,7 @@ func TestRegressionNeedsTargets(t *testing.T) {
 		algo, model string
 		regression  bool
 	}{{"dpsgd", "", false}, {"dpsgd", models.RegressionArch, true}, {"fermi", models.RegressionArch, false}} {
-		cfg.Algo, cfg.Model = tc.algo, tc.model
+		cfg.Algo, cfg.Model = trainer.AlgoName(tc.algo), tc.model
 		rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
 		switch {
 		case tc.algo == "fermi":

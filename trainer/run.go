@@ -252,7 +252,7 @@ func prepareJob(cfg Config, log io.Writer) (*Job, error) {
 // momentum, both with Fair.WeightDecay. A device step (ondevice.go) reads
 // its settings from the same value.
 func newOptimizer[T nn.Float](cfg Config) nn.Optimizer[T] {
-	if cfg.Optimizer == "adam" {
+	if cfg.Optimizer == OptimizerAdam {
 		a := nn.NewAdam[T](T(cfg.LR))
 		a.WeightDecay = T(cfg.Fair.WeightDecay)
 		return a
@@ -277,7 +277,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkTask(job, isRegression(m), alg.Name()); err != nil {
+	if err := checkTask(job, isRegression(m), AlgoName(alg.Name())); err != nil {
 		return nil, nil, err
 	}
 	opt := newOptimizer[T](cfg)
@@ -488,7 +488,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 	}
 	rep := &Report{
 		Algorithm: alg.Name(), Dataset: cfg.Dataset, Model: modelName(m), Params: NumParams(m),
-		DType: cfg.DType, Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,
+		DType: string(cfg.DType), Backend: backend.Name(), Epochs: cfg.Epochs, Batch: cfg.Batch, LR: cfg.LR,
 		TrainRecords: job.Train.N(), Test: ev.evaluate(job.Test), Privacy: receipt,
 		Seconds: time.Since(start).Seconds(), Version: Version, Config: cfg,
 	}
@@ -514,7 +514,7 @@ func Run[T nn.Float](ctx context.Context, job *Job, alg Algorithm[T]) (*Report, 
 		seed := job.Source.Seed
 		rep.Privacy.Seed = &seed
 	}
-	if cfg.DType == "float64" && rep.Privacy.Private() {
+	if cfg.DType == DTypeFloat64 && rep.Privacy.Private() {
 		rep.Privacy.AddNote(float64NoiseNote)
 	}
 	if ck != nil && rep.Privacy.Private() {
@@ -885,8 +885,8 @@ func evaluateRegression[T nn.Float](m Model[T], d *loaders.Dataset) metrics.Spli
 // Its privacy is the checkpoint's receipt, the guarantee of the model
 // evaluated; extra.eval names the checkpoint.
 func evalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
-	cfg.Algo = "eval"
-	rep := &Report{Algorithm: cfg.Algo, Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
+	cfg.Algo = algoEval
+	rep := &Report{Algorithm: string(cfg.Algo), Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
 		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,
 		Extra: Extras{"eval": &EvalExtra{Checkpoint: ckpt}}}
 	rep.Privacy = accounting.NotPrivate()

@@ -116,8 +116,9 @@ func TestReceiptDeclaresDataCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name, data, algo string
-		want             bool
+		name, data string
+		algo       trainer.AlgoName
+		want       bool
 	}{
 		{"private, rows dropped", filepath.Join("..", "loaders", "testdata", "adult_sample.data"), "dpsgd", true},
 		{"private, nothing dropped", cleanFile, "dpsgd", false},

@@ -165,8 +165,9 @@ func TestConfigErrors(t *testing.T) {
 // non-private runs say nothing of it.
 func TestFloat64NoiseNote(t *testing.T) {
 	for _, tc := range []struct {
-		dtype, algo string
-		want        bool
+		dtype DType
+		algo  AlgoName
+		want  bool
 	}{{"float64", "dpsgd", true}, {"float32", "dpsgd", false}, {"float64", "sgd", false}} {
 		rep, _ := quick(t, func(c *Config) {
 			c.Algo, c.DType, c.Privacy.Epsilon, c.Epochs = tc.algo, tc.dtype, 2, 1

@@ -192,7 +192,7 @@ type TuneResult struct {
 
 // tunable are the algorithms Tune can search: those whose whole release is
 // one Poisson-subsampled Gaussian per step with a σ the plan sets.
-var tunable = []string{"dpsgd", "dpsgdf", "naive"}
+var tunable = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive}
 
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
@@ -202,7 +202,7 @@ var tunable = []string{"dpsgd", "dpsgdf", "naive"}
 // σ_eff·sqrt(1 + ratio⁻²).
 func trialSigma(cfg Config, sigma float64) float64 {
 	switch cfg.Algo {
-	case "dpsgdf", "naive":
+	case algoDPSGDF, algoNaive:
 		r := cfg.Fair.CountNoiseRatio
 		return sigma * math.Sqrt(1+1/(r*r))
 	}
@@ -220,7 +220,7 @@ func trialSigma(cfg Config, sigma float64) float64 {
 // that guarantee. Nothing of the other trials leaves Tune: progress lines
 // say how many trials are done and the ε the search spends.
 func Tune(ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
-	if job.Cfg.DType == "float64" {
+	if job.Cfg.DType == DTypeFloat64 {
 		return tune[float64](ctx, job, opts)
 	}
 	return tune[float32](ctx, job, opts)
@@ -247,7 +247,7 @@ func checkTunable(job *Job) error {
 	if cfg.Baseline {
 		errs.add("Baseline", "cannot be combined with tuning")
 	}
-	if cfg.Device != "cpu" && cfg.Device != "" {
+	if cfg.Device != DeviceCPU && cfg.Device != "" {
 		errs.add("Device", "tuning runs on the cpu so far")
 	}
 	if job.Model != nil || job.checkpoint != nil {

@@ -46,7 +46,7 @@ func syntheticTable(n, dim int, bias float64, r *rand.Rand) *loaders.Dataset {
 
 // tableJob is a seeded job on a synthetic table (train and test drawn
 // independently).
-func tableJob(t *testing.T, algo string, nTrain, dim int, bias float64, log *bytes.Buffer) *Job {
+func tableJob(t *testing.T, algo AlgoName, nTrain, dim int, bias float64, log *bytes.Buffer) *Job {
 	t.Helper()
 	cfg := Defaults()
 	seed := uint64(11)

@@ -42,7 +42,8 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	evalCfg := trainer.Defaults()
 	evalCfg.Dataset = ""
 	dataFlags(fs, &evalCfg) // the server's evaluation data (and --seed)
-	fs.StringVar(&evalCfg.DType, "dtype", "float32", "float32 or float64 (as the silos)")
+	evalCfg.DType = trainer.DTypeFloat32
+	kindVar(fs, &evalCfg.DType, "dtype", "float32 or float64 (as the silos)")
 	fs.StringVar(&evalCfg.Out, "out", "", "directory for report.json, metrics.jsonl and model.ckpt")
 	evalEvery := fs.Int("eval-every", 10, "rounds between test evaluations in metrics.jsonl (the last round is always evaluated)")
 	var sc federated.ServerConfig
@@ -61,13 +62,14 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&sc.Accountant, "accountant", "", "pld or rdp: refuse silos that state ε with another accountant (empty: any, as long as every silo uses the same)")
 	overwrite := overwriteFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
+		if evalCfg.DType.Validate() != nil {
+			return fmt.Errorf("federate: %w", err) // --dtype's refusal, as the other settings' below
+		}
 		return err
 	}
 	switch {
 	case *addrs == "":
 		return errors.New("federate: --silos ADDR1,ADDR2,... is required")
-	case evalCfg.DType != "float32" && evalCfg.DType != "float64":
-		return fmt.Errorf("federate: --dtype must be float32 or float64 (got %q)", evalCfg.DType)
 	case *evalEvery < 1:
 		return fmt.Errorf("federate: --eval-every must be ≥ 1 (got %d)", *evalEvery)
 	case evalCfg.Out != "" && evalCfg.Dataset == "":
@@ -108,7 +110,7 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		clients = append(clients, c)
 	}
 	run := federation{sc: sc, clients: clients, job: job, evalEvery: *evalEvery, stdout: stdout}
-	if evalCfg.DType == "float64" {
+	if evalCfg.DType == trainer.DTypeFloat64 {
 		return federate[float64](ctx, run)
 	}
 	return federate[float32](ctx, run)

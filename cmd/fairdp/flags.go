@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -161,6 +162,68 @@ var fieldFlagNames = func() *strings.Replacer {
 	}
 	return strings.NewReplacer(pairs...)
 }()
+
+// kind is one of trainer's named settings (trainer.AlgoName, DType,
+// DeviceKind, OptimizerName): a string type that validates itself.
+type kind interface {
+	~string
+	Validate() error
+}
+
+// kindFlag parses a flag's string into its trainer kind once, where the
+// flag is read, with the kind's own Validate. A refusal is kept rather
+// than returned to package flag, which would wrap it as `invalid value "x"
+// for flag -dtype: …`; parseFlags returns every refusal together as the
+// kinds' FieldErrors, which main renders with the flags' names
+// (flagError), the one-line error Config.Validate gave before: `--dtype
+// must be float32 or float64 (got "x")`.
+type kindFlag[K kind] struct {
+	p   *K
+	err error
+}
+
+func (f *kindFlag[K]) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return string(*f.p)
+}
+
+func (f *kindFlag[K]) Set(s string) error {
+	*f.p = K(s)
+	f.err = (*f.p).Validate()
+	return nil
+}
+
+// refusal is the kind's error for the value given (nil when valid).
+func (f *kindFlag[K]) refusal() error { return f.err }
+
+// kindVar registers a kindFlag for p under name, p's value the default.
+func kindVar[K kind](fs *flag.FlagSet, p *K, name, usage string) {
+	fs.Var(&kindFlag[K]{p: p}, name, usage)
+}
+
+// kindOrder is the order of the kinds' errors: Config.Validate's (DType,
+// Optimizer, Device), then Algo, which Train used to refuse after them.
+var kindOrder = []string{"DType", "Optimizer", "Device", "Algo"}
+
+// kindRefusals collects the refusals of fs's kind flags, in kindOrder.
+func kindRefusals(fs *flag.FlagSet) error {
+	var errs trainer.FieldErrors
+	fs.Visit(func(f *flag.Flag) {
+		var fe trainer.FieldErrors
+		if k, ok := f.Value.(interface{ refusal() error }); ok && errors.As(k.refusal(), &fe) {
+			errs = append(errs, fe...)
+		}
+	})
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(errs, func(a, b trainer.FieldError) int {
+		return slices.Index(kindOrder, a.Field) - slices.Index(kindOrder, b.Field)
+	})
+	return errs
+}
 
 // epsilonFlag parses a positive number or "inf".
 type epsilonFlag struct{ v *float64 }

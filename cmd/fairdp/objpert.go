@@ -28,7 +28,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 	}
 	fs := newFlagSet("train", "train --algo objpert --epsilon E [--dataset adult] [--mechanism auto|pure|gaussian] [--delta δ] [--row-bound B] [--l2 Λ] [--weight-l2 W] [--label-range LO,HI] [--seed S] [--out D]", stderr)
 	dataFlags(fs, &c)
-	fs.StringVar(&c.Algo, "algo", c.Algo, "objpert (logistic regression by objective perturbation, pure ε-DP)")
+	kindVar(fs, &c.Algo, "algo", "objpert (logistic regression by objective perturbation, pure ε-DP)")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for whole records: pure ε-DP, or (ε, δ)-DP with the Gaussian mechanism (inf: the same fit without noise)")
 	fs.StringVar(&o.Mechanism, "mechanism", o.Mechanism, "objective-perturbation noise: pure (ε-DP, Chaudhuri et al. 2011), gaussian ((ε, δ)-DP, Kifer et al. 2012; noise grows like √d instead of d), or auto (chosen from n, d, ε, δ; the receipt says which and why)")
 	fs.Float64Var(&c.Privacy.Delta, "delta", c.Privacy.Delta, "δ of the Gaussian mechanism (0: 1/n² of the training records); the pure mechanism has none")

@@ -36,7 +36,7 @@ func postprocDefaults(cfg trainer.Config) trainer.Config {
 // (default) keeps cfg's.
 func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig, delta *float64) {
 	dataFlags(fs, c)
-	fs.StringVar(&c.Algo, "algo", c.Algo, "postproc (DP post-processing) or oracle (DP oracle learner)")
+	kindVar(fs, &c.Algo, "algo", "postproc (DP post-processing) or oracle (DP oracle learner)")
 	fs.StringVar(&j.Fairness, "fairness", j.Fairness, "eo (equal false- and true-positive rates), fpr (equal false-positive rates) or dp (equal positive rates; postproc only)")
 	fs.BoolVar(&j.AllPairs, "all-pairs", j.AllPairs, "constrain every pair of groups, not every group against group 0 (the paper); same for two groups")
 	fs.Float64Var(delta, "delta", -1, "oracle: δ of advanced composition (-1: 1/n² of the training records; 0: basic composition, pure ε-DP)")
@@ -217,7 +217,7 @@ func runPostprocSweep(ctx context.Context, args []string, stdout, stderr io.Writ
 	nj := j
 	nj.Gamma = 0
 	neutral = linear.WithPostprocConfig(neutral, nj)
-	grid := trainer.SweepGrid{Prefix: []string{c.Algo}, Seeds: seeds,
+	grid := trainer.SweepGrid{Prefix: []string{string(c.Algo)}, Seeds: seeds,
 		Axes: []trainer.SweepAxis{{Column: "epsilon", Values: epsilons}, {Column: "gamma", Values: gammas}}}
 	plan, err := trainer.OpenSweep(trainer.SweepOptions{Dir: out, Grid: grid, Columns: linear.FairSweepColumns,
 		OldColumns: linear.FairSweepOldColumns, Settings: neutral, Seed: &base,

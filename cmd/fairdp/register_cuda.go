@@ -11,4 +11,4 @@ import (
 // builds with the tag cuda (a GPU) or cudaemu (the emulated device, for
 // tests): the default binary links no device code, and the loop and the
 // algorithms never import it (trainer.Device).
-func init() { trainer.RegisterDevice("cuda", cuda.CheckDevice, cuda.OpenTrainerDevice) }
+func init() { trainer.RegisterDevice(trainer.DeviceCUDA, cuda.CheckDevice, cuda.OpenTrainerDevice) }

@@ -37,7 +37,7 @@ var federationFlagNames = []string{"silos", "heterogeneity", "silo-attribute", "
 
 // rejectFederationFlags refuses SteFFLe's flags for other algorithms, which
 // would silently ignore them.
-func rejectFederationFlags(fs *flag.FlagSet, algo string) error {
+func rejectFederationFlags(fs *flag.FlagSet, algo trainer.AlgoName) error {
 	if algo == federated.Name {
 		return nil
 	}
@@ -94,7 +94,7 @@ func runSilo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := trainer.Defaults()
-	cfg.Algo, cfg.Optimizer = federated.Name, "sgd"
+	cfg.Algo, cfg.Optimizer = federated.Name, trainer.OptimizerSGD
 	if err := applyPreset(&cfg, args); err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	if cfg.DType == "float64" {
+	if cfg.DType == trainer.DTypeFloat64 {
 		return serveSilo[float64](ctx, cfg, job, *index, st, *statePath, *listen, tlsCfg, stdout)
 	}
 	return serveSilo[float32](ctx, cfg, job, *index, st, *statePath, *listen, tlsCfg, stdout)

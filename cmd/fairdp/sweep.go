@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/linear"
 	"github.com/fairdp/fairdp/trainer"
 )
 
@@ -50,7 +51,7 @@ var federationColumns = []string{"silos", "heterogeneity"}
 
 // runSweep is `fairdp sweep`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if algo, _ := flagValue(args, "algo"); algo == "postproc" || algo == "oracle" {
+	if algo, _ := flagValue(args, "algo"); trainer.AlgoName(algo) == linear.PostprocName || trainer.AlgoName(algo) == linear.OracleName {
 		return runPostprocSweep(ctx, args, stdout, stderr)
 	}
 	cfg := defaultsFor(args)

@@ -33,7 +33,7 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	tc := tailoring.ConfigOf(cfg)
 	t := &tc
 	fs := newFlagSet("train", tailoringSynopsis, stderr)
-	fs.StringVar(&cfg.Algo, "algo", cfg.Algo, "tailoring (DPSE: budget split by DP standard errors) or dpnose (the uniform-split baseline)")
+	kindVar(fs, &cfg.Algo, "algo", "tailoring (DPSE: budget split by DP standard errors) or dpnose (the uniform-split baseline)")
 	fs.StringVar(&t.Task, "task", t.Task, "regression (squared loss, MSPE) or classification (logistic loss, error rate)")
 	fs.Var(floatsFlag{p: &t.Rho, unique: true}, "rho", "total zCDP budget ρ; a list (2,4.5,8) sweeps ρ and compares both methods")
 	fs.IntVar(&t.Trials, "trials", t.Trials, "Monte Carlo trials: independent private fits of the same data; the report summarises all of them, so the receipt charges trials × ρ")

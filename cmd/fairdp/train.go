@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/fairdp/fairdp/fermi/federated"
+	"github.com/fairdp/fairdp/linear"
 	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/tailoring"
 	"github.com/fairdp/fairdp/trainer"
 )
 
@@ -29,17 +31,17 @@ func dataFlags(fs *flag.FlagSet, c *trainer.Config) {
 
 func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	dataFlags(fs, c)
-	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: "+strings.Join(trainer.AlgorithmNames(), ", ")+"; linear families (own flags, see -algo X -h): tailoring, dpnose, postproc, oracle, objpert")
+	kindVar(fs, &c.Algo, "algo", "algorithm: "+strings.Join(trainer.AlgorithmNames(), ", ")+"; linear families (own flags, see -algo X -h): "+pipelineList())
 	fs.StringVar(&c.Model, "model", c.Model, "model: logistic, mlp, mnist-cnn, vgg (default: by data set)")
 	fs.StringVar(&c.ModelSpecFile, "model-spec", c.ModelSpecFile, "JSON description of a network of your own ({\"layers\": [{\"kind\": \"linear\", \"in\": 102, \"out\": 1}]}); replaces --model")
 	fs.Var(intsFlag{&c.Hidden}, "hidden", "MLP hidden widths, e.g. 64,32 (default 64 for --model mlp)")
-	fs.StringVar(&c.DType, "dtype", c.DType, "float32 or float64")
-	fs.StringVar(&c.Device, "device", c.Device, "cpu, or cuda: sgd, dpsgd, dpsgdf, naive and fermi (float32; --optimizer sgd or adam, --momentum) on a GPU (binary built with -tags cuda; in a test build with -tags cudaemu, the emulated device with FAIRDP_DEVICE=emu)")
+	kindVar(fs, &c.DType, "dtype", "float32 or float64")
+	kindVar(fs, &c.Device, "device", "cpu, or cuda: sgd, dpsgd, dpsgdf, naive and fermi (float32; --optimizer sgd or adam, --momentum) on a GPU (binary built with -tags cuda; in a test build with -tags cudaemu, the emulated device with FAIRDP_DEVICE=emu)")
 	fs.BoolVar(&c.TF32, "tf32", c.TF32, "with --device cuda: TF32 tensor cores for the forward and backward matrix products (the released sums stay float32, so the privacy guarantee is unchanged)")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "passes over the training data")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size (expected size under Poisson sampling)")
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
-	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "sgd or adam")
+	kindVar(fs, &c.Optimizer, "optimizer", "sgd or adam")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "SGD momentum")
 	fs.StringVar(&c.Out, "out", c.Out, "directory for report.json, metrics.jsonl and model.ckpt (train refuses one holding an earlier run's unless --overwrite)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "no progress output")
@@ -66,6 +68,27 @@ func trainFlags(fs *flag.FlagSet, c *trainer.Config) {
 	fs.String("config", "", "repeat a run: its report.json (or a config JSON); flags given with it win")
 	fs.StringVar(&c.Privacy.Sampling, "sampling", c.Privacy.Sampling, "poisson (RDP-valid) or shuffle (paper fidelity; flagged in the receipt)")
 	fs.StringVar(&c.Privacy.Accountant, "accountant", c.Privacy.Accountant, "pld (default when empty: the privacy-loss-distribution accountant, tighter) or rdp: calibrates σ and states the receipt")
+}
+
+// pipelineCommands are the --algo values of `fairdp train` that are not
+// SGD algorithms (trainer.RegisterPipeline): each has its own flags and
+// runner. --algo's help lists them from here.
+var pipelineCommands = []struct {
+	algo trainer.AlgoName
+	run  func(ctx context.Context, cfg trainer.Config, args []string, stdout, stderr io.Writer) error
+}{
+	{tailoring.Name, runTailoring}, {tailoring.DPNoSEName, runTailoring},
+	{linear.PostprocName, runPostproc}, {linear.OracleName, runPostproc},
+	{linear.ObjPertName, runObjPert},
+}
+
+// pipelineList is pipelineCommands' names, for --algo's help.
+func pipelineList() string {
+	names := make([]string, len(pipelineCommands))
+	for i, p := range pipelineCommands {
+		names[i] = string(p.algo)
+	}
+	return strings.Join(names, ", ")
 }
 
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
@@ -99,6 +122,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with -)", fs.Arg(0))
 	}
+	if err := kindRefusals(fs); err != nil {
+		return err
+	}
 	// --schema without --dataset means the schema's own files, not the
 	// default built-in data set next to a schema that is then ignored.
 	set := map[string]bool{}
@@ -119,18 +145,13 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// and library calls. --algo, or the --config file, says which.
 	algo := cfg.Algo
 	if a, ok := flagValue(args, "algo"); ok {
-		algo = a
+		algo = trainer.AlgoName(a) // parsed with the flags below (kindFlag)
 	}
-	switch algo {
-	case "tailoring", "dpnose":
-		cfg.Algo = algo
-		return runTailoring(ctx, cfg, args, stdout, stderr)
-	case "postproc", "oracle":
-		cfg.Algo = algo
-		return runPostproc(ctx, cfg, args, stdout, stderr)
-	case "objpert":
-		cfg.Algo = algo
-		return runObjPert(ctx, cfg, args, stdout, stderr)
+	for _, p := range pipelineCommands {
+		if p.algo == algo {
+			cfg.Algo = algo
+			return p.run(ctx, cfg, args, stdout, stderr)
+		}
 	}
 	fs := newFlagSet("train", "train [flags]", stderr)
 	trainFlags(fs, &cfg)
@@ -158,16 +179,16 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	algo = cfg.Algo
+	title := string(cfg.Algo)
 	if cfg.Algo == federated.Name {
-		algo += " with " + describeFederation(cfg.Federation)
+		title += " with " + describeFederation(cfg.Federation)
 	}
 	backend := trainer.ProductPath()
-	if cfg.Device != "cpu" {
-		backend = "device " + cfg.Device + " (CPU " + backend + " for evaluation)"
+	if cfg.Device != trainer.DeviceCPU {
+		backend = "device " + string(cfg.Device) + " (CPU " + backend + " for evaluation)"
 	}
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records), %s, %s, %s\n",
-		versionString(), algo, job.Train.Name, job.Train.N(), job.Test.N(), cfg.DType,
+		versionString(), title, job.Train.Name, job.Train.N(), job.Test.N(), cfg.DType,
 		backend, job.Source)
 	for _, n := range job.Train.Notes {
 		fmt.Fprintln(stdout, "data:", n)
@@ -245,8 +266,8 @@ func trainTableTitle(title string, notPrivate bool) string {
 // server takes plain SGD steps, so --algo steffle defaults to --optimizer sgd.
 func defaultsFor(args []string) trainer.Config {
 	cfg := trainer.Defaults()
-	if algo, _ := flagValue(args, "algo"); algo == federated.Name {
-		cfg.Algo, cfg.Optimizer = federated.Name, "sgd"
+	if algo, _ := flagValue(args, "algo"); trainer.AlgoName(algo) == federated.Name {
+		cfg.Algo, cfg.Optimizer = federated.Name, trainer.OptimizerSGD
 	}
 	return cfg
 }

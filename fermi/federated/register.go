@@ -34,7 +34,7 @@ func construct[T nn.Float](job *trainer.Job) (trainer.Algorithm[T], error) {
 // violation at N = 3 on 15 seeds (Credit is already nearly fair).
 func creditPreset(c *trainer.Config) {
 	c.Algo, c.Dataset, c.Model = Name, "credit", "logistic"
-	c.Epochs, c.Batch, c.LR, c.Optimizer, c.Momentum = 60, 256, 0.05, "sgd", 0
+	c.Epochs, c.Batch, c.LR, c.Optimizer, c.Momentum = 60, 256, 0.05, trainer.OptimizerSGD, 0
 	c.TrainFrac = 0.75
 	c.Privacy.Epsilon, c.Privacy.Delta, c.Privacy.Clip, c.Privacy.Sigma = 1, 0, 0.5, 0
 	c.Privacy.Sampling = "poisson"

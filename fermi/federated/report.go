@@ -26,7 +26,7 @@ func (s *Server[T]) Report(job *trainer.Job, silos []string, receipt accounting.
 	}
 	sc := s.Cfg
 	cfg := job.Cfg
-	cfg.Algo, cfg.Optimizer, cfg.LR, cfg.Epochs, cfg.Batch = Name, "sgd", sc.LR, 0, 0
+	cfg.Algo, cfg.Optimizer, cfg.LR, cfg.Epochs, cfg.Batch = Name, trainer.OptimizerSGD, sc.LR, 0, 0
 	cfg.Fair.Lambda, cfg.Fair.LRW, cfg.Fair.Radius, cfg.Fair.WeightDecay = sc.Lambda, sc.LRW, sc.Radius, sc.WeightDecay
 	cfg.Federation = trainer.FederationConfig{Silos: len(silos), Mode: trainer.FederationHorizontal}
 	// The silos set their own privacy (see extra.steffle.per_silo); the
@@ -47,7 +47,7 @@ func (s *Server[T]) Report(job *trainer.Job, silos []string, receipt accounting.
 			"them without noise (the schema's z-scores and category lists); they stay on the silo but shape its messages")
 	}
 	rep := &trainer.Report{TrainRecords: records, Algorithm: Name, Dataset: job.Test.Name, Model: info.Spec.Arch, Params: s.Model.NumParams(),
-		DType: cfg.DType, Backend: trainer.BackendName(), LR: sc.LR, Test: test, Privacy: receipt, Seconds: seconds,
+		DType: string(cfg.DType), Backend: trainer.BackendName(), LR: sc.LR, Test: test, Privacy: receipt, Seconds: seconds,
 		Version: trainer.Version, Config: cfg, Warnings: trainer.Warnings(test, job.Test.Labels, job.Test.GroupNames),
 		Extra: trainer.Extras{Name: &ServerResult{Silos: silos, Rounds: s.Round, PerSilo: perSilo,
 			W: append([]float64(nil), s.Reg.W...), Lambda: sc.Lambda, Checkpoint: sc.Checkpoint,

@@ -70,7 +70,7 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	if err := set.Validate(); err != nil {
 		return nil, fmt.Errorf("steffle: %w", err)
 	}
-	if cfg.Optimizer != "sgd" || cfg.Momentum != 0 {
+	if cfg.Optimizer != trainer.OptimizerSGD || cfg.Momentum != 0 {
 		return nil, fmt.Errorf("steffle: the server takes plain SGD steps; use Optimizer sgd and Momentum 0 (got %s, momentum %v)", cfg.Optimizer, cfg.Momentum)
 	}
 	mapping, err := splitRecords(job, set)
