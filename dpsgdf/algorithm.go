@@ -165,17 +165,10 @@ func (c Config) check(n int) error {
 	if c.Batch < 1 || c.Batch > n {
 		field("Batch", "%d must be between 1 and the %d training records", c.Batch, n)
 	}
-	if !(c.Clip > 0) || math.IsInf(c.Clip, 1) {
-		field("Privacy.Clip", "%v must be a positive number", c.Clip)
-	}
-	if !(c.Sigma >= 0) || math.IsInf(c.Sigma, 1) {
-		field("Privacy.Sigma", "%v must be a finite number ≥ 0", c.Sigma)
-	}
+	// ε's range is checked below, where DPSGD-F's own rule is stricter.
+	fields = append(fields, trainer.CheckPrivacy(1, c.Delta, c.Clip, c.Sigma)...)
 	if c.Sigma == 0 && (!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 1)) {
 		field("Privacy.Epsilon", "must be finite and > 0, or Privacy.Sigma given (got ε = %v): %s is a private algorithm", c.Epsilon, c.Policy)
-	}
-	if c.Delta < 0 || c.Delta >= 1 {
-		field("Privacy.Delta", "%v must be in [0, 1)", c.Delta)
 	}
 	if c.Policy != Flat && (!(c.CountNoiseRatio > 0) || math.IsInf(c.CountNoiseRatio, 1)) {
 		field("Fair.CountNoiseRatio", "%v must be a positive number (σ1 = ratio·σ2)", c.CountNoiseRatio)

@@ -411,11 +411,11 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"policy", func(c *Config) { c.Policy = "fair" }, `policy "fair"`},
 		{"batch", func(c *Config) { c.Batch = 200 }, "Batch 200 must be between 1 and the 100 training records"},
-		{"clip", func(c *Config) { c.Clip = 0 }, "Privacy.Clip 0"},
-		{"sigma", func(c *Config) { c.Sigma = -1 }, "Privacy.Sigma -1"},
+		{"clip", func(c *Config) { c.Clip = 0 }, "Privacy.Clip must be a finite number > 0 (got 0)"},
+		{"sigma", func(c *Config) { c.Sigma = -1 }, "Privacy.Sigma must be a finite number ≥ 0 (got -1)"},
 		{"no privacy", func(c *Config) { c.Sigma, c.Epsilon = 0, math.Inf(1) }, "Privacy.Epsilon must be finite and > 0, or Privacy.Sigma given"},
 		{"ratio", func(c *Config) { c.CountNoiseRatio = 0 }, "Fair.CountNoiseRatio 0"},
-		{"delta", func(c *Config) { c.Delta = 1 }, "Privacy.Delta 1"},
+		{"delta", func(c *Config) { c.Delta = 1 }, "Privacy.Delta must be in [0,1) (got 1)"},
 		{"sampling", func(c *Config) { c.Sampling = "fixed" }, `Privacy.Sampling "fixed"`},
 		{"groups", func(c *Config) { c.Groups = nil }, "no groups"},
 	}

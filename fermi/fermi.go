@@ -225,23 +225,7 @@ func (o Options) Private() bool { return !(math.IsInf(o.Epsilon, 1) && o.Sigma =
 // error, not a receipt computed from it. The messages name the Config
 // fields the values come from.
 func (o Options) check() error {
-	var errs trainer.FieldErrors
-	add := func(field, format string, v float64) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, v)})
-	}
-	if !(o.Epsilon > 0) {
-		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", o.Epsilon)
-	}
-	if !(o.Delta >= 0 && o.Delta < 1) {
-		add("Privacy.Delta", "must be in [0,1) (got %v)", o.Delta)
-	}
-	if !(o.Clip > 0) {
-		add("Privacy.Clip", "must be > 0 (got %v)", o.Clip)
-	}
-	if o.Sigma < 0 {
-		add("Privacy.Sigma", "must be ≥ 0 (got %v)", o.Sigma)
-	}
-	if len(errs) > 0 {
+	if errs := trainer.CheckPrivacy(o.Epsilon, o.Delta, o.Clip, o.Sigma); len(errs) > 0 {
 		return fmt.Errorf("fermi: %w", errs)
 	}
 	return nil

@@ -131,7 +131,7 @@ func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 	if !(p.Epsilon > 0) {
 		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
 	}
-	if p.Delta < 0 || p.Delta >= 1 {
+	if !(p.Delta >= 0 && p.Delta < 1) { // NaN fails too
 		add("Privacy.Delta", "must be in [0,1) (got %v)", p.Delta)
 	}
 	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {

@@ -38,6 +38,7 @@ func TestValidatorsReadThePrivacyTarget(t *testing.T) {
 			{"Privacy.Epsilon", func(p *privacy) { p.Epsilon = math.NaN() }},
 			{"Privacy.Delta", func(p *privacy) { p.Delta = -1e-9 }},
 			{"Privacy.Delta", func(p *privacy) { p.Delta = 1 }},
+			{"Privacy.Delta", func(p *privacy) { p.Delta = math.NaN() }},
 		} {
 			bad := p
 			tc.set(&bad)

@@ -287,18 +287,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, validateImageNorm(c.ImageMean, c.ImageStd)...)
 	p := c.Privacy
-	if !(p.Epsilon > 0) {
-		errs.add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
-	}
-	if p.Delta < 0 || p.Delta >= 1 {
-		errs.add("Privacy.Delta", "must be in [0,1) (got %v)", p.Delta)
-	}
-	if !(p.Clip > 0) {
-		errs.add("Privacy.Clip", "must be > 0 (got %v)", p.Clip)
-	}
-	if p.Sigma < 0 {
-		errs.add("Privacy.Sigma", "must be ≥ 0 (got %v)", p.Sigma)
-	}
+	errs = append(errs, CheckPrivacy(p.Epsilon, p.Delta, p.Clip, p.Sigma)...)
 	if p.Sampling != "poisson" && p.Sampling != "shuffle" {
 		errs.add("Privacy.Sampling", "must be poisson or shuffle (got %q)", p.Sampling)
 	}
