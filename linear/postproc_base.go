@@ -124,7 +124,10 @@ func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit
 	case BaseObjPert:
 		// `--algo objpert`'s defaults (mechanism, Λ and calibration from
 		// public facts), at the base's ε and the run's δ.
+		// Its scores are the unclipped rows' (ClipAtPredict off), as
+		// post-processing's runs have always scored them.
 		o := ObjPertDefaults()
+		o.ClipAtPredict = false
 		opt, _, err := objPertRunOptions(o, o.Calibration, d.Train.N(), d.Train.Dim,
 			privacy{Epsilon: eps, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta}, false)
 		if err != nil {
