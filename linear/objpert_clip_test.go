@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/fairdp/fairdp/models"
@@ -38,7 +39,7 @@ func TestObjPertClipsAtPredict(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := map[bool]float64{true: 1.5, false: 0}[clip]; meta.Spec.InputNormBound != want {
-			t.Fatalf("clip %v: checkpoint's input_norm_bound %v, want %v", clip, meta.Spec.InputNormBound, want)
+			t.Errorf("clip %v: checkpoint's input_norm_bound %v, want %v", clip, meta.Spec.InputNormBound, want)
 		}
 		ps := m.(*models.Model[float64]).Params()
 		w, b := ps[0].Value, ps[1].Value[0]
@@ -85,5 +86,66 @@ func TestObjPertClipsAtPredict(t *testing.T) {
 		if ev.Test.Error != rep.Test.Error {
 			t.Errorf("clip %v: eval of model.ckpt gives test error %v, the report %v", clip, ev.Test.Error, rep.Test.Error)
 		}
+	}
+}
+
+// TestObjPertLeastSquaresClipsAtPredict: least squares shares the clip
+// (its rows are objPertRows' too): with ClipAtPredict the released
+// "linear-regression" model predicts a test row longer than B as the row
+// scaled to B, and the report's MSPE equals a slow path that clips by hand;
+// `fairdp eval` of model.ckpt gives the same MSPE.
+func TestObjPertLeastSquaresClipsAtPredict(t *testing.T) {
+	dir := t.TempDir()
+	csv, schema := regressionCSV(t, dir, 2000)
+	cfg := trainer.Defaults()
+	seed := uint64(4)
+	cfg.Algo, cfg.Dataset, cfg.Schema, cfg.Seed, cfg.Out = "objpert", csv, schema, &seed, filepath.Join(dir, "out")
+	cfg.Privacy.Epsilon = math.Inf(1)
+	o := ObjPertDefaults()
+	o.RowBound, o.LabelRange = 1, []float64{-4, 10}
+	cfg = WithObjPertConfig(cfg, o)
+	rep, err := trainer.RunConfig(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := ObjPertExtra(rep).Regression
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := job.Test
+	d := test.Dim
+	var clipped, plain float64
+	longer := 0
+	for i := range test.N() {
+		row := test.X[i*d : (i+1)*d]
+		var dot, nn float64
+		for j, v := range row {
+			dot += v * g.Weights[j]
+			nn += v * v
+		}
+		f := 1.0
+		if n := math.Sqrt(nn); n > 1 {
+			f, longer = 1/n, longer+1
+		}
+		clipped += math.Pow(f*dot+g.Intercept-test.Targets[i], 2)
+		plain += math.Pow(dot+g.Intercept-test.Targets[i], 2)
+	}
+	clipped, plain = clipped/float64(test.N()), plain/float64(test.N())
+	if longer == 0 || math.Abs(clipped-plain) < 1e-6 {
+		t.Fatalf("the test does not separate the two: %d rows longer than B, MSPE %v vs %v", longer, clipped, plain)
+	}
+	if rep.Test.MSPE == nil {
+		t.Fatal("no MSPE in the report")
+	}
+	if got := *rep.Test.MSPE; math.Abs(got-clipped) > 1e-9*clipped {
+		t.Fatalf("report's MSPE %v, the clipped slow path's %v (unclipped %v)", got, clipped, plain)
+	}
+	ev, err := trainer.EvaluateCheckpoint(trainer.EvalOptions{Checkpoint: filepath.Join(cfg.Out, "model.ckpt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ev.Test.MSPE, rep.Test.MSPE) {
+		t.Errorf("eval of model.ckpt gives MSPE %v, the report %v", *ev.Test.MSPE, *rep.Test.MSPE)
 	}
 }

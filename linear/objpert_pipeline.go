@@ -31,11 +31,6 @@ import (
 // number of source columns, which is at most d, so few rows are clipped.
 func DefaultRowBound(dim int) float64 { return math.Sqrt(float64(dim)) }
 
-// ClipRowBound is the row-norm bound B used when none is given and the
-// model clips at prediction (ObjPertConfig.ClipAtPredict). It reads the
-// feature count alone, as DefaultRowBound.
-func ClipRowBound(dim int) float64 { return DefaultRowBound(dim) }
-
 // ObjPertReport is report.json's extra.objpert: the constants of the
 // mechanism (all public) and, only when training statistics are reported,
 // how many training rows were clipped.
@@ -276,11 +271,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 // base share it.
 func objPertRunOptions(o ObjPertConfig, cal string, n, dim int, p privacy, regression bool) (ObjPertOptions, string, error) {
 	bound := o.RowBound
-	switch {
-	case bound != 0:
-	case o.ClipAtPredict:
-		bound = ClipRowBound(dim)
-	default:
+	if bound == 0 {
 		bound = DefaultRowBound(dim)
 	}
 	opt := ObjPertOptions{Epsilon: p.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
