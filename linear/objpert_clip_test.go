@@ -149,3 +149,43 @@ func TestObjPertLeastSquaresClipsAtPredict(t *testing.T) {
 		t.Errorf("eval of model.ckpt gives MSPE %v, the report %v", *ev.Test.MSPE, *rep.Test.MSPE)
 	}
 }
+
+// TestPostprocObjPertBaseClipsAtPredict: with BaseClipAtPredict
+// (PostprocDefaults) the objpert base scores each row clipped to its row
+// bound, as its weights were fitted; without it (settings written before
+// it) it scores the rows as they are. Both are checked against a slow path
+// on the base's released weights.
+func TestPostprocObjPertBaseClipsAtPredict(t *testing.T) {
+	for _, clip := range []bool{true, false} {
+		cfg := privateBaseConfig()
+		cfg = WithObjPertConfig(cfg, ObjPertConfig{}) // objpert's own settings are not the base's
+		editPostproc(&cfg, func(pc *PostprocConfig) { pc.BaseClipAtPredict = clip })
+		d, err := LoadFairData(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound, w := d.PrivateBase.RowBound, d.BaseFit.W
+		if got := d.Base.RowBound; (got == bound) != clip || (got == 0) == clip {
+			t.Fatalf("clip %v: the base's row bound %v (objpert's B %v)", clip, got, bound)
+		}
+		s := d.Test
+		var longer int
+		for i := range s.N() {
+			row := s.X[i*s.Dim : (i+1)*s.Dim]
+			var dot, nn float64
+			for j, v := range row {
+				dot += v * w[j+1]
+				nn += v * v
+			}
+			if n := math.Sqrt(nn); clip && n > bound {
+				dot, longer = dot*bound/n, longer+1
+			}
+			if want := 1 / (1 + math.Exp(-(dot + w[0]))); math.Abs(s.Scores[i]-want) > 1e-12 {
+				t.Fatalf("clip %v: row %d scored %v, the slow path %v", clip, i, s.Scores[i], want)
+			}
+		}
+		if clip && longer == 0 {
+			t.Fatalf("no test row is longer than B = %v: the test checks nothing", bound)
+		}
+	}
+}
