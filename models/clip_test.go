@@ -1,8 +1,10 @@
 package models
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -38,6 +40,15 @@ func TestInputNormBound(t *testing.T) {
 	}
 	if meta.Spec.InputNormBound != 2 || back.(*Model[float64]).InputNormBound != 2 {
 		t.Errorf("checkpoint's bound %v, model's %v; want 2", meta.Spec.InputNormBound, back.(*Model[float64]).InputNormBound)
+	}
+	// A model without a bound writes no key: its checkpoint is byte for
+	// byte what it was before the field existed.
+	plainPath := filepath.Join(t.TempDir(), "plain.ckpt")
+	if err := SaveFile(plainPath, plain, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(plainPath); err != nil || bytes.Contains(b, []byte("input_norm_bound")) {
+		t.Errorf("a checkpoint without a bound names input_norm_bound (or cannot be read: %v)", err)
 	}
 	for _, bad := range []Spec{
 		{Arch: "mlp", InShape: []int{3}, Classes: 2, Hidden: []int{4}, InputNormBound: 1},
