@@ -23,7 +23,8 @@ func WithObjPertConfig(cfg trainer.Config, o ObjPertConfig) trainer.Config {
 // ObjPertDefaults are the settings of a run that names none: the
 // mechanism and Λ chosen from public facts (MechanismAuto, ChooseObjPert),
 // the Gaussian mechanism's σ from its privacy profile and the pure
-// mechanism's Jacobian term charged once (CalibrationTight), B = √d. The
+// mechanism's Jacobian term charged once (CalibrationTight), B = √d, and
+// the released model clipping the rows it scores to B (ClipAtPredict). The
 // CLI starts from them; RunObjPert uses them when cfg holds no
 // objective-perturbation settings at all.
 func ObjPertDefaults() ObjPertConfig {
