@@ -22,7 +22,9 @@ package bench
 // linear.SlackRule, "sd:Z" for Z standard deviations; default "union") and
 // FAIRDP_FAIR_GAMMA_SHARES (linear.PostprocConfig.GammaShare, γ then being
 // the larger of the grid's γ and that share of the noisy violation;
-// default "0"). One row per run in
+// default "0"), and FAIRDP_FAIR_BASE_CLIP (0: the objpert base scores
+// unclipped rows, linear.PostprocConfig.BaseClipAtPredict off; default 1).
+// One row per run in
 // OUT/fair.csv: the post-processed model's test error and violations
 // expected over its coins (and of one draw of them, "sampled_*"), its
 // base's at threshold 0.5, and the unfair model's (model "objpert").
@@ -90,6 +92,7 @@ func TestTabularFairPipeline(t *testing.T) {
 					for _, share := range shares[base] {
 						pc := linear.PostprocDefaults()
 						pc.Base, pc.BaseEpsilon = base, share*e
+						pc.BaseClipAtPredict = os.Getenv("FAIRDP_FAIR_BASE_CLIP") != "0"
 						fc := linear.WithPostprocConfig(cfg, pc)
 						fc.Algo = "postproc"
 						d, err := linear.LoadFairData(fc)

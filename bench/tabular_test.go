@@ -29,7 +29,11 @@ package bench
 // FAIRDP_TABULAR_MECH (objpert's mechanism: auto, pure, gaussian; default
 // auto), FAIRDP_TABULAR_CAL (the calibration: tight, the default,
 // profile or kst2012, the ones before) and
-// FAIRDP_TABULAR_BOUND (B, default 0: √d) change the grid.
+// FAIRDP_TABULAR_BOUND (B, default 0: the rule's), FAIRDP_TABULAR_BOUND_SQRTD
+// (B as multiples of √d; overrides FAIRDP_TABULAR_BOUND) and
+// FAIRDP_TABULAR_CLIP (1, the default: the model clips rows to B at
+// prediction, linear.ObjPertConfig.ClipAtPredict; 0: as before it) change
+// the grid.
 
 import (
 	"bufio"
@@ -145,6 +149,11 @@ func TestTabularObjPert(t *testing.T) {
 	eps := append(envFloats(t, "FAIRDP_TABULAR_EPS", "0.5,1,4"), math.Inf(1))
 	l2s := envFloats(t, "FAIRDP_TABULAR_L2", "0")
 	bounds := envFloats(t, "FAIRDP_TABULAR_BOUND", "0")
+	var sqrtd []float64
+	if os.Getenv("FAIRDP_TABULAR_BOUND_SQRTD") != "" {
+		sqrtd = envFloats(t, "FAIRDP_TABULAR_BOUND_SQRTD", "")
+	}
+	clip := os.Getenv("FAIRDP_TABULAR_CLIP") != "0"
 	var ks []float64
 	if os.Getenv("FAIRDP_TABULAR_K") != "" {
 		ks = envFloats(t, "FAIRDP_TABULAR_K", "")
@@ -180,8 +189,15 @@ func TestTabularObjPert(t *testing.T) {
 					grid = append(grid, point{k, 0})
 				}
 			}
+			bs := bounds
+			if sqrtd != nil {
+				bs = nil
+				for _, f := range sqrtd {
+					bs = append(bs, f*math.Sqrt(float64(train.Dim)))
+				}
+			}
 			for _, e := range eps {
-				for _, b := range bounds {
+				for _, b := range bs {
 					for _, m := range mechs {
 						for _, p := range grid {
 							for _, w := range ws {
@@ -202,7 +218,8 @@ func TestTabularObjPert(t *testing.T) {
 									wl2 = w * linear.ObjPertNoiseNorm(mech, train.Dim, ep, 1/float64(train.N()*train.N())) / float64(train.N())
 								}
 								cfg.Privacy.Epsilon = e
-								cfg = linear.WithObjPertConfig(cfg, linear.ObjPertConfig{Mechanism: m, Calibration: cal, RowBound: b, L2: p.l2, WeightL2: wl2})
+								cfg = linear.WithObjPertConfig(cfg, linear.ObjPertConfig{Mechanism: m, Calibration: cal, RowBound: b, L2: p.l2, WeightL2: wl2,
+									ClipAtPredict: clip})
 								rep, err := linear.RunObjPert(context.Background(), cfg)
 								if err != nil {
 									t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/fairdp/fairdp/models"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -74,6 +75,10 @@ func (l *LeastSquaresCSC) L1Max() float64 { return l.l1Max }
 // LinearClassifier predicts 1 where x̃·W > 0, x̃ = (1, x).
 type LinearClassifier struct {
 	W []float64 `json:"w"` // intercept first
+	// RowBound, when > 0, clips every scored row to this L2 norm first
+	// (models.ClipRows), as objective perturbation clipped the rows its
+	// weights were fitted on (PostprocConfig.BaseClipAtPredict).
+	RowBound float64 `json:"row_bound,omitempty"`
 }
 
 // Fit solves the cost-sensitive problem for costs c0 (public) and c1
@@ -136,6 +141,9 @@ func (h LinearClassifier) Margins(x []float64, n int) ([]float64, error) {
 	out := make([]float64, n)
 	if n == 0 {
 		return out, nil
+	}
+	if h.RowBound > 0 {
+		x = models.ClipRows(nil, x, d, h.RowBound)
 	}
 	mat.NewVecDense(n, out).MulVec(mat.NewDense(n, d, x), mat.NewVecDense(d, h.W[1:]))
 	for i := range out {

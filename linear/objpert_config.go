@@ -23,11 +23,12 @@ func WithObjPertConfig(cfg trainer.Config, o ObjPertConfig) trainer.Config {
 // ObjPertDefaults are the settings of a run that names none: the
 // mechanism and Λ chosen from public facts (MechanismAuto, ChooseObjPert),
 // the Gaussian mechanism's σ from its privacy profile and the pure
-// mechanism's Jacobian term charged once (CalibrationTight), B = √d. The
+// mechanism's Jacobian term charged once (CalibrationTight), B = √d, and
+// the released model clipping the rows it scores to B (ClipAtPredict). The
 // CLI starts from them; RunObjPert uses them when cfg holds no
 // objective-perturbation settings at all.
 func ObjPertDefaults() ObjPertConfig {
-	return ObjPertConfig{Mechanism: MechanismAuto, Calibration: CalibrationTight}
+	return ObjPertConfig{Mechanism: MechanismAuto, Calibration: CalibrationTight, ClipAtPredict: true}
 }
 
 // ObjPertConfig is the part of a trainer.Config only objective
@@ -57,6 +58,14 @@ type ObjPertConfig struct {
 	// norm: rows are clipped to it, never measured to choose it (0: √d for
 	// d encoded features, DefaultRowBound).
 	RowBound float64 `json:"row_bound"`
+	// ClipAtPredict makes the released model clip every row it scores to
+	// RowBound, as its training rows were (the checkpoint's model spec
+	// carries B: models.Spec.InputNormBound), so the test metrics, `fairdp
+	// eval` and the library all score the transform the weights were
+	// fitted on. It is post-processing with a public transform: no privacy
+	// cost. ObjPertDefaults sets it; false (absent from reports written
+	// before it) scores unclipped rows, as those runs did.
+	ClipAtPredict bool `json:"clip_at_predict,omitempty"`
 	// L2 is the regulariser Λ of (Λ/2)‖w‖² on the rescaled rows (0: a
 	// rule on ε and the record count, DefaultObjPertL2).
 	L2 float64 `json:"l2"`

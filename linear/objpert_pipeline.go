@@ -222,7 +222,8 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	// facts (n, d, ε and the δ recorded above), so a rerun repeats the
 	// choice and its reason; "" keeps a pure run's settings as they were
 	// before the choice existed. extra.objpert.mechanism says what ran.
-	ran := ObjPertConfig{Mechanism: o.Mechanism, Calibration: o.Calibration, RowBound: bound, L2: res.L2, WeightL2: res.WeightL2}
+	ran := ObjPertConfig{Mechanism: o.Mechanism, Calibration: o.Calibration, RowBound: bound, L2: res.L2, WeightL2: res.WeightL2,
+		ClipAtPredict: o.ClipAtPredict}
 	rep.Config = WithObjPertConfig(trainer.WithoutSections(rep.Config), ran)
 	extra := &ObjPertReport{Method: res.method(), RowBound: bound, Scale: res.Scale, Curvature: res.Curvature,
 		L2: res.L2, ExtraL2: res.ExtraL2, WeightL2: res.WeightL2, Choice: choice}
@@ -250,7 +251,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if res.Regression != nil {
 		return finishObjPertRegression(cfg, rep, res, train, test, trainStats, start, prep, src.String(), splitRec)
 	}
-	m, err := linearModel(res, "logistic")
+	m, err := linearModel(res, "logistic", o.ClipAtPredict)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +356,7 @@ func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPe
 	extra.Regression = &ObjPertRegressionReport{Loss: ObjPertLeastSquaresLoss, LabelRange: []float64{g.LabelLo, g.LabelHi},
 		ResidualScale: g.ResidualScale, Weights: res.Weights, Intercept: res.Intercept}
 	// Scored through the zoo model, as eval scores the checkpoint.
-	m, err := linearModel(res, models.RegressionArch)
+	m, err := linearModel(res, models.RegressionArch, o.ClipAtPredict)
 	if err != nil {
 		return nil, err
 	}
@@ -371,9 +372,14 @@ func finishObjPertRegression(cfg trainer.Config, rep *trainer.Report, res *ObjPe
 // linearModel is the fitted model as a zoo network of one Linear layer
 // (weight then bias): arch "logistic" (one logit) for a classifier,
 // models.RegressionArch (the prediction itself) for least squares, so
-// checkpoints and evaluation are the SGD family's.
-func linearModel(res *ObjPertResult, arch string) (*models.Model[float64], error) {
+// checkpoints and evaluation are the SGD family's. With clip the model
+// scales every row longer than res.RowBound to it before the layer, as
+// objPertRows did to the training rows (models.Spec.InputNormBound).
+func linearModel(res *ObjPertResult, arch string, clip bool) (*models.Model[float64], error) {
 	spec := models.Spec{Arch: arch, InShape: []int{len(res.Weights)}, Classes: 2}
+	if clip {
+		spec.InputNormBound = res.RowBound
+	}
 	if arch == models.RegressionArch {
 		spec.Classes = 1
 	}

@@ -35,7 +35,8 @@ import (
 func PostprocDefaults() PostprocConfig {
 	return PostprocConfig{Gamma: 0.05, Fairness: "eo", Beta: DefaultBeta, Bins: 2, Threshold: 0.5, L2: 1e-4,
 		Scores: ScoresConfig{ScoreColumn: "score", GroupColumn: "group", LabelColumn: "label", Positive: "1"},
-		Rounds: DefaultOracleRounds, Bound: DefaultOracleBound, Eta: DefaultOracleLearningRate, CountShare: DefaultCountShare}
+		Rounds: DefaultOracleRounds, Bound: DefaultOracleBound, Eta: DefaultOracleLearningRate, CountShare: DefaultCountShare,
+		BaseClipAtPredict: true}
 }
 
 // FairData is a data set loaded for post-processing or the oracle learner:
@@ -194,7 +195,7 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 		if d.BaseFit, err = fitPrivateBase(cfg, p, d); err != nil {
 			return nil, fmt.Errorf("private base classifier: %w", err)
 		}
-		base.W = d.BaseFit.W
+		base.W, base.RowBound = d.BaseFit.W, d.BaseFit.RowBound
 	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, pc.L2); err != nil {
 		return nil, fmt.Errorf("base classifier: %w", err)
 	}
@@ -451,6 +452,9 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		model := map[string]any{"bins": bins.Edges, "groups": d.GroupNames, "postprocessor": pp.Model}
 		if d.Base != nil {
 			model["base_logistic_weights"] = d.Base.W
+			if d.Base.RowBound > 0 {
+				model["base_row_bound"] = d.Base.RowBound // rows are clipped to this norm before the weights
+			}
 			rep.Params += len(d.Base.W)
 		}
 		res.Model = model

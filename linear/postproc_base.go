@@ -34,6 +34,9 @@ type PrivateBaseFit struct {
 	Method  string // BaseObjPert or BaseDPSGD
 	Epsilon float64
 	W       []float64
+	// RowBound is the L2 norm the base clips scored rows to (objpert with
+	// PostprocConfig.BaseClipAtPredict; 0: none).
+	RowBound float64
 	// Description names the model and its mechanism for reports.
 	Description string
 	// Receipt is the base's own receipt (whole records, the base's ε and δ).
@@ -125,6 +128,7 @@ func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit
 		// `--algo objpert`'s defaults (mechanism, Λ and calibration from
 		// public facts), at the base's ε and the run's δ.
 		o := ObjPertDefaults()
+		o.ClipAtPredict = pc.BaseClipAtPredict
 		opt, _, err := objPertRunOptions(o, o.Calibration, d.Train.N(), d.Train.Dim,
 			privacy{Epsilon: eps, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta}, false)
 		if err != nil {
@@ -139,7 +143,11 @@ func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit
 			return nil, err
 		}
 		d.PrivateBase = pb
-		return &PrivateBaseFit{Method: BaseObjPert, Epsilon: eps, W: append([]float64{pb.Intercept}, pb.Weights...),
+		var bound float64
+		if o.ClipAtPredict {
+			bound = pb.RowBound
+		}
+		return &PrivateBaseFit{Method: BaseObjPert, Epsilon: eps, W: append([]float64{pb.Intercept}, pb.Weights...), RowBound: bound,
 			Description: fmt.Sprintf("logistic regression by objective perturbation (ε = %g, %s mechanism)", eps, pb.Mechanism), Receipt: rec}, nil
 	case BaseDPSGD:
 		return fitDPSGDBase(cfg, p, d, eps, src.Derive("base"))

@@ -58,6 +58,12 @@ type PostprocConfig struct {
 	// composes the two (composeBaseReceipt).
 	Base        string  `json:"base,omitempty"`
 	BaseEpsilon float64 `json:"base_epsilon,omitempty"`
+	// BaseClipAtPredict makes the objpert base score rows clipped to its
+	// row bound, the transform its weights were fitted on
+	// (ObjPertConfig.ClipAtPredict; post-processing of a public transform,
+	// no privacy cost). PostprocDefaults sets it; false (absent from
+	// reports written before it) scores unclipped rows, as those runs did.
+	BaseClipAtPredict bool `json:"base_clip_at_predict,omitempty"`
 	// Oracle learner: rounds T, the largest ‖λ‖₁ B of the auditor,
 	// exponentiated-gradient rate, share of ε on the group-label counts,
 	// ridge of the least-squares learner (0: 1e-4 per record), and basic

@@ -15,6 +15,12 @@
 // gives through Spec()), so it saves, loads and validates exactly like a zoo
 // model; `fairdp train --model-spec FILE.json` builds one from such a file.
 //
+// A tabular zoo model ("logistic", "linear-regression") may carry a
+// public row-norm bound (Spec.InputNormBound) that it applies to every row
+// before its first layer: objective perturbation's weights are fitted on rows
+// clipped to that bound, so its released model must score them clipped too.
+// Checkpoints written before the field have none and load unchanged.
+//
 // *Model is the implementation of trainer.Model, the interface the training
 // loop and every algorithm take. Its Forward and Backward save memory
 // without changing a bit of any result: a ReLU before a max-pool runs after

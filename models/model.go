@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -20,7 +21,11 @@ type Model[T nn.Float] struct {
 	// Hidden is the MLP's hidden widths (nil for other archs); kept so that
 	// Spec() can rebuild the model.
 	Hidden []int
-	Layers []nn.Layer[T]
+	// InputNormBound is Spec.InputNormBound: rows longer than it are
+	// scaled to it before the first layer (0: none).
+	InputNormBound float64
+	Layers         []nn.Layer[T]
+	clipped        []T // Forward's buffer for the clipped batch
 }
 
 // New builds the network spec describes, initialised like PyTorch's
@@ -38,6 +43,8 @@ func New[T nn.Float](spec Spec, rng *rand.Rand) (*Model[T], error) {
 		InShape: append([]int(nil), spec.InShape...),
 		Classes: spec.Classes,
 		Hidden:  append([]int(nil), spec.Hidden...),
+
+		InputNormBound: spec.InputNormBound,
 	}
 	for i, p := range plan {
 		layer, err := buildLayer[T](p)
@@ -99,7 +106,7 @@ func initParams[T nn.Float](layer nn.Layer[T], p layerPlan, rng *rand.Rand) erro
 // which Save reports.
 func (m *Model[T]) Spec() Spec {
 	s := Spec{Arch: m.Arch, InShape: append([]int(nil), m.InShape...), Classes: m.Classes,
-		Hidden: append([]int(nil), m.Hidden...)}
+		Hidden: append([]int(nil), m.Hidden...), InputNormBound: m.InputNormBound}
 	if !slices.Contains(Archs, m.Arch) {
 		for _, l := range m.Layers {
 			d, ok := l.(nn.Describer)
@@ -156,7 +163,11 @@ func (m *Model[T]) Forward(x []T, batch int, train bool) []T {
 		panic(fmt.Sprintf("models: Forward: %d input values for batch %d of %v, want %d",
 			len(x), batch, m.InShape, batch*m.InSize()))
 	}
-	free := false // x is the caller's
+	if m.InputNormBound > 0 {
+		m.clipped = ClipRows(m.clipped, x, m.InSize(), m.InputNormBound)
+		x = m.clipped
+	}
+	free := false // x is the caller's (or the clip buffer, which later layers must not overwrite either: reused next call)
 	for p := range m.Layers {
 		l := m.Layers[m.layerAt(p)]
 		ip, inPlace := l.(nn.InPlace[T])
@@ -348,4 +359,30 @@ func Predict[T nn.Float](logits []T, out, batch int, dst []int) {
 		}
 		dst[i] = best
 	}
+}
+
+// ClipRows writes the rows of x (each size values) to dst (reallocated
+// when too short; returned) with every row whose L2 norm exceeds bound
+// scaled to norm bound, as Model.Forward reads them when
+// InputNormBound is set. x is not changed.
+func ClipRows[T nn.Float](dst, x []T, size int, bound float64) []T {
+	if cap(dst) < len(x) {
+		dst = make([]T, len(x))
+	}
+	dst = dst[:len(x)]
+	for i := 0; i < len(x); i += size {
+		row, out := x[i:i+size], dst[i:i+size]
+		var nn2 float64
+		for _, v := range row {
+			nn2 += float64(v) * float64(v)
+		}
+		f := 1.0
+		if n := math.Sqrt(nn2); n > bound {
+			f = bound / n
+		}
+		for j, v := range row {
+			out[j] = T(f * float64(v))
+		}
+	}
+	return dst
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"github.com/fairdp/fairdp/nn"
+	"math"
 	"slices"
 	"strings"
 )
@@ -29,6 +30,15 @@ type Spec struct {
 	// Archs): the layers in order, as nn.LayerSpec. A model assembled from
 	// nn layers saves and loads through it exactly like a zoo model.
 	Layers []nn.LayerSpec `json:"layers,omitempty"`
+	// InputNormBound, when > 0, is a public bound B on an input row's L2
+	// norm that the model applies before its first layer: a row x with
+	// ‖x‖ > B is read as x·B/‖x‖. Objective perturbation (Chaudhuri,
+	// Monteleoni and Sarwate 2011, Algorithm 2) fits its weights on rows
+	// clipped to B; a model that scores unclipped rows is evaluated on a
+	// transform it was never fitted on. Only the tabular zoo archs
+	// ("logistic", RegressionArch) take it; 0 (absent from checkpoints
+	// written before it) is no clipping.
+	InputNormBound float64 `json:"input_norm_bound,omitempty"`
 }
 
 // Archs lists the architectures New builds, in the order errors list them.
@@ -172,6 +182,14 @@ func (s Spec) plan() ([]layerPlan, error) {
 		size *= d // ≤ maxDim·maxInput < 2^63
 		if size > maxInput {
 			return nil, fmt.Errorf("models: spec %q: InShape %v has more than %d values per sample", s.Arch, s.InShape, maxInput)
+		}
+	}
+	if b := s.InputNormBound; b != 0 {
+		if !(b > 0) || math.IsInf(b, 1) {
+			return nil, fmt.Errorf("models: spec %q: InputNormBound = %v, want a finite number > 0 (0: none)", s.Arch, b)
+		}
+		if (s.Arch != "logistic" && s.Arch != RegressionArch) || len(s.InShape) != 1 {
+			return nil, fmt.Errorf("models: spec %q: InputNormBound is only for the tabular archs \"logistic\" and %q", s.Arch, RegressionArch)
 		}
 	}
 	if len(s.Layers) > 0 {

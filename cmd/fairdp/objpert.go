@@ -33,7 +33,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 	fs.StringVar(&o.Mechanism, "mechanism", o.Mechanism, "objective-perturbation noise: pure (ε-DP, Chaudhuri et al. 2011), gaussian ((ε, δ)-DP, Kifer et al. 2012; noise grows like √d instead of d), or auto (chosen from n, d, ε, δ; the receipt says which and why)")
 	fs.Float64Var(&c.Privacy.Delta, "delta", c.Privacy.Delta, "δ of the Gaussian mechanism (0: 1/n² of the training records); the pure mechanism has none")
 	fs.BoolVar(&c.Privacy.AllowLargeDelta, "allow-large-delta", c.Privacy.AllowLargeDelta, "accept a δ ≥ 1/n (the receipt says so)")
-	fs.Float64Var(&o.RowBound, "row-bound", o.RowBound, "public bound B on a preprocessed row's L2 norm; longer rows are clipped (0: √(encoded features)); choose it from knowledge of the features, never from the private rows")
+	fs.Float64Var(&o.RowBound, "row-bound", o.RowBound, "public bound B on a preprocessed row's L2 norm; longer rows are clipped, in training and by the released model at prediction (0: √(encoded features)); choose it from knowledge of the features, never from the private rows")
 	fs.Float64Var(&o.L2, "l2", o.L2, "L2 penalty Λ on the weights and intercept over rows scaled to norm ≤ 1 (0: the mechanism's rule, linear.ChooseObjPert, or 8 times the smallest the budget allows)")
 	fs.Float64Var(&o.WeightL2, "weight-l2", o.WeightL2, "a further L2 penalty on the feature weights only, not the intercept (0: none, or the auto rule's when --l2 is 0 too); costs no privacy")
 	fs.Var(floatsFlag{p: &o.LabelRange}, "label-range", "lo,hi: public range of a regression target (a schema with \"target\"): least squares, labels clipped into it; never read it off the private rows")
