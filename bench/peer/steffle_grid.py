@@ -126,6 +126,16 @@ def table(path):
         print("| %s | %d | %s |" % (src, n, " | ".join(cellv)))
 
 
+def read_cells(path):
+    """The CSV as {source: {(N, h, seed): (error, violation)}}."""
+    rows = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            rows.setdefault(r["source"], {})[(int(r["N"]), float(r["h"]), int(r["seed"]))] = (
+                float(r["error"]), float(r["violation"]))
+    return rows
+
+
 def effects(path, pairs_n=((1, 12), (3, 12)), pairs_h=((0.0, 0.9),)):
     """Seed-paired effects of N and h per source, against the seeds' own spread.
 
@@ -135,11 +145,7 @@ def effects(path, pairs_n=((1, 12), (3, 12)), pairs_h=((0.0, 0.9),)):
     (seeds present in both cells), their mean and whether every seed moves
     the same way.
     """
-    rows = {}
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            rows.setdefault(r["source"], {})[(int(r["N"]), float(r["h"]), int(r["seed"]))] = (
-                float(r["error"]), float(r["violation"]))
+    rows = read_cells(path)
     for src in sorted(rows):
         cells = rows[src]
         by_cell = {}
@@ -182,11 +188,7 @@ def trends(path, silos=(3, 6, 12)):
     schedule, not the 60 epochs of N > 1, and h has no meaning for one silo.
     """
     import math
-    rows = {}
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            rows.setdefault(r["source"], {})[(int(r["N"]), float(r["h"]), int(r["seed"]))] = (
-                float(r["error"]), float(r["violation"]))
+    rows = read_cells(path)
     for src in sorted(rows):
         cells = rows[src]
         hs = sorted({k[1] for k in cells})
