@@ -395,16 +395,8 @@ func TestPostprocSweepPrivateBaseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s trainer.SweepSettings
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatal(err)
-	}
 	var cfg trainer.Config
-	if err := json.Unmarshal(s.Config, &cfg); err != nil {
+	if err := json.Unmarshal(readSweepSettings(t, dir).Config, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	j := linear.PostprocConfigOf(cfg)

@@ -402,9 +402,8 @@ func TestSweepLegacySeeds(t *testing.T) {
 	}
 }
 
-// readSweepTotal is sweep.json's privacy_total and the receipts in
-// receipts.jsonl, by run key.
-func readSweepTotal(t *testing.T, dir string) (*trainer.SweepTotal, map[string]accounting.Receipt) {
+// readSweepSettings is dir's sweep.json.
+func readSweepSettings(t *testing.T, dir string) trainer.SweepSettings {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	if err != nil {
@@ -414,6 +413,14 @@ func readSweepTotal(t *testing.T, dir string) (*trainer.SweepTotal, map[string]a
 	if err := json.Unmarshal(raw, &s); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// readSweepTotal is sweep.json's privacy_total and the receipts in
+// receipts.jsonl, by run key.
+func readSweepTotal(t *testing.T, dir string) (*trainer.SweepTotal, map[string]accounting.Receipt) {
+	t.Helper()
+	s := readSweepSettings(t, dir)
 	recs := map[string]accounting.Receipt{}
 	lines, err := os.ReadFile(filepath.Join(dir, "receipts.jsonl"))
 	if err != nil {
