@@ -48,7 +48,7 @@ func defaultObjPertModel(t *testing.T, train *loaders.Dataset, eps float64, seed
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := linear.ObjPertOptions{Epsilon: eps, RowBound: linear.DefaultRowBound(train.Dim), L2: ch.L2, Mechanism: ch.Mechanism, Calibration: o.Calibration}
+	opt := linear.ObjPertOptions{Epsilon: eps, RowBound: linear.DefaultRowBound(train.Dim, 0), L2: ch.L2, Mechanism: ch.Mechanism, Calibration: o.Calibration}
 	if ch.Mechanism == linear.MechanismGaussian {
 		opt.Delta = delta
 	}

@@ -55,8 +55,8 @@ type ObjPertConfig struct {
 	// with it.
 	Calibration string `json:"calibration,omitempty"`
 	// RowBound is the public bound B on a preprocessed feature row's L2
-	// norm: rows are clipped to it, never measured to choose it (0: √d for
-	// d encoded features, DefaultRowBound).
+	// norm: rows are clipped to it, never measured to choose it (0:
+	// DefaultRowBound, √ of the schema's source columns).
 	RowBound float64 `json:"row_bound"`
 	// ClipAtPredict makes the released model clip every row it scores to
 	// RowBound, as its training rows were (the checkpoint's model spec

@@ -23,13 +23,24 @@ import (
 	"github.com/fairdp/fairdp/trainer"
 )
 
-// DefaultRowBound is the row-norm bound B used when none is given: √d for
-// d encoded features. It depends on the feature count alone (public once
-// the category lists are, which the receipt lists as not covered), never
-// on the rows' norms. After fairdp's preprocessing (z-scored numeric
-// columns, one-hot categories) a row's squared norm is on average the
-// number of source columns, which is at most d, so few rows are clipped.
-func DefaultRowBound(dim int) float64 { return math.Sqrt(float64(dim)) }
+// DefaultRowBound is the row-norm bound B used when none is given:
+// √columns for a table whose preprocessing encodes that many source columns
+// (loaders.Preprocessor.Columns), else √d for d encoded features. Both are
+// public (the schema and the category lists, which the receipt lists as not
+// covered), never the rows' norms. After fairdp's preprocessing (z-scored
+// numeric columns, one-hot categories) a row's squared norm is on average
+// the number of source columns: one-hot blocks make it far below d (Adult:
+// 12 columns, 102 features), and since the released model clips the rows
+// it scores as it clipped its training rows, a bound near the typical norm
+// costs little signal and buys less noise (the sweep in
+// bench/results/tabular.md, "Clipping at prediction": Adult at ε = 1 .1645
+// at √d against .1553 at 3.5).
+func DefaultRowBound(dim, columns int) float64 {
+	if columns > 0 && columns < dim {
+		return math.Sqrt(float64(columns))
+	}
+	return math.Sqrt(float64(dim))
+}
 
 // ObjPertReport is report.json's extra.objpert: the constants of the
 // mechanism (all public) and, only when training statistics are reported,
@@ -187,7 +198,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		return nil, err
 	}
 	n := train.N()
-	opt, choice, err := objPertRunOptions(o, cal, n, train.Dim, p, train.Targets != nil)
+	opt, choice, err := objPertRunOptions(o, cal, n, train.Dim, sourceColumns(prep), p, train.Targets != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -264,15 +275,16 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 
 // objPertRunOptions resolves settings o, with calibration cal (o's, ""
 // already read as CalibrationKST), for n training records of dim encoded
-// features at the budget p into the options of one fit: B (0: √d), δ
+// features from columns source columns (0: unknown) at the budget p into the
+// options of one fit: B (0: DefaultRowBound), δ
 // (0: 1/n², for the Gaussian mechanism; checked against n), and, for
 // MechanismAuto, the mechanism and Λ the auto rule picks from these public
 // facts, with its reason. `--algo objpert` and post-processing's objpert
 // base share it.
-func objPertRunOptions(o ObjPertConfig, cal string, n, dim int, p privacy, regression bool) (ObjPertOptions, string, error) {
+func objPertRunOptions(o ObjPertConfig, cal string, n, dim, columns int, p privacy, regression bool) (ObjPertOptions, string, error) {
 	bound := o.RowBound
 	if bound == 0 {
-		bound = DefaultRowBound(dim)
+		bound = DefaultRowBound(dim, columns)
 	}
 	opt := ObjPertOptions{Epsilon: p.Epsilon, RowBound: bound, L2: o.L2, WeightL2: o.WeightL2, Mechanism: o.Mechanism}
 	var choice string
@@ -403,4 +415,17 @@ func writeObjPertOutputs(dir string, rep *trainer.Report, m *models.Model[float6
 		return trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", dir, err)}}
 	}
 	return trainer.WriteModelOutputs(dir, rep, m, prep, seed, split)
+}
+
+// sourceColumns is the number of source columns the fitted preprocessing
+// prep encodes, or 0 when there is none (a caller's own in-memory data).
+func sourceColumns(prep []byte) int {
+	if len(prep) == 0 {
+		return 0
+	}
+	var pp loaders.Preprocessor
+	if err := pp.UnmarshalJSON(prep); err != nil {
+		return 0
+	}
+	return pp.Columns()
 }

@@ -2,11 +2,13 @@ package linear
 
 import (
 	"context"
+	"github.com/fairdp/fairdp/dpops"
 	"io"
 	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fairdp/fairdp/models"
@@ -48,9 +50,19 @@ func TestRunObjPert(t *testing.T) {
 			if extra == nil || rep.Algorithm != "objpert" {
 				t.Fatalf("report %+v", rep)
 			}
-			dim := rep.Params - 1
-			if want := math.Sqrt(float64(dim)); extra.RowBound != want || ObjPertConfigOf(rep.Config).RowBound != want {
-				t.Errorf("row bound %v, config %v; want the default √%d", extra.RowBound, ObjPertConfigOf(rep.Config).RowBound, dim)
+			// The default B is √(source columns): counted here from the
+			// encoded feature names (a one-hot block is "column=value").
+			_, split := dpops.NewRand(cfg.Seed)
+			train, _, _, err := trainer.LoadData(cfg, split.Derive("data"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			columns := columnsOfNames(train.FeatureNames)
+			if columns >= rep.Params-1 {
+				t.Fatalf("%d source columns for %d features: the test needs one-hot columns", columns, rep.Params-1)
+			}
+			if want := math.Sqrt(float64(columns)); extra.RowBound != want || ObjPertConfigOf(rep.Config).RowBound != want {
+				t.Errorf("row bound %v, config %v; want the default √%d (source columns)", extra.RowBound, ObjPertConfigOf(rep.Config).RowBound, columns)
 			}
 			if got := rep.Privacy.Private(); got != private {
 				t.Fatalf("receipt private %v, want %v", got, private)
@@ -124,4 +136,15 @@ func TestRunObjPertRefuses(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+}
+
+// columnsOfNames counts the source columns behind encoded feature names (a
+// one-hot block's names are "column=value"): the tests' own count, apart
+// from loaders.Preprocessor.Columns.
+func columnsOfNames(names []string) int {
+	columns := map[string]bool{}
+	for _, f := range names {
+		columns[strings.SplitN(f, "=", 2)[0]] = true
+	}
+	return len(columns)
 }

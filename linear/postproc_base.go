@@ -129,7 +129,7 @@ func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit
 		// public facts), at the base's ε and the run's δ.
 		o := ObjPertDefaults()
 		o.ClipAtPredict = pc.BaseClipAtPredict
-		opt, _, err := objPertRunOptions(o, o.Calibration, d.Train.N(), d.Train.Dim,
+		opt, _, err := objPertRunOptions(o, o.Calibration, d.Train.N(), d.Train.Dim, sourceColumns(d.Preprocess),
 			privacy{Epsilon: eps, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta}, false)
 		if err != nil {
 			return nil, err

@@ -55,8 +55,14 @@ func TestPostProcPrivateBase(t *testing.T) {
 	if ch.Mechanism != MechanismGaussian {
 		t.Fatalf("the auto rule picked %s", ch.Mechanism)
 	}
+	// The default B is √(source columns), counted from the encoded names.
+	_, split := dpops.NewRand(cfg.Seed)
+	tr, _, _, err := trainer.LoadData(cfg, split.Derive("data"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	want, err := ObjectivePerturbation(src.Derive("base"), d.Train.X, n, d.Train.Dim, d.Train.Label,
-		ObjPertOptions{Epsilon: 0.5, RowBound: math.Sqrt(float64(d.Train.Dim)), L2: ch.L2, Mechanism: MechanismGaussian, Delta: delta, Calibration: CalibrationTight})
+		ObjPertOptions{Epsilon: 0.5, RowBound: math.Sqrt(float64(columnsOfNames(tr.FeatureNames))), L2: ch.L2, Mechanism: MechanismGaussian, Delta: delta, Calibration: CalibrationTight})
 	if err != nil {
 		t.Fatal(err)
 	}

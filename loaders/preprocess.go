@@ -124,6 +124,14 @@ func (p *Preprocessor) Fitted() bool { return p.fitted }
 // Dim is the number of features Apply produces.
 func (p *Preprocessor) Dim() int { return len(p.features) }
 
+// Columns is the number of source columns the features encode (numeric and
+// categorical; the label and the sensitive attribute are not features). A
+// z-scored column contributes 1 to an encoded row's expected squared norm
+// and a one-hot category block exactly 1 (a min-max column at most 1), so
+// √Columns is a typical row's norm: public, from the schema, never from
+// the rows.
+func (p *Preprocessor) Columns() int { return len(p.numeric) + len(p.categorical) }
+
 // FeatureNames returns the feature names ("age", "workclass=Private", …).
 func (p *Preprocessor) FeatureNames() []string { return append([]string(nil), p.features...) }
 
