@@ -46,6 +46,19 @@ def majority_error(overall):
     return "%.4f" % min(p, 1 - p)
 
 
+def run_train(cmd, out):
+    """Runs a `fairdp train` command line writing to folder out; returns its report.json and the seconds it took, or
+    (None, seconds) after printing why when it failed."""
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    secs = time.time() - t0
+    if p.returncode != 0:
+        print("FAILED:", " ".join(cmd), p.stderr[-2000:], file=sys.stderr)
+        return None, secs
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f), secs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -87,14 +100,9 @@ def main():
                     rundir = os.path.join(a.work, "%s_%s_e%s_s%s%s" % (
                         algo, os.path.basename(data).replace(".csv", ""), eps, seed, a.tag_suffix))
                     cmd = [a.bin, "train"] + dflags + flags + ["--quiet", "--overwrite", "--out", rundir]
-                    t0 = time.time()
-                    p = subprocess.run(cmd, capture_output=True, text=True)
-                    secs = time.time() - t0
-                    if p.returncode != 0:
-                        print("FAILED:", " ".join(cmd), p.stderr[-500:], file=sys.stderr)
+                    rep, secs = run_train(cmd, rundir)
+                    if rep is None:
                         continue
-                    with open(os.path.join(rundir, "report.json")) as f:
-                        rep = json.load(f)
                     t = rep["test"]
                     w.writerow({"tag": tag, "data": dcol, "flags": " ".join(flags),
                                 "error": "%.4f" % t["error"], "majority": majority_error(t["overall"]),

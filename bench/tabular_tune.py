@@ -17,12 +17,10 @@ split's counts in report.json. Needs only the standard library.
 import csv
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
-from tabular_runs import majority_error
+from tabular_runs import majority_error, run_train
 
 SYNTH = ["syn_n500_d5_p50_s1", "syn_n5000_d20_p25_s1", "syn_n20000_d100_p10_s1", "syn_n50000_d10_p5_s1"]
 BUILTIN = ["communities", "parkinsons", "credit", "dutch", "adult"]
@@ -55,14 +53,9 @@ def main():
                     with tempfile.TemporaryDirectory() as d:
                         cmd = [fairdp, "train", "--algo", "dpsgd"] + (["--tune"] if variant == "tune" else [])
                         cmd += args + ["--epsilon", e, "--seed", seed, "--quiet", "--out", d]
-                        t0 = time.time()
-                        p = subprocess.run(cmd, capture_output=True, text=True)
-                        secs = time.time() - t0
-                        if p.returncode != 0:
-                            print("FAILED", " ".join(cmd), p.stderr[-2000:], file=sys.stderr)
+                        rep, secs = run_train(cmd, d)
+                        if rep is None:
                             continue
-                        with open(os.path.join(d, "report.json")) as f:
-                            rep = json.load(f)
                     t = rep["test"]
                     tune = rep.get("extra", {}).get("tune", {})
                     c = tune.get("chosen")
