@@ -55,9 +55,16 @@ type Meta struct {
 // The receipt and preprocessing blobs are separate sections rather than
 // header fields so they come back byte for byte (encoding/json would
 // re-format them).
+//
+// Format version 2 is version 1 with a spec whose meaning version 1 readers
+// do not know: Spec.InputNormBound, which clips every input row at
+// prediction. A reader of version 1 ignores the unknown JSON field and
+// would score unclipped rows, so a model with the bound is written as
+// version 2, which such readers refuse; a model without it is still
+// written as version 1, byte for byte as before.
 const (
 	magic         = "FAIRDPCK"
-	formatVersion = 1
+	formatVersion = 2 // the newest this build reads and writes
 	prefixLen     = len(magic) + 4*4
 	maxHeaderLen  = 1 << 24 // JSON header and each JSON blob
 )
@@ -181,7 +188,7 @@ func Save[T nn.Float](w io.Writer, m *Model[T], meta Meta) error {
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
 	prefix := make([]byte, 0, prefixLen)
 	prefix = append(prefix, magic...)
-	for _, v := range []int{formatVersion, len(hdrJSON), len(meta.Privacy), len(meta.Preprocess)} {
+	for _, v := range []int{specFormatVersion(spec), len(hdrJSON), len(meta.Privacy), len(meta.Preprocess)} {
 		prefix = binary.LittleEndian.AppendUint32(prefix, uint32(v))
 	}
 	bw.Write(prefix)
@@ -278,8 +285,8 @@ func decode(r io.Reader) (*decoded, error) {
 	for i := range fields {
 		fields[i] = binary.LittleEndian.Uint32(prefix[len(magic)+4*i:])
 	}
-	if fields[0] != formatVersion {
-		return nil, fmt.Errorf("checkpoint format version %d, this build reads version %d", fields[0], formatVersion)
+	if fields[0] < 1 || fields[0] > formatVersion {
+		return nil, fmt.Errorf("checkpoint format version %d, this build reads versions 1 to %d", fields[0], formatVersion)
 	}
 	names := []string{"", "header", "privacy receipt", "preprocessing info"}
 	sections := make([][]byte, 4)
@@ -312,6 +319,9 @@ func decode(r io.Reader) (*decoded, error) {
 	}
 	if d.plan, err = meta.Spec.plan(); err != nil {
 		return nil, fmt.Errorf("header: %w", err)
+	}
+	if v := specFormatVersion(meta.Spec); int(fields[0]) < v {
+		return nil, fmt.Errorf("header: a spec with an input norm bound needs format version %d, the file says %d (corrupt or hand-made file?)", v, fields[0])
 	}
 	shapes := paramShapes(d.plan)
 	if len(d.hdr.Params) != len(shapes) {
@@ -439,4 +449,14 @@ func LoadFile(path string) (any, Meta, error) {
 		return nil, Meta{}, fmt.Errorf("models: LoadFile %s: %w", path, err)
 	}
 	return m, meta, nil
+}
+
+// specFormatVersion is the format version a checkpoint of spec is written
+// as: 2 when the spec clips rows at prediction (InputNormBound), which
+// version 1 readers would silently skip, else 1.
+func specFormatVersion(spec Spec) int {
+	if spec.InputNormBound > 0 {
+		return 2
+	}
+	return 1
 }

@@ -223,7 +223,7 @@ func TestCheckpointErrorMessages(t *testing.T) {
 	}{
 		{"empty", nil, "truncated in file prefix (magic, version, section lengths): got 0 of 24 bytes at offset 0"},
 		{"magic", append([]byte("PK\x03\x04"), data[4:]...), `not a fairdp checkpoint: starts with "PK\x03\x04DPCK"`},
-		{"version", withVersion, "checkpoint format version 9, this build reads version 1"},
+		{"version", withVersion, "checkpoint format version 9, this build reads versions 1 to 2"},
 		{"values", data[:valuesAt+5], "truncated in parameter values: got 5 of 16 bytes at offset " + strconv.Itoa(valuesAt)},
 		{"crc", data[:len(data)-2], "truncated in CRC-32 checksum: got 2 of 4 bytes"},
 		{"flip", corruptValue, "CRC-32 mismatch"},

@@ -2,10 +2,12 @@ package models
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +60,40 @@ func TestInputNormBound(t *testing.T) {
 		if bad.Validate() == nil {
 			t.Errorf("spec %+v accepted", bad)
 		}
+	}
+}
+
+// TestInputNormBoundFormatVersion checks that a checkpoint whose model
+// clips rows at prediction is written as format version 2, which builds
+// that know only version 1 refuse (they would ignore the bound and score
+// unclipped rows), that one without the bound stays version 1, and that a
+// version-1 file claiming a bound is refused.
+func TestInputNormBoundFormatVersion(t *testing.T) {
+	version := func(spec Spec) (uint32, []byte) {
+		t.Helper()
+		m, err := New[float64](spec, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := Save(&buf, m, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		return binary.LittleEndian.Uint32(buf.Bytes()[len(magic):]), buf.Bytes()
+	}
+	if v, _ := version(Spec{Arch: "logistic", InShape: []int{3}, Classes: 2}); v != 1 {
+		t.Errorf("a model without a bound is written as format version %d, want 1", v)
+	}
+	v, data := version(Spec{Arch: "logistic", InShape: []int{3}, Classes: 2, InputNormBound: 2})
+	if v != 2 {
+		t.Errorf("a model with a bound is written as format version %d, want 2", v)
+	}
+	if _, _, err := Load(bytes.NewReader(data)); err != nil {
+		t.Errorf("version 2 does not load: %v", err)
+	}
+	relabelled := bytes.Clone(data)
+	binary.LittleEndian.PutUint32(relabelled[len(magic):], 1)
+	if _, _, err := Load(bytes.NewReader(relabelled)); err == nil || !strings.Contains(err.Error(), "needs format version 2") {
+		t.Errorf("a version-1 file with a bound: error %v, want a refusal", err)
 	}
 }
