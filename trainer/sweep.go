@@ -98,7 +98,8 @@ func NewSweep(cfg Config, splitSeed uint64, workers int) (*Sweep, error) {
 // crypto/rand), so a seeded run gives the same result as `fairdp train`
 // with the same flags and the sweep's split seed. When ctx is cancelled no
 // new run starts, the runs in flight stop at their next step and are not
-// reported, and Run returns ctx's error; an error from finished stops the
+// reported (nor is one that ends before it notices), and Run returns ctx's
+// error; an error from finished stops the
 // sweep the same way and is returned.
 func (s *Sweep) Run(ctx context.Context, runs []SweepRun, finished func(SweepResult) error) error {
 	workers := s.Workers
@@ -113,6 +114,7 @@ func (s *Sweep) Run(ctx context.Context, runs []SweepRun, finished func(SweepRes
 	}
 	defer nn.SetWorkers(prev)
 
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	todo := make(chan SweepRun)
@@ -123,9 +125,12 @@ func (s *Sweep) Run(ctx context.Context, runs []SweepRun, finished func(SweepRes
 		go func() {
 			defer wg.Done()
 			for run := range todo {
+				if ctx.Err() != nil {
+					continue // handed over as the sweep stopped: never started
+				}
 				rep, err := s.train(ctx, run)
-				if ctx.Err() != nil && err != nil {
-					continue // stopped, not failed
+				if ctx.Err() != nil {
+					continue // in flight when the sweep stopped: not reported, even if it ended
 				}
 				results <- SweepResult{Run: run, Report: rep, Err: err}
 			}
@@ -147,7 +152,10 @@ func (s *Sweep) Run(ctx context.Context, runs []SweepRun, finished func(SweepRes
 	}()
 	var stopErr error
 	for res := range results {
-		if stopErr != nil {
+		// A result that reaches here after the caller cancelled (or after
+		// finished failed) belongs to a run in flight at that moment: not
+		// reported, as the runs stopped mid-way are not.
+		if stopErr != nil || parent.Err() != nil {
 			continue
 		}
 		if err := finished(res); err != nil {
