@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 var sweepHeader = []string{"epsilon", "lambda", "seed", "error"}
@@ -249,5 +250,36 @@ func TestSweepLogOldColumns(t *testing.T) {
 	want := "epsilon,lambda,seed,error\n1,0,7,\ninf,0,7,0.2\n"
 	if got, _ := os.ReadFile(path); string(got) != want {
 		t.Errorf("file:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestSweepStopsRunsThatIgnoreCancel: a run in flight when the caller
+// cancels is not reported even when it ignores the context and ends well
+// (a pipeline that never looks at ctx), and no run starts after the cancel.
+func TestSweepStopsRunsThatIgnoreCancel(t *testing.T) {
+	s, err := NewSweep(sweepConfig(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started atomic.Int32
+	s.Pipeline = func(context.Context, Config) (*Report, error) {
+		started.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		return &Report{}, nil
+	}
+	runs := make([]SweepRun, 6)
+	for i := range runs {
+		runs[i] = SweepRun{Key: string(rune('a' + i)), Cfg: sweepConfig()}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var n atomic.Int32
+	err = s.Run(ctx, runs, func(SweepResult) error {
+		if n.Add(1) == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || n.Load() != 2 || started.Load() > 3 {
+		t.Errorf("err %v, %d runs reported, %d started; want context.Canceled, 2 reported, at most 3 started", err, n.Load(), started.Load())
 	}
 }
