@@ -111,9 +111,10 @@ const (
 // rule meets the done-when in 9 of the 17 cells against the fixed γ's 8,
 // and so does any budget from 751 to 67,832 and any share from 0.15 to
 // 0.3 (a share on every table: 7). Equalized odds and equal
-// false-positive rates keep γ fixed: there the share moved the error by
-// .002–.006 only (Adult, Dutch). All three inputs are public and the
-// noisy cells are released, so the rule costs no privacy.
+// false-positive rates keep γ fixed: the share was measured for them on
+// three tables only (Adult and Dutch: .001–.006 less error). All three
+// inputs are public and the noisy cells are released, so the rule costs
+// no privacy.
 func PrivateGammaShare(m int, epsilon float64, f Fairness) float64 {
 	if f == DemographicParity && float64(m)*epsilon >= PrivateGammaShareBudget {
 		return DefaultPrivateGammaShare
