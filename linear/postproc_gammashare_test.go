@@ -40,43 +40,14 @@ func parityCostScores(r *rand.Rand, n int) (scores []float64, group, label []int
 // 20,000 test records of the same distribution.
 func TestPrivateGammaShareDefaultHalvesViolation(t *testing.T) {
 	const m, eps, draws = 10000, 0.5, 8
-	r := rand.New(rand.NewPCG(43, 2))
-	scores, group, label := parityCostScores(r, m)
-	tScores, tGroup, tLabel := parityCostScores(r, 20000)
-	basePred := make([]float64, len(tScores))
-	for i, s := range tScores {
-		if s >= 0.5 {
-			basePred[i] = 1
-		}
-	}
-	base, err := ExpectedMetrics(basePred, tLabel, tGroup, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !(base.DPViolation > 0.2) {
-		t.Fatalf("base DP violation %v: the table does not test halving", base.DPViolation)
-	}
+	h := newHalvingBench(t, parityCostScores, 43, m, 0.2)
 	bins := PrivateBins(DefaultPrivateSlack, m, eps)
-	sb, _ := UniformBins(bins)
-	bin, _ := sb.Assign(scores)
-	tBin, _ := sb.Assign(tScores)
+	gammaOf := func(res *PostProcessResult) float64 { return res.Gamma }
 	run := func(share float64) (errMean, dpMean, gamma float64) {
-		for d := range draws {
-			res, err := PostProcess(rand.New(rand.NewPCG(uint64(d), 10)), bin, group, label, bins, 2,
-				PostProcessConfig{Gamma: DefaultPrivateGamma, Epsilon: eps, Fairness: DemographicParity, Slack: DefaultPrivateSlack, GammaShare: share})
-			if err != nil || res.Failed {
-				t.Fatalf("share %v: %v %+v", share, err, res)
-			}
-			prob, _ := res.Model.ProbPositive(tBin, tGroup)
-			got, err := ExpectedMetrics(prob, tLabel, tGroup, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			errMean, dpMean, gamma = errMean+got.Error/draws, dpMean+got.DPViolation/draws, gamma+res.Gamma/draws
-		}
-		return errMean, dpMean, gamma
+		return h.run(t, bins, draws, 10, PostProcessConfig{Gamma: DefaultPrivateGamma, Epsilon: eps, Fairness: DemographicParity,
+			Slack: DefaultPrivateSlack, GammaShare: share}, gammaOf)
 	}
-	meets := func(e, dp float64) bool { return dp <= base.DPViolation/2 && e <= base.Error+0.02 }
+	base, meets := h.base, h.meets
 	share := PrivateGammaShare(m, eps, DemographicParity)
 	newErr, newDP, newGamma := run(share)
 	oldErr, oldDP, oldGamma := run(0)
