@@ -83,7 +83,8 @@ func TestPrivateGammaShareResolved(t *testing.T) {
 	}{{2000, "dp", 0}, {8000, "dp", DefaultPrivateGammaShare}, {8000, "eo", 0}} { // Limit is the training records
 		cfg.Limit = tc.limit
 		editPostproc(&cfg, func(pc *PostprocConfig) {
-			pc.GammaShare, pc.Fairness, pc.Slack = GammaShareAuto, tc.fairness, string(SlackNone)
+			// γ below any share of the noisy violation, so the share binds.
+			pc.GammaShare, pc.Fairness, pc.Slack, pc.Gamma = GammaShareAuto, tc.fairness, string(SlackNone), 0.001
 		})
 		rep, err := RunPostproc(context.Background(), cfg)
 		if err != nil {
@@ -91,7 +92,7 @@ func TestPrivateGammaShareResolved(t *testing.T) {
 		}
 		pp := FairExtra(rep).PostProcessing
 		want := max(PostprocConfigOf(cfg).Gamma, tc.share*pp.NoisyViolation)
-		if got := PostprocConfigOf(rep.Config).GammaShare; got != tc.share || pp.Gamma != want {
+		if got := PostprocConfigOf(rep.Config).GammaShare; got != tc.share || pp.Gamma != want || (tc.share > 0) != (pp.Gamma > 0.001) {
 			t.Errorf("limit %d %s: share %v, γ %v; want %v, %v", tc.limit, tc.fairness, got, pp.Gamma, tc.share, want)
 		}
 		// The recorded share reruns the same classifier.
