@@ -21,8 +21,8 @@ package bench
 // change the grid, and so do FAIRDP_FAIR_SLACKS (the LP's slack rules,
 // linear.SlackRule, "sd:Z" for Z standard deviations; default "union") and
 // FAIRDP_FAIR_GAMMA_SHARES (linear.PostprocConfig.GammaShare, γ then being
-// the larger of the grid's γ and that share of the noisy violation;
-// default "0"), and FAIRDP_FAIR_BASE_CLIP (0: the objpert base scores
+// the larger of the grid's γ and that share of the noisy violation; -1 is
+// linear.GammaShareAuto, the command line's default rule; default "0"), and FAIRDP_FAIR_BASE_CLIP (0: the objpert base scores
 // unclipped rows, linear.PostprocConfig.BaseClipAtPredict off; default 1).
 // One row per run in
 // OUT/fair.csv: the post-processed model's test error and violations

@@ -103,8 +103,8 @@ func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 	if !(j.SlackZ >= 0) || math.IsInf(j.SlackZ, 1) {
 		add("Postproc.SlackZ", "must be a finite number ≥ 0 (0: %v) (got %v)", DefaultSlackZ, j.SlackZ)
 	}
-	if !(j.GammaShare >= 0 && j.GammaShare <= 1) {
-		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed) (got %v)", j.GammaShare)
+	if !(j.GammaShare >= 0 && j.GammaShare <= 1) && !(j.GammaShare == GammaShareAuto && j.Base != "") {
+		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed), or %v (the data-aware rule) with a private base (got %v)", GammaShareAuto, j.GammaShare)
 	}
 	if cfg.Algo == OracleName && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
 		add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
@@ -362,10 +362,13 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 				b.Method, b.Epsilon, j.Base, baseEpsilon(cfg))
 		}
 		epsilon -= b.Epsilon
-		// The report repeats the split and bins actually run.
+		// The report repeats the split, bins and γ share actually run.
 		j.BaseEpsilon = b.Epsilon
 		if j.Bins == 0 {
 			j.Bins = PrivateBins(SlackRule(j.Slack), d.Train.N(), epsilon)
+		}
+		if j.GammaShare == GammaShareAuto {
+			j.GammaShare = PrivateGammaShare(d.Train.N(), epsilon, fair)
 		}
 	}
 	_, src := dpops.NewRand(seed)

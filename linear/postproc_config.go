@@ -40,7 +40,9 @@ type PostprocConfig struct {
 	// paper's, at Beta; "sd": SlackZ standard deviations of the noisy
 	// constrained difference; "none"), and GammaShare > 0 makes γ the
 	// larger of Gamma and GammaShare times the noisy violation of the
-	// unconstrained post-processed classifier (PostProcessConfig).
+	// unconstrained post-processed classifier (PostProcessConfig);
+	// GammaShareAuto (a private base only) takes PrivateGammaShare's
+	// rule, and the report records the share it resolved to.
 	Slack      string       `json:"slack,omitempty"`
 	SlackZ     float64      `json:"slack_z,omitempty"`
 	GammaShare float64      `json:"gamma_share,omitempty"`

@@ -21,8 +21,14 @@ import (
 // al.'s ε' = ε − 2ε_J), on the 375 training records of a 5-feature table
 // (testdata/objpert_narrow.csv, bench/tabular_synthetic.py 500 5 0.5 1):
 // it reruns with that ε', not the "tight" default's.
+// report_postproc_dpsgd_base_v3.json is `fairdp train --algo postproc --base
+// dpsgd --fairness dp --epsilon 2 --limit 8000 --seed 5` written when a
+// private base's γ was fixed (no gamma_share): 8,000 records at the cells'
+// ε = 1 now take the data-aware γ by default, and the report still reruns
+// with the fixed γ it ran with.
 func TestOldReportsRerun(t *testing.T) {
-	for _, name := range []string{"report_tailoring_v1.json", "report_postproc_v1.json", "report_objpert_v1.json", "report_objpert_profile_v2.json"} {
+	for _, name := range []string{"report_tailoring_v1.json", "report_postproc_v1.json", "report_objpert_v1.json", "report_objpert_profile_v2.json",
+		"report_postproc_dpsgd_base_v3.json"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join("testdata", name)
 			dir := t.TempDir()

@@ -336,12 +336,14 @@ func TestPostprocErrors(t *testing.T) {
 }
 
 // TestPostprocPrivateBaseDefaults: --base dpsgd without --gamma, --bins,
-// --slack and --base-epsilon runs the private pipeline's defaults (γ =
-// linear.DefaultPrivateGamma, linear.DefaultPrivateSlack, linear.PrivateBins
-// public bins for it, the default share of ε) and records them, where a
-// run without a base keeps the paper's γ = 0.05, two bins and union-bound
-// slack; given flags win. (Before the slack rules the first case ran the
-// union bound and 2 bins at these 3,000 records.)
+// --slack, --gamma-share and --base-epsilon runs the private pipeline's
+// defaults (γ = linear.DefaultPrivateGamma, linear.DefaultPrivateSlack,
+// linear.PrivateBins public bins for it, linear.PrivateGammaShare, the
+// default share of ε) and records them, where a run without a base keeps
+// the paper's γ = 0.05, two bins, union-bound slack and a fixed γ; given
+// flags win. (Before the slack rules the first case ran the union bound
+// and 2 bins at these 3,000 records; before the data-aware γ the second
+// ran a fixed γ.)
 func TestPostprocPrivateBaseDefaults(t *testing.T) {
 	read := func(dir string) linear.PostprocConfig {
 		t.Helper()
@@ -365,29 +367,35 @@ func TestPostprocPrivateBaseDefaults(t *testing.T) {
 		bins  int
 		baseE float64
 		slack string
+		share float64
 	}{
-		// 3,000 training records, ε = 1 for the cells: 4 bins without slack.
-		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none"},
-		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5", "--slack", "sd"}, 0.1, 2, 1.5, "sd"},
+		// 3,000 training records, ε = 1 for the cells: 4 bins without
+		// slack, and γ fixed below m·ε = 4,000.
+		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none", 0},
+		// 8,000 at ε = 1: the data-aware γ for parity, not for error rates.
+		{[]string{"--base", "dpsgd", "--fairness", "dp", "--limit", "8000"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none",
+			linear.DefaultPrivateGammaShare},
+		{[]string{"--base", "objpert", "--fairness", "eo", "--limit", "8000"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none", 0},
+		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5", "--slack", "sd", "--gamma-share", "0.1"}, 0.1, 2, 1.5, "sd", 0.1},
 		// The union bound keeps the m·ε rule: 2 bins at m·ε = 3,000.
-		{[]string{"--base", "objpert", "--slack", "union"}, linear.DefaultPrivateGamma, 2, linear.DefaultBaseEpsilon(2), "union"},
-		{nil, 0.05, 2, 0, ""},
+		{[]string{"--base", "objpert", "--slack", "union"}, linear.DefaultPrivateGamma, 2, linear.DefaultBaseEpsilon(2), "union", 0},
+		{nil, 0.05, 2, 0, "", 0},
 	} {
 		dir := t.TempDir()
 		args := append([]string{"--algo", "postproc", "--epsilon", "2", "--seed", "4", "--limit", "3000", "--quiet", "--out", dir, "--overwrite"}, tc.args...)
 		if out, err := runPostprocArgs(t, false, args...); err != nil {
 			t.Fatalf("%v: %v\n%s", tc.args, err, out)
 		}
-		if got := read(dir); got.Gamma != tc.gamma || got.Bins != tc.bins || got.BaseEpsilon != tc.baseE || got.Slack != tc.slack {
-			t.Errorf("%v: γ %v bins %d base ε %v slack %q, want %v, %d, %v, %q", tc.args, got.Gamma, got.Bins, got.BaseEpsilon, got.Slack,
-				tc.gamma, tc.bins, tc.baseE, tc.slack)
+		if got := read(dir); got.Gamma != tc.gamma || got.Bins != tc.bins || got.BaseEpsilon != tc.baseE || got.Slack != tc.slack || got.GammaShare != tc.share {
+			t.Errorf("%v: γ %v bins %d base ε %v slack %q γ share %v, want %v, %d, %v, %q, %v", tc.args, got.Gamma, got.Bins, got.BaseEpsilon, got.Slack,
+				got.GammaShare, tc.gamma, tc.bins, tc.baseE, tc.slack, tc.share)
 		}
 	}
 }
 
 // TestPostprocSweepPrivateBaseDefaults: a sweep with a private base runs
-// each cell as `fairdp train` would (the private pipeline's bin rule and
-// slack), not the paper's defaults for a non-private base.
+// each cell as `fairdp train` would (the private pipeline's bin rule,
+// slack and γ share rule), not the paper's defaults for a non-private base.
 func TestPostprocSweepPrivateBaseDefaults(t *testing.T) {
 	dir := t.TempDir()
 	out, err := runPostprocArgs(t, true, "--algo", "postproc", "--base", "objpert", "--fairness", "dp", "--gamma", "0.02",
@@ -400,8 +408,8 @@ func TestPostprocSweepPrivateBaseDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := linear.PostprocConfigOf(cfg)
-	if j.Bins != 0 || j.Slack != string(linear.DefaultPrivateSlack) {
-		t.Errorf("sweep settings: bins %d, slack %q; want the private pipeline's bin rule (0) and slack %q",
-			j.Bins, j.Slack, linear.DefaultPrivateSlack)
+	if j.Bins != 0 || j.Slack != string(linear.DefaultPrivateSlack) || j.GammaShare != linear.GammaShareAuto {
+		t.Errorf("sweep settings: bins %d, slack %q, γ share %v; want the private pipeline's bin rule (0), slack %q and γ share rule (%v)",
+			j.Bins, j.Slack, j.GammaShare, linear.DefaultPrivateSlack, linear.GammaShareAuto)
 	}
 }
