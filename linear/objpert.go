@@ -300,8 +300,17 @@ func DefaultObjPertL2(epsilon float64, n int) float64 {
 
 // defaultObjPertL2 is DefaultObjPertL2 for a loss of curvature bound c.
 func defaultObjPertL2(epsilon float64, n int, c float64) float64 {
-	return DefaultL2Factor * ObjPertMinL2(epsilon, n, c)
+	return math.Max(DefaultL2Factor*ObjPertMinL2(epsilon, n, c), l2Floor(n))
 }
+
+// l2Floor is the smallest default regulariser, a thousandth of the
+// non-private default 1/n. The rules above shrink Λ as 1/(e^{ε/4} − 1), so
+// from ε ≈ 30 on they would leave a Hessian too close to singular for
+// Newton's Cholesky step (Adult at ε = 1000: "XᵀX is not positive
+// definite"). It depends on n only (public); a larger Λ only lowers the
+// Jacobian term of ε, so the guarantee stands, and below ε ≈ 29 the rules
+// are above it for every n.
+func l2Floor(n int) float64 { return 1 / (1000 * float64(n)) }
 
 // DefaultProfileL2Factor is K of the Gaussian mechanism's default Λ under
 // CalibrationProfile (ProfileObjPertL2). The minimiser moves by about
@@ -318,7 +327,7 @@ const DefaultProfileL2Factor = 6
 // given under CalibrationProfile: DefaultProfileL2Factor times the
 // smallest Algorithm 2 allows (ObjPertMinL2), public as DefaultObjPertL2.
 func ProfileObjPertL2(epsilon float64, n int, c float64) float64 {
-	return DefaultProfileL2Factor * ObjPertMinL2(epsilon, n, c)
+	return math.Max(DefaultProfileL2Factor*ObjPertMinL2(epsilon, n, c), l2Floor(n))
 }
 
 // ObjPertMinL2 is the smallest regulariser Algorithm 2 allows at budget ε

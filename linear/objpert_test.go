@@ -315,3 +315,42 @@ func TestObjectivePerturbationRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestObjPertLargeEpsilon: at ε = 1000 the default regulariser would be
+// about e^{-250}/n, leaving Newton's Hessian singular on collinear columns
+// (one-hot blocks); the floor l2Floor keeps the fit solvable there, and
+// the default rules are above the floor for every ε below 29 (so no run
+// there changed).
+func TestObjPertLargeEpsilon(t *testing.T) {
+	const n = 400
+	x := make([]float64, n*3)
+	label := make([]int, n)
+	for i := range n {
+		// Two one-hot columns that sum to 1 and their duplicate: XᵀX is singular.
+		x[3*i+i%2] = 1
+		x[3*i+2] = x[3*i]
+		if i%3 == 0 {
+			label[i] = 1
+		}
+	}
+	for _, mech := range []string{MechanismPure, MechanismGaussian} {
+		opt := ObjPertOptions{Epsilon: 1000, RowBound: 1, Mechanism: mech}
+		if mech == MechanismGaussian {
+			opt.Delta = 1e-6
+		}
+		res, err := ObjectivePerturbation(rand.New(rand.NewPCG(1, 2)), x, n, 3, label, opt)
+		if err != nil {
+			t.Fatalf("%s mechanism at ε = 1000: %v", mech, err)
+		}
+		if res.L2 != l2Floor(n) {
+			t.Errorf("%s: Λ = %v, want the floor %v", mech, res.L2, l2Floor(n))
+		}
+	}
+	for _, c := range []float64{LogisticCurvature, 1} {
+		for _, eps := range []float64{0.1, 1, 4, 20, 29} {
+			if defaultObjPertL2(eps, n, c) == l2Floor(n) || ProfileObjPertL2(eps, n, c) == l2Floor(n) {
+				t.Errorf("c %v ε %v: the default Λ sits on the floor", c, eps)
+			}
+		}
+	}
+}
