@@ -9,17 +9,22 @@ import "math"
 // 0 for μ = 0 and increases with μ. Mechanisms whose privacy loss is
 // bounded by Gaussian ones (objective perturbation's, in linear) sum it.
 //
-// The second term is computed as exp(ε + log Φ(−t)): for ε beyond about
-// 709, e^ε overflows and Φ(−t) underflows, and their product (never above
-// the first term) would be Inf·0 = NaN.
+// For ε beyond about 709, e^ε overflows and Φ(−t) underflows, and their
+// product (never above the first term) would be Inf·0 = NaN; there the
+// second term is computed as exp(ε + log Φ(−t)). Elsewhere the product is
+// kept as it was, so every δ (and every σ calibrated from it) below that
+// range is bit for bit what it was.
 func GaussianDelta(mu, eps float64) float64 {
 	if mu == 0 {
 		return 0
 	}
 	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	d := phi(mu/2-eps/mu) - math.Exp(eps+logNormalTail(mu/2+eps/mu))
+	second := math.Exp(eps) * phi(-mu/2-eps/mu)
+	if math.IsNaN(second) || math.IsInf(second, 1) {
+		second = math.Exp(eps + logNormalTail(mu/2+eps/mu))
+	}
 	// Rounding can leave a tiny negative difference far in the tail.
-	return math.Max(d, 0)
+	return math.Max(phi(mu/2-eps/mu)-second, 0)
 }
 
 // logNormalTail is log Φ(−t), the log of the standard normal's upper tail
