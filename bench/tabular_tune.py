@@ -11,8 +11,9 @@ rows already in CSV are skipped, so an interrupted run resumes. SYN is
 the folder of bench/tabular_synthetic.py's tables (N D POS 1). variant is
 "default" and/or "tune" (both when none is given). FAIRDP_TUNE_SETS (comma
 separated table names as in the CSV's data column) and FAIRDP_TUNE_EPS
-restrict the runs. The majority class's error is computed from the test
-split's counts in report.json. Needs only the standard library.
+restrict the runs; FAIRDP_TUNE_SEEDS (comma separated, default 1,2,3) sets
+the seeds. The majority class's error is computed from the test split's
+counts in report.json. Needs only the standard library.
 """
 import csv
 import json
@@ -37,6 +38,7 @@ def main():
         keep = os.environ["FAIRDP_TUNE_SETS"].split(",")
         sets = [s for s in sets if s[0] in keep]
     eps = os.environ.get("FAIRDP_TUNE_EPS", "0.5,1,4").split(",")
+    seeds = os.environ.get("FAIRDP_TUNE_SEEDS", "1,2,3").split(",")
     done = set()
     if os.path.exists(out):
         with open(out) as f:
@@ -47,7 +49,7 @@ def main():
     for variant in variants:
         for name, args in sets:
             for e in eps:
-                for seed in ["1", "2", "3"]:
+                for seed in seeds:
                     if (variant, name, e, seed) in done:
                         continue
                     with tempfile.TemporaryDirectory() as d:

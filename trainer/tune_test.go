@@ -211,6 +211,10 @@ func TestTuneRefuses(t *testing.T) {
 		{"space", nil, TuneOptions{Space: &TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{5000}, Clip: []float64{1}}},
 			"Tune.Space.Batch 5000: want sizes between 1 and the"},
 		{"tiny epsilon", func(j *Job) { j.Cfg.Privacy.Epsilon = 1e-4 }, TuneOptions{}, "too small to tune"},
+		{"rates and movements", nil, TuneOptions{Space: &TuneSpace{LR: []float64{0.1}, Movement: []float64{4}, Epochs: []int{1}, Batch: []int{10},
+			Clip: []float64{1}}}, "Tune.Space needs learning rates or movements (one of the two)"},
+		{"movement", nil, TuneOptions{Space: &TuneSpace{Movement: []float64{-1}, Epochs: []int{1}, Batch: []int{10}, Clip: []float64{1}}},
+			"Tune.Space.Movement -1: want finite numbers > 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -300,5 +304,40 @@ func TestDefaultTuneSpaceHoldsSetting(t *testing.T) {
 		if err := s.check(c.n); err != nil {
 			t.Errorf("%+v: %v", c, err)
 		}
+	}
+}
+
+// TestDefaultTuneSpaceMovement: from the data-aware rule's budget on
+// (ε·n ≥ dataDefaultBudget) the default space draws movements, not
+// learning rates: every trial moves a sixth or a third of the run's own
+// setting (η × noisy steps = 0.03 × 800 = 24 for 15,000 records at ε = 0.5,
+// batch 750, 40 epochs), at sampling rates of 5 and 10 %, whatever its
+// shape; the grid of rates it replaces moved from 0.8 to 72. Below the
+// budget the grid is unchanged.
+func TestDefaultTuneSpaceMovement(t *testing.T) {
+	cfg := Defaults()
+	cfg.Privacy.Epsilon, cfg.Batch, cfg.Epochs, cfg.LR, cfg.Privacy.Clip = 0.5, 750, 40, 0.03, 1
+	s := defaultTuneSpace(cfg, 15000)
+	if len(s.LR) != 0 || !slices.Equal(s.Batch, []int{750, 1500}) || !slices.Equal(s.Epochs, []int{20, 40}) ||
+		!slices.Equal(s.Clip, []float64{1.0 / 3, 1, 3}) {
+		t.Fatalf("space %+v: want movements, batches 750 and 1500, 20 or 40 epochs, clips 1/3, 1, 3", s)
+	}
+	if len(s.Movement) != 2 || math.Abs(s.Movement[0]-4) > 1e-12 || math.Abs(s.Movement[1]-8) > 1e-12 {
+		t.Errorf("movements %v, want 4 and 8 (a sixth and a third of 0.03 × 800)", s.Movement)
+	}
+	if err := s.check(15000); err != nil {
+		t.Fatal(err)
+	}
+	steps := map[tuneShape]int{{750, 20}: 400, {750, 40}: 800, {1500, 20}: 200, {1500, 40}: 400}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 50 {
+		c, sh := s.draw(r, steps)
+		if m := c.LR * float64(steps[sh]); !(math.Abs(m-4) < 1e-9 || math.Abs(m-8) < 1e-9) {
+			t.Errorf("choice %+v moves %v, want 4 or 8", c, m)
+		}
+	}
+	cfg.Privacy.Epsilon = 0.1 // ε·n = 1,500: the grid
+	if s := defaultTuneSpace(cfg, 15000); len(s.Movement) != 0 || len(s.LR) != 3 || len(s.Batch) != 3 {
+		t.Errorf("below the budget: space %+v, want the grid of 3 rates and 3 batches", s)
 	}
 }
