@@ -55,7 +55,9 @@ func TestTrainTuneErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--algo", "fermi"}, "--algo fermi cannot be tuned privately yet"},
+		{[]string{"--algo", "steffle"}, "--algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
+		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet"},
+		{[]string{"--algo", "fermi", "--scope", "sensitive"}, "--scope must be all to tune DP-FERMI"},
 		{[]string{"--algo", "dpsgd", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
 		{[]string{"--algo", "dpsgd", "--tune-valid-frac", "1"}, "--tune-valid-frac must be in [0, 1)"},
 		{[]string{"--algo", "dpsgd", "--epsilon", "1", "--sigma", "2"}, "--sigma is set by the tuning's calibration"},
