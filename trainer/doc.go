@@ -229,7 +229,15 @@
 // out instead); only the best trial is published, and the receipt's ε is
 // Theorem 2's bound on the whole search, accounted in RDP because the
 // theorem is an RDP statement (accounting.TunedRDP). Each trial's σ is
-// calibrated downward until the search meets the target ε.
+// calibrated downward until the search meets the target ε. Tune covers
+// DP-SGD, DPSGD-F, Naïve and DP-FERMI (tunable). A DP-FERMI trial's curve
+// adds its one-off noisy group counts (multiplier σ·sqrt(T) when σ is
+// given) to its steps; λ is searched at λ/2, λ and 2λ, and a trial is
+// scored by its noisy accuracy less its noisy violation of the run's
+// fairness notion, both read from one Gaussian release of its per-group
+// confusion counts (sensitivity 1), since accuracy alone would always
+// prefer the smallest λ (tune_fermi.go). --scope sensitive and the
+// paper's calibration are refused.
 //
 // # Where this deviates from DESIGN.md
 //

@@ -207,6 +207,9 @@ type TuneResult struct {
 // trial's curve.
 var tunable = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive, algoFermi}
 
+// Tunable is the algorithms Tune can search, for a caller's message.
+func Tunable() []AlgoName { return slices.Clone(tunable) }
+
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
 // their group counts (σ1 = ratio·σ2) from the same Poisson sample as the

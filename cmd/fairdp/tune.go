@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fairdp/fairdp/trainer"
 )
@@ -34,6 +35,21 @@ func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
 	fs.Float64Var(&t.opts.ValidFrac, "tune-valid-frac", 0, "with --tune: share of the training records held out to score the trials "+
 		"(0: none, each trial is scored on the records it trained on)")
 	return t
+}
+
+// refuseTune refuses --tune for algo, a pipeline command whose own flags
+// have none: the same message trainer.Tune gives an algorithm it cannot
+// search, rather than the flag parser's "not defined".
+func refuseTune(algo trainer.AlgoName, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--tune" || a == "-tune" || (strings.HasPrefix(a, "--tune=") || strings.HasPrefix(a, "-tune=")) && !strings.HasSuffix(a, "=false") {
+			return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, trainer.Tunable())
+		}
+	}
+	return nil
 }
 
 // trainOrTune trains job, by private search when --tune is given, and
