@@ -86,18 +86,8 @@ func TestCheckFermiTrialReceipt(t *testing.T) {
 	for i := range planned {
 		planned[i] += counts[i]
 	}
-	eps := 0.5
-	rec := func(ms ...accounting.Mechanism) accounting.Receipt {
-		return accounting.Receipt{Epsilon: &eps, Delta: 1e-5, Mechanisms: ms}
-	}
-	sg := func(q, s float64, steps int) accounting.Mechanism {
-		return accounting.Mechanism{Kind: accounting.KindSubsampledGaussian, SampleRate: q, NoiseMultiplier: s, Steps: steps}
-	}
-	cases := []struct {
-		name string
-		r    accounting.Receipt
-		want string // "" accepted
-	}{
+	rec, sg := trialReceipt, subsampledSteps
+	cases := []receiptCase{
 		{"as planned", rec(sg(1, 20, 1), sg(0.1, 2, 100)), ""},
 		{"public sizes", rec(sg(0.1, 2, 100)), ""},
 		{"fewer steps", rec(sg(1, 20, 1), sg(0.1, 2, 90)), ""},
@@ -110,10 +100,34 @@ func TestCheckFermiTrialReceipt(t *testing.T) {
 		{"not private", accounting.NotPrivate(), "not private"},
 	}
 	for _, c := range cases {
-		err := checkFermiTrialReceipt(c.r, orders, planned)
-		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
-		}
+		c.check(t, checkFermiTrialReceipt(c.r, orders, planned))
+	}
+}
+
+// trialReceipt is a private receipt (ε 0.5) listing ms, as a trial's.
+func trialReceipt(ms ...accounting.Mechanism) accounting.Receipt {
+	eps := 0.5
+	return accounting.Receipt{Epsilon: &eps, Delta: 1e-5, Mechanisms: ms}
+}
+
+// subsampledSteps is steps Poisson-subsampled Gaussians at rate q and
+// multiplier s.
+func subsampledSteps(q, s float64, steps int) accounting.Mechanism {
+	return accounting.Mechanism{Kind: accounting.KindSubsampledGaussian, SampleRate: q, NoiseMultiplier: s, Steps: steps}
+}
+
+// receiptCase is a trial receipt and the error a check of it against the
+// plan must give ("" accepted).
+type receiptCase struct {
+	name string
+	r    accounting.Receipt
+	want string
+}
+
+func (c receiptCase) check(t *testing.T, err error) {
+	t.Helper()
+	if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+		t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 	}
 }
 

@@ -233,18 +233,8 @@ func TestTuneRefuses(t *testing.T) {
 // TestCheckTrialReceipt: a trial that spent more than the plan charged
 // (more steps, another σ or rate, another mechanism) is refused.
 func TestCheckTrialReceipt(t *testing.T) {
-	eps := 0.5
-	rec := func(ms ...accounting.Mechanism) accounting.Receipt {
-		return accounting.Receipt{Epsilon: &eps, Delta: 1e-5, Mechanisms: ms}
-	}
-	sg := func(q, s float64, steps int) accounting.Mechanism {
-		return accounting.Mechanism{Kind: accounting.KindSubsampledGaussian, SampleRate: q, NoiseMultiplier: s, Steps: steps}
-	}
-	cases := []struct {
-		name string
-		r    accounting.Receipt
-		want string // "" accepted
-	}{
+	rec, sg := trialReceipt, subsampledSteps
+	cases := []receiptCase{
 		{"as planned", rec(sg(0.1, 2, 100)), ""},
 		{"fewer steps", rec(sg(0.1, 2, 60)), ""},
 		{"more steps", rec(sg(0.1, 2, 60), sg(0.1, 2, 41)), "101 noisy steps"},
@@ -255,10 +245,7 @@ func TestCheckTrialReceipt(t *testing.T) {
 		{"not private", accounting.NotPrivate(), "not private"},
 	}
 	for _, c := range cases {
-		err := checkTrialReceipt(c.r, 0.1, 2, 100)
-		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
-		}
+		c.check(t, checkTrialReceipt(c.r, 0.1, 2, 100))
 	}
 }
 
