@@ -14,7 +14,7 @@ import (
 )
 
 // TestTuneFermi runs the private search (trainer.Tune) on DP-FERMI end to
-// end, on a generated 1,000-record table at ε = 1 with the data-aware
+// end, on a generated 1,500-record table at ε = 1 with the data-aware
 // defaults (λ = 0.5 there): the receipt is the whole search's (ε at most
 // the target and calibrated within 1 % of it), lists the chosen trial's
 // group-count release at the noise a given σ implies (σ·sqrt(T)), and
@@ -24,7 +24,7 @@ import (
 // no count release and the score is the equalized-odds one. Before DP-FERMI
 // was tunable Tune refused it ("Algo fermi cannot be tuned privately yet").
 func TestTuneFermi(t *testing.T) {
-	train, test, majority := defaultsSplit(t, 5, 10, -1.6, 1000, 800, 0.18, 0.34)
+	train, test, majority := defaultsSplit(t, 5, 10, -1.6, 1500, 1000, 0.18, 0.34)
 	for _, c := range []struct {
 		fairness string
 		public   bool
@@ -69,6 +69,8 @@ func TestTuneFermi(t *testing.T) {
 		case !c.public && (len(counts) != 1 || counts[0].NoiseMultiplier != ch.Sigma*math.Sqrt(float64(steps))):
 			t.Errorf("%s: count releases %+v, want one with σ·sqrt(T) = %v", c.fairness, counts, ch.Sigma*math.Sqrt(float64(steps)))
 		}
+		t.Logf("%s: K = %d, chosen λ %v, noisy accuracy %.4f and violation %.4f, test error %.4f", c.fairness, res.Trials,
+			*ch.Lambda, res.Score, *res.Violation, rep.Test.Error)
 		if !(rep.Test.Error < majority) {
 			t.Errorf("%s: tuned test error %.4f, not better than the majority class's %.4f", c.fairness, rep.Test.Error, majority)
 		}

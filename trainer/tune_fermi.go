@@ -102,38 +102,19 @@ func fermiCountRDP(sigma float64, steps int, public bool, orders []float64) ([]f
 
 // fermiTrialCurve is the curve of a DP-FERMI trial: steps[sh] subsampled
 // Gaussians at rate q[sh] and multiplier σ composed with the group-count
-// release (fermiCountRDP). σ is calibrated with the counts' cost taken at
-// a σ no larger than the one returned: the counts cost less as σ grows, so
-// the σ found meets tau (the plan then uses the exact curve at that σ,
-// whatever the calibration's slack). Starting from the σ of the steps
-// alone (a lower bound), each round recalibrates with the counts at the
-// previous σ; the odd rounds bound the answer from above, and two of them
-// bring it within the calibration's own precision of the smallest σ.
+// release (fermiCountRDP). σ is the one that meets tau by the steps alone
+// (sgdTrialCurve's calibration); the counts are then added at that σ, so
+// the trial alone spends a little more than tau. That is all the plan
+// needs: it bisects on tau until the search, computed from these exact
+// curves, meets the target, and a larger tau still gives a smaller σ and a
+// larger curve at every order. (Calibrating each shape to tau with the
+// counts included would move the noise between shapes by the counts'
+// share, which is small — about 1/(2·epochs²) of the steps' cost — at
+// five times the calibrations.)
 func fermiTrialCurve(q map[tuneShape]float64, steps map[tuneShape]int, public bool) tuneCurve {
+	sgd := sgdTrialCurve(q, steps)
 	return func(sh tuneShape, tau, delta float64, orders []float64) (float64, []float64, error) {
-		s, err := accounting.CalibrateSigma(tau, delta, q[sh], steps[sh], accounting.WithOrders(orders))
-		if err != nil {
-			return 0, nil, err
-		}
-		if !public {
-			lower := s
-			for range 2 {
-				spent, err := fermiCountRDP(lower, steps[sh], public, orders)
-				if err != nil {
-					return 0, nil, err
-				}
-				if s, err = accounting.CalibrateSigma(tau, delta, q[sh], steps[sh], accounting.WithOrders(orders), accounting.WithSpent(spent)); err != nil {
-					return 0, nil, err
-				}
-				if spent, err = fermiCountRDP(s, steps[sh], public, orders); err != nil {
-					return 0, nil, err
-				}
-				if lower, err = accounting.CalibrateSigma(tau, delta, q[sh], steps[sh], accounting.WithOrders(orders), accounting.WithSpent(spent)); err != nil {
-					return 0, nil, err
-				}
-			}
-		}
-		c, err := accounting.ComposedRDP(q[sh], s, steps[sh], orders)
+		s, c, err := sgd(sh, tau, delta, orders)
 		if err != nil {
 			return 0, nil, err
 		}
