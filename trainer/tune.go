@@ -295,9 +295,12 @@ type tunePlan struct {
 	curve map[tuneShape][]float64
 }
 
-// tuneCurve calibrates a trial of shape sh so that it alone spends ε tau
-// at δ (RDP, at orders) and returns its noise multiplier per step and its
-// RDP curve, score excluded.
+// tuneCurve calibrates a trial of shape sh to a per-trial ε tau at δ (RDP,
+// at orders) and returns its noise multiplier per step and its exact RDP
+// curve, score excluded. A larger tau must give a smaller σ and a larger
+// curve at every order (planTune bisects on it); the curve may exceed tau
+// where the calibration leaves a small release out (DP-FERMI's counts,
+// fermiTrialCurve): the search's ε is computed from the curves.
 type tuneCurve func(sh tuneShape, tau, delta float64, orders []float64) (sigma float64, curve []float64, err error)
 
 // sgdTrialCurve is the curve of the DP-SGD family's trials: one

@@ -9,6 +9,10 @@ package trainer
 // because a larger λ buys fairness with accuracy, a trial is scored by
 // its noisy accuracy less its noisy violation of the run's fairness
 // notion: a score of accuracy alone would always prefer the smallest λ.
+// The weight is 1 (a point of violation costs a point of accuracy), so a
+// model that predicts one class, whose violation is 0 and accuracy the
+// majority's, outscores a model that beats the majority class by less
+// than its own violation: on such data the search may return it.
 
 import (
 	"fmt"
