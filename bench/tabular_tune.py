@@ -12,8 +12,10 @@ the folder of bench/tabular_synthetic.py's tables (N D POS 1). variant is
 "default" and/or "tune" (both when none is given). FAIRDP_TUNE_SETS (comma
 separated table names as in the CSV's data column) and FAIRDP_TUNE_EPS
 restrict the runs; FAIRDP_TUNE_SEEDS (comma separated, default 1,2,3) sets
-the seeds. The majority class's error is computed from the test split's
-counts in report.json. Needs only the standard library.
+the seeds; FAIRDP_TUNE_ALGO runs another algorithm than dpsgd (fermi: the
+chosen column then names λ too). The majority class's error is computed
+from the test split's counts in report.json. Needs only the standard
+library.
 """
 import csv
 import json
@@ -39,6 +41,7 @@ def main():
         sets = [s for s in sets if s[0] in keep]
     eps = os.environ.get("FAIRDP_TUNE_EPS", "0.5,1,4").split(",")
     seeds = os.environ.get("FAIRDP_TUNE_SEEDS", "1,2,3").split(",")
+    algo = os.environ.get("FAIRDP_TUNE_ALGO", "dpsgd")
     done = set()
     if os.path.exists(out):
         with open(out) as f:
@@ -53,7 +56,7 @@ def main():
                     if (variant, name, e, seed) in done:
                         continue
                     with tempfile.TemporaryDirectory() as d:
-                        cmd = [fairdp, "train", "--algo", "dpsgd"] + (["--tune"] if variant == "tune" else [])
+                        cmd = [fairdp, "train", "--algo", algo] + (["--tune"] if variant == "tune" else [])
                         cmd += args + ["--epsilon", e, "--seed", seed, "--quiet", "--out", d]
                         rep, secs = run_train(cmd, d)
                         if rep is None:
@@ -63,6 +66,8 @@ def main():
                     c = tune.get("chosen")
                     chosen = f"lr {c['lr']:.4g} epochs {c['epochs']} batch {c['batch']} clip {c['clip']:.4g}" if c else \
                         f"lr {rep['lr']:.4g} epochs {rep['epochs']} batch {rep['batch']} clip {rep['config']['privacy']['clip']:.4g}"
+                    if algo == "fermi":
+                        chosen += f" lambda {c['lambda'] if c else rep['config']['fair']['lambda']:.4g}"
                     row = [variant, name, e, seed, f"{t['error']:.4f}", majority_error(t["overall"]),
                            f"{t['overall']['selection_rate']:.4f}", f"{t.get('dp_violation', 0):.4f}", chosen,
                            tune.get("trials", ""), f"{secs:.1f}"]

@@ -237,6 +237,14 @@
 // trial gets about 0.6 of ε, and at that noise the rule's own movement and
 // most of a grid of rates × step counts were worse than the majority class
 // on a 15,000 × 100 table with 10 % positives (defaultTuneSpace).
+// Tune covers DP-SGD, DPSGD-F, Naïve and DP-FERMI (tunable). A DP-FERMI
+// trial's curve adds its one-off noisy group counts (multiplier σ·sqrt(T) when σ is
+// given) to its steps; λ is searched at λ/2, λ and 2λ, and a trial is
+// scored by its noisy accuracy less its noisy violation of the run's
+// fairness notion, both read from one Gaussian release of its per-group
+// confusion counts (sensitivity 1), since accuracy alone would always
+// prefer the smallest λ (tune_fermi.go). --scope sensitive and the
+// paper's calibration are refused.
 //
 // # Where this deviates from DESIGN.md
 //

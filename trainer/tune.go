@@ -99,6 +99,9 @@ type TuneSpace struct {
 	Epochs   []int     `json:"epochs"`
 	Batch    []int     `json:"batch"`
 	Clip     []float64 `json:"clip"`
+	// Lambda is DP-FERMI's λ (fermiLambdas); empty for the algorithms
+	// without one.
+	Lambda []float64 `json:"lambda,omitempty"`
 }
 
 // tuneMovementShares are the movements of a trial in the default space of
@@ -150,7 +153,10 @@ func defaultTuneSpace(cfg Config, n int) TuneSpace {
 	if cfg.Epochs >= 1 && !slices.Contains(s.Epochs, cfg.Epochs) {
 		s.Epochs = append(s.Epochs, cfg.Epochs)
 	}
-	large := cfg.Privacy.Epsilon*float64(n) >= dataDefaultBudget
+	// The movement rule was measured on the DP-SGD family's data-aware
+	// settings; DP-FERMI's searches were measured on the grid (its
+	// large-budget defaults are Adult's, not the rule's), so it keeps it.
+	large := cfg.Privacy.Epsilon*float64(n) >= dataDefaultBudget && cfg.Algo != algoFermi
 	rates := []float64{0.05, 0.1, 0.25}
 	if large {
 		rates = tuneLargeBudgetRates
@@ -251,6 +257,8 @@ type TuneChoice struct {
 	// Sigma is the trial's Privacy.Sigma (σ2 for DPSGD-F and Naïve, see
 	// trialSigma).
 	Sigma float64 `json:"sigma"`
+	// Lambda is DP-FERMI's λ; nil for the algorithms without one.
+	Lambda *float64 `json:"lambda,omitempty"`
 }
 
 // TuneResult is report.json's extra.tune: how the search ran and what it
@@ -277,11 +285,22 @@ type TuneResult struct {
 	// the analysis lets the search publish).
 	Score float64   `json:"chosen_noisy_validation_accuracy"`
 	Space TuneSpace `json:"space"`
+	// Fairness and Violation, for a search that scores fairness too
+	// (DP-FERMI, fairScored): the notion ("dp" or "eo") and the chosen
+	// trial's noisy validation violation of it; its score was Score −
+	// Violation.
+	Fairness  string   `json:"fairness,omitempty"`
+	Violation *float64 `json:"chosen_noisy_validation_violation,omitempty"`
 }
 
 // tunable are the algorithms Tune can search: those whose whole release is
 // one Poisson-subsampled Gaussian per step with a σ the plan sets.
-var tunable = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive}
+// DP-FERMI (tune_fermi.go) adds its one-off noisy group counts to each
+// trial's curve.
+var tunable = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive, algoFermi}
+
+// Tunable is the algorithms Tune can search, for a caller's message.
+func Tunable() []AlgoName { return slices.Clone(tunable) }
 
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
@@ -342,6 +361,9 @@ func checkTunable(job *Job) error {
 	if job.Model != nil || job.checkpoint != nil {
 		errs.add("Model", "tuning builds a fresh model per trial and keeps no checkpoint: leave Job.Model and the checkpoint unset")
 	}
+	if cfg.Algo == algoFermi {
+		checkTunableFermi(cfg, &errs)
+	}
 	return errs.err()
 }
 
@@ -360,6 +382,30 @@ type tunePlan struct {
 	scoreRho   float64
 	trialEps   float64
 	eps, order float64
+	// curve is each shape's RDP curve at orders, the trial's release
+	// without its score (what checkFermiTrialReceipt holds a trial to).
+	curve map[tuneShape][]float64
+}
+
+// tuneCurve calibrates a trial of shape sh to a per-trial ε tau at δ (RDP,
+// at orders) and returns its noise multiplier per step and its exact RDP
+// curve, score excluded. A larger tau must give a smaller σ and a larger
+// curve at every order (planTune bisects on it); the curve may exceed tau
+// where the calibration leaves a small release out (DP-FERMI's counts,
+// fermiTrialCurve): the search's ε is computed from the curves.
+type tuneCurve func(sh tuneShape, tau, delta float64, orders []float64) (sigma float64, curve []float64, err error)
+
+// sgdTrialCurve is the curve of the DP-SGD family's trials: one
+// Poisson-subsampled Gaussian per step at rate q[sh], steps[sh] times.
+func sgdTrialCurve(q map[tuneShape]float64, steps map[tuneShape]int) tuneCurve {
+	return func(sh tuneShape, tau, delta float64, orders []float64) (float64, []float64, error) {
+		s, err := accounting.CalibrateSigma(tau, delta, q[sh], steps[sh], accounting.WithOrders(orders))
+		if err != nil {
+			return 0, nil, err
+		}
+		c, err := accounting.ComposedRDP(q[sh], s, steps[sh], orders)
+		return s, c, err
+	}
 }
 
 // planTune finds the largest per-trial ε τ (every shape's σ calibrated to
@@ -367,21 +413,24 @@ type tunePlan struct {
 // δ, by bisection: a larger τ gives every shape a smaller σ and so a larger
 // curve at every order.
 func planTune(q map[tuneShape]float64, steps map[tuneShape]int, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64) (tunePlan, error) {
+	return planTuneWith(q, steps, law, delta, target, scoreShare, sgdTrialCurve(q, steps))
+}
+
+// planTuneWith is planTune for trials whose curve (and calibration) is
+// trialCurve's.
+func planTuneWith(q map[tuneShape]float64, steps map[tuneShape]int, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64,
+	trialCurve tuneCurve) (tunePlan, error) {
 	p := tunePlan{law: law, orders: accounting.TuningOrders(), q: q, steps: steps}
 	eval := func(tau float64) (tunePlan, error) {
 		pl := p
-		pl.sigma = map[tuneShape]float64{}
+		pl.sigma, pl.curve = map[tuneShape]float64{}, map[tuneShape][]float64{}
 		worst := make([]float64, len(pl.orders))
 		for sh := range q {
-			s, err := accounting.CalibrateSigma(tau, delta, q[sh], steps[sh], accounting.WithOrders(pl.orders))
+			s, c, err := trialCurve(sh, tau, delta, pl.orders)
 			if err != nil {
 				return pl, err
 			}
-			pl.sigma[sh] = s
-			c, err := accounting.ComposedRDP(q[sh], s, steps[sh], pl.orders)
-			if err != nil {
-				return pl, err
-			}
+			pl.sigma[sh], pl.curve[sh] = s, c
 			for i := range worst {
 				worst[i] = math.Max(worst[i], c[i])
 			}
@@ -450,7 +499,7 @@ func planSpace[T nn.Float](job *Job, n int, space TuneSpace, law accounting.Trun
 			q[sh], steps[sh] = a.Q, e*a.StepsPerEpoch()
 		}
 	}
-	return planTune(q, steps, law, delta, target, scoreShare)
+	return planTuneWith(q, steps, law, delta, target, scoreShare, trialCurveFor(job.Cfg, q, steps))
 }
 
 // tuneSplit divides the training records into the part the trials train
@@ -514,7 +563,11 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if opts.Space != nil {
 		space = *opts.Space
 	}
+	space = withFermiLambdas(space, cfg, opts.Space == nil)
 	if err := space.check(train.N()); err != nil {
+		return nil, err
+	}
+	if err := checkLambdaSpace(space, cfg); err != nil {
 		return nil, err
 	}
 	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
@@ -544,38 +597,51 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		bestModel  Model[T]
 		bestChoice TuneChoice
 		bestScore  = math.Inf(-1)
+		bestAcc    float64
+		bestViol   *float64
 	)
 	for i := range k {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		c, sh := space.draw(choose, plan.steps)
+		if len(space.Lambda) > 0 {
+			l := space.Lambda[choose.IntN(len(space.Lambda))]
+			c.Lambda = &l
+		}
 		c.Sigma = trialSigma(cfg, plan.sigma[sh])
-		rep, m, correct, err := tuneTrial[T](ctx, job, train, valid, c, delta, i)
+		rep, m, pred, err := tuneTrial[T](ctx, job, train, valid, c, delta, i)
 		if err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
-		if err := checkTrialReceipt(rep.Privacy, plan.q[sh], plan.sigma[sh], plan.steps[sh]); err != nil {
+		if err := checkTrialReceiptFor(cfg, rep.Privacy, plan, sh); err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
-		noisy, err := dpops.ScalarGaussian(scoreNoise, float64(correct), 1, plan.scoreSigma)
+		acc, viol, err := trialScore(cfg, space, pred, valid, scoreNoise, plan.scoreSigma)
 		if err != nil {
 			return nil, err
 		}
-		if score := noisy / float64(valid.N()); score > bestScore {
-			bestRep, bestModel, bestChoice, bestScore = rep, m, c, score
+		score := acc
+		if viol != nil {
+			score -= *viol
+		}
+		if score > bestScore {
+			bestRep, bestModel, bestChoice, bestScore, bestAcc, bestViol = rep, m, c, score, acc, viol
 		}
 		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
 			i+1, k, plan.eps, target.Epsilon)
 	}
 	res := TuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
-		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestScore, Space: space}
+		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestAcc, Space: space}
+	if bestViol != nil {
+		res.Fairness, res.Violation = cfg.Fair.Fairness, bestViol
+	}
 	rep, err := tunedReport(bestRep, job, plan, res, delta)
 	if err != nil {
 		return nil, err
 	}
 	rep.Seconds = time.Since(start).Seconds() // the whole search's
-	if w := scoreNoiseWarning(plan.scoreSigma, valid.N()); w != "" {
+	if w := scoreNoiseWarning(plan.scoreSigma*accuracyNoiseScale(cfg, valid), valid.N()); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	if cfg.Out != "" {
@@ -592,14 +658,18 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 }
 
 // tuneTrial is one complete private run of the search: a fresh model
-// trained on train with setting c (σ fixed by the plan), and its count of
-// correct predictions on valid (exact: the caller noises it). valid may be
-// train itself: the count has sensitivity 1 either way (one record added
-// or removed changes it by at most one for the released model), and the
-// Gaussian on it composes with the trial's own release.
-func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.Dataset, c TuneChoice, delta float64, i int) (*Report, Model[T], int, error) {
+// trained on train with setting c (σ fixed by the plan), and its
+// predictions on valid (exact: the caller scores them with noise,
+// trialScore). valid may be train itself: the score's counts have
+// sensitivity 1 either way (one record added or removed changes one of
+// them by at most one for the released model), and the Gaussian on them
+// composes with the trial's own release.
+func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.Dataset, c TuneChoice, delta float64, i int) (*Report, Model[T], []int, error) {
 	cfg := job.Cfg
 	cfg.Epochs, cfg.Batch, cfg.LR, cfg.Privacy.Clip, cfg.Privacy.Sigma = c.Epochs, c.Batch, c.LR, c.Clip, c.Sigma
+	if c.Lambda != nil {
+		cfg.Fair.Lambda = *c.Lambda
+	}
 	// σ is set by the plan, whose guarantee is the search's: ε +Inf runs it
 	// uncapped (checkTrialReceipt then holds the trial to the plan).
 	cfg.Privacy.Epsilon, cfg.Privacy.Delta, cfg.Privacy.AllowLargeDelta = math.Inf(1), delta, true
@@ -614,20 +684,24 @@ func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.
 	tj := &Job{Cfg: cfg, Train: train, Test: job.Test, Preprocess: job.Preprocess, Rand: r, Source: src, Log: io.Discard}
 	m, err := jobModel[T](tj, ModelSpec(cfg, train))
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, err
 	}
 	rep, err := trainModel(ctx, tj, m)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, err
 	}
-	pred := newEvaluator(m).predict(valid)
+	return rep, m, newEvaluator(m).predict(valid), nil
+}
+
+// correctCount is the number of records of d whose label pred predicts.
+func correctCount(pred []int, d *loaders.Dataset) int {
 	correct := 0
 	for j, p := range pred {
-		if p == valid.Labels[j] {
+		if p == d.Labels[j] {
 			correct++
 		}
 	}
-	return rep, m, correct, nil
+	return correct
 }
 
 // checkTrialReceipt holds a trial to the plan: its receipt may list only
@@ -663,6 +737,9 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	cfg := job.Cfg
 	cfg.Epochs, cfg.Batch, cfg.LR = res.Chosen.Epochs, res.Chosen.Batch, res.Chosen.LR
 	cfg.Privacy.Clip, cfg.Privacy.Sigma, cfg.Privacy.Delta = res.Chosen.Clip, res.Chosen.Sigma, delta
+	if res.Chosen.Lambda != nil {
+		cfg.Fair.Lambda = *res.Chosen.Lambda
+	}
 	rep.Config, rep.Epochs, rep.Batch, rep.LR = cfg, cfg.Epochs, cfg.Batch, cfg.LR
 	rep.Train, rep.TrainNotPrivate = nil, false
 	eps, order, valid := plan.eps, plan.order, true
@@ -672,7 +749,7 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 		scored = fmt.Sprintf("%d held-out training records", res.ValidRecords)
 	}
 	mechs = append(mechs, accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
-		Steps: 1, Rho: plan.scoreRho, Protects: "the trial's count of correct predictions on " + scored})
+		Steps: 1, Rho: plan.scoreRho, Protects: scoreRelease(cfg) + " on " + scored})
 	rc := accounting.Receipt{
 		Epsilon: &eps, Delta: delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
 		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: accounting.SamplingPoisson, RDPValid: &valid,
@@ -684,10 +761,10 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
 		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, σ calibrated so that "+
-		"the costliest alone spends ε = %.4g) scored by its Gaussian-noised accuracy on %s; only the "+
+		"the costliest alone spends ε = %.4g) scored by its %s on %s; only the "+
 		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
 		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
-		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, scored, plan.order))
+		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, scoreName(cfg), scored, plan.order))
 	if best.Privacy.Note != "" {
 		rc.AddNote(best.Privacy.Note)
 	}

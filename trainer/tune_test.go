@@ -202,7 +202,11 @@ func TestTuneRefuses(t *testing.T) {
 		opts   TuneOptions
 		want   string
 	}{
-		{"algo", func(j *Job) { j.Cfg.Algo = "fermi" }, TuneOptions{}, "Algo fermi cannot be tuned privately yet"},
+		{"algo", func(j *Job) { j.Cfg.Algo = algoSteffle }, TuneOptions{}, "Algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
+		{"fermi scope", func(j *Job) { j.Cfg.Algo, j.Cfg.Fair.Scope = algoFermi, "sensitive" }, TuneOptions{}, "Fair.Scope must be all to tune DP-FERMI"},
+		{"fermi calibration", func(j *Job) { j.Cfg.Algo, j.Cfg.Fair.Calibration = algoFermi, "paper" }, TuneOptions{}, "Fair.Calibration paper cannot be tuned"},
+		{"lambda", nil, TuneOptions{Space: &TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{10}, Clip: []float64{1}, Lambda: []float64{1}}},
+			"Tune.Space.Lambda only DP-FERMI"},
 		{"sigma", func(j *Job) { j.Cfg.Privacy.Sigma = 2 }, TuneOptions{}, "Privacy.Sigma is set by the tuning"},
 		{"inf", func(j *Job) { j.Cfg.Privacy.Epsilon = math.Inf(1) }, TuneOptions{}, "Privacy.Epsilon must be finite"},
 		{"shuffle", func(j *Job) { j.Cfg.Privacy.Sampling = "shuffle" }, TuneOptions{}, "Privacy.Sampling must be poisson"},
@@ -233,18 +237,8 @@ func TestTuneRefuses(t *testing.T) {
 // TestCheckTrialReceipt: a trial that spent more than the plan charged
 // (more steps, another σ or rate, another mechanism) is refused.
 func TestCheckTrialReceipt(t *testing.T) {
-	eps := 0.5
-	rec := func(ms ...accounting.Mechanism) accounting.Receipt {
-		return accounting.Receipt{Epsilon: &eps, Delta: 1e-5, Mechanisms: ms}
-	}
-	sg := func(q, s float64, steps int) accounting.Mechanism {
-		return accounting.Mechanism{Kind: accounting.KindSubsampledGaussian, SampleRate: q, NoiseMultiplier: s, Steps: steps}
-	}
-	cases := []struct {
-		name string
-		r    accounting.Receipt
-		want string // "" accepted
-	}{
+	rec, sg := trialReceipt, subsampledSteps
+	cases := []receiptCase{
 		{"as planned", rec(sg(0.1, 2, 100)), ""},
 		{"fewer steps", rec(sg(0.1, 2, 60)), ""},
 		{"more steps", rec(sg(0.1, 2, 60), sg(0.1, 2, 41)), "101 noisy steps"},
@@ -255,10 +249,7 @@ func TestCheckTrialReceipt(t *testing.T) {
 		{"not private", accounting.NotPrivate(), "not private"},
 	}
 	for _, c := range cases {
-		err := checkTrialReceipt(c.r, 0.1, 2, 100)
-		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
-		}
+		c.check(t, checkTrialReceipt(c.r, 0.1, 2, 100))
 	}
 }
 
@@ -316,6 +307,7 @@ func TestDefaultTuneSpaceHoldsSetting(t *testing.T) {
 // budget the grid is unchanged.
 func TestDefaultTuneSpaceMovement(t *testing.T) {
 	cfg := Defaults()
+	cfg.Algo = AlgoDPSGD
 	cfg.Privacy.Epsilon, cfg.Batch, cfg.Epochs, cfg.LR, cfg.Privacy.Clip = 0.5, 750, 40, 0.03, 1
 	s := defaultTuneSpace(cfg, 15000)
 	if len(s.LR) != 0 || !slices.Equal(s.Batch, []int{750, 1500}) || !slices.Equal(s.Epochs, []int{20, 40}) ||
@@ -339,5 +331,10 @@ func TestDefaultTuneSpaceMovement(t *testing.T) {
 	cfg.Privacy.Epsilon = 0.1 // ε·n = 1,500: the grid
 	if s := defaultTuneSpace(cfg, 15000); len(s.Movement) != 0 || len(s.LR) != 3 || len(s.Batch) != 3 {
 		t.Errorf("below the budget: space %+v, want the grid of 3 rates and 3 batches", s)
+	}
+	// DP-FERMI keeps the grid at every budget (its searches were measured on it).
+	cfg.Privacy.Epsilon, cfg.Algo = 0.5, algoFermi
+	if s := defaultTuneSpace(cfg, 15000); len(s.Movement) != 0 || len(s.LR) != 3 {
+		t.Errorf("DP-FERMI above the budget: space %+v, want the grid of 3 rates", s)
 	}
 }

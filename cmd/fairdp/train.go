@@ -149,6 +149,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, p := range pipelineCommands {
 		if p.algo == algo {
+			if err := refuseTune(algo, args); err != nil {
+				return err
+			}
 			cfg.Algo = algo
 			return p.run(ctx, cfg, args, stdout, stderr)
 		}

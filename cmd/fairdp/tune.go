@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fairdp/fairdp/trainer"
 )
@@ -26,14 +27,29 @@ func init() {
 // tuneFlags registers --tune and its options on fs.
 func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
 	t := &tuneFlagValues{}
-	fs.BoolVar(&t.on, "tune", false, "choose --lr, --epochs, --batch and --clip by private random search (Papernot & Steinke 2022): "+
-		"a random number of complete private trials, each scored with noise on training records (never the test split), the best one returned; "+
-		"the receipt's ε (--epsilon) covers the whole search (dpsgd, dpsgdf, naive)")
+	fs.BoolVar(&t.on, "tune", false, "choose --lr, --epochs, --batch and --clip (and fermi's --lambda) by private random search (Papernot & Steinke 2022): "+
+		"a random number of complete private trials, each scored with noise on training records (never the test split; fermi: accuracy less the fairness violation), "+
+		"the best one returned; the receipt's ε (--epsilon) covers the whole search (dpsgd, dpsgdf, naive, fermi)")
 	fs.Float64Var(&t.opts.MeanTrials, "tune-trials", 10, "with --tune: expected number of trials (the number itself is random: its law is part of the privacy analysis)")
 	fs.Float64Var(&t.opts.Eta, "tune-eta", 0, "with --tune: η of the number of trials' truncated negative binomial law (0: logarithmic, 1: geometric)")
 	fs.Float64Var(&t.opts.ValidFrac, "tune-valid-frac", 0, "with --tune: share of the training records held out to score the trials "+
 		"(0: none, each trial is scored on the records it trained on)")
 	return t
+}
+
+// refuseTune refuses --tune for algo, a pipeline command whose own flags
+// have none: the same message trainer.Tune gives an algorithm it cannot
+// search, rather than the flag parser's "not defined".
+func refuseTune(algo trainer.AlgoName, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--tune" || a == "-tune" || (strings.HasPrefix(a, "--tune=") || strings.HasPrefix(a, "-tune=")) && !strings.HasSuffix(a, "=false") {
+			return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, trainer.Tunable())
+		}
+	}
+	return nil
 }
 
 // trainOrTune trains job, by private search when --tune is given, and
@@ -51,7 +67,11 @@ func trainOrTune(ctx context.Context, job *trainer.Job, t *tuneFlagValues, check
 	}
 	res := trainer.TuneResultOf(rep)
 	c := res.Chosen
-	fmt.Fprintf(stdout, "tune: chose --lr %g --epochs %d --batch %d --clip %g (σ = %.4g) after %d trials\n",
-		c.LR, c.Epochs, c.Batch, c.Clip, c.Sigma, res.Trials)
+	lambda := ""
+	if c.Lambda != nil {
+		lambda = fmt.Sprintf(" --lambda %g", *c.Lambda)
+	}
+	fmt.Fprintf(stdout, "tune: chose --lr %g --epochs %d --batch %d --clip %g%s (σ = %.4g) after %d trials\n",
+		c.LR, c.Epochs, c.Batch, c.Clip, lambda, c.Sigma, res.Trials)
 	return rep, nil
 }

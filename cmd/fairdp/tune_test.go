@@ -12,9 +12,10 @@ import (
 // names the chosen setting, and the output says which setting won. DPSGD-F
 // runs with a hold-out (--tune-valid-frac), whose part sizes the receipt
 // lists as not covered; DP-SGD scores on the trained-on records (the
-// default), which leaves nothing of the kind to list.
+// default), which leaves nothing of the kind to list. DP-FERMI's search
+// chooses λ too: the output names it and the config repeats it.
 func TestTrainTune(t *testing.T) {
-	for _, algo := range []string{"dpsgd", "dpsgdf"} {
+	for _, algo := range []string{"dpsgd", "dpsgdf", "fermi"} {
 		dir := t.TempDir()
 		args := []string{"train", "--algo", algo, "--limit", "2000", "--seed", "5", "--epsilon", "2", "--tune",
 			"--tune-trials", "3", "--out", dir}
@@ -46,6 +47,12 @@ func TestTrainTune(t *testing.T) {
 		if chosen["lr"] != cfg["lr"] || chosen["batch"] != cfg["batch"] || chosen["sigma"] != sigma {
 			t.Errorf("%s: config (lr %v, batch %v, σ %v) is not the chosen setting %v", algo, cfg["lr"], cfg["batch"], sigma, chosen)
 		}
+		lambda, ok := chosen["lambda"]
+		if fermi := algo == "fermi"; ok != fermi || strings.Contains(out, "--lambda") != fermi ||
+			(fermi && lambda != cfg["fair"].(map[string]any)["lambda"]) {
+			t.Errorf("%s: chosen λ %v (config's %v), output names it: %v; want λ chosen, named and repeated for fermi only",
+				algo, lambda, cfg["fair"], strings.Contains(out, "--lambda"))
+		}
 	}
 }
 
@@ -55,7 +62,11 @@ func TestTrainTuneErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--algo", "fermi"}, "--algo fermi cannot be tuned privately yet"},
+		{[]string{"--algo", "steffle"}, "--algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
+		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
+		{[]string{"--algo", "postproc"}, "--algo postproc cannot be tuned privately yet"},
+		{[]string{"--algo", "tailoring"}, "--algo tailoring cannot be tuned privately yet"},
+		{[]string{"--algo", "fermi", "--scope", "sensitive"}, "--scope must be all to tune DP-FERMI"},
 		{[]string{"--algo", "dpsgd", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
 		{[]string{"--algo", "dpsgd", "--tune-valid-frac", "1"}, "--tune-valid-frac must be in [0, 1)"},
 		{[]string{"--algo", "dpsgd", "--epsilon", "1", "--sigma", "2"}, "--sigma is set by the tuning's calibration"},
