@@ -126,27 +126,41 @@ func TestSweepStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runs := sixRuns(base)
+	if n, err := runCancelledAtSecond(s, runs); !errors.Is(err, context.Canceled) || n != 2 {
+		t.Errorf("cancelled sweep: err %v after %d runs, want context.Canceled after 2", err, n)
+	}
+	stop := errors.New("disk full")
+	var n atomic.Int32
+	err = s.Run(context.Background(), runs, func(SweepResult) error { n.Add(1); return stop })
+	if !errors.Is(err, stop) || n.Load() != 1 {
+		t.Errorf("callback error: %v after %d runs", err, n.Load())
+	}
+}
+
+// sixRuns is six runs of cfg, keyed a to f.
+func sixRuns(cfg Config) []SweepRun {
 	runs := make([]SweepRun, 6)
 	for i := range runs {
-		runs[i] = SweepRun{Key: string(rune('a' + i)), Cfg: base}
+		runs[i] = SweepRun{Key: string(rune('a' + i)), Cfg: cfg}
 	}
+	return runs
+}
+
+// runCancelledAtSecond runs s over runs, its caller cancelling the context
+// when the second result is reported, and returns how many results were
+// reported and Run's error.
+func runCancelledAtSecond(s *Sweep, runs []SweepRun) (int32, error) {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var n atomic.Int32
-	err = s.Run(ctx, runs, func(SweepResult) error {
+	err := s.Run(ctx, runs, func(SweepResult) error {
 		if n.Add(1) == 2 {
 			cancel()
 		}
 		return nil
 	})
-	if !errors.Is(err, context.Canceled) || n.Load() != 2 {
-		t.Errorf("cancelled sweep: err %v after %d runs, want context.Canceled after 2", err, n.Load())
-	}
-	stop := errors.New("disk full")
-	n.Store(0)
-	err = s.Run(context.Background(), runs, func(SweepResult) error { n.Add(1); return stop })
-	if !errors.Is(err, stop) || n.Load() != 1 {
-		t.Errorf("callback error: %v after %d runs", err, n.Load())
-	}
+	return n.Load(), err
 }
 
 // A sweep's results file survives interruption: reopening it tells which
@@ -267,19 +281,8 @@ func TestSweepStopsRunsThatIgnoreCancel(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return &Report{}, nil
 	}
-	runs := make([]SweepRun, 6)
-	for i := range runs {
-		runs[i] = SweepRun{Key: string(rune('a' + i)), Cfg: sweepConfig()}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var n atomic.Int32
-	err = s.Run(ctx, runs, func(SweepResult) error {
-		if n.Add(1) == 2 {
-			cancel()
-		}
-		return nil
-	})
-	if !errors.Is(err, context.Canceled) || n.Load() != 2 || started.Load() > 3 {
-		t.Errorf("err %v, %d runs reported, %d started; want context.Canceled, 2 reported, at most 3 started", err, n.Load(), started.Load())
+	n, err := runCancelledAtSecond(s, sixRuns(sweepConfig()))
+	if !errors.Is(err, context.Canceled) || n != 2 || started.Load() > 3 {
+		t.Errorf("err %v, %d runs reported, %d started; want context.Canceled, 2 reported, at most 3 started", err, n, started.Load())
 	}
 }
