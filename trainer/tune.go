@@ -766,7 +766,9 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
 		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, scoreName(cfg), scored, plan.order))
 	if best.Privacy.Note != "" {
-		rc.AddNote(best.Privacy.Note)
+		// The trial's own note speaks of its own calibration and accountant;
+		// the search's σ came from the plan above, and its ε is the bound above.
+		rc.AddNote("the chosen trial's own receipt said (its ε and accountant are superseded by the search's bound above): " + best.Privacy.Note)
 	}
 	DeclareNotCovered(&rc, job.Train.N(), job.Preprocess, cfg)
 	if res.HeldOut {

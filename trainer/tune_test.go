@@ -88,6 +88,10 @@ func TestTuneDPSGDSyntheticTable(t *testing.T) {
 	if rep.Privacy.Accountant != accounting.AccountantRDP || !strings.Contains(rep.Privacy.Note, "Theorem 2") {
 		t.Errorf("receipt %+v does not say the tuning was accounted in RDP by Theorem 2", rep.Privacy)
 	}
+	// The chosen trial's note (its own accountant) is kept, marked as superseded.
+	if strings.Contains(rep.Privacy.Note, "accountant") && !strings.Contains(rep.Privacy.Note, "superseded by the search's bound") {
+		t.Errorf("the trial's own note is copied unmarked into the search's receipt: %q", rep.Privacy.Note)
+	}
 	if maj := majorityError(job.Test); !(rep.Test.Error < maj-0.02) {
 		t.Errorf("tuned test error %.4f, not better than the majority class's %.4f", rep.Test.Error, maj)
 	}
