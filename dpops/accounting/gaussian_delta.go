@@ -18,23 +18,12 @@ func GaussianDelta(mu, eps float64) float64 {
 	if mu == 0 {
 		return 0
 	}
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	second := math.Exp(eps) * phi(-mu/2-eps/mu)
+	// Φ(x) = normTail(−x).
+	second := math.Exp(eps) * normTail(mu/2+eps/mu)
 	if math.IsNaN(second) || math.IsInf(second, 1) {
-		second = math.Exp(eps + logNormalTail(mu/2+eps/mu))
+		// Φ(−t) = erfc(t/√2)/2, its log from logErfc (accurate where it underflows).
+		second = math.Exp(eps + math.Log(0.5) + logErfc((mu/2+eps/mu)/math.Sqrt2))
 	}
 	// Rounding can leave a tiny negative difference far in the tail.
-	return math.Max(phi(mu/2-eps/mu)-second, 0)
-}
-
-// logNormalTail is log Φ(−t), the log of the standard normal's upper tail
-// beyond t: directly where Φ(−t) is far from underflow, else by the
-// asymptotic series Φ(−t) = φ(t)/t · (1 − 1/t² + 3/t⁴ − 15/t⁶ + …), whose
-// relative error after these terms is below 105/t⁸ (< 1e-9 for t ≥ 20).
-func logNormalTail(t float64) float64 {
-	if t < 20 {
-		return math.Log(0.5 * math.Erfc(t/math.Sqrt2))
-	}
-	u := 1 / (t * t)
-	return -t*t/2 - math.Log(t*math.Sqrt(2*math.Pi)) + math.Log1p(u*(-1+u*(3-15*u)))
+	return math.Max(normTail(eps/mu-mu/2)-second, 0)
 }
