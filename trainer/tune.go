@@ -484,22 +484,18 @@ func planTuneWith(q map[tuneShape]float64, steps map[tuneShape]int, law accounti
 }
 
 // planSpace is planTune for the shapes (batch × epochs) of space on n
-// training records: each shape's sampling rate and noisy steps as a
-// trial's DP-SGD takes them.
-func planSpace[T nn.Float](job *Job, n int, space TuneSpace, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64) (tunePlan, error) {
+// training records and cfg's algorithm: each shape's sampling rate b/n and
+// noisy steps (Poisson sampling, tuneStepsPerEpoch), as a trial takes them.
+// The space must have passed check(n).
+func planSpace(cfg Config, n int, space TuneSpace, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64) (tunePlan, error) {
 	q, steps := map[tuneShape]float64{}, map[tuneShape]int{}
 	for _, b := range space.Batch {
 		for _, e := range space.Epochs {
-			a, err := NewDPSGDFrom[T](DPSGDOptions{Records: n, Batch: b, Epochs: e, Clip: 1, Sigma: 1, Delta: delta,
-				AllowLargeDelta: true}, job.Source)
-			if err != nil {
-				return tunePlan{}, err
-			}
 			sh := tuneShape{b, e}
-			q[sh], steps[sh] = a.Q, e*a.StepsPerEpoch()
+			q[sh], steps[sh] = float64(b)/float64(n), e*tuneStepsPerEpoch(b, n)
 		}
 	}
-	return planTuneWith(q, steps, law, delta, target, scoreShare, trialCurveFor(job.Cfg, q, steps))
+	return planTuneWith(q, steps, law, delta, target, scoreShare, trialCurveFor(cfg, q, steps))
 }
 
 // tuneSplit divides the training records into the part the trials train
@@ -575,7 +571,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		return nil, err
 	}
 	start := time.Now()
-	plan, err := planSpace[T](job, train.N(), space, law, delta, target.Epsilon, opts.ScoreShare)
+	plan, err := planSpace(cfg, train.N(), space, law, delta, target.Epsilon, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func TestTuneSpaceOnWideTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	delta := accounting.DefaultDelta(n)
-	plan, err := planSpace[float32](job, n, space, law, delta, eps, 0.1)
+	plan, err := planSpace(job.Cfg, n, space, law, delta, eps, 0.1)
 	if err != nil {
 		t.Fatal(err)
 	}
