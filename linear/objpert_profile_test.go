@@ -233,9 +233,7 @@ func TestObjPertCalibrationSettings(t *testing.T) {
 			t.Errorf("%s: mechanism %s, σ %v, calibration %q; want gaussian, σ %v (%s)", tc.name, x.Mechanism, x.NoiseStd, x.Calibration, want, tc.want)
 		}
 		// The settings recorded repeat the run.
-		if got := ObjPertConfigOf(rep.Config).Calibration; tc.o != nil && got != tc.o.Calibration || tc.o == nil && got != CalibrationTight {
-			t.Errorf("%s: recorded calibration %q", tc.name, got)
-		}
+		checkRecordedCalibration(t, tc.name, rep, tc.o)
 	}
 }
 

@@ -198,9 +198,7 @@ func TestObjPertTightSettings(t *testing.T) {
 		if tc.want == CalibrationTight && !strings.Contains(x.Choice+rep.Privacy.Note, "ε_J") {
 			t.Errorf("%s: the receipt does not name ε_J: %q", tc.name, rep.Privacy.Note)
 		}
-		if got := ObjPertConfigOf(rep.Config).Calibration; tc.o != nil && got != tc.o.Calibration || tc.o == nil && got != CalibrationTight {
-			t.Errorf("%s: recorded calibration %q", tc.name, got)
-		}
+		checkRecordedCalibration(t, tc.name, rep, tc.o)
 	}
 	// The auto rule's pure noise norm uses the ε' that runs.
 	for _, cal := range []string{CalibrationProfile, CalibrationTight} {
@@ -216,6 +214,16 @@ func TestObjPertTightSettings(t *testing.T) {
 		if ch.Mechanism != MechanismPure || !strings.Contains(ch.Reason, fmt.Sprintf("ε' = %.4g", ep)) {
 			t.Errorf("%s: %s (%s), want pure at ε' = %v", cal, ch.Mechanism, ch.Reason, ep)
 		}
+	}
+}
+
+// checkRecordedCalibration: the settings a run records name the
+// calibration it was given, CalibrationTight when it was given none, so
+// that `--config` of its report repeats it.
+func checkRecordedCalibration(t *testing.T, name string, rep *trainer.Report, o *ObjPertConfig) {
+	t.Helper()
+	if got := ObjPertConfigOf(rep.Config).Calibration; o != nil && got != o.Calibration || o == nil && got != CalibrationTight {
+		t.Errorf("%s: recorded calibration %q", name, got)
 	}
 }
 
