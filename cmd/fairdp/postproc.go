@@ -47,7 +47,9 @@ func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig
 	fs.Float64Var(&j.Beta, "beta", j.Beta, "postproc: failure probability of the LP's slack")
 	fs.StringVar(&j.Slack, "slack", j.Slack, "postproc: the LP's privacy slack: union (the paper's: holds with probability 1-β; the default without --base), sd (--slack-z standard deviations of the noisy rate difference) or none (γ alone; the default with --base objpert|dpsgd)")
 	fs.Float64Var(&j.SlackZ, "slack-z", j.SlackZ, "postproc: standard deviations of --slack sd (0: 1)")
-	fs.Float64Var(&j.GammaShare, "gamma-share", j.GammaShare, "postproc: data-aware γ: the larger of --gamma and this share of the noisy cells' violation of the unconstrained post-processed classifier (0: γ fixed; with --base the default is 0.25 for --fairness dp when training records × the cells' ε ≥ 4000, else 0)")
+	fs.Float64Var(&j.GammaShare, "gamma-share", j.GammaShare, fmt.Sprintf("postproc: data-aware γ: the larger of --gamma and this share of the noisy cells' "+
+		"violation of the unconstrained post-processed classifier (0: γ fixed; with --base the default is %g for --fairness dp when "+
+		"training records × the cells' ε ≥ %d, else 0)", linear.DefaultPrivateGammaShare, linear.PrivateGammaShareBudget))
 	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles (with --base objpert|dpsgd: public edges j/K)")
 	fs.Float64Var(&j.Threshold, "threshold", j.Threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
 	fs.Float64Var(&j.L2, "l2", j.L2, "postproc: L2 penalty of the base logistic regression")
