@@ -128,10 +128,9 @@ func (s *Sweep) Run(ctx context.Context, runs []SweepRun, finished func(SweepRes
 				if ctx.Err() != nil {
 					continue // handed over as the sweep stopped: never started
 				}
+				// A run in flight when the sweep stops is dropped by the
+				// loop below, however it ended.
 				rep, err := s.train(ctx, run)
-				if ctx.Err() != nil {
-					continue // in flight when the sweep stopped: not reported, even if it ended
-				}
 				results <- SweepResult{Run: run, Report: rep, Err: err}
 			}
 		}()
