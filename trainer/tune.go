@@ -11,6 +11,7 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -417,70 +418,31 @@ func planTune(q map[tuneShape]float64, steps map[tuneShape]int, law accounting.T
 }
 
 // planTuneWith is planTune for trials whose curve (and calibration) is
-// trialCurve's.
+// trialCurve's: accounting.PlanTuning with one trial kind per shape.
 func planTuneWith(q map[tuneShape]float64, steps map[tuneShape]int, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64,
 	trialCurve tuneCurve) (tunePlan, error) {
-	p := tunePlan{law: law, orders: accounting.TuningOrders(), q: q, steps: steps}
-	eval := func(tau float64) (tunePlan, error) {
-		pl := p
-		pl.sigma, pl.curve = map[tuneShape]float64{}, map[tuneShape][]float64{}
-		worst := make([]float64, len(pl.orders))
-		for sh := range q {
-			s, c, err := trialCurve(sh, tau, delta, pl.orders)
-			if err != nil {
-				return pl, err
-			}
-			pl.sigma[sh], pl.curve[sh] = s, c
-			for i := range worst {
-				worst[i] = math.Max(worst[i], c[i])
-			}
+	shapes := slices.SortedFunc(maps.Keys(q), func(a, b tuneShape) int {
+		if a.batch != b.batch {
+			return a.batch - b.batch
 		}
-		_, a0, err := accounting.EpsilonFromRDP(pl.orders, worst, delta)
-		if err != nil {
-			return pl, err
-		}
-		i0 := slices.Index(pl.orders, a0)
-		pl.scoreRho = scoreShare / (1 - scoreShare) * worst[i0] / a0
-		pl.scoreSigma = 1 / math.Sqrt(2*pl.scoreRho)
-		for i, a := range pl.orders {
-			worst[i] += a * pl.scoreRho
-		}
-		if pl.trialEps, _, err = accounting.EpsilonFromRDP(pl.orders, worst, delta); err != nil {
-			return pl, err
-		}
-		pl.eps, pl.order, err = accounting.TunedEpsilon(law, pl.orders, worst, delta)
-		return pl, err
+		return a.epochs - b.epochs
+	})
+	pl, err := accounting.PlanTuning(len(shapes), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
+		return trialCurve(shapes[i], tau, delta, orders)
+	}, law, delta, target, scoreShare)
+	if errors.Is(err, accounting.ErrTuningBudget) {
+		return tunePlan{}, FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
+			"(the search alone costs more): raise it or lower Tune.MeanTrials", target, law.Mean())}}
 	}
-	// The largest feasible τ is below target (the search costs more than
-	// one trial): halve from target/2 until the search fits.
-	tooSmall := FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-		"(the search alone costs more): raise it or lower Tune.MeanTrials", target, law.Mean())}}
-	lo, hi := target/2, target
-	var best tunePlan
-	for {
-		pl, err := eval(lo)
-		if err != nil || lo < target/1e4 {
-			return pl, tooSmall
-		}
-		if pl.eps <= target {
-			best = pl
-			break
-		}
-		lo, hi = lo/2, lo
+	if err != nil {
+		return tunePlan{}, err
 	}
-	for range 40 {
-		mid := math.Sqrt(lo * hi)
-		pl, err := eval(mid)
-		if err == nil && pl.eps <= target {
-			lo, best = mid, pl
-		} else {
-			hi = mid
-		}
-		if hi/lo < 1+1e-4 {
-			break
-		}
+	p := tunePlan{law: law, orders: pl.Orders, q: q, steps: steps, sigma: map[tuneShape]float64{}, curve: map[tuneShape][]float64{},
+		scoreSigma: pl.ScoreSigma, scoreRho: pl.ScoreRho, trialEps: pl.TrialEpsilon, eps: pl.Epsilon, order: pl.Order}
+	for i, sh := range shapes {
+		p.sigma[sh], p.curve[sh] = pl.Noise[i], pl.Curves[i]
 	}
-	return best, nil
+	return p, nil
 }
 
 // planSpace is planTune for the shapes (batch × epochs) of space on n
