@@ -192,3 +192,16 @@ func (z *ZCDP) EpsilonBunSteinke(delta float64) float64 {
 	}
 	return eps
 }
+
+// PureRDP is the Rényi DP curve at orders of an ε-DP mechanism (any
+// mechanism, under the neighbour relation its ε is for): min(ε, αε²/2),
+// the smaller of D_α ≤ D_∞ = ε and the ε²/2-zCDP of Bun and Steinke 2016
+// (Proposition 3.3). It lets a pure release (objective perturbation's pure
+// mechanism, Laplace cells) join an RDP composition or a tuned search.
+func PureRDP(eps float64, orders []float64) []float64 {
+	c := make([]float64, len(orders))
+	for i, a := range orders {
+		c[i] = math.Min(eps, a*PureToRho(eps))
+	}
+	return c
+}

@@ -207,3 +207,22 @@ func TestZCDPUnlimitedAndErrors(t *testing.T) {
 		t.Errorf("NewZCDP(+Inf): %v, remaining %v", err, inf.Remaining())
 	}
 }
+
+// TestPureRDP checks the pure curve at orders where each branch binds
+// (αε/2 < 1: the zCDP one, else ε) against values computed by hand.
+func TestPureRDP(t *testing.T) {
+	for _, c := range []struct{ eps, alpha, want float64 }{
+		{0.1, 2, 0.01},     // 2·0.01/2
+		{0.1, 20, 0.1},     // 20·0.01/2 = 0.1: both
+		{0.1, 40, 0.1},     // min(0.1, 0.2)
+		{1, 1.5, 0.75},     // 1.5/2
+		{1, 64, 1},         // min(1, 32)
+		{0.5, 4, 0.5},      // min(0.5, 0.5)
+		{0.5, 1.1, 0.1375}, // 1.1·0.125
+	} {
+		got := PureRDP(c.eps, []float64{c.alpha})[0]
+		if math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("PureRDP(%v) at α = %v: %v, want %v", c.eps, c.alpha, got, c.want)
+		}
+	}
+}
