@@ -84,6 +84,12 @@ type PrivateOptions struct {
 	AllowLargeDelta bool
 	Clip            float64  // per-sample clip bound C (0: data-aware)
 	Sampling        Sampling // SamplingPoisson when empty
+	// Sigma is the noise multiplier when the caller calibrated it itself
+	// (0: calibrated to Epsilon), as a private search does for each of its
+	// trials (Papernot and Steinke 2022): Epsilon is then a cap the run
+	// must honour (Config.Privacy.Sigma), and the receipt lists the steps
+	// at this σ, which the search holds to its plan.
+	Sigma float64
 
 	// A zero Epochs, Batch, LR or Clip takes the data-aware default
 	// (AdaptToData, with Defaults() where it does not apply).
@@ -232,6 +238,9 @@ func (o PrivateOptions) validate() error {
 	if !(o.Clip >= 0) || math.IsInf(o.Clip, 1) {
 		errs.add("Clip", "must be a finite number ≥ 0 (got %v; 0 takes 1)", o.Clip)
 	}
+	if !(o.Sigma >= 0) || math.IsInf(o.Sigma, 1) {
+		errs.add("Sigma", "must be a finite number ≥ 0 (got %v; 0 calibrates σ to Epsilon)", o.Sigma)
+	}
 	if o.Sampling != "" && o.Sampling != SamplingPoisson && o.Sampling != SamplingShuffle {
 		errs.add("Sampling", "%q, want %s or %s", o.Sampling, SamplingPoisson, SamplingShuffle)
 	}
@@ -273,6 +282,7 @@ func (o PrivateOptions) config() (Config, error) {
 	if o.Clip > 0 {
 		cfg.Privacy.Clip = o.Clip
 	}
+	cfg.Privacy.Sigma = o.Sigma
 	if o.Sampling != "" {
 		cfg.Privacy.Sampling = string(o.Sampling)
 	}

@@ -700,34 +700,15 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rep.Config, rep.Epochs, rep.Batch, rep.LR = cfg, cfg.Epochs, cfg.Batch, cfg.LR
 	rep.Train, rep.TrainNotPrivate = nil, false
-	eps, order, valid := plan.eps, plan.order, true
-	mechs := slices.Clone(best.Privacy.Mechanisms)
 	scored := "the training records it trained on"
 	if res.HeldOut {
 		scored = fmt.Sprintf("%d held-out training records", res.ValidRecords)
 	}
-	mechs = append(mechs, accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
-		Steps: 1, Rho: plan.scoreRho, Protects: scoreRelease(cfg) + " on " + scored})
-	rc := accounting.Receipt{
-		Epsilon: &eps, Delta: delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
-		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: accounting.SamplingPoisson, RDPValid: &valid,
-		Seeded: job.Source.Seeded,
-	}
-	if job.Source.Seeded {
-		s := job.Source.Seed
-		rc.Seed = &s
-	}
-	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
-		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, σ calibrated so that "+
-		"the costliest alone spends ε = %.4g) scored by its %s on %s; only the "+
-		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
-		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
-		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, scoreName(cfg), scored, plan.order))
-	if best.Privacy.Note != "" {
-		// The trial's own note speaks of its own calibration and accountant;
-		// the search's σ came from the plan above, and its ε is the bound above.
-		rc.AddNote("the chosen trial's own receipt said (its ε and accountant are superseded by the search's bound above): " + best.Privacy.Note)
-	}
+	rc := TunedReceipt(TunedReceiptOptions{Epsilon: plan.eps, Order: plan.order, Delta: delta, Law: plan.law, Trials: res.Trials,
+		MeanTrials: res.MeanTrials, TrialEpsilon: plan.trialEps, TrialNoise: "σ calibrated", Chosen: best.Privacy,
+		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
+			Steps: 1, Rho: plan.scoreRho, Protects: scoreRelease(cfg) + " on " + scored},
+		ScoreName: scoreName(cfg), Scored: scored, Sampling: accounting.SamplingPoisson, Seeded: job.Source.Seeded, Seed: job.Source.Seed})
 	DeclareNotCovered(&rc, job.Train.N(), job.Preprocess, cfg)
 	if res.HeldOut {
 		rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+

@@ -222,18 +222,37 @@ func trialScore(cfg Config, space TuneSpace, pred []int, valid *loaders.Dataset,
 		noisy, err := dpops.ScalarGaussian(r, float64(correctCount(pred, valid)), 1, sigma)
 		return noisy / float64(valid.N()), nil, err
 	}
-	classes, groups := scoreClasses(valid), len(valid.GroupNames)
-	cells := groupConfusion(pred, valid.Labels, valid.Groups, classes, groups)
-	for i, c := range cells {
-		if cells[i], err = dpops.ScalarGaussian(r, c, 1, sigma); err != nil {
-			return 0, nil, err
-		}
+	acc, v, err := NoisyFairScore(r, pred, valid.Labels, valid.Groups, scoreClasses(valid), len(valid.GroupNames), 1, sigma, cfg.Fair.Fairness == "eo")
+	if err != nil {
+		return 0, nil, err
 	}
-	acc, v := confusionScore(cells, classes, groups, valid.N(), cfg.Fair.Fairness == "eo")
 	if !fairScored(cfg, space) {
 		return acc, nil, nil
 	}
 	return acc, &v, nil
+}
+
+// NoisyFairScore is a search trial's fair score (Papernot and Steinke
+// 2022 let a trial's score be any release that is private within the
+// trial): the accuracy and the demographic-parity (eo false) or
+// equalized-odds (eo true) violation of predictions pred on records with
+// these labels and groups, read (confusionScore) from ONE release of the
+// per-group confusion counts (groupConfusion) with Gaussian noise of
+// standard deviation sigma × sensitivity on every cell. sensitivity is the
+// table's L2 sensitivity under the search's neighbour relation: 1 when one
+// record is added or removed (one cell moves by one), √2 when one is
+// replaced (one cell down, another up). Every cell is noised, so the
+// release costs one Gaussian mechanism of multiplier sigma whatever the
+// predictions; the accuracy and the violation are post-processing of it.
+func NoisyFairScore(r *rand.Rand, pred, labels, groups []int, classes, nGroups int, sensitivity, sigma float64, eo bool) (acc, violation float64, err error) {
+	cells := groupConfusion(pred, labels, groups, classes, nGroups)
+	for i, c := range cells {
+		if cells[i], err = dpops.ScalarGaussian(r, c, sensitivity, sigma); err != nil {
+			return 0, 0, err
+		}
+	}
+	acc, violation = confusionScore(cells, classes, nGroups, len(pred), eo)
+	return acc, violation, nil
 }
 
 // groupConfusion counts the records of each (label y, group g, predicted
