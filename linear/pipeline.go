@@ -156,6 +156,49 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 	if _, err := validatePostproc(cfg, p); err != nil {
 		return nil, err
 	}
+	pc := PostprocConfigOf(cfg)
+	if pc.Scores.File != "" {
+		return loadFairSplits(cfg)
+	}
+	d, err := loadFairSplits(cfg)
+	if err != nil || cfg.Algo != PostprocName {
+		return d, err
+	}
+	// The base classifier never sees the sensitive attribute: loaders keep
+	// it out of the features.
+	var base LinearClassifier
+	if pc.Base != "" {
+		// Its noise comes from the run's seed, not the split's.
+		if d.BaseFit, err = fitPrivateBase(cfg, p, d); err != nil {
+			return nil, fmt.Errorf("private base classifier: %w", err)
+		}
+		base.W, base.RowBound = d.BaseFit.W, d.BaseFit.RowBound
+	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, pc.L2); err != nil {
+		return nil, fmt.Errorf("base classifier: %w", err)
+	}
+	if err := setBaseScores(d, base); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// setBaseScores scores both of d's splits with base and makes it d's base.
+func setBaseScores(d *FairData, base LinearClassifier) error {
+	for _, s := range []*FairSplit{d.Train, d.Test} {
+		var err error
+		if s.Scores, err = base.Probabilities(s.X, s.N()); err != nil {
+			return err
+		}
+	}
+	d.Base = &base
+	return nil
+}
+
+// loadFairSplits loads and splits the data set cfg names (or reads the
+// external scores), with no base classifier: the part of LoadFairData that
+// reads no label through a model. The split comes from cfg.SplitSeed, else
+// cfg.Seed.
+func loadFairSplits(cfg trainer.Config) (*FairData, error) {
 	seed := cfg.Seed
 	if cfg.SplitSeed != nil {
 		seed = cfg.SplitSeed
@@ -184,27 +227,6 @@ func LoadFairData(cfg trainer.Config) (*FairData, error) {
 		return &FairSplit{X: ds.X, Dim: ds.Dim, Label: ds.Labels, Group: ds.Groups}
 	}
 	d.Train, d.Test = split(train), split(test)
-	if cfg.Algo != PostprocName {
-		return d, nil
-	}
-	// The base classifier never sees the sensitive attribute: loaders keep
-	// it out of the features.
-	var base LinearClassifier
-	if pc.Base != "" {
-		// Its noise comes from the run's seed, not the split's.
-		if d.BaseFit, err = fitPrivateBase(cfg, p, d); err != nil {
-			return nil, fmt.Errorf("private base classifier: %w", err)
-		}
-		base.W, base.RowBound = d.BaseFit.W, d.BaseFit.RowBound
-	} else if base, err = FitLogistic(d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, pc.L2); err != nil {
-		return nil, fmt.Errorf("base classifier: %w", err)
-	}
-	for _, s := range []*FairSplit{d.Train, d.Test} {
-		if s.Scores, err = base.Probabilities(s.X, s.N()); err != nil {
-			return nil, err
-		}
-	}
-	d.Base = &base
 	return d, nil
 }
 

@@ -179,54 +179,59 @@ func fitPrivateBase(cfg trainer.Config, p privacy, d *FairData) (*PrivateBaseFit
 		// public facts), at the base's ε and the run's δ.
 		o := ObjPertDefaults()
 		o.ClipAtPredict = pc.BaseClipAtPredict
-		opt, _, err := objPertRunOptions(o, o.Calibration, d.Train.N(), d.Train.Dim, sourceColumns(d.Preprocess),
-			privacy{Epsilon: eps, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta}, false)
-		if err != nil {
-			return nil, err
-		}
-		pb, err := ObjectivePerturbation(src.Derive("base"), d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, opt)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := pb.Receipt(cfg.Seed)
-		if err != nil {
-			return nil, err
-		}
-		d.PrivateBase = pb
-		var bound float64
-		if o.ClipAtPredict {
-			bound = pb.RowBound
-		}
-		return &PrivateBaseFit{Method: BaseObjPert, Epsilon: eps, W: append([]float64{pb.Intercept}, pb.Weights...), RowBound: bound,
-			Description: fmt.Sprintf("logistic regression by objective perturbation (ε = %g, %s mechanism)", eps, pb.Mechanism), Receipt: rec}, nil
+		return fitObjPertBase(o, eps, p, d, src.Derive("base"), cfg.Seed)
 	case BaseDPSGD:
-		return fitDPSGDBase(cfg, p, d, eps, src.Derive("base"))
+		return fitDPSGDBase(p, d, eps, src.Derive("base"), cfg.Seed, dpsgdBaseSettings{})
 	}
 	return nil, fmt.Errorf("linear: base classifier %q, want %q or %q", pc.Base, BaseObjPert, BaseDPSGD)
 }
 
+// fitObjPertBase fits the objective-perturbation base with settings o at
+// ε and p's δ on d's training split, its noise drawn from r, and records
+// it in d.PrivateBase; seed is the run's, for the receipt.
+func fitObjPertBase(o ObjPertConfig, eps float64, p privacy, d *FairData, r *rand.Rand, seed *uint64) (*PrivateBaseFit, error) {
+	opt, _, err := objPertRunOptions(o, o.Calibration, d.Train.N(), d.Train.Dim, sourceColumns(d.Preprocess),
+		privacy{Epsilon: eps, Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta}, false)
+	if err != nil {
+		return nil, err
+	}
+	pb, err := ObjectivePerturbation(r, d.Train.X, d.Train.N(), d.Train.Dim, d.Train.Label, opt)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := pb.Receipt(seed)
+	if err != nil {
+		return nil, err
+	}
+	d.PrivateBase = pb
+	var bound float64
+	if o.ClipAtPredict {
+		bound = pb.RowBound
+	}
+	return &PrivateBaseFit{Method: BaseObjPert, Epsilon: eps, W: append([]float64{pb.Intercept}, pb.Weights...), RowBound: bound,
+		Description: fmt.Sprintf("logistic regression by objective perturbation (ε = %g, %s mechanism)", eps, pb.Mechanism), Receipt: rec}, nil
+}
+
+// dpsgdBaseSettings fix a DP-SGD base's settings; a zero field takes
+// trainer's data-aware default, and Sigma 0 calibrates σ to the base's ε.
+// A private search sets them all: its plan charged that shape and σ.
+type dpsgdBaseSettings struct {
+	Batch, Epochs   int
+	LR, Clip, Sigma float64
+}
+
 // fitDPSGDBase trains logistic regression (the zoo's "logistic" model: one
 // logit) by DP-SGD on exactly d's training split, with d's test split as
-// its test set, at ε and p's δ (0: 1/n²). A seeded run seeds DP-SGD
-// with a number drawn from r, so its sampling and noise streams are not
-// the post-processing's.
-func fitDPSGDBase(cfg trainer.Config, p privacy, d *FairData, eps float64, r *rand.Rand) (*PrivateBaseFit, error) {
+// its test set, at ε and p's δ (0: 1/n²) with settings set (zero fields:
+// data-aware). A seeded run (runSeed set) seeds DP-SGD with a number drawn
+// from r, so its sampling and noise streams are not the post-processing's.
+func fitDPSGDBase(p privacy, d *FairData, eps float64, r *rand.Rand, runSeed *uint64, set dpsgdBaseSettings) (*PrivateBaseFit, error) {
 	var seed *uint64
-	if cfg.Seed != nil {
+	if runSeed != nil {
 		s := r.Uint64()
 		seed = &s
 	}
-	rows := func(s *FairSplit) [][]float64 {
-		out := make([][]float64, s.N())
-		for i := range out {
-			out[i] = s.X[i*s.Dim : (i+1)*s.Dim]
-		}
-		return out
-	}
-	data := &trainer.Data{Features: rows(d.Train), Labels: d.Train.Label, Groups: d.Train.Group, GroupNames: d.GroupNames,
-		Test: &trainer.Data{Features: rows(d.Test), Labels: d.Test.Label, Groups: d.Test.Group}}
-	run, err := trainer.NewPrivate(trainer.PrivateOptions{Data: data, Model: "logistic", Epsilon: eps,
-		Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta, Seed: seed})
+	run, err := dpsgdBaseRun(p, d, eps, seed, set)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +260,24 @@ func fitDPSGDBase(cfg trainer.Config, p privacy, d *FairData, eps float64, r *ra
 	return &PrivateBaseFit{Method: BaseDPSGD, Epsilon: eps, W: w, Report: rep, Receipt: rep.Privacy,
 		Description: fmt.Sprintf("logistic regression by DP-SGD (ε = %g, δ = %.3g; batch %d, %d epochs, lr %g, clip %g)",
 			eps, rep.Privacy.Delta, cf.Batch, cf.Epochs, cf.LR, cf.Privacy.Clip)}, nil
+}
+
+// dpsgdBaseRun is the DP-SGD base's run on d's splits, validated and with
+// its settings resolved (set's, else data-aware at ε), before any record
+// is touched: a search reads a shape's settings from it to plan.
+func dpsgdBaseRun(p privacy, d *FairData, eps float64, seed *uint64, set dpsgdBaseSettings) (*trainer.Private, error) {
+	rows := func(s *FairSplit) [][]float64 {
+		out := make([][]float64, s.N())
+		for i := range out {
+			out[i] = s.X[i*s.Dim : (i+1)*s.Dim]
+		}
+		return out
+	}
+	data := &trainer.Data{Features: rows(d.Train), Labels: d.Train.Label, Groups: d.Train.Group, GroupNames: d.GroupNames,
+		Test: &trainer.Data{Features: rows(d.Test), Labels: d.Test.Label, Groups: d.Test.Group}}
+	return trainer.NewPrivate(trainer.PrivateOptions{Data: data, Model: "logistic", Epsilon: eps,
+		Delta: p.Delta, AllowLargeDelta: p.AllowLargeDelta, Seed: seed,
+		Batch: set.Batch, Epochs: set.Epochs, LR: set.LR, Clip: set.Clip, Sigma: set.Sigma})
 }
 
 // composeBaseReceipt is the receipt of post-processing on a private base,
