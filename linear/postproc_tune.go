@@ -468,7 +468,6 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 	eo := j.Fairness == "eo"
 	var (
 		best      *trainer.Report
-		bestFit   *PrivateBaseFit
 		bestC     PostprocTuneChoice
 		bestScore = math.Inf(-1)
 		bestAcc   float64
@@ -509,7 +508,7 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 			score = acc - viol
 		}
 		if best == nil || score > bestScore {
-			best, bestFit, bestC, bestScore, bestAcc, bestViol = rep, fit, c, score, acc, viol
+			best, bestC, bestScore, bestAcc, bestViol = rep, c, score, acc, viol
 		}
 		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
 			i+1, k, plan.Epsilon, p.Epsilon)
@@ -517,7 +516,7 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 	tr := PostprocTuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.TrialEpsilon,
 		TrainRecords: n, Relation: plan.relation, ScoreNoise: plan.ScoreSigma * plan.scoreSensitivity(), Fairness: j.Fairness,
 		Chosen: bestC, Score: bestAcc, Violation: bestViol, Space: space}
-	rep := tunedPostprocReport(best, bestFit, cfg, plan, tr, delta, src)
+	rep := tunedPostprocReport(best, cfg, plan, tr, delta, src)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
@@ -595,12 +594,10 @@ func trialPredictions(res *FairResult, s *FairSplit, coins *rand.Rand) ([]int, e
 // receipt (trainer.TunedReceipt: Theorem 2's ε, the chosen trial's
 // mechanisms, its score's Gaussian, the search's relation) and extra.tune.
 // The not_covered items are the chosen trial's (its outputs are the run's).
-func tunedPostprocReport(best *trainer.Report, fit *PrivateBaseFit, cfg trainer.Config, plan *postprocTunePlan, tr PostprocTuneResult,
+func tunedPostprocReport(best *trainer.Report, cfg trainer.Config, plan *postprocTunePlan, tr PostprocTuneResult,
 	delta float64, src dpops.Source) *trainer.Report {
 	rep := *best
 	rep.Config.Seed, rep.Config.Out, rep.Config.Quiet = cfg.Seed, "", false
-	chosen := best.Privacy
-	chosen.Note = "the base: " + fit.Description + "; " + chosen.Note
 	sampling := "none"
 	if plan.base == BaseDPSGD {
 		sampling = accounting.SamplingPoisson
@@ -612,7 +609,7 @@ func tunedPostprocReport(best *trainer.Report, fit *PrivateBaseFit, cfg trainer.
 	rc := trainer.TunedReceipt(trainer.TunedReceiptOptions{Epsilon: plan.Epsilon, Order: plan.Order, Delta: delta, Law: plan.Law,
 		Trials: tr.Trials, MeanTrials: tr.MeanTrials, TrialEpsilon: plan.TrialEpsilon,
 		TrialNoise: "the base's and the cell counts' budgets (the base's σ for DP-SGD) calibrated",
-		Chosen:     chosen,
+		Chosen:     best.Privacy,
 		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: plan.scoreSensitivity(),
 			Steps: 1, Rho: plan.ScoreRho, Protects: "the trial's per-group confusion counts (label × group × predicted class) on the training records"},
 		ScoreName: fmt.Sprintf("noisy accuracy less its noisy %s violation (from Gaussian-noised per-group confusion counts)", fairness),
