@@ -118,7 +118,11 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 	fs.Float64Var(&j.Gamma, "gamma", j.Gamma, "allowed difference γ of the equalised rates")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for the sensitive attribute (inf: not private)")
 	overwrite := overwriteFlag(fs)
+	tune := postprocTuneFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := tune.check(fs, c.Algo); err != nil {
 		return err
 	}
 	if err := checkOut(c.Out, *overwrite, trainer.CheckpointOptions{}); err != nil {
@@ -131,14 +135,13 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 	if err := configRelativePaths(fs, args, &c); err != nil {
 		return err
 	}
-	d, err := linear.LoadFairData(c)
-	if err != nil {
-		return err
+	var rep *trainer.Report
+	var err error
+	if tune.on {
+		rep, err = tunePostproc(ctx, c, tune, stdout)
+	} else {
+		rep, err = runFairOnce(ctx, c, stdout)
 	}
-	src := trainer.NoiseSource(c.Seed)
-	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records, %d groups), γ = %g, ε = %s, %s\n",
-		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), j.Gamma, epsilonFlag{&c.Privacy.Epsilon}, src)
-	rep, err := linear.RunFair(ctx, d, c)
 	if err != nil {
 		return err
 	}
@@ -169,6 +172,18 @@ func runPostproc(ctx context.Context, cfg trainer.Config, args []string, stdout,
 		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(c.Out, "report.json"))
 	}
 	return nil
+}
+
+// runFairOnce loads c's data with its base and runs the pipeline once.
+func runFairOnce(ctx context.Context, c trainer.Config, stdout io.Writer) (*trainer.Report, error) {
+	d, err := linear.LoadFairData(c)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train / %d test records, %d groups), γ = %g, ε = %s, %s\n",
+		versionString(), c.Algo, d.Name, d.Train.N(), d.Test.N(), len(d.GroupNames), linear.PostprocConfigOf(c).Gamma,
+		epsilonFlag{&c.Privacy.Epsilon}, trainer.NoiseSource(c.Seed))
+	return linear.RunFair(ctx, d, c)
 }
 
 // runPostprocSweep is `fairdp sweep --algo postproc|oracle --gamma g1,g2,..

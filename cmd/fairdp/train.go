@@ -149,7 +149,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, p := range pipelineCommands {
 		if p.algo == algo {
-			if err := refuseTune(algo, args); err != nil {
+			// Post-processing takes --tune with a private base
+			// (postprocTuneFlags); the other pipelines refuse it.
+			if err := refuseTune(algo, args); err != nil && algo != linear.PostprocName {
 				return err
 			}
 			cfg.Algo = algo

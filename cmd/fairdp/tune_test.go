@@ -64,7 +64,7 @@ func TestTrainTuneErrors(t *testing.T) {
 	}{
 		{[]string{"--algo", "steffle"}, "--algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
 		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
-		{[]string{"--algo", "postproc"}, "--algo postproc cannot be tuned privately yet"},
+		{[]string{"--algo", "postproc"}, "--base must be objpert or dpsgd to tune"},
 		{[]string{"--algo", "tailoring"}, "--algo tailoring cannot be tuned privately yet"},
 		{[]string{"--algo", "fermi", "--scope", "sensitive"}, "--scope must be all to tune DP-FERMI"},
 		{[]string{"--algo", "dpsgd", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
