@@ -48,7 +48,15 @@
 //     below, which met the same criterion in 9 of 17 cells against a fixed
 //     γ's 8 once objective perturbation's row bound came from the schema.
 //     Every rule reads only the released noisy cells (and public m and ε),
-//     so none changes the receipt.
+//     so none changes the receipt. TunePostproc (postproc_tune.go, `fairdp
+//     train --algo postproc --base objpert|dpsgd --tune`) chooses the
+//     base's share, bins, γ share and slack by private random search
+//     (Papernot and Steinke 2022, Theorem 2): each trial is the whole
+//     pipeline, calibrated by accounting.PlanTuning from its curve (the
+//     base's, PureRDP or the composed subsampled Gaussian, plus the cells'
+//     PureRDP), scored by trainer.NoisyFairScore on the training records,
+//     under the one neighbour relation every part honours (replace-one
+//     with the objpert base, add-remove with DP-SGD's).
 //   - objpert.go, objpert_pipeline.go: private logistic regression by
 //     objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011,
 //     Algorithm 2; pure ε-DP; by default, CalibrationTight, with its

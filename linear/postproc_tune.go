@@ -118,7 +118,7 @@ type PostprocTuneSpace struct {
 // bottleneck, 0.3 where the cells are) and the γ share 0 or 0.25 (the
 // large tables need it, the small ones can be hurt by it). The bins are 4
 // alone: K = 2 met the done-when in at most 2 of 17 cells of that sweep,
-// and a search that drew K ∈ {2, 4} chose K = 2 in 4 of 6 runs and
+// and a search that drew K ∈ {2, 4} chose K = 2 in 5 of 6 runs and
 // missed it on Adult and the 3,750-record table at ε = 1 (error .189 and
 // .191 against .172 and .168 with K = 4 alone; bench/results/tabular.md,
 // "`--algo postproc --tune`"). Slack is "none" alone: with no slack the
