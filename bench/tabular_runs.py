@@ -59,6 +59,17 @@ def run_train(cmd, out):
         return json.load(f), secs
 
 
+def resume_csv(out, fields):
+    """The (variant, data, epsilon, seed) keys of the rows already in the results file out (so an interrupted sweep
+    resumes), after creating it with the header fields when it does not exist."""
+    if os.path.exists(out):
+        with open(out) as f:
+            return {(r["variant"], r["data"], r["epsilon"], r["seed"]) for r in csv.DictReader(f)}
+    with open(out, "w", newline="") as f:
+        csv.writer(f).writerow(fields)
+    return set()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)

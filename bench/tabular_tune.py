@@ -23,7 +23,7 @@ import os
 import sys
 import tempfile
 
-from tabular_runs import majority_error, run_train
+from tabular_runs import majority_error, resume_csv, run_train
 
 SYNTH = ["syn_n500_d5_p50_s1", "syn_n5000_d20_p25_s1", "syn_n20000_d100_p10_s1", "syn_n50000_d10_p5_s1"]
 BUILTIN = ["communities", "parkinsons", "credit", "dutch", "adult"]
@@ -42,13 +42,7 @@ def main():
     eps = os.environ.get("FAIRDP_TUNE_EPS", "0.5,1,4").split(",")
     seeds = os.environ.get("FAIRDP_TUNE_SEEDS", "1,2,3").split(",")
     algo = os.environ.get("FAIRDP_TUNE_ALGO", "dpsgd")
-    done = set()
-    if os.path.exists(out):
-        with open(out) as f:
-            done = {(r["variant"], r["data"], r["epsilon"], r["seed"]) for r in csv.DictReader(f)}
-    else:
-        with open(out, "w", newline="") as f:
-            csv.writer(f).writerow(FIELDS)
+    done = resume_csv(out, FIELDS)
     for variant in variants:
         for name, args in sets:
             for e in eps:
