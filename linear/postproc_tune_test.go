@@ -234,3 +234,82 @@ func TestPostprocTuneScoreIsNoisy(t *testing.T) {
 		}
 	}
 }
+
+// TestPostprocTuneCheckTrial: a trial whose receipts cost more than its
+// kind's planned curve is refused (an objpert base at 1 % more than ε₁,
+// cells at 1 % more than ε₂, a DP-SGD base at 1 % less σ or one step more),
+// and one that spent exactly the plan passes.
+func TestPostprocTuneCheckTrial(t *testing.T) {
+	law, err := accounting.TNBWithMean(0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := func(eps float64) *PostProcessResult {
+		bin, group, label := []int{0, 1, 0, 1, 1, 0, 1, 0}, []int{0, 0, 1, 1, 0, 0, 1, 1}, []int{0, 1, 1, 0, 0, 1, 1, 0}
+		pp, err := PostProcess(rand.New(rand.NewPCG(1, 1)), bin, group, label, 2, 2, PostProcessConfig{Epsilon: eps, Fairness: DemographicParity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pp
+	}
+	pure := func(eps float64) accounting.Receipt {
+		var a accounting.Pure
+		if err := a.Spend(eps, "the base"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := a.Receipt(0, accounting.RunInfo{Scope: accounting.ScopeAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, base := range []string{BaseObjPert, BaseDPSGD} {
+		cfg := tuneTableConfig(t, 1500, base, 1)
+		d, err := LoadFairSplits(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := planPostprocTune(base, d, privacyOf(cfg), 1e-6, DefaultPostprocTuneSpace(), law, 0.1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const k = 1
+		e1, e2, sigma, err := p.split(k, p.Noise[k], p.Orders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := 0
+		if base == BaseDPSGD {
+			steps = p.steps[k]
+		}
+		baseReceipt := func(eps1, sigma float64, steps int) accounting.Receipt {
+			if base == BaseObjPert {
+				return pure(eps1)
+			}
+			r := pure(eps1) // private; its mechanisms are the steps
+			r.Accountant, r.Mechanisms = accounting.AccountantRDP, []accounting.Mechanism{{Kind: accounting.KindSubsampledGaussian,
+				SampleRate: p.q[k], NoiseMultiplier: sigma, Sensitivity: 1, Steps: steps}}
+			return r
+		}
+		if err := p.checkTrial(k, baseReceipt(e1, sigma, steps), cells(e2)); err != nil {
+			t.Errorf("%s: the planned trial is refused: %v", base, err)
+		}
+		type trial struct {
+			name  string
+			base  accounting.Receipt
+			cells *PostProcessResult
+		}
+		over := []trial{{"cells at 1 % more ε₂", baseReceipt(e1, sigma, steps), cells(e2 * 1.01)}}
+		if base == BaseObjPert {
+			over = append(over, trial{"base at 1 % more ε₁", baseReceipt(e1*1.01, 0, 0), cells(e2)})
+		} else {
+			over = append(over, trial{"base at 1 % less σ", baseReceipt(e1, sigma*0.99, steps), cells(e2)},
+				trial{"base with one step more", baseReceipt(e1, sigma, steps+1), cells(e2)})
+		}
+		for _, o := range over {
+			if err := p.checkTrial(k, o.base, o.cells); err == nil {
+				t.Errorf("%s: a trial with its %s passes the plan", base, o.name)
+			}
+		}
+	}
+}
