@@ -21,6 +21,7 @@ post-processed model's coins (extra.jagielski.expected_test). Needs only the
 standard library.
 """
 import csv
+import itertools
 import os
 import sys
 import tempfile
@@ -42,38 +43,35 @@ def main():
     extra = os.environ.get("FAIRDP_FAIR_TUNE_ARGS", "").split()
     label = os.environ.get("FAIRDP_FAIR_TUNE_LABEL", "tune")
     done = resume_csv(out, FIELDS)
-    for variant in variants:
-        for name, args in sets:
-            for e in eps:
-                for seed in seeds:
-                    name_v = label if variant == "tune" else variant
-                    if (name_v, name, e, seed) in done:
-                        continue
-                    with tempfile.TemporaryDirectory() as d:
-                        if variant == "objpert":
-                            cmd = [fairdp, "train", "--algo", "objpert"]
-                        else:
-                            cmd = [fairdp, "train", "--algo", "postproc", "--base", base, "--fairness", "dp"]
-                            cmd += ["--tune"] + extra if variant == "tune" else []
-                        cmd += args + ["--epsilon", e, "--seed", seed, "--quiet", "--out", d]
-                        rep, secs = run_train(cmd, d)
-                        if rep is None:
-                            continue
-                    if variant == "objpert":
-                        t = rep["test"]
-                        err, dp, eo = t["error"], t.get("dp_violation", 0), t.get("eo_violation", 0)
-                    else:
-                        t = rep["extra"]["jagielski"]["expected_test"]
-                        err, dp, eo = t["error"], t["dp_violation"], t["eo_violation"]
-                    tune = rep.get("extra", {}).get("tune", {})
-                    c = tune.get("chosen")
-                    chosen = (f"base share {c['base_share']:g} bins {c['bins']} gamma share {c['gamma_share']:g} "
-                              f"slack {c['slack']} trial eps {c['trial_epsilon']:.4g}") if c else ""
-                    row = [name_v, name, e, seed, f"{err:.4f}", f"{dp:.4f}", f"{eo:.4f}", chosen, tune.get("trials", ""),
-                           f"{secs:.1f}"]
-                    with open(out, "a", newline="") as f:
-                        csv.writer(f).writerow(row)
-                    print(",".join(str(x) for x in row), flush=True)
+    for variant, (name, args), e, seed in itertools.product(variants, sets, eps, seeds):
+        name_v = label if variant == "tune" else variant
+        if (name_v, name, e, seed) in done:
+            continue
+        with tempfile.TemporaryDirectory() as d:
+            if variant == "objpert":
+                cmd = [fairdp, "train", "--algo", "objpert"]
+            else:
+                cmd = [fairdp, "train", "--algo", "postproc", "--base", base, "--fairness", "dp"]
+                cmd += ["--tune"] + extra if variant == "tune" else []
+            cmd += args + ["--epsilon", e, "--seed", seed, "--quiet", "--out", d]
+            rep, secs = run_train(cmd, d)
+            if rep is None:
+                continue
+        if variant == "objpert":
+            t = rep["test"]
+            err, dp, eo = t["error"], t.get("dp_violation", 0), t.get("eo_violation", 0)
+        else:
+            t = rep["extra"]["jagielski"]["expected_test"]
+            err, dp, eo = t["error"], t["dp_violation"], t["eo_violation"]
+        tune = rep.get("extra", {}).get("tune", {})
+        c = tune.get("chosen")
+        chosen = (f"base share {c['base_share']:g} bins {c['bins']} gamma share {c['gamma_share']:g} "
+                  f"slack {c['slack']} trial eps {c['trial_epsilon']:.4g}") if c else ""
+        row = [name_v, name, e, seed, f"{err:.4f}", f"{dp:.4f}", f"{eo:.4f}", chosen, tune.get("trials", ""),
+               f"{secs:.1f}"]
+        with open(out, "a", newline="") as f:
+            csv.writer(f).writerow(row)
+        print(",".join(str(x) for x in row), flush=True)
 
 
 if __name__ == "__main__":
