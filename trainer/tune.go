@@ -700,34 +700,15 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rep.Config, rep.Epochs, rep.Batch, rep.LR = cfg, cfg.Epochs, cfg.Batch, cfg.LR
 	rep.Train, rep.TrainNotPrivate = nil, false
-	eps, order, valid := plan.eps, plan.order, true
-	mechs := slices.Clone(best.Privacy.Mechanisms)
 	scored := "the training records it trained on"
 	if res.HeldOut {
 		scored = fmt.Sprintf("%d held-out training records", res.ValidRecords)
 	}
-	mechs = append(mechs, accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
-		Steps: 1, Rho: plan.scoreRho, Protects: scoreRelease(cfg) + " on " + scored})
-	rc := accounting.Receipt{
-		Epsilon: &eps, Delta: delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
-		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: accounting.SamplingPoisson, RDPValid: &valid,
-		Seeded: job.Source.Seeded,
-	}
-	if job.Source.Seeded {
-		s := job.Source.Seed
-		rc.Seed = &s
-	}
-	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
-		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, σ calibrated so that "+
-		"the costliest alone spends ε = %.4g) scored by its %s on %s; only the "+
-		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
-		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
-		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, scoreName(cfg), scored, plan.order))
-	if best.Privacy.Note != "" {
-		// The trial's own note speaks of its own calibration and accountant;
-		// the search's σ came from the plan above, and its ε is the bound above.
-		rc.AddNote("the chosen trial's own receipt said (its ε and accountant are superseded by the search's bound above): " + best.Privacy.Note)
-	}
+	rc := SearchReceipt{Trials: res.Trials, Law: plan.law, MeanTrials: res.MeanTrials, Noise: "σ", TrialEpsilon: plan.trialEps,
+		Epsilon: plan.eps, Order: plan.order, Delta: delta, Chosen: best.Privacy, Sampling: accounting.SamplingPoisson,
+		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
+			Steps: 1, Rho: plan.scoreRho, Protects: scoreRelease(cfg) + " on " + scored},
+		ScoreName: scoreName(cfg), Scored: scored}.Receipt(job.Source)
 	DeclareNotCovered(&rc, job.Train.N(), job.Preprocess, cfg)
 	if res.HeldOut {
 		rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
@@ -742,6 +723,70 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	rep.SetExtra("tune", res)
 	return &rep, nil
 }
+
+// SearchReceipt is what the receipt of a private search (Papernot and
+// Steinke 2022) says, for any algorithm's search: trainer's (Tune) and the
+// pipelines' (budget tailoring's) share its guarantee and its note.
+type SearchReceipt struct {
+	// Trials is K, drawn from Law (E[K] = MeanTrials) independently of
+	// the data.
+	Trials     int
+	Law        accounting.TruncatedNegativeBinomial
+	MeanTrials float64
+	// Noise names what the plan calibrated in every trial ("σ", "ρ") and
+	// TrialEpsilon is the ε (at Delta) the costliest trial alone spends,
+	// score included.
+	Noise        string
+	TrialEpsilon float64
+	// Epsilon is the whole search's ε at Delta, Theorem 2's bound at Rényi
+	// order Order converted by Balle et al. 2020.
+	Epsilon, Order, Delta float64
+	// Chosen is the published trial's own receipt: its mechanisms are
+	// listed, its note quoted, its ε and accountant superseded.
+	Chosen accounting.Receipt
+	// Score is the release of the chosen trial's score; ScoreName says what
+	// it is ("noisy accuracy") and Scored on which records.
+	Score             accounting.Mechanism
+	ScoreName, Scored string
+	// Sampling is the receipt's sampling ("" for a search whose trials do
+	// not subsample).
+	Sampling string
+}
+
+// Receipt is the search's receipt, run with the noise of src: RDP (the
+// tuning theorem is stated in Rényi DP), the chosen trial's mechanisms and
+// its score's, and the note saying how the search ran. The caller adds
+// what its run leaves uncovered.
+func (s SearchReceipt) Receipt(src dpops.Source) accounting.Receipt {
+	eps, order, valid := s.Epsilon, s.Order, true
+	mechs := append(slices.Clone(s.Chosen.Mechanisms), s.Score)
+	rc := accounting.Receipt{
+		Epsilon: &eps, Delta: s.Delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
+		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: s.Sampling, RDPValid: &valid,
+		Seeded: src.Seeded,
+	}
+	if src.Seeded {
+		seed := src.Seed
+		rc.Seed = &seed
+	}
+	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
+		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, %s calibrated so that "+
+		"the costliest alone spends ε = %.4g) scored by its %s on %s; only the "+
+		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
+		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
+		s.Trials, s.Law.Eta, s.Law.Gamma, s.MeanTrials, s.Noise, s.TrialEpsilon, s.ScoreName, s.Scored, s.Order))
+	if s.Chosen.Note != "" {
+		// The trial's own note speaks of its own calibration and accountant;
+		// the search's noise came from the plan above, and its ε is the bound above.
+		rc.AddNote("the chosen trial's own receipt said (its ε and accountant are superseded by the search's bound above): " + s.Chosen.Note)
+	}
+	return rc
+}
+
+// WithDefaults is o with its defaults filled in and checked (errors name
+// the fields Tune.MeanTrials, Tune.Eta, …): a search outside this package
+// (budget tailoring's) takes the same options.
+func (o TuneOptions) WithDefaults() (TuneOptions, error) { return o.withDefaults() }
 
 // maxScoreNoise is the largest standard deviation of a trial's noisy
 // validation accuracy at which the search can still tell settings apart
