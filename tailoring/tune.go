@@ -42,52 +42,64 @@ type TuneOptions struct {
 
 // TuneSpace is what a trial draws its settings from, uniformly and
 // independently of the data: stage 1's share τ/ρ (empty for DPNoSE, which
-// has no stage 1: the Config's is kept) and stage 2's step size and number
-// of iterations.
+// has no stage 1: the Config's is kept) and the distance stage 2 may
+// travel, its Movement LR·T; the number of iterations T is the Config's
+// (Steps) and a trial's step size is its movement divided by T.
 type TuneSpace struct {
 	TauShare []float64 `json:"tau_share,omitempty"`
-	LR       []float64 `json:"lr"`
-	Steps    []int     `json:"steps"`
+	Movement []float64 `json:"movement"`
+	Steps    int       `json:"steps"`
 }
 
-// tuneLRScales and tuneStepScales are the default space's step sizes and
-// iteration counts as multiples of the Config's. Stage 2 is clipped
-// gradient descent, whose fixed point is not the loss's minimiser: on the
-// paper's five synthetic groups (pooled model, ρ = 2 or 0.05, seed 1, 3
-// fits each) the default 200 steps of 0.1 gave a mean over groups of the
-// per-group test MSPE of 12.4 (overall 8.7), while 50 steps of 0.03 gave
-// 11.0 (overall 5.8) and 20 steps of 0.03 11.6 (overall 5.3): what matters
-// is the distance stage 2 travels, step × iterations, best between about
-// a hundredth and a tenth of the default's (bench/results/tailoring.md,
-// "--tune"). The grid spans a tenth to once the default step and
-// iterations, i.e. movements from a hundredth of the default's to the
-// default itself, so that every point is a reasonable fit.
-var (
-	tuneLRScales   = []float64{0.1, 1.0 / 3, 1}
-	tuneStepScales = []float64{0.1, 0.25, 1}
-	// tuneTauScales are stage 1's shares as multiples of the Config's
-	// (the largest capped below 1): with n_k in the hundreds a noisier
-	// stage 1 misplaces the budget, with n_k in the thousands stage 2
-	// wants the budget.
-	tuneTauScales = []float64{0.5, 1, 2}
-)
+// tuneMovementScales are the default space's movements as multiples of
+// the public scale movementScale. Stage 2 is clipped gradient descent,
+// whose fixed point is not the loss's minimiser, so how far it travels
+// decides the fit, and at a fixed distance the number of iterations
+// barely matters (bench/results/tailoring.md, "--tune"): on the paper's
+// five synthetic groups (pooled model, group means, box 5, Δ = 2: scale
+// 0.5; ρ = 2, seed 1, 3 fits each) the mean over groups of the per-group
+// test MSPE was 13.0 at a movement of 0.17, 11.8 at 0.5, 11.0 at 1.5 and
+// 12.4 at 5 (the default, 200 steps of 0.1, travels 20: 12.4), whether in
+// 50 or 200 steps; on Parkinsons (two groups, box 60: scale 15) it was
+// 683 at 5, 338 at 15, 96 at 45 and 97 at 150. The best distance was 3 to
+// 10 times the scale on both.
+var tuneMovementScales = []float64{1.0 / 3, 1, 3, 10}
 
-// DefaultTuneSpace is the search space around t's settings for a fit of
-// method m with stage 2 variant v: the step size and iteration count
-// scaled by tuneLRScales and tuneStepScales (the OLS variant has neither:
-// its one point is t's), and for DPSE stage 1's share scaled by
-// tuneTauScales. It reads the settings only, never the data.
-func DefaultTuneSpace(t Config, m Method, v Variant) TuneSpace {
-	s := TuneSpace{LR: []float64{t.LR}, Steps: []int{t.Steps}}
+// tuneTauScales are stage 1's shares as multiples of the Config's (the
+// largest capped below 1), the paper's knob between a better placed and a
+// larger stage-2 budget.
+var tuneTauScales = []float64{0.5, 1, 2}
+
+// movementScale is the distance Box/(gradient bound) that stage 2 must
+// travel to cross the box [−Box, Box] in one coordinate at full speed: a
+// step moves β by at most LR × the clipped gradient's bound, Δ per group
+// term, K·Δ for a pooled model whose Lagrangian sums K group means, Δ for
+// a per-group block or a record-weighted sum (GroupSums). It reads public
+// settings only.
+func movementScale(o Options, k int) float64 {
+	bound := o.GradClip
+	if o.Model == Pooled && o.Objective == GroupMeans {
+		bound *= float64(k)
+	}
+	return o.Box / bound
+}
+
+// DefaultTuneSpace is the search space of a fit of method m with stage 2
+// variant v, with o the run's options (defaults filled in) on k groups:
+// movements tuneMovementScales × movementScale and t's own (LR × Steps),
+// at t's Steps, and for DPSE stage 1's share scaled by tuneTauScales. The
+// OLS variant has no stage-2 iterations: its one movement is t's. It
+// reads the settings only, never the data.
+func DefaultTuneSpace(t Config, o Options, m Method, v Variant, k int) TuneSpace {
+	own := t.LR * float64(t.Steps)
+	s := TuneSpace{Movement: []float64{own}, Steps: t.Steps}
 	if v == GD {
-		s.LR, s.Steps = nil, nil
-		for _, f := range tuneLRScales {
-			s.LR = append(s.LR, f*t.LR)
+		s.Movement = nil
+		for _, f := range tuneMovementScales {
+			s.Movement = append(s.Movement, f*movementScale(o, k))
 		}
-		for _, f := range tuneStepScales {
-			if n := max(1, int(math.Round(f*float64(t.Steps)))); !slices.Contains(s.Steps, n) {
-				s.Steps = append(s.Steps, n)
-			}
+		if !slices.Contains(s.Movement, own) {
+			s.Movement = append(s.Movement, own)
 		}
 	}
 	if m == DPSE {
@@ -103,17 +115,12 @@ func (s TuneSpace) check(m Method) error {
 	add := func(field, format string, a ...any) {
 		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
 	}
-	if len(s.LR) == 0 || len(s.Steps) == 0 || (m == DPSE) != (len(s.TauShare) > 0) {
-		add("Tune.Space", "needs step sizes and iteration counts, and stage-1 shares for DPSE only (DPNoSE has no stage 1)")
+	if len(s.Movement) == 0 || s.Steps < 1 || (m == DPSE) != (len(s.TauShare) > 0) {
+		add("Tune.Space", "needs movements, a number of iterations ≥ 1, and stage-1 shares for DPSE only (DPNoSE has no stage 1)")
 	}
-	for _, v := range s.LR {
+	for _, v := range s.Movement {
 		if !(v > 0) || math.IsInf(v, 1) {
-			add("Tune.Space.LR", "%v: want finite numbers > 0", v)
-		}
-	}
-	for _, v := range s.Steps {
-		if v < 1 {
-			add("Tune.Space.Steps", "%d: want integers ≥ 1", v)
+			add("Tune.Space.Movement", "%v: want finite numbers > 0", v)
 		}
 	}
 	for _, v := range s.TauShare {
@@ -127,10 +134,11 @@ func (s TuneSpace) check(m Method) error {
 	return nil
 }
 
-// draw is one trial's setting, drawn uniformly with r: the step size's
-// index first, then the iterations', then stage 1's share's.
+// draw is one trial's setting, drawn uniformly with r: the movement's
+// index first, then stage 1's share's.
 func (s TuneSpace) draw(r interface{ IntN(int) int }) TuneChoice {
-	c := TuneChoice{LR: s.LR[r.IntN(len(s.LR))], Steps: s.Steps[r.IntN(len(s.Steps))]}
+	m := s.Movement[r.IntN(len(s.Movement))]
+	c := TuneChoice{Movement: m, LR: m / float64(s.Steps), Steps: s.Steps}
 	if len(s.TauShare) > 0 {
 		c.TauShare = s.TauShare[r.IntN(len(s.TauShare))]
 	}
@@ -140,7 +148,8 @@ func (s TuneSpace) draw(r interface{ IntN(int) int }) TuneChoice {
 // TuneChoice is one trial's setting.
 type TuneChoice struct {
 	TauShare float64 `json:"tau_share,omitempty"` // 0 for DPNoSE: the Config's
-	LR       float64 `json:"lr"`
+	Movement float64 `json:"movement"`
+	LR       float64 `json:"lr"` // Movement / Steps
 	Steps    int     `json:"steps"`
 	// Rho is the trial's zCDP budget ρ_t, set by the plan.
 	Rho float64 `json:"rho"`
@@ -162,10 +171,10 @@ type TuneResult struct {
 	// Score says what scored a trial (lower wins); ScoreSensitivity is the
 	// L2 sensitivity of the released vector of group statistics and
 	// ScoreNoise the standard deviation of the Gaussian noise on each.
-	Score            string  `json:"score"`
-	ScoreSensitivity float64 `json:"score_sensitivity"`
-	ScoreNoise       float64 `json:"score_noise_std"`
-	Chosen           TuneChoice
+	Score            string     `json:"score"`
+	ScoreSensitivity float64    `json:"score_sensitivity"`
+	ScoreNoise       float64    `json:"score_noise_std"`
+	Chosen           TuneChoice `json:"chosen"`
 	// ChosenScore is the chosen trial's noisy score (part of what the
 	// analysis lets the search publish).
 	ChosenScore float64   `json:"chosen_noisy_score"`
@@ -344,7 +353,14 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 			return nil, err
 		}
 	}
-	space := DefaultTuneSpace(t, method, ex.Variant)
+	// The fits' own defaults (the loss clip among them) are the space's
+	// and the score's.
+	base := ex.Options
+	base.Rho = t.Rho[0]
+	if base, err = base.withDefaults(); err != nil {
+		return nil, err
+	}
+	space := DefaultTuneSpace(t, base, method, ex.Variant, train.K())
 	if opts.Space != nil {
 		space = *opts.Space
 	}
@@ -364,13 +380,7 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 		return nil, err
 	}
 	rhoT := plan.Noise[0]
-	// The fits' own defaults (the loss clip among them) are the score's.
-	base := ex.Options
 	base.Rho = rhoT
-	base, err = base.withDefaults()
-	if err != nil {
-		return nil, err
-	}
 	scoreName, sens := scoreStatistic(base)
 	scoreStd := plan.ScoreSigma * sens
 	k, err := law.Sample(ex.Source.Derive("tune/trials"))
@@ -399,7 +409,7 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 		c := space.draw(choose)
 		c.Rho = rhoT
 		o := base
-		o.Rho, o.Method, o.LR, o.Steps = rhoT, method, c.LR, c.Steps
+		o.Method, o.LR, o.Steps = method, c.LR, c.Steps
 		if c.TauShare > 0 {
 			o.StageOneShare = c.TauShare
 		}

@@ -128,7 +128,7 @@ func TestTune(t *testing.T) {
 				t.Fatal("no extra.tune")
 			}
 			c, space := res.Chosen, res.Space
-			if !slices.Contains(space.LR, c.LR) || !slices.Contains(space.Steps, c.Steps) ||
+			if !slices.Contains(space.Movement, c.Movement) || c.Steps != space.Steps || c.LR != c.Movement/float64(c.Steps) ||
 				(algo == Name) != slices.Contains(space.TauShare, c.TauShare) || (algo == DPNoSEName) != (len(space.TauShare) == 0) {
 				t.Errorf("chose %+v outside the space %+v", c, space)
 			}
@@ -180,7 +180,7 @@ func smallTuneAs(algo trainer.AlgoName) trainer.Config {
 func TestTuneScoreIsNoisy(t *testing.T) {
 	cfg := smallTune("")
 	tc := ConfigOf(cfg)
-	space := TuneSpace{TauShare: []float64{tc.TauShare}, LR: []float64{tc.LR}, Steps: []int{tc.Steps}}
+	space := TuneSpace{TauShare: []float64{tc.TauShare}, Movement: []float64{tc.LR * float64(tc.Steps)}, Steps: tc.Steps}
 	rep, err := Tune(context.Background(), cfg, TuneOptions{MeanTrials: 3, Space: &space})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestTuneScoreIsNoisy(t *testing.T) {
 	ex := Extra(prep)
 	train, test := ex.Data[0], ex.Data[1]
 	o := ex.Options
-	o.Rho = res.Chosen.Rho
+	o.Rho, o.LR, o.Steps = res.Chosen.Rho, res.Chosen.LR, res.Chosen.Steps
 	if o, err = o.withDefaults(); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestTuneRefuses(t *testing.T) {
 		{"Privacy.Epsilon", func(_ *trainer.Config, o *TuneOptions) { o.Epsilon = 1e-3 }},
 		{"Privacy.Epsilon", func(_ *trainer.Config, o *TuneOptions) { o.Epsilon = math.Inf(1) }},
 		{"Tune.MeanTrials", func(_ *trainer.Config, o *TuneOptions) { o.MeanTrials = 0.5 }},
-		{"Tune.Space", func(_ *trainer.Config, o *TuneOptions) { o.Space = &TuneSpace{LR: []float64{0.1}, Steps: []int{10}} }},
+		{"Tune.Space", func(_ *trainer.Config, o *TuneOptions) { o.Space = &TuneSpace{Movement: []float64{1}, Steps: 10} }},
 	} {
 		cfg := smallTune("")
 		var o TuneOptions
