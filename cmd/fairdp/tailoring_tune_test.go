@@ -14,7 +14,8 @@ import (
 // small synthetic groups: it prints the chosen setting and the search's
 // receipt, whose ε is at most the budget (the ε that --rho converts to, or
 // --epsilon), and report.json carries the chosen setting in extra.tune and
-// as its config (one fit at the trial's ρ).
+// as its config (one fit at the trial's ρ), and validates against the
+// report schema.
 func TestTailoringTune(t *testing.T) {
 	for _, tc := range []struct {
 		algo   string
@@ -35,6 +36,7 @@ func TestTailoringTune(t *testing.T) {
 				t.Errorf("%s: output lacks %q:\n%s", tc.algo, want, out)
 			}
 		}
+		validateReport(t, dir, tc.algo)
 		raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
 		if err != nil {
 			t.Fatal(err)
