@@ -178,7 +178,6 @@ type TuneResult struct {
 	// ChosenScore is the chosen trial's noisy score (part of what the
 	// analysis lets the search publish).
 	ChosenScore float64   `json:"chosen_noisy_score"`
-	FailedFits  int       `json:"failed_fits"` // trials whose noisy XᵀX was singular (OLS variant)
 	Space       TuneSpace `json:"space"`
 }
 
@@ -400,7 +399,6 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 		bestChoice TuneChoice
 		bestScore  = math.Inf(1)
 		bestOpts   Options
-		failed     int
 	)
 	for i := range k {
 		if err := ctx.Err(); err != nil {
@@ -419,7 +417,8 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 		score := math.Inf(1) // a failed fit (a released singular XᵀX) loses
 		switch {
 		case errors.Is(err, linear.ErrNotPositiveDefinite):
-			failed++
+			// Not counted: how many unchosen trials failed is not
+			// the chosen trial's, and the analysis publishes that one only.
 		case err != nil:
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		default:
@@ -443,7 +442,7 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 	}
 	res := TuneResult{Trials: k, MeanTrials: search.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, Epsilon: target,
 		TrialEpsilon: plan.TrialEpsilon, Score: scoreLabel(bestOpts, scoreName), ScoreSensitivity: sens, ScoreNoise: scoreStd,
-		Chosen: bestChoice, ChosenScore: bestScore, FailedFits: failed, Space: space}
+		Chosen: bestChoice, ChosenScore: bestScore, Space: space}
 	if err := tunedReport(rep, ex, best, bestOpts, plan, res); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/linear"
 	"github.com/fairdp/fairdp/trainer"
 )
 
@@ -289,6 +290,64 @@ func TestTuneRefuses(t *testing.T) {
 		var fe trainer.FieldErrors
 		if !errors.As(err, &fe) || !slices.ContainsFunc(fe, func(e trainer.FieldError) bool { return e.Field == tc.field }) {
 			t.Errorf("%s: got %v", tc.field, err)
+		}
+	}
+}
+
+// TestGroupStatistics checks the score's statistics against a slow path
+// over the raw records: each group's sum of min((y − ŷ)², C) for
+// regression, its count of records whose label the sign of the log-odds
+// misses for classification.
+func TestGroupStatistics(t *testing.T) {
+	raw := threeGroups(t, 5)
+	beta := []float64{0.3, 1.5} // intercept, slope
+	slow := func(label func(y float64) float64, loss func(y, pred float64) float64) []float64 {
+		out := make([]float64, len(raw.GroupNames))
+		for i := range raw.N() {
+			x := raw.X[i*raw.Dim : (i+1)*raw.Dim]
+			pred := beta[0] + beta[1]*x[0]
+			out[raw.Groups[i]] += loss(label(raw.Targets[i]), pred)
+		}
+		return out
+	}
+	d := newData(t, raw, linear.Squared)
+	res := &Result{Model: Pooled, Beta: beta, features: d.Features()}
+	const clip = 4.0
+	got, err := groupStatistics(res, d, Options{Loss: linear.Squared, LossClip: clip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slow(func(y float64) float64 { return y }, func(y, p float64) float64 { return math.Min((y-p)*(y-p), clip) })
+	for k := range want {
+		near(t, "clipped squared errors "+raw.GroupNames[k], got[k], want[k], 1e-12)
+	}
+	// The same records as a classification: label 1 where y > 0.
+	cls := *raw
+	cls.Targets, cls.Labels, cls.LabelNames = nil, make([]int, raw.N()), []string{"neg", "pos"}
+	for i, y := range raw.Targets {
+		if y > 0 {
+			cls.Labels[i] = 1
+		}
+	}
+	dc := newData(t, &cls, linear.Logistic)
+	got, err = groupStatistics(res, dc, Options{Loss: linear.Logistic, LossClip: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = slow(func(y float64) float64 {
+		if y > 0 {
+			return 1
+		}
+		return 0
+	}, func(y, p float64) float64 {
+		if (p >= 0) != (y == 1) {
+			return 1
+		}
+		return 0
+	})
+	for k := range want {
+		if got[k] != want[k] || want[k] == 0 {
+			t.Errorf("misclassified in %s: %v, want %v (> 0)", raw.GroupNames[k], got[k], want[k])
 		}
 	}
 }
