@@ -351,3 +351,27 @@ func TestGroupStatistics(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneClassification: a classification search scores each fit by its
+// noisy count of misclassified records per group (sensitivity 1) and
+// reports the chosen fit's per-group test error under the search's ε.
+func TestTuneClassification(t *testing.T) {
+	seed := uint64(3)
+	cfg := Defaults(trainer.Defaults())
+	cfg.Algo, cfg.Seed = Name, &seed
+	cfg.Dataset, cfg.Schema = "../loaders/testdata/adult_sample.data", "../loaders/testdata/adult_sample.schema.json"
+	tc := ConfigOf(cfg)
+	tc.Task, tc.XBound, tc.Steps = "classification", 10, 50
+	cfg = WithConfig(cfg, tc)
+	rep, err := Tune(context.Background(), cfg, TuneOptions{Epsilon: 4, MeanTrials: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := TuneResultOf(rep)
+	if res.ScoreSensitivity != 1 || !strings.Contains(res.Score, "misclassified") || !(res.ScoreNoise > 0) {
+		t.Errorf("score %q, sensitivity %v, noise %v", res.Score, res.ScoreSensitivity, res.ScoreNoise)
+	}
+	if e := rep.Privacy.Epsilon; e == nil || !(*e <= 4) || !(rep.Test.Error > 0) || len(Extra(rep).Test.Groups) != 2 {
+		t.Errorf("ε %v, test %+v", e, rep.Test)
+	}
+}
