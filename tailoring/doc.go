@@ -28,6 +28,14 @@
 //     them all: ReleaseReceipt charges each trial its fit's budget and
 //     composes them (and several summaries, e.g. a ρ sweep of both
 //     methods, together), the receipt Run writes into report.json.
+//   - Tune is private random search over stage 1's share and stage 2's
+//     movement (step × iterations) in the manner of Papernot and Steinke
+//     2022 (Theorem 2): K fits at the zCDP budget ρ_t that PlanTune
+//     (accounting.PlanTuning) calibrates so that the whole search spends
+//     at most a target ε, each scored by stage 2's own objective on the
+//     noisy per-group loss sums of the training records, the best one
+//     published with the search's RDP receipt; `fairdp train --algo
+//     tailoring|dpnose --tune` calls it.
 //   - Run (Prepare, then Finish) is the whole pipeline from a
 //     trainer.Config (its Tailoring settings): data (synthetic with
 //     SyntheticBounds, or a CSV with public bounds), the trials at every ρ,

@@ -107,14 +107,6 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, trials)
-	type outcome struct {
-		train, test []float64
-		shares      []float64
-		fallback    bool
-		failed      bool
-		receipt     *accounting.Receipt
-		err         error
-	}
 	outcomes := make([]outcome, trials)
 	var next sync.Mutex
 	claimed := 0
@@ -131,36 +123,59 @@ func RunTrials(src dpops.Source, train, test *Data, o Options, v Variant, trials
 				if i >= trials {
 					return
 				}
-				out := &outcomes[i]
 				res, err := v.Fit(src, trialLabel(o, i), train, o)
-				if errors.Is(err, linear.ErrNotPositiveDefinite) {
-					out.failed = true
-					continue
-				}
-				if err != nil {
-					out.err = err
-					continue
-				}
-				out.shares = res.Shares
-				out.fallback = res.StageOne.Fallback != "" && res.Method == DPSE
-				if out.train, err = score(res, train, o.Loss); err != nil {
-					out.err = err
-					continue
-				}
-				if out.test, err = score(res, test, o.Loss); err != nil {
-					out.err = err
-					continue
-				}
-				rec, err := res.Receipt(delta, accounting.RunInfo{Seed: seedOf(src)})
-				if err != nil {
-					out.err = err
-					continue
-				}
-				out.receipt = &rec
+				outcomes[i] = fitOutcome(res, err, train, test, o.Loss, delta, src)
 			}
 		}()
 	}
 	wg.Wait()
+	return summarise(outcomes, train, test, o, v)
+}
+
+// outcome is one fit's results: each group's metric and the overall one
+// on both splits, its budget shares and receipt, or how it failed.
+type outcome struct {
+	train, test []float64
+	shares      []float64
+	fallback    bool
+	failed      bool
+	receipt     *accounting.Receipt
+	err         error
+}
+
+// fitOutcome scores a fit (res, or the error err of fitting it) on train
+// and test: a noisy XᵀX that could not be factorised is a failed fit,
+// any other error the outcome's.
+func fitOutcome(res *Result, err error, train, test *Data, loss linear.Loss, delta float64, src dpops.Source) outcome {
+	var out outcome
+	if errors.Is(err, linear.ErrNotPositiveDefinite) {
+		out.failed = true
+		return out
+	}
+	if err != nil {
+		out.err = err
+		return out
+	}
+	out.shares = res.Shares
+	out.fallback = res.StageOne.Fallback != "" && res.Method == DPSE
+	if out.train, out.err = score(res, train, loss); out.err != nil {
+		return out
+	}
+	if out.test, out.err = score(res, test, loss); out.err != nil {
+		return out
+	}
+	rec, err := res.Receipt(delta, accounting.RunInfo{Seed: seedOf(src)})
+	if err != nil {
+		out.err = err
+		return out
+	}
+	out.receipt = &rec
+	return out
+}
+
+// summarise is the Summary of the fits' outcomes with o and v.
+func summarise(outcomes []outcome, train, test *Data, o Options, v Variant) (*Summary, error) {
+	trials := len(outcomes)
 	o, _ = o.withDefaults()
 	sum := &Summary{Method: o.Method, Variant: v, Rho: o.Rho, FitRho: o.FitBudget(), Metric: "mspe", Trials: trials}
 	if o.Loss == linear.Logistic {

@@ -440,15 +440,7 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 			if len(ex.Methods) == 2 && rep.Algorithm == "dpnose" {
 				first = results[DPNoSE]
 			}
-			ex.Rho, ex.FailedTrials, ex.Stage1Fallbacks = rho, first.Failed, first.Fallbacks
-			ex.Test = trialsSplit(first.Test, first.Metric)
-			if cfg.ReportTrainStats { // exact statistics of the training records: only on request
-				tr := trialsSplit(first.Train, first.Metric)
-				ex.Train, rep.TrainNotPrivate = &tr, true
-			}
-			fit := first.Receipt
-			ex.FitPrivacy = &fit
-			rep.Test = testSplit(first)
+			reportSummary(rep, ex, first)
 		}
 		if len(ex.Methods) == 2 {
 			ex.Sweep = append(ex.Sweep, sweepEntry(rho, results[DPSE], results[DPNoSE]))
@@ -485,6 +477,21 @@ func Finish(ctx context.Context, rep *trainer.Report, out string) error {
 	return nil
 }
 
+// reportSummary puts the summary first (of the first ρ) into the report:
+// its test metrics, and its exact training metrics only with
+// Config.ReportTrainStats.
+func reportSummary(rep *trainer.Report, ex *ReportExtra, first *Summary) {
+	ex.Rho, ex.FailedTrials, ex.Stage1Fallbacks = first.Rho, first.Failed, first.Fallbacks
+	ex.Test = trialsSplit(first.Test, first.Metric)
+	if rep.Config.ReportTrainStats { // exact statistics of the training records: only on request
+		tr := trialsSplit(first.Train, first.Metric)
+		ex.Train, rep.TrainNotPrivate = &tr, true
+	}
+	fit := first.Receipt
+	ex.FitPrivacy = &fit
+	rep.Test = testSplit(first)
+}
+
 // runReceipt is the receipt of a run that releases the summaries sums
 // and leaves earlier ones (the log rows of other ρ values, from an earlier
 // run into the same directory) in its output (ReleaseReceipt of them all),
@@ -504,12 +511,19 @@ func runReceipt(sums, earlier []*Summary, ex *ReportExtra, cfg trainer.Config) (
 		rec.AddNote(fmt.Sprintf("the total includes the fits at ρ = %s, whose summaries an earlier run logged in %s "+
 			"of this output directory", strings.Join(rhos, ", "), RhoLogName))
 	}
+	declareRun(&rec, cfg, len(ex.Data[0].Y))
+	return rec, nil
+}
+
+// declareRun adds to a receipt of fits of cfg's data (n training records)
+// what any tailoring run says beside its charges: that synthetic data are
+// a simulation, and what it leaves uncovered (declareNotCovered).
+func declareRun(rec *accounting.Receipt, cfg trainer.Config, n int) {
 	if cfg.Dataset == "synthetic" {
 		rec.AddNote("the data are synthetic, drawn from the run's own stream: a simulation of the method, " +
 			"stating what releasing these fits of private data would cost")
 	}
-	declareNotCovered(&rec, cfg, len(ex.Data[0].Y))
-	return rec, nil
+	declareNotCovered(rec, cfg, n)
 }
 
 // plannedSummaries stands for the summaries a run will release, before

@@ -724,6 +724,11 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	return &rep, nil
 }
 
+// WithDefaults is o with its defaults filled in and checked (errors name
+// the fields Tune.MeanTrials, Tune.Eta, …): a search outside this package
+// (budget tailoring's) takes the same options.
+func (o TuneOptions) WithDefaults() (TuneOptions, error) { return o.withDefaults() }
+
 // maxScoreNoise is the largest standard deviation of a trial's noisy
 // validation accuracy at which the search can still tell settings apart
 // (private DP-SGD settings on a table typically differ by a few points).

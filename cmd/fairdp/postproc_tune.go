@@ -23,6 +23,10 @@ type postprocTuneValues struct {
 // postprocTuneFlags registers --tune, --tune-trials and --tune-eta on fs
 // (the same names as the SGD algorithms' search), and --tune-valid-frac
 // only to refuse it: the pipeline's trials are scored on the records they
+
+// Post-processing takes --tune (with a private base: postprocTuneValues.check).
+func init() { tunablePipelines = append(tunablePipelines, linear.PostprocName) }
+
 // trained on.
 func postprocTuneFlags(fs *flag.FlagSet) *postprocTuneValues {
 	t := &postprocTuneValues{}

@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -71,10 +72,22 @@ func runTailoring(ctx context.Context, cfg trainer.Config, args []string, stdout
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "print only the result tables")
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
 	overwrite := overwriteFlag(fs)
+	tune := tuneFlags(fs)
+	fs.Lookup("tune").Usage = "choose --tau-share, --lr and --steps by private random search (Papernot & Steinke 2022): a random number of fits, " +
+		"each scored with noise on the training records by stage 2's objective, the best one returned; the receipt's ε (--epsilon) covers the whole search"
+	epsilon := fs.Float64("epsilon", 0, "with --tune: the whole search's ε at --delta (0: the ε that --rho converts to, so a tuned run states what a plain run at that ρ does)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg = tailoring.WithConfig(cfg, tc)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if tune.on {
+		return runTailoringTune(ctx, cfg, tune, *epsilon, set, *overwrite, stdout)
+	}
+	if set["epsilon"] {
+		return fmt.Errorf("--epsilon is for --tune: a tailoring run's budget is --rho")
+	}
 	// A ρ comparison reruns from its log (rho_runs.csv: the logged fits are
 	// reused, never refitted, and other settings are refused), so its
 	// report is the same run's. A single fit's report and receipt are kept
@@ -162,4 +175,45 @@ func printTailoringRatios(w io.Writer, sweep []tailoring.SweepEntry) {
 	}
 	tw.Flush()
 	w.Write(buf.Bytes())
+}
+
+// The pipelines whose own flags take --tune (refuseTune lets it through).
+func init() { tunablePipelines = append(tunablePipelines, tailoring.Name, tailoring.DPNoSEName) }
+
+// runTailoringTune is `fairdp train --algo tailoring|dpnose --tune`: a
+// private search (tailoring.Tune) at the budget --epsilon, or the ε that
+// the one --rho converts to; set are the flags given.
+func runTailoringTune(ctx context.Context, cfg trainer.Config, tune *tuneFlagValues, epsilon float64, set map[string]bool, overwrite bool, stdout io.Writer) error {
+	switch {
+	case set["epsilon"] && set["rho"]:
+		return fmt.Errorf("--tune takes its budget from --epsilon or from --rho (the ε it converts to), not both")
+	case tune.opts.ValidFrac != 0:
+		return fmt.Errorf("--tune-valid-frac is not for tailoring: its search scores every fit on the training records it was fitted on")
+	}
+	if err := checkOut(cfg.Out, overwrite, trainer.CheckpointOptions{}); err != nil {
+		return err
+	}
+	opts := tailoring.TuneOptions{Epsilon: epsilon, MeanTrials: tune.opts.MeanTrials, Eta: tune.opts.Eta}
+	if !cfg.Quiet {
+		opts.Log = stdout
+	}
+	rep, err := tailoring.Tune(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	res, ex := tailoring.TuneResultOf(rep), tailoring.Extra(rep)
+	c := res.Chosen
+	tau := ""
+	if c.TauShare > 0 {
+		tau = fmt.Sprintf("--tau-share %g ", c.TauShare)
+	}
+	fmt.Fprintf(stdout, "tune: chose %s--lr %g --steps %d (ρ = %.4g) after %d trials\n", tau, c.LR, c.Steps, c.Rho, res.Trials)
+	printTailoringSummary(stdout, ex.Summaries[0][0])
+	if !cfg.Quiet {
+		fmt.Fprintf(stdout, "privacy of the whole search (%d fits, the chosen one published): %s\n", res.Trials, rep.Privacy.String())
+		if cfg.Out != "" {
+			fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(cfg.Out, "report.json"))
+		}
+	}
+	return nil
 }

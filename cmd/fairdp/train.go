@@ -149,9 +149,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, p := range pipelineCommands {
 		if p.algo == algo {
-			// Post-processing takes --tune with a private base
-			// (postprocTuneFlags); the other pipelines refuse it.
-			if err := refuseTune(algo, args); err != nil && algo != linear.PostprocName {
+			if err := refuseTune(algo, args); err != nil {
 				return err
 			}
 			cfg.Algo = algo

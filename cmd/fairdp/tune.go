@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fairdp/fairdp/trainer"
@@ -37,16 +38,22 @@ func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
 	return t
 }
 
+// tunablePipelines are the pipeline commands whose own flags take --tune.
+var tunablePipelines []trainer.AlgoName
+
 // refuseTune refuses --tune for algo, a pipeline command whose own flags
 // have none: the same message trainer.Tune gives an algorithm it cannot
 // search, rather than the flag parser's "not defined".
 func refuseTune(algo trainer.AlgoName, args []string) error {
+	if slices.Contains(tunablePipelines, algo) {
+		return nil
+	}
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
 		if a == "--tune" || a == "-tune" || (strings.HasPrefix(a, "--tune=") || strings.HasPrefix(a, "-tune=")) && !strings.HasSuffix(a, "=false") {
-			return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, trainer.Tunable())
+			return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, slices.Concat(trainer.Tunable(), tunablePipelines))
 		}
 	}
 	return nil

@@ -63,9 +63,9 @@ func TestTrainTuneErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--algo", "steffle"}, "--algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
-		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
+		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi "},
 		{[]string{"--algo", "postproc"}, "--base must be objpert or dpsgd to tune"},
-		{[]string{"--algo", "tailoring"}, "--algo tailoring cannot be tuned privately yet"},
+		{[]string{"--algo", "oracle"}, "--algo oracle cannot be tuned privately yet"},
 		{[]string{"--algo", "fermi", "--scope", "sensitive"}, "--scope must be all to tune DP-FERMI"},
 		{[]string{"--algo", "dpsgd", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
 		{[]string{"--algo", "dpsgd", "--tune-valid-frac", "1"}, "--tune-valid-frac must be in [0, 1)"},
