@@ -100,7 +100,9 @@ type ObjPertOptions struct {
 	// Calibration is how the Gaussian mechanism's σ is set:
 	// CalibrationProfile ("" too: the smallest σ its privacy profile
 	// allows, ProfileObjPertSigma; CalibrationTight the same) or
-	// CalibrationKST (Kifer et al.'s closed form, GaussianObjPertSigma).
+	// CalibrationKST (Kifer et al.'s closed form, GaussianObjPertSigma), or
+	// CalibrationRDP (the smallest whose Rényi curve, ObjPertGaussianRDP,
+	// converts to (ε, δ): a private search's trials).
 	// The pure mechanism takes CalibrationTight (its Jacobian term charged
 	// once, TightPureEpsilonPrime) or none (Algorithm 2's ε').
 	Calibration string
@@ -129,9 +131,9 @@ func (o ObjPertOptions) validate() error {
 		}
 	case MechanismGaussian:
 		switch o.Calibration {
-		case "", CalibrationProfile, CalibrationKST, CalibrationTight:
+		case "", CalibrationProfile, CalibrationKST, CalibrationTight, CalibrationRDP:
 		default:
-			return fmt.Errorf("linear: objective perturbation: calibration %q, want %q, %q or %q", o.Calibration, CalibrationTight, CalibrationProfile, CalibrationKST)
+			return fmt.Errorf("linear: objective perturbation: calibration %q, want %q, %q, %q or %q", o.Calibration, CalibrationTight, CalibrationProfile, CalibrationKST, CalibrationRDP)
 		}
 		if !math.IsInf(o.Epsilon, 1) && !(o.Delta > 0 && o.Delta < 1) {
 			return fmt.Errorf("linear: objective perturbation: the Gaussian mechanism needs δ in (0, 1) (got %v)", o.Delta)
@@ -196,6 +198,9 @@ func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 	}
 	rec.Sampling = "none" // one release from the whole training split
 	if r.Mechanism == MechanismGaussian {
+		if r.Calibration == CalibrationRDP {
+			return rec, r.rdpReceipt(&rec)
+		}
 		if profileCalibrated(r.Calibration) {
 			r.profileReceipt(&rec)
 		} else {
@@ -466,7 +471,7 @@ func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertO
 	} else {
 		if res.L2 == 0 {
 			res.L2 = defaultObjPertL2(opt.Epsilon, n, c)
-			if res.Mechanism == MechanismGaussian && (opt.Calibration == "" || profileCalibrated(opt.Calibration)) {
+			if res.Mechanism == MechanismGaussian && (opt.Calibration == "" || opt.Calibration == CalibrationRDP || profileCalibrated(opt.Calibration)) {
 				res.L2 = ProfileObjPertL2(opt.Epsilon, n, c)
 			}
 		}

@@ -172,6 +172,10 @@ func gaussianCalibration(cal string, eps, cmsEpsPrime, delta float64, n int, l2,
 		return gaussianNoise{sigma: GaussianObjPertSigma(cmsEpsPrime, delta), epsPrime: cmsEpsPrime}, nil
 	}
 	epsJ := ObjPertJacobianEpsilon(n, l2, c)
+	if cal == CalibrationRDP {
+		sigma, err := RDPObjPertSigma(eps, delta, epsJ, accounting.TuningOrders())
+		return gaussianNoise{sigma: sigma, epsPrime: eps - epsJ, epsJ: epsJ}, err
+	}
 	sigma, err := ProfileObjPertSigma(eps, delta, epsJ, fixedSign)
 	return gaussianNoise{sigma: sigma, epsPrime: eps - epsJ, epsJ: epsJ}, err
 }
