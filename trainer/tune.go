@@ -61,7 +61,9 @@ type TuneOptions struct {
 	Space *TuneSpace
 }
 
-func (o TuneOptions) withDefaults() (TuneOptions, error) {
+// WithDefaults fills o's zero values with the defaults and checks it
+// (every search's options: Tune's, and the pipelines' own searches).
+func (o TuneOptions) WithDefaults() (TuneOptions, error) {
 	if o.MeanTrials == 0 {
 		o.MeanTrials = 10
 	}
@@ -266,6 +268,24 @@ type TuneChoice struct {
 // chose. It holds nothing of the trials that were not chosen: the analysis
 // covers publishing the best trial alone.
 type TuneResult struct {
+	TuneSearch
+	Chosen TuneChoice `json:"chosen"`
+	// Score is the chosen trial's noisy validation accuracy (part of what
+	// the analysis lets the search publish).
+	Score float64   `json:"chosen_noisy_validation_accuracy"`
+	Space TuneSpace `json:"space"`
+	// Fairness and Violation, for a search that scores fairness too
+	// (DP-FERMI, fairScored): the notion ("dp" or "eo") and the chosen
+	// trial's noisy validation violation of it; its score was Score −
+	// Violation.
+	Fairness  string   `json:"fairness,omitempty"`
+	Violation *float64 `json:"chosen_noisy_validation_violation,omitempty"`
+}
+
+// TuneSearch is how a private search ran, as every search's extra.tune
+// states it first (TuneResult here; the pipelines' searches add their own
+// choice and space).
+type TuneSearch struct {
 	Trials     int     `json:"trials"` // K, drawn independently of the data
 	MeanTrials float64 `json:"mean_trials"`
 	Eta        float64 `json:"eta"`
@@ -280,18 +300,7 @@ type TuneResult struct {
 	HeldOut      bool `json:"held_out"`
 	// ScoreNoise is the standard deviation of the Gaussian noise added to
 	// a trial's count of correct validation predictions.
-	ScoreNoise float64    `json:"score_noise_std"`
-	Chosen     TuneChoice `json:"chosen"`
-	// Score is the chosen trial's noisy validation accuracy (part of what
-	// the analysis lets the search publish).
-	Score float64   `json:"chosen_noisy_validation_accuracy"`
-	Space TuneSpace `json:"space"`
-	// Fairness and Violation, for a search that scores fairness too
-	// (DP-FERMI, fairScored): the notion ("dp" or "eo") and the chosen
-	// trial's noisy validation violation of it; its score was Score −
-	// Violation.
-	Fairness  string   `json:"fairness,omitempty"`
-	Violation *float64 `json:"chosen_noisy_validation_violation,omitempty"`
+	ScoreNoise float64 `json:"score_noise_std"`
 }
 
 // tunable are the algorithms Tune can search: those whose whole release is
@@ -460,7 +469,7 @@ func planSpace(cfg Config, n int, space TuneSpace, law accounting.TruncatedNegat
 	return planTuneWith(q, steps, law, delta, target, scoreShare, trialCurveFor(cfg, q, steps))
 }
 
-// tuneSplit divides the training records into the part the trials train
+// TuneSplit divides the training records into the part the trials train
 // on and the part that scores them: each record goes to the scoring part
 // with probability frac, independently of the others and of the data (as
 // Poisson sampling draws batches). A record added to or removed from the
@@ -470,7 +479,7 @@ func planSpace(cfg Config, n int, space TuneSpace, law accounting.TruncatedNegat
 // split, the trials are independent runs of one algorithm, as Theorem 2
 // needs, and the split's own randomness is a data-independent mixture,
 // whose RDP is at most the largest of its parts'.
-func tuneSplit(d *loaders.Dataset, frac float64, r interface{ Float64() float64 }) (train, valid *loaders.Dataset, err error) {
+func TuneSplit(d *loaders.Dataset, frac float64, r interface{ Float64() float64 }) (train, valid *loaders.Dataset, err error) {
 	var ti, vi []int
 	for i := range d.N() {
 		if r.Float64() < frac {
@@ -490,7 +499,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err := checkTunable(job); err != nil {
 		return nil, err
 	}
-	opts, err := opts.withDefaults()
+	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -512,7 +521,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	}
 	train, valid := trainAll, trainAll
 	if opts.ValidFrac > 0 {
-		if train, valid, err = tuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split")); err != nil {
+		if train, valid, err = TuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split")); err != nil {
 			return nil, err
 		}
 	}
@@ -589,8 +598,8 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
 			i+1, k, plan.eps, target.Epsilon)
 	}
-	res := TuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
-		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestAcc, Space: space}
+	res := TuneResult{TuneSearch: TuneSearch{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
+		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma}, Chosen: bestChoice, Score: bestAcc, Space: space}
 	if bestViol != nil {
 		res.Fairness, res.Violation = cfg.Fair.Fairness, bestViol
 	}
@@ -599,7 +608,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		return nil, err
 	}
 	rep.Seconds = time.Since(start).Seconds() // the whole search's
-	if w := scoreNoiseWarning(plan.scoreSigma*accuracyNoiseScale(cfg, valid), valid.N()); w != "" {
+	if w := ScoreNoiseWarning(plan.scoreSigma*accuracyNoiseScale(cfg, valid), valid.N()); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	if cfg.Out != "" {
@@ -700,42 +709,10 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rep.Config, rep.Epochs, rep.Batch, rep.LR = cfg, cfg.Epochs, cfg.Batch, cfg.LR
 	rep.Train, rep.TrainNotPrivate = nil, false
-	eps, order, valid := plan.eps, plan.order, true
-	mechs := slices.Clone(best.Privacy.Mechanisms)
-	scored := "the training records it trained on"
-	if res.HeldOut {
-		scored = fmt.Sprintf("%d held-out training records", res.ValidRecords)
-	}
-	mechs = append(mechs, accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
-		Steps: 1, Rho: plan.scoreRho, Protects: scoreRelease(cfg) + " on " + scored})
-	rc := accounting.Receipt{
-		Epsilon: &eps, Delta: delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
-		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: accounting.SamplingPoisson, RDPValid: &valid,
-		Seeded: job.Source.Seeded,
-	}
-	if job.Source.Seeded {
-		s := job.Source.Seed
-		rc.Seed = &s
-	}
-	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
-		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, σ calibrated so that "+
-		"the costliest alone spends ε = %.4g) scored by its %s on %s; only the "+
-		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
-		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
-		res.Trials, plan.law.Eta, plan.law.Gamma, res.MeanTrials, plan.trialEps, scoreName(cfg), scored, plan.order))
-	if best.Privacy.Note != "" {
-		// The trial's own note speaks of its own calibration and accountant;
-		// the search's σ came from the plan above, and its ε is the bound above.
-		rc.AddNote("the chosen trial's own receipt said (its ε and accountant are superseded by the search's bound above): " + best.Privacy.Note)
-	}
-	DeclareNotCovered(&rc, job.Train.N(), job.Preprocess, cfg)
-	if res.HeldOut {
-		rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
-			"are treated as public, as the record count is", res.TrainRecords, res.ValidRecords))
-	}
-	for _, n := range best.Privacy.NotCovered {
-		rc.AddNotCovered(n.Item, n.Detail)
-	}
+	rc := SearchReceipt(best.Privacy, SearchReceiptInfo{Search: res.TuneSearch, Law: plan.law, Epsilon: plan.eps, Order: plan.order,
+		Delta: delta, ScoreSigma: plan.scoreSigma, ScoreRho: plan.scoreRho, TrialNoise: "σ", ScoreName: scoreName(cfg),
+		ScoreRelease: scoreRelease(cfg), Sampling: accounting.SamplingPoisson, Source: job.Source},
+		func(rc *accounting.Receipt) { DeclareNotCovered(rc, job.Train.N(), job.Preprocess, cfg) })
 	rep.Privacy = rc
 	rep.TrainRecords = job.Train.N()
 	rep.Extra = maps.Clone(best.Extra) // the chosen trial's own results (DPSGD-F's), covered as its output
@@ -743,16 +720,85 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	return &rep, nil
 }
 
+// SearchReceiptInfo is what the receipt of a private search states
+// besides its chosen trial's (SearchReceipt).
+type SearchReceiptInfo struct {
+	Search TuneSearch
+	Law    accounting.TruncatedNegativeBinomial
+	// Epsilon at Delta is the whole search's bound (Theorem 2 converted by
+	// Balle et al. 2020 at Rényi order Order).
+	Epsilon, Order, Delta float64
+	// ScoreSigma and ScoreRho are the score's Gaussian: noise multiplier on
+	// a count of L2 sensitivity 1, and its zCDP.
+	ScoreSigma, ScoreRho float64
+	// TrialNoise names what a trial's noise is calibrated by ("σ");
+	// ScoreName is what a trial is scored by and ScoreRelease what the
+	// score's Gaussian protects.
+	TrialNoise, ScoreName, ScoreRelease string
+	// Sampling and Relation are the receipt's (Relation "" for the
+	// add/remove analyses that leave it unstated).
+	Sampling, Relation string
+	Source             dpops.Source
+}
+
+// SearchReceipt is the receipt of a private search (Papernot and Steinke
+// 2022, Theorem 2) that published the trial whose own receipt is trial:
+// ε the search's (RDP accountant, Balle et al. 2020's conversion), the
+// mechanisms the trial's plus its score's, notes saying how the search ran
+// and what the trial's own receipt said, and as not covered first what
+// declare adds (the run's own items), then the tuning split's sizes when
+// the trials were scored on held-out records, then the trial's.
+func SearchReceipt(trial accounting.Receipt, s SearchReceiptInfo, declare func(*accounting.Receipt)) accounting.Receipt {
+	r := s.Search
+	scored := "the training records it trained on"
+	if r.HeldOut {
+		scored = fmt.Sprintf("%d held-out training records", r.ValidRecords)
+	}
+	eps, order, valid := s.Epsilon, s.Order, true
+	mechs := slices.Clone(trial.Mechanisms)
+	mechs = append(mechs, accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: s.ScoreSigma, Sensitivity: 1,
+		Steps: 1, Rho: s.ScoreRho, Protects: s.ScoreRelease + " on " + scored})
+	rc := accounting.Receipt{
+		Epsilon: &eps, Delta: s.Delta, Accountant: accounting.AccountantRDP, Conversion: accounting.ConversionBalle2020,
+		Order: &order, Mechanisms: mechs, Scope: accounting.ScopeAll, Sampling: s.Sampling, RDPValid: &valid,
+		Relation: s.Relation, Seeded: s.Source.Seeded,
+	}
+	if s.Source.Seeded {
+		seed := s.Source.Seed
+		rc.Seed = &seed
+	}
+	rc.AddNote(fmt.Sprintf("private hyperparameter tuning (Papernot and Steinke 2022, Theorem 2): %d trials, K drawn from a truncated negative "+
+		"binomial law (η = %g, γ = %.4g, E[K] = %g) independently of the data; every trial (its own noise, %s calibrated so that "+
+		"the costliest alone spends ε = %.4g) scored by its %s on %s; only the "+
+		"best trial is published. The mechanisms listed are the chosen trial's; ε is the whole search's. RDP is used because "+
+		"the tuning theorem is stated in Rényi DP: its bound on the search, at order λ = %g, converted to (ε, δ) by Balle et al. 2020",
+		r.Trials, s.Law.Eta, s.Law.Gamma, r.MeanTrials, s.TrialNoise, r.TrialEpsilon, s.ScoreName, scored, s.Order))
+	if trial.Note != "" {
+		// The trial's own note speaks of its own calibration and accountant;
+		// the search's noise came from its plan, and its ε is the bound above.
+		rc.AddNote("the chosen trial's own receipt said (its ε and accountant are superseded by the search's bound above): " + trial.Note)
+	}
+	declare(&rc)
+	if r.HeldOut {
+		rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
+			"are treated as public, as the record count is", r.TrainRecords, r.ValidRecords))
+	}
+	for _, n := range trial.NotCovered {
+		rc.AddNotCovered(n.Item, n.Detail)
+	}
+	return rc
+}
+
 // maxScoreNoise is the largest standard deviation of a trial's noisy
 // validation accuracy at which the search can still tell settings apart
 // (private DP-SGD settings on a table typically differ by a few points).
 const maxScoreNoise = 0.05
 
-// scoreNoiseWarning says when the scores' noise (std sigma correct
+// ScoreNoiseWarning says when the scores' noise (std sigma correct
 // predictions out of valid) is too large for the search to choose better
 // than at random. It depends on n, ε and the options only, never on the
 // records, so it may be published.
-func scoreNoiseWarning(sigma float64, valid int) string {
+func ScoreNoiseWarning(sigma float64, valid int) string {
 	if std := sigma / float64(valid); std > maxScoreNoise {
 		return fmt.Sprintf("the trials' validation accuracies carry noise of standard deviation %.3f, too much for the search "+
 			"to tell settings apart at this number of records and ε: the data-aware defaults (no tuning) are likely as good", std)

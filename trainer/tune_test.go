@@ -263,7 +263,7 @@ func TestCheckTrialReceipt(t *testing.T) {
 func TestTuneSplit(t *testing.T) {
 	const n, frac = 2000, 0.2
 	d := syntheticTable(n, 2, 0, rand.New(rand.NewPCG(1, 1)))
-	train, valid, err := tuneSplit(d, frac, rand.New(rand.NewPCG(5, 6)))
+	train, valid, err := TuneSplit(d, frac, rand.New(rand.NewPCG(5, 6)))
 	if err != nil {
 		t.Fatal(err)
 	}
