@@ -104,12 +104,19 @@ func RDPObjPertSigma(eps, delta, epsJ float64, orders []float64) (float64, error
 	return hi, nil
 }
 
+// objPertRDPEpsilon is the ε at δ of the curve ObjPertGaussianRDP(σ,
+// ε_J) at accounting.TuningOrders (Balle et al. 2020), and the order
+// attaining it.
+func objPertRDPEpsilon(sigma, epsJ, delta float64) (eps, order float64, err error) {
+	orders := accounting.TuningOrders()
+	return accounting.EpsilonFromRDP(orders, ObjPertGaussianRDP(sigma, epsJ, orders), delta)
+}
+
 // rdpReceipt turns the pure accountant's receipt of one ε charge into
 // CalibrationRDP's: the curve at σ and ε_J converted at δ (Balle et al.
 // 2020), the order attaining it, replace-one neighbours.
 func (r *ObjPertResult) rdpReceipt(rec *accounting.Receipt) error {
-	orders := accounting.TuningOrders()
-	eps, order, err := accounting.EpsilonFromRDP(orders, ObjPertGaussianRDP(r.NoiseStd, r.JacobianEpsilon, orders), r.Delta)
+	eps, order, err := objPertRDPEpsilon(r.NoiseStd, r.JacobianEpsilon, r.Delta)
 	if err != nil {
 		return err
 	}
