@@ -45,11 +45,24 @@ import (
 // ε = 0.5 only K ≥ 96 beat the majority class (.0988 against .0998), at a
 // cost of .003–.13 on the other tables (bench/results/tabular.md, "objpert
 // on the 15,000 × 100 table at ε = 0.5: the regulariser's whole range").
-// Nothing public tells those tables apart, so the search spans the range,
-// doubling K from the rule's to past the wide table's best. A trial runs
-// at about half the run's ε (Theorem 2's overhead), so its noise is larger
-// and its best K larger too; the grid's upper half covers that.
-var ObjPertTuneFactors = []float64{6, 12, 24, 48, 96, 192}
+// Nothing public tells those tables apart, so the search spans the range
+// in steps of 4, from the rule's K to the wide table's best.
+var ObjPertTuneFactors = []float64{6, 24, 96}
+
+// ObjPertTuneWeightFactors are the default search's weight-only
+// penalties (ObjPertOptions.WeightL2), as multiples of the same
+// ObjPertMinL2: none, and one large enough that the model falls back to
+// predicting the majority class. A trial runs at about 0.6 of the run's ε
+// (Theorem 2's overhead), so its noise is nearly twice the default run's,
+// and where the default is already near the majority class no Λ saves
+// it: on the 15,000 × 100 table with 10 % positives at ε = 0.3 (about a
+// trial's budget at ε = 0.5; 3 seeds, Gaussian mechanism) every Λ from
+// K = 96 to 3,072 gave .120–.124 against the majority's .0990, while a
+// weight penalty of 2.5Λ or more at K = 96 gave exactly the majority class
+// (.1004 / .0982 / .0984 per split) and Λ itself (W = 96) .0987. 384 is
+// four times K = 96's Λ: where the signal survives the noise (Adult,
+// Credit) such a model scores far worse and is not chosen.
+var ObjPertTuneWeightFactors = []float64{0, 384}
 
 // ObjPertTuneSpace is the grid an objpert trial draws its settings from,
 // uniformly and independently of the data.
@@ -57,6 +70,10 @@ type ObjPertTuneSpace struct {
 	// L2Factors are the trials' Λ as multiples K of ObjPertMinL2 at the
 	// run's ε and the records a trial trains on (nil: ObjPertTuneFactors).
 	L2Factors []float64 `json:"l2_factors"`
+	// WeightFactors are the trials' weight-only penalties, as multiples of
+	// the same (nil: ObjPertTuneWeightFactors; 0: none). They cost no
+	// privacy: a convex penalty beside Λ only lowers the Jacobian term.
+	WeightFactors []float64 `json:"weight_factors"`
 	// Mechanisms are MechanismPure and MechanismGaussian, one or both
 	// (nil: the one the settings ask for; MechanismAuto's is
 	// ChooseObjPert's at the run's ε and δ).
@@ -78,9 +95,11 @@ type ObjPertTuneOptions struct {
 // it came from) and its noise, the pure mechanism's ε_t or the Gaussian
 // one's σ.
 type ObjPertTuneChoice struct {
-	Mechanism string  `json:"mechanism"`
-	L2Factor  float64 `json:"l2_factor"`
-	L2        float64 `json:"l2"`
+	Mechanism    string  `json:"mechanism"`
+	L2Factor     float64 `json:"l2_factor"`
+	L2           float64 `json:"l2"`
+	WeightFactor float64 `json:"weight_factor"`
+	WeightL2     float64 `json:"weight_l2"`
 	// Epsilon is a pure trial's ε_t, NoiseStd a Gaussian trial's σ.
 	Epsilon  float64 `json:"epsilon,omitempty"`
 	NoiseStd float64 `json:"noise_std,omitempty"`
@@ -108,10 +127,11 @@ func ObjPertTuneResultOf(rep *trainer.Report) *ObjPertTuneResult {
 	return nil
 }
 
-// objPertKind is one kind of trial: a mechanism and Λ's factor K.
+// objPertKind is one kind of trial: a mechanism, Λ's factor K and the
+// weight penalty's.
 type objPertKind struct {
-	mechanism string
-	factor    float64
+	mechanism      string
+	factor, weight float64
 }
 
 // checkTunableObjPert refuses what the search's analysis does not cover or
@@ -141,6 +161,11 @@ func checkTunableObjPert(cfg trainer.Config, p privacy, o ObjPertConfig, opts Ob
 		for _, k := range s.L2Factors {
 			if !(k > 0) || math.IsInf(k, 1) {
 				add("Tune.Space.L2Factors", "%v: want finite numbers > 0", k)
+			}
+		}
+		for _, k := range s.WeightFactors {
+			if !(k >= 0) || math.IsInf(k, 1) {
+				add("Tune.Space.WeightFactors", "%v: want finite numbers ≥ 0", k)
 			}
 		}
 		for _, m := range s.Mechanisms {
@@ -202,8 +227,7 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 		return nil, err
 	}
 	if trainAll.Targets != nil {
-		return nil, trainer.FieldErrors{{Field: "Tune", Msg: fmt.Sprintf("data set %s has a regression target: least squares cannot be "+
-			"tuned (the search scores class predictions)", trainAll.Name)}}
+		return nil, fmt.Errorf("data set %s has a regression target: least squares cannot be tuned (the search scores class predictions)", trainAll.Name)
 	}
 	delta := p.Delta
 	if delta == 0 {
@@ -230,10 +254,13 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 	var kinds []objPertKind
 	for _, m := range space.Mechanisms {
 		for _, k := range space.L2Factors {
-			kinds = append(kinds, objPertKind{m, k})
+			for _, w := range space.WeightFactors {
+				kinds = append(kinds, objPertKind{m, k, w})
+			}
 		}
 	}
-	l2 := func(k objPertKind) float64 { return k.factor * ObjPertMinL2(p.Epsilon, n, LogisticCurvature) }
+	unit := ObjPertMinL2(p.Epsilon, n, LogisticCurvature)
+	l2 := func(k objPertKind) float64 { return k.factor * unit }
 	law, err := accounting.TNBWithMean(search.Eta, search.MeanTrials)
 	if err != nil {
 		return nil, err
@@ -270,8 +297,9 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 			return nil, err
 		}
 		i := choose.IntN(len(kinds))
-		c := ObjPertTuneChoice{Mechanism: kinds[i].mechanism, L2Factor: kinds[i].factor, L2: l2(kinds[i])}
-		opt := ObjPertOptions{RowBound: bound, L2: c.L2, Mechanism: c.Mechanism}
+		c := ObjPertTuneChoice{Mechanism: kinds[i].mechanism, L2Factor: kinds[i].factor, L2: l2(kinds[i]),
+			WeightFactor: kinds[i].weight, WeightL2: kinds[i].weight * unit}
+		opt := ObjPertOptions{RowBound: bound, L2: c.L2, WeightL2: c.WeightL2, Mechanism: c.Mechanism}
 		if c.Mechanism == MechanismPure {
 			c.Epsilon, opt.Epsilon, opt.Calibration = plan.Noise[i], plan.Noise[i], CalibrationTight
 		} else {
@@ -302,16 +330,21 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 }
 
 // objPertTuneSpace is the search's space: opts' (nil: the default) with
-// its empty parts filled, the factors ObjPertTuneFactors, the mechanism
+// its empty parts filled, the factors ObjPertTuneFactors and
+// ObjPertTuneWeightFactors, the mechanism
 // o's (MechanismAuto: ChooseObjPert's for n records of d features at the
 // run's ε and δ, with its reason; "": pure, as RunObjPert runs it).
 func objPertTuneSpace(given *ObjPertTuneSpace, o ObjPertConfig, n, d int, eps, delta float64) (ObjPertTuneSpace, string, error) {
 	var s ObjPertTuneSpace
 	if given != nil {
-		s = ObjPertTuneSpace{L2Factors: slices.Clone(given.L2Factors), Mechanisms: slices.Clone(given.Mechanisms)}
+		s = ObjPertTuneSpace{L2Factors: slices.Clone(given.L2Factors), WeightFactors: slices.Clone(given.WeightFactors),
+			Mechanisms: slices.Clone(given.Mechanisms)}
 	}
 	if len(s.L2Factors) == 0 {
 		s.L2Factors = slices.Clone(ObjPertTuneFactors)
+	}
+	if len(s.WeightFactors) == 0 {
+		s.WeightFactors = slices.Clone(ObjPertTuneWeightFactors)
 	}
 	if len(s.Mechanisms) > 0 {
 		return s, "", nil

@@ -32,7 +32,7 @@ func TestTuneObjPert(t *testing.T) {
 			cfg.Out = t.TempDir()
 			var log bytes.Buffer
 			rep, err := TuneObjPert(context.Background(), cfg, ObjPertTuneOptions{Log: &log,
-				Space: &ObjPertTuneSpace{Mechanisms: []string{mech}, L2Factors: []float64{6, 96}}})
+				Space: &ObjPertTuneSpace{Mechanisms: []string{mech}, L2Factors: []float64{6, 96}, WeightFactors: []float64{0, 384}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,11 @@ func TestTuneObjPert(t *testing.T) {
 			if got := strings.Count(log.String(), "done; ε spent"); got != res.Trials {
 				t.Errorf("%d progress lines for %d trials:\n%s", got, res.Trials, log.String())
 			}
-			if rep.Train != nil || ObjPertConfigOf(rep.Config).L2 != c.L2 || ObjPertConfigOf(rep.Config).Mechanism != mech {
+			if w := c.WeightFactor * 0.25 / (float64(n) * math.Expm1(0.25)); math.Abs(c.WeightL2-w) > 1e-12*math.Max(w, 1e-300) {
+				t.Errorf("weight penalty %v, want %v", c.WeightL2, w)
+			}
+			if rep.Train != nil || ObjPertConfigOf(rep.Config).L2 != c.L2 || ObjPertConfigOf(rep.Config).WeightL2 != c.WeightL2 ||
+				ObjPertConfigOf(rep.Config).Mechanism != mech {
 				t.Errorf("train stats %v, config %+v", rep.Train, ObjPertConfigOf(rep.Config))
 			}
 			m, _, err := models.LoadFile(filepath.Join(cfg.Out, "model.ckpt"))
@@ -123,7 +127,7 @@ func TestTuneObjPert(t *testing.T) {
 			// The same seed repeats the search.
 			cfg.Out = ""
 			again, err := TuneObjPert(context.Background(), cfg, ObjPertTuneOptions{
-				Space: &ObjPertTuneSpace{Mechanisms: []string{mech}, L2Factors: []float64{6, 96}}})
+				Space: &ObjPertTuneSpace{Mechanisms: []string{mech}, L2Factors: []float64{6, 96}, WeightFactors: []float64{0, 384}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +147,8 @@ func TestTuneObjPertDefaultSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := ObjPertTuneResultOf(rep)
-	if !slices.Equal(res.Space.L2Factors, ObjPertTuneFactors) || len(res.Space.Mechanisms) != 1 || res.MechanismChoice == "" {
+	if !slices.Equal(res.Space.L2Factors, ObjPertTuneFactors) || !slices.Equal(res.Space.WeightFactors, ObjPertTuneWeightFactors) ||
+		len(res.Space.Mechanisms) != 1 || res.MechanismChoice == "" {
 		t.Errorf("space %+v, reason %q", res.Space, res.MechanismChoice)
 	}
 }
@@ -159,6 +164,9 @@ func TestTuneObjPertRefuses(t *testing.T) {
 		},
 		"sgd space": func(_ *trainer.Config, o *ObjPertTuneOptions) { o.Search.Space = &trainer.TuneSpace{} },
 		"bad K":     func(_ *trainer.Config, o *ObjPertTuneOptions) { o.Space = &ObjPertTuneSpace{L2Factors: []float64{-1}} },
+		"bad W": func(_ *trainer.Config, o *ObjPertTuneOptions) {
+			o.Space = &ObjPertTuneSpace{WeightFactors: []float64{-1}}
+		},
 		"bad mechanism": func(_ *trainer.Config, o *ObjPertTuneOptions) {
 			o.Space = &ObjPertTuneSpace{Mechanisms: []string{MechanismAuto}}
 		},
@@ -273,5 +281,13 @@ func TestCorrectPredictions(t *testing.T) {
 		if want := (1 - met.Error) * float64(d.N()); math.Abs(float64(got)-want) > 1e-6 {
 			t.Errorf("clip %v: %d correct, the model's error says %v", clip, got, want)
 		}
+	}
+}
+
+// TestObjPertTunable: trainer lists objpert among the algorithms that can
+// be searched privately, for every caller's message.
+func TestObjPertTunable(t *testing.T) {
+	if !slices.Contains(trainer.Tunable(), ObjPertName) {
+		t.Errorf("trainer.Tunable() = %v lacks %s", trainer.Tunable(), ObjPertName)
 	}
 }

@@ -16,6 +16,7 @@ func init() {
 	trainer.RegisterPipeline(PostprocName, RunPostproc)
 	trainer.RegisterPipeline(OracleName, RunPostproc)
 	trainer.RegisterPipeline(ObjPertName, RunObjPert)
+	trainer.RegisterTunablePipeline(ObjPertName) // TuneObjPert
 	trainer.RegisterSection[PostprocConfig](PostprocSectionKey)
 	trainer.RegisterSection[ObjPertConfig](ObjPertSectionKey)
 }

@@ -309,8 +309,25 @@ type TuneSearch struct {
 // trial's curve.
 var tunable = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive, algoFermi}
 
-// Tunable is the algorithms Tune can search, for a caller's message.
-func Tunable() []AlgoName { return slices.Clone(tunable) }
+// tunablePipelines are the pipelines with a private search of their own
+// (RegisterTunablePipeline).
+var tunablePipelines []AlgoName
+
+// RegisterTunablePipeline records that the pipeline registered as name
+// has a private search of its own (its package's call, reached by `fairdp
+// train --algo name --tune`), so that Tunable lists it. Call it from an
+// init function, as RegisterPipeline.
+func RegisterTunablePipeline(name AlgoName) {
+	if _, ok := pipelines[name]; !ok {
+		panic("trainer: tunable pipeline " + string(name) + " is not a registered pipeline")
+	}
+	tunablePipelines = append(tunablePipelines, name)
+}
+
+// Tunable is the algorithms that can be searched privately, for a
+// caller's message: those Tune searches, then the pipelines with a search
+// of their own.
+func Tunable() []AlgoName { return append(slices.Clone(tunable), tunablePipelines...) }
 
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
@@ -347,8 +364,11 @@ func Tune(ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
 func checkTunable(job *Job) error {
 	cfg := job.Cfg
 	var errs FieldErrors
-	if !slices.Contains(tunable, cfg.Algo) {
-		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, tunable)
+	switch {
+	case slices.Contains(tunablePipelines, cfg.Algo):
+		errs.add("Algo", "%s is a pipeline with a private search of its own (its package's call; `fairdp train --algo %s --tune`), not Tune's", cfg.Algo, cfg.Algo)
+	case !slices.Contains(tunable, cfg.Algo):
+		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, Tunable())
 	}
 	if regressionRun(job) {
 		errs.add("Model", "is a regression output (one prediction per record), which cannot be tuned yet: the search scores class predictions on held-out records")
