@@ -164,18 +164,10 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		return nil, err
 	}
 	start := time.Now()
-	_, src := dpops.NewRand(cfg.Seed)
-	split := src
-	if cfg.SplitSeed != nil {
-		_, split = dpops.NewRand(cfg.SplitSeed)
-	}
-	// LoadData leaves the task to objpert (least squares needs a target,
-	// not a class label).
-	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
+	src, train, test, prep, splitRec, err := loadObjPertData(cfg)
 	if err != nil {
 		return nil, err
 	}
-	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
 	o := ObjPertConfigOf(cfg)
 	if reflect.ValueOf(o).IsZero() {
 		o = ObjPertDefaults() // no settings at all: the defaults
@@ -219,7 +211,35 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if res.Regression != nil {
 		return finishObjPertRegression(cfg, rep, res, train, test, trainStats, start, prep, src.String(), splitRec)
 	}
-	m, err := linearModel(res, "logistic", o.ClipAtPredict)
+	m, err := scoreLogistic(rep, res, o.ClipAtPredict, train, test, trainStats)
+	if err != nil {
+		return nil, err
+	}
+	return finishObjPert(cfg, rep, m, start, prep, src.String(), splitRec)
+}
+
+// loadObjPertData loads and splits cfg's data as every run does: split by
+// cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded); src is the noise's
+// source (cfg.Seed) and splitRec the split's record for the checkpoint.
+// LoadData leaves the task to objpert (least squares needs a target, not a
+// class label).
+func loadObjPertData(cfg trainer.Config) (src dpops.Source, train, test *loaders.Dataset, prep []byte, splitRec *trainer.SplitRecord, err error) {
+	_, src = dpops.NewRand(cfg.Seed)
+	split := src
+	if cfg.SplitSeed != nil {
+		_, split = dpops.NewRand(cfg.SplitSeed)
+	}
+	if train, test, prep, err = trainer.LoadData(cfg, split.Derive("data")); err != nil {
+		return src, nil, nil, nil, nil, err
+	}
+	return src, train, test, prep, trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test), nil
+}
+
+// scoreLogistic is fit res as the released zoo "logistic" model (rows
+// clipped to its bound at prediction with clip) scored into rep
+// (scoreLinear) with the test split's warnings.
+func scoreLogistic(rep *trainer.Report, res *ObjPertResult, clip bool, train, test *loaders.Dataset, trainStats bool) (*models.Model[float64], error) {
+	m, err := linearModel(res, "logistic", clip)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +247,7 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		return nil, err
 	}
 	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
-	return finishObjPert(cfg, rep, m, start, prep, src.String(), splitRec)
+	return m, nil
 }
 
 // checkObjPertData refuses data objpert cannot fit with settings o: not

@@ -81,27 +81,9 @@ func RDPObjPertSigma(eps, delta, epsJ float64, orders []float64) (float64, error
 		e, _, err := accounting.EpsilonFromRDP(orders, ObjPertGaussianRDP(s, epsJ, orders), delta)
 		return err == nil && e <= eps
 	}
-	hi := 1.0
-	for !meets(hi) {
-		if hi *= 2; hi > 1e12 {
-			return 0, fmt.Errorf("linear: objective perturbation: no σ ≤ 1e12 meets ε = %v at δ = %v with ε_J = %v", eps, delta, epsJ)
-		}
-	}
-	lo := hi / 2
-	for meets(lo) {
-		if hi, lo = lo, lo/2; lo < 1e-12 {
-			return hi, nil
-		}
-	}
-	for hi/lo-1 > 1e-12 {
-		mid := math.Sqrt(lo * hi)
-		if meets(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi, nil
+	return smallestSigma(meets, func() error {
+		return fmt.Errorf("linear: objective perturbation: no σ ≤ 1e12 meets ε = %v at δ = %v with ε_J = %v", eps, delta, epsJ)
+	})
 }
 
 // objPertRDPEpsilon is the ε at δ of the curve ObjPertGaussianRDP(σ,

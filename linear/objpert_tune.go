@@ -213,16 +213,10 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 		log = io.Discard
 	}
 	start := time.Now()
-	_, src := dpops.NewRand(cfg.Seed)
-	split := src
-	if cfg.SplitSeed != nil {
-		_, split = dpops.NewRand(cfg.SplitSeed)
-	}
-	trainAll, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
+	src, trainAll, test, prep, splitRec, err := loadObjPertData(cfg)
 	if err != nil {
 		return nil, err
 	}
-	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), trainAll, test)
 	if err := checkObjPertData(trainAll, o); err != nil {
 		return nil, err
 	}
@@ -469,14 +463,10 @@ func objPertTunedReport(cfg trainer.Config, p privacy, o ObjPertConfig, best *Ob
 	if best.Mechanism == MechanismGaussian {
 		rep.Config.Privacy.Delta = delta
 	}
-	m, err := linearModel(best, "logistic", o.ClipAtPredict)
+	m, err := scoreLogistic(rep, best, o.ClipAtPredict, trainAll, test, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := scoreLinear(rep, m, trainAll, test, false); err != nil {
-		return nil, err
-	}
-	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
 	noise := "ε_t"
 	if best.Mechanism == MechanismGaussian {
 		noise = "σ"

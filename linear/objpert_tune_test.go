@@ -7,14 +7,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fairdp/fairdp/dpops/accounting"
-	"github.com/fairdp/fairdp/models"
 	"github.com/fairdp/fairdp/trainer"
 )
 
@@ -109,21 +107,7 @@ func TestTuneObjPert(t *testing.T) {
 				ObjPertConfigOf(rep.Config).Mechanism != mech {
 				t.Errorf("train stats %v, config %+v", rep.Train, ObjPertConfigOf(rep.Config))
 			}
-			m, _, err := models.LoadFile(filepath.Join(cfg.Out, "model.ckpt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := trainer.Evaluate(m.(*models.Model[float64]), job.Test)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, rep.Test) {
-				t.Errorf("checkpoint's test metrics %+v, report's %+v", got, rep.Test)
-			}
+			checkCheckpointScores(t, cfg, rep)
 			// The same seed repeats the search.
 			cfg.Out = ""
 			again, err := TuneObjPert(context.Background(), cfg, ObjPertTuneOptions{
