@@ -99,6 +99,15 @@
 //     slope bounded by 1 and curvature 1/h, the conditions of Kifer, Smith
 //     and Thakurta 2012, Theorem 2) on labels clipped to a public range;
 //     scored by MSPE, its weights in the report (no checkpoint yet).
+//   - objpert_rdp.go, objpert_tune.go: private tuning of objective
+//     perturbation (TuneObjPert, `fairdp train --algo objpert --tune`), the
+//     random search of Papernot and Steinke 2022 over Λ and a weight-only
+//     penalty, each trial's noise set by accounting.PlanTuning from its
+//     Rényi curve (pure: min(ε_t, αε_t²/2); Gaussian:
+//     ObjPertGaussianRDP, for a σ given directly, ObjPertOptions.NoiseStd
+//     with CalibrationRDP), replace-one neighbours. A trial runs at about
+//     0.6 of ε, so the search beat the default only where the default
+//     loses to the majority class (bench/results/tabular.md).
 //   - pipeline.go: those two as the library calls the command line and the
 //     bench run: LoadFairData (split, base classifier or external scores),
 //     RunFair (one run, a trainer.Report with extra.jagielski), RunPostproc

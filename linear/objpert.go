@@ -100,13 +100,30 @@ type ObjPertOptions struct {
 	// Calibration is how the Gaussian mechanism's σ is set:
 	// CalibrationProfile ("" too: the smallest σ its privacy profile
 	// allows, ProfileObjPertSigma; CalibrationTight the same) or
-	// CalibrationKST (Kifer et al.'s closed form, GaussianObjPertSigma).
+	// CalibrationKST (Kifer et al.'s closed form, GaussianObjPertSigma), or
+	// CalibrationRDP (the smallest whose Rényi curve, ObjPertGaussianRDP,
+	// converts to (ε, δ): a private search's trials).
 	// The pure mechanism takes CalibrationTight (its Jacobian term charged
 	// once, TightPureEpsilonPrime) or none (Algorithm 2's ε').
 	Calibration string
+	// NoiseStd, when > 0, is the Gaussian mechanism's σ itself instead of
+	// one calibrated to ε: a private search's trial, whose σ the search's
+	// plan set (TuneObjPert). It needs CalibrationRDP, Epsilon 0 (the
+	// release's ε is its Rényi curve's at Delta, ObjPertGaussianRDP), a
+	// given L2 > 0 (no Δ is added: there is no ε to split) and Delta.
+	NoiseStd float64
 }
 
 func (o ObjPertOptions) validate() error {
+	if o.NoiseStd != 0 {
+		if !(o.NoiseStd > 0) || math.IsInf(o.NoiseStd, 1) || o.Epsilon != 0 || o.Mechanism != MechanismGaussian ||
+			o.Calibration != CalibrationRDP || !(o.L2 > 0) || !(o.Delta > 0 && o.Delta < 1) {
+			return fmt.Errorf("linear: objective perturbation: a given σ (%v) needs a finite σ > 0, the %s mechanism, calibration %q, "+
+				"ε 0 (the curve sets it), Λ > 0 and δ in (0, 1) (got ε = %v, %q, %q, Λ = %v, δ = %v)",
+				o.NoiseStd, MechanismGaussian, CalibrationRDP, o.Epsilon, o.Mechanism, o.Calibration, o.L2, o.Delta)
+		}
+		o.Epsilon = math.MaxFloat64 // the checks below, for a finite private release
+	}
 	if !(o.Epsilon > 0) {
 		return fmt.Errorf("linear: objective perturbation: epsilon must be > 0 or +Inf (got %v)", o.Epsilon)
 	}
@@ -129,9 +146,9 @@ func (o ObjPertOptions) validate() error {
 		}
 	case MechanismGaussian:
 		switch o.Calibration {
-		case "", CalibrationProfile, CalibrationKST, CalibrationTight:
+		case "", CalibrationProfile, CalibrationKST, CalibrationTight, CalibrationRDP:
 		default:
-			return fmt.Errorf("linear: objective perturbation: calibration %q, want %q, %q or %q", o.Calibration, CalibrationTight, CalibrationProfile, CalibrationKST)
+			return fmt.Errorf("linear: objective perturbation: calibration %q, want %q, %q, %q or %q", o.Calibration, CalibrationTight, CalibrationProfile, CalibrationKST, CalibrationRDP)
 		}
 		if !math.IsInf(o.Epsilon, 1) && !(o.Delta > 0 && o.Delta < 1) {
 			return fmt.Errorf("linear: objective perturbation: the Gaussian mechanism needs δ in (0, 1) (got %v)", o.Delta)
@@ -196,6 +213,9 @@ func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 	}
 	rec.Sampling = "none" // one release from the whole training split
 	if r.Mechanism == MechanismGaussian {
+		if r.Calibration == CalibrationRDP {
+			return rec, r.rdpReceipt(&rec)
+		}
 		if profileCalibrated(r.Calibration) {
 			r.profileReceipt(&rec)
 		} else {
@@ -466,13 +486,24 @@ func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertO
 	} else {
 		if res.L2 == 0 {
 			res.L2 = defaultObjPertL2(opt.Epsilon, n, c)
-			if res.Mechanism == MechanismGaussian && (opt.Calibration == "" || profileCalibrated(opt.Calibration)) {
+			if res.Mechanism == MechanismGaussian && (opt.Calibration == "" || opt.Calibration == CalibrationRDP || profileCalibrated(opt.Calibration)) {
 				res.L2 = ProfileObjPertL2(opt.Epsilon, n, c)
 			}
 		}
-		res.EpsilonPrime, res.ExtraL2 = objPertBudget(opt.Epsilon, n, res.L2, c)
 		method := ObjPertMethod
-		if res.Mechanism == MechanismGaussian {
+		if opt.NoiseStd > 0 {
+			// σ given: ε is what its curve spends at δ, with no Δ (Λ > 0).
+			res.Delta, res.Calibration, res.NoiseStd = opt.Delta, opt.Calibration, opt.NoiseStd
+			res.JacobianEpsilon = ObjPertJacobianEpsilon(n, res.L2, c)
+			eps, _, err := objPertRDPEpsilon(res.NoiseStd, res.JacobianEpsilon, res.Delta)
+			if err != nil {
+				return nil, nil, err
+			}
+			res.Epsilon, res.EpsilonPrime = eps, eps-res.JacobianEpsilon
+		} else {
+			res.EpsilonPrime, res.ExtraL2 = objPertBudget(opt.Epsilon, n, res.L2, c)
+		}
+		if res.Mechanism == MechanismGaussian && opt.NoiseStd == 0 {
 			res.Delta, res.Calibration = opt.Delta, opt.Calibration
 			if res.Calibration == "" {
 				res.Calibration = CalibrationProfile
@@ -482,6 +513,8 @@ func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertO
 				return nil, nil, err
 			}
 			res.NoiseStd, res.EpsilonPrime, res.JacobianEpsilon = g.sigma, g.epsPrime, g.epsJ
+		}
+		if res.Mechanism == MechanismGaussian {
 			b = make([]float64, dim+1)
 			if err := dpops.AddGaussian(r, b, res.NoiseStd); err != nil {
 				return nil, nil, err
@@ -499,7 +532,7 @@ func objPertFit(r *rand.Rand, x []float64, n, dim int, y []float64, opt ObjPertO
 		lin = make([]float64, dim+1)
 		floats.ScaleTo(lin, 1/float64(n), b)
 		res.acct = &accounting.Pure{}
-		if err := res.acct.Spend(opt.Epsilon, released+" ("+method+")"); err != nil {
+		if err := res.acct.Spend(res.Epsilon, released+" ("+method+")"); err != nil {
 			return nil, nil, err
 		}
 	}

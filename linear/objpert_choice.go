@@ -120,6 +120,8 @@ func curvatureOf(regression bool, h float64) float64 {
 // method names the mechanism r ran, for reports and receipts.
 func (r *ObjPertResult) method() string {
 	switch {
+	case r.Mechanism == MechanismGaussian && r.Calibration == CalibrationRDP:
+		return ObjPertRDPMethod
 	case r.Mechanism == MechanismGaussian && profileCalibrated(r.Calibration):
 		return ObjPertProfileMethod
 	case r.Mechanism == MechanismGaussian:

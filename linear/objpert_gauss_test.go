@@ -149,7 +149,7 @@ func TestGaussianObjectivePerturbationRefuses(t *testing.T) {
 		"auto in library":      {Epsilon: 1, RowBound: 1, Mechanism: MechanismAuto, Delta: 1e-5},
 		"unknown":              {Epsilon: 1, RowBound: 1, Mechanism: "laplace"},
 		"calibration for pure": {Epsilon: 1, RowBound: 1, Mechanism: MechanismPure, Calibration: CalibrationProfile},
-		"unknown calibration":  {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1e-5, Calibration: "rdp"},
+		"unknown calibration":  {Epsilon: 1, RowBound: 1, Mechanism: MechanismGaussian, Delta: 1e-5, Calibration: "renyi"},
 	} {
 		if _, err := ObjectivePerturbation(r, x, 10, 2, label, opt); err == nil {
 			t.Errorf("%s: no error", name)

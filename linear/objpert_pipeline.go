@@ -164,18 +164,10 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		return nil, err
 	}
 	start := time.Now()
-	_, src := dpops.NewRand(cfg.Seed)
-	split := src
-	if cfg.SplitSeed != nil {
-		_, split = dpops.NewRand(cfg.SplitSeed)
-	}
-	// LoadData leaves the task to objpert (least squares needs a target,
-	// not a class label).
-	train, test, prep, err := trainer.LoadData(cfg, split.Derive("data"))
+	src, train, test, prep, splitRec, err := loadObjPertData(cfg)
 	if err != nil {
 		return nil, err
 	}
-	splitRec := trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test)
 	o := ObjPertConfigOf(cfg)
 	if reflect.ValueOf(o).IsZero() {
 		o = ObjPertDefaults() // no settings at all: the defaults
@@ -185,14 +177,8 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if cal == "" {
 		cal = CalibrationKST
 	}
-	switch {
-	case train.X == nil:
-		return nil, fmt.Errorf("data set %s is not tabular: objpert fits a linear model on features", train.Name)
-	case train.Targets == nil && len(train.LabelNames) != 2:
-		return nil, fmt.Errorf("data set %s has %d classes; objpert fits binary logistic regression", train.Name, len(train.LabelNames))
-	case train.Targets != nil && len(o.LabelRange) != 2:
-		return nil, trainer.FieldErrors{{Field: "ObjPert.LabelRange", Msg: fmt.Sprintf("data set %s has a regression target: objpert fits least "+
-			"squares and needs the target's public range lo,hi (never read off the private records)", train.Name)}}
+	if err := checkObjPertData(train, o); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -202,7 +188,6 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if err != nil {
 		return nil, err
 	}
-	bound := opt.RowBound
 	var res *ObjPertResult
 	if train.Targets != nil {
 		res, err = ObjectivePerturbationLeastSquares(src.Derive("noise"), train.X, n, train.Dim, train.Targets, ObjPertRegressionOptions{
@@ -213,14 +198,89 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 	if err != nil {
 		return nil, err
 	}
-	rec, err := res.Receipt(cfg.Seed)
+	rep, extra, err := objPertReport(cfg, p, o, res, choice, train.Name, n, prep)
 	if err != nil {
 		return nil, err
 	}
+	// The training split's exact metrics and clipped-row count are
+	// statistics of the private records: left out unless asked for.
+	trainStats := !rep.Privacy.Private() || cfg.ReportTrainStats
+	if trainStats {
+		rep.TrainNotPrivate, extra.ClippedRows = rep.Privacy.Private(), &res.Clipped
+	}
+	if res.Regression != nil {
+		return finishObjPertRegression(cfg, rep, res, train, test, trainStats, start, prep, src.String(), splitRec)
+	}
+	m, err := scoreLogistic(rep, res, o.ClipAtPredict, train, test, trainStats)
+	if err != nil {
+		return nil, err
+	}
+	return finishObjPert(cfg, rep, m, start, prep, src.String(), splitRec)
+}
+
+// loadObjPertData loads and splits cfg's data as every run does: split by
+// cfg.SplitSeed, else cfg.Seed (nil: crypto-seeded); src is the noise's
+// source (cfg.Seed) and splitRec the split's record for the checkpoint.
+// LoadData leaves the task to objpert (least squares needs a target, not a
+// class label).
+func loadObjPertData(cfg trainer.Config) (src dpops.Source, train, test *loaders.Dataset, prep []byte, splitRec *trainer.SplitRecord, err error) {
+	_, src = dpops.NewRand(cfg.Seed)
+	split := src
+	if cfg.SplitSeed != nil {
+		_, split = dpops.NewRand(cfg.SplitSeed)
+	}
+	if train, test, prep, err = trainer.LoadData(cfg, split.Derive("data")); err != nil {
+		return src, nil, nil, nil, nil, err
+	}
+	return src, train, test, prep, trainer.NewSplitRecord(cfg, split.DeriveKey("data"), train, test), nil
+}
+
+// scoreLogistic is fit res as the released zoo "logistic" model (rows
+// clipped to its bound at prediction with clip) scored into rep
+// (scoreLinear) with the test split's warnings.
+func scoreLogistic(rep *trainer.Report, res *ObjPertResult, clip bool, train, test *loaders.Dataset, trainStats bool) (*models.Model[float64], error) {
+	m, err := linearModel(res, "logistic", clip)
+	if err != nil {
+		return nil, err
+	}
+	if err := scoreLinear(rep, m, train, test, trainStats); err != nil {
+		return nil, err
+	}
+	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
+	return m, nil
+}
+
+// checkObjPertData refuses data objpert cannot fit with settings o: not
+// tabular, more than two classes, a regression target without its public
+// range.
+func checkObjPertData(train *loaders.Dataset, o ObjPertConfig) error {
+	switch {
+	case train.X == nil:
+		return fmt.Errorf("data set %s is not tabular: objpert fits a linear model on features", train.Name)
+	case train.Targets == nil && len(train.LabelNames) != 2:
+		return fmt.Errorf("data set %s has %d classes; objpert fits binary logistic regression", train.Name, len(train.LabelNames))
+	case train.Targets != nil && len(o.LabelRange) != 2:
+		return trainer.FieldErrors{{Field: "ObjPert.LabelRange", Msg: fmt.Sprintf("data set %s has a regression target: objpert fits least "+
+			"squares and needs the target's public range lo,hi (never read off the private records)", train.Name)}}
+	}
+	return nil
+}
+
+// objPertReport is the report of fit res (settings o, the auto rule's
+// reason choice) on the n training records of data set name at budget p,
+// before scoring: its receipt (with what it does not cover), the
+// configuration that repeats it and extra.objpert. `--algo objpert` and
+// its search (TuneObjPert, for the chosen trial) share it.
+func objPertReport(cfg trainer.Config, p privacy, o ObjPertConfig, res *ObjPertResult, choice, name string, n int,
+	prep []byte) (*trainer.Report, *ObjPertReport, error) {
+	rec, err := res.Receipt(cfg.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
 	private := rec.Private()
 	trainer.DeclareNotCovered(&rec, n, prep, trainer.Config{ReportTrainStats: cfg.ReportTrainStats})
-
-	rep := &trainer.Report{Algorithm: string(cfg.Algo), Dataset: train.Name, Params: len(res.Weights) + 1, DType: "float64",
+	bound := res.RowBound
+	rep := &trainer.Report{Algorithm: string(cfg.Algo), Dataset: name, Params: len(res.Weights) + 1, DType: "float64",
 		Backend: trainer.BackendName(), Version: trainer.Version, TrainRecords: n, Privacy: rec,
 		Model: fmt.Sprintf("logistic regression (%s)", res.method())}
 	// The configuration actually run, with the bound and Λ it used: what
@@ -248,29 +308,13 @@ func RunObjPert(ctx context.Context, cfg trainer.Config) (*trainer.Report, error
 		}
 		// Absent for KST and for the pure mechanism before CalibrationTight,
 		// as reports were then.
-		if res.Mechanism == MechanismGaussian && profileCalibrated(res.Calibration) || res.Calibration == CalibrationTight {
+		if res.Mechanism == MechanismGaussian && (profileCalibrated(res.Calibration) || res.Calibration == CalibrationRDP) ||
+			res.Calibration == CalibrationTight {
 			extra.Calibration, extra.JacobianEpsilon = res.Calibration, &res.JacobianEpsilon
 		}
 	}
 	rep.Extra = trainer.Extras{"objpert": extra}
-	// The training split's exact metrics and clipped-row count are
-	// statistics of the private records: left out unless asked for.
-	trainStats := !private || cfg.ReportTrainStats
-	if trainStats {
-		rep.TrainNotPrivate, extra.ClippedRows = private, &res.Clipped
-	}
-	if res.Regression != nil {
-		return finishObjPertRegression(cfg, rep, res, train, test, trainStats, start, prep, src.String(), splitRec)
-	}
-	m, err := linearModel(res, "logistic", o.ClipAtPredict)
-	if err != nil {
-		return nil, err
-	}
-	if err := scoreLinear(rep, m, train, test, trainStats); err != nil {
-		return nil, err
-	}
-	rep.Warnings = trainer.Warnings(rep.Test, test.Labels, test.GroupNames)
-	return finishObjPert(cfg, rep, m, start, prep, src.String(), splitRec)
+	return rep, extra, nil
 }
 
 // objPertRunOptions resolves settings o, with calibration cal (o's, ""

@@ -96,26 +96,33 @@ func TestRunObjPert(t *testing.T) {
 					t.Errorf("not_covered %v lacks training_statistics", items)
 				}
 			}
-			// The checkpoint scores the test split as the report did.
-			m, meta, err := models.LoadFile(filepath.Join(cfg.Out, "model.ckpt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(meta.Privacy) == 0 || len(meta.Preprocess) == 0 {
-				t.Fatalf("checkpoint without receipt or preprocessing")
-			}
-			job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := trainer.Evaluate(m.(*models.Model[float64]), job.Test)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, rep.Test) {
-				t.Errorf("checkpoint's test metrics %+v, report's %+v", got, rep.Test)
-			}
+			checkCheckpointScores(t, cfg, rep)
 		})
+	}
+}
+
+// checkCheckpointScores checks that the checkpoint cfg's run wrote to
+// cfg.Out carries its receipt and preprocessing and scores the test split
+// as its report rep did.
+func checkCheckpointScores(t *testing.T, cfg trainer.Config, rep *trainer.Report) {
+	t.Helper()
+	m, meta, err := models.LoadFile(filepath.Join(cfg.Out, "model.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Privacy) == 0 || len(meta.Preprocess) == 0 {
+		t.Fatalf("checkpoint without receipt or preprocessing")
+	}
+	job, err := trainer.Prepare(cfg, trainer.PrepareOptions{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := trainer.Evaluate(m.(*models.Model[float64]), job.Test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rep.Test) {
+		t.Errorf("checkpoint's test metrics %+v, report's %+v", got, rep.Test)
 	}
 }
 

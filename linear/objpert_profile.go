@@ -108,10 +108,20 @@ func ProfileObjPertSigma(eps, delta, epsJ float64, fixedSign bool) (float64, err
 		return 0, fmt.Errorf("linear: objective perturbation: δ must be in (0, 1) (got %v)", delta)
 	}
 	meets := func(s float64) bool { return ObjPertProfileDelta(eps, s, epsJ, fixedSign) <= delta }
+	return smallestSigma(meets, func() error {
+		return fmt.Errorf("linear: objective perturbation: no σ ≤ 1e12 meets δ = %v at ε − ε_J = %v", delta, eps-epsJ)
+	})
+}
+
+// smallestSigma is the smallest σ (to a relative 1e-12, rounded up) that
+// meets, a test that holds from some σ on: bisection on log σ from 1,
+// doubling or halving to bracket it; tooLarge's error when no σ ≤ 1e12
+// meets it. ProfileObjPertSigma and RDPObjPertSigma share it.
+func smallestSigma(meets func(float64) bool, tooLarge func() error) (float64, error) {
 	hi := 1.0
 	for !meets(hi) {
 		if hi *= 2; hi > 1e12 {
-			return 0, fmt.Errorf("linear: objective perturbation: no σ ≤ 1e12 meets δ = %v at ε − ε_J = %v", delta, eps-epsJ)
+			return 0, tooLarge()
 		}
 	}
 	lo := hi / 2
@@ -172,6 +182,10 @@ func gaussianCalibration(cal string, eps, cmsEpsPrime, delta float64, n int, l2,
 		return gaussianNoise{sigma: GaussianObjPertSigma(cmsEpsPrime, delta), epsPrime: cmsEpsPrime}, nil
 	}
 	epsJ := ObjPertJacobianEpsilon(n, l2, c)
+	if cal == CalibrationRDP {
+		sigma, err := RDPObjPertSigma(eps, delta, epsJ, accounting.TuningOrders())
+		return gaussianNoise{sigma: sigma, epsPrime: eps - epsJ, epsJ: epsJ}, err
+	}
 	sigma, err := ProfileObjPertSigma(eps, delta, epsJ, fixedSign)
 	return gaussianNoise{sigma: sigma, epsPrime: eps - epsJ, epsJ: epsJ}, err
 }

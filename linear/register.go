@@ -16,6 +16,8 @@ func init() {
 	trainer.RegisterPipeline(PostprocName, RunPostproc)
 	trainer.RegisterPipeline(OracleName, RunPostproc)
 	trainer.RegisterPipeline(ObjPertName, RunObjPert)
+	trainer.RegisterTunablePipeline(ObjPertName)  // TuneObjPert
+	trainer.RegisterTunablePipeline(PostprocName) // TunePostproc, with a private base
 	trainer.RegisterSection[PostprocConfig](PostprocSectionKey)
 	trainer.RegisterSection[ObjPertConfig](ObjPertSectionKey)
 }

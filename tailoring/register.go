@@ -14,5 +14,7 @@ const (
 func init() {
 	trainer.RegisterPipeline(Name, Run)
 	trainer.RegisterPipeline(DPNoSEName, Run)
+	trainer.RegisterTunablePipeline(Name) // Tune
+	trainer.RegisterTunablePipeline(DPNoSEName)
 	trainer.RegisterSection[Config](SectionKey)
 }

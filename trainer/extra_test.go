@@ -23,7 +23,7 @@ func (*flatResult) InlineExtra() {}
 func TestExtrasRoundTrip(t *testing.T) {
 	rep := &Report{}
 	rep.SetExtra("eval", &EvalExtra{Checkpoint: "run/model.ckpt", Scored: "all"})
-	rep.SetExtra("tune", TuneResult{Trials: 3})
+	rep.SetExtra("tune", TuneResult{TuneSearch: TuneSearch{Trials: 3}})
 	rep.SetExtra("flat", &flatResult{Policy: "dpsgdf", Sigma: 1.5})
 	rep.Extra["future"] = map[string]any{"k": []any{1.0, "x"}}
 	raw, err := json.Marshal(rep.Extra)

@@ -61,7 +61,9 @@ type TuneOptions struct {
 	Space *TuneSpace
 }
 
-func (o TuneOptions) withDefaults() (TuneOptions, error) {
+// WithDefaults fills o's zero values with the defaults and checks it
+// (every search's options: Tune's, and the pipelines' own searches).
+func (o TuneOptions) WithDefaults() (TuneOptions, error) {
 	if o.MeanTrials == 0 {
 		o.MeanTrials = 10
 	}
@@ -266,6 +268,24 @@ type TuneChoice struct {
 // chose. It holds nothing of the trials that were not chosen: the analysis
 // covers publishing the best trial alone.
 type TuneResult struct {
+	TuneSearch
+	Chosen TuneChoice `json:"chosen"`
+	// Score is the chosen trial's noisy validation accuracy (part of what
+	// the analysis lets the search publish).
+	Score float64   `json:"chosen_noisy_validation_accuracy"`
+	Space TuneSpace `json:"space"`
+	// Fairness and Violation, for a search that scores fairness too
+	// (DP-FERMI, fairScored): the notion ("dp" or "eo") and the chosen
+	// trial's noisy validation violation of it; its score was Score −
+	// Violation.
+	Fairness  string   `json:"fairness,omitempty"`
+	Violation *float64 `json:"chosen_noisy_validation_violation,omitempty"`
+}
+
+// TuneSearch is how a private search ran, as every search's extra.tune
+// states it first (TuneResult here; the pipelines' searches add their own
+// choice and space).
+type TuneSearch struct {
 	Trials     int     `json:"trials"` // K, drawn independently of the data
 	MeanTrials float64 `json:"mean_trials"`
 	Eta        float64 `json:"eta"`
@@ -280,18 +300,26 @@ type TuneResult struct {
 	HeldOut      bool `json:"held_out"`
 	// ScoreNoise is the standard deviation of the Gaussian noise added to
 	// a trial's count of correct validation predictions.
-	ScoreNoise float64    `json:"score_noise_std"`
-	Chosen     TuneChoice `json:"chosen"`
-	// Score is the chosen trial's noisy validation accuracy (part of what
-	// the analysis lets the search publish).
-	Score float64   `json:"chosen_noisy_validation_accuracy"`
-	Space TuneSpace `json:"space"`
-	// Fairness and Violation, for a search that scores fairness too
-	// (DP-FERMI, fairScored): the notion ("dp" or "eo") and the chosen
-	// trial's noisy validation violation of it; its score was Score −
-	// Violation.
-	Fairness  string   `json:"fairness,omitempty"`
-	Violation *float64 `json:"chosen_noisy_validation_violation,omitempty"`
+	ScoreNoise float64 `json:"score_noise_std"`
+}
+
+// Scored says which records scored the search's trials, as its receipt
+// names them.
+func (s TuneSearch) Scored() string {
+	if s.HeldOut {
+		return fmt.Sprintf("%d held-out training records", s.ValidRecords)
+	}
+	return "the training records it trained on"
+}
+
+// DeclareSplit lists in rc, for a search whose trials were scored on
+// held-out records, the sizes of the two parts as not covered (public, as
+// the record count is).
+func (s TuneSearch) DeclareSplit(rc *accounting.Receipt) {
+	if s.HeldOut {
+		rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
+			"are treated as public, as the record count is", s.TrainRecords, s.ValidRecords))
+	}
 }
 
 // tunable are the algorithms Tune can search: those whose whole release is
@@ -300,8 +328,25 @@ type TuneResult struct {
 // trial's curve.
 var tunable = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive, algoFermi}
 
-// Tunable is the algorithms Tune can search, for a caller's message.
-func Tunable() []AlgoName { return slices.Clone(tunable) }
+// tunablePipelines are the pipelines with a private search of their own
+// (RegisterTunablePipeline).
+var tunablePipelines []AlgoName
+
+// RegisterTunablePipeline records that the pipeline registered as name
+// has a private search of its own (its package's call, reached by `fairdp
+// train --algo name --tune`), so that Tunable lists it. Call it from an
+// init function, as RegisterPipeline.
+func RegisterTunablePipeline(name AlgoName) {
+	if _, ok := pipelines[name]; !ok {
+		panic("trainer: tunable pipeline " + string(name) + " is not a registered pipeline")
+	}
+	tunablePipelines = append(tunablePipelines, name)
+}
+
+// Tunable is the algorithms that can be searched privately, for a
+// caller's message: those Tune searches, then the pipelines with a search
+// of their own.
+func Tunable() []AlgoName { return append(slices.Clone(tunable), tunablePipelines...) }
 
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
@@ -338,8 +383,11 @@ func Tune(ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
 func checkTunable(job *Job) error {
 	cfg := job.Cfg
 	var errs FieldErrors
-	if !slices.Contains(tunable, cfg.Algo) {
-		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, tunable)
+	switch {
+	case slices.Contains(tunablePipelines, cfg.Algo):
+		errs.add("Algo", "%s is a pipeline with a private search of its own (its package's call; `fairdp train --algo %s --tune`), not Tune's", cfg.Algo, cfg.Algo)
+	case !slices.Contains(tunable, cfg.Algo):
+		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, Tunable())
 	}
 	if regressionRun(job) {
 		errs.add("Model", "is a regression output (one prediction per record), which cannot be tuned yet: the search scores class predictions on held-out records")
@@ -460,7 +508,7 @@ func planSpace(cfg Config, n int, space TuneSpace, law accounting.TruncatedNegat
 	return planTuneWith(q, steps, law, delta, target, scoreShare, trialCurveFor(cfg, q, steps))
 }
 
-// tuneSplit divides the training records into the part the trials train
+// TuneSplit divides the training records into the part the trials train
 // on and the part that scores them: each record goes to the scoring part
 // with probability frac, independently of the others and of the data (as
 // Poisson sampling draws batches). A record added to or removed from the
@@ -470,7 +518,7 @@ func planSpace(cfg Config, n int, space TuneSpace, law accounting.TruncatedNegat
 // split, the trials are independent runs of one algorithm, as Theorem 2
 // needs, and the split's own randomness is a data-independent mixture,
 // whose RDP is at most the largest of its parts'.
-func tuneSplit(d *loaders.Dataset, frac float64, r interface{ Float64() float64 }) (train, valid *loaders.Dataset, err error) {
+func TuneSplit(d *loaders.Dataset, frac float64, r interface{ Float64() float64 }) (train, valid *loaders.Dataset, err error) {
 	var ti, vi []int
 	for i := range d.N() {
 		if r.Float64() < frac {
@@ -490,7 +538,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err := checkTunable(job); err != nil {
 		return nil, err
 	}
-	opts, err := opts.withDefaults()
+	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -512,7 +560,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	}
 	train, valid := trainAll, trainAll
 	if opts.ValidFrac > 0 {
-		if train, valid, err = tuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split")); err != nil {
+		if train, valid, err = TuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split")); err != nil {
 			return nil, err
 		}
 	}
@@ -589,8 +637,8 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
 			i+1, k, plan.eps, target.Epsilon)
 	}
-	res := TuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
-		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma, Chosen: bestChoice, Score: bestAcc, Space: space}
+	res := TuneResult{TuneSearch: TuneSearch{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
+		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma}, Chosen: bestChoice, Score: bestAcc, Space: space}
 	if bestViol != nil {
 		res.Fairness, res.Violation = cfg.Fair.Fairness, bestViol
 	}
@@ -599,7 +647,7 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		return nil, err
 	}
 	rep.Seconds = time.Since(start).Seconds() // the whole search's
-	if w := scoreNoiseWarning(plan.scoreSigma*accuracyNoiseScale(cfg, valid), valid.N()); w != "" {
+	if w := ScoreNoiseWarning(plan.scoreSigma*accuracyNoiseScale(cfg, valid), valid.N()); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	if cfg.Out != "" {
@@ -700,20 +748,14 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	}
 	rep.Config, rep.Epochs, rep.Batch, rep.LR = cfg, cfg.Epochs, cfg.Batch, cfg.LR
 	rep.Train, rep.TrainNotPrivate = nil, false
-	scored := "the training records it trained on"
-	if res.HeldOut {
-		scored = fmt.Sprintf("%d held-out training records", res.ValidRecords)
-	}
+	scored := res.Scored()
 	rc := TunedReceipt(TunedReceiptOptions{Epsilon: plan.eps, Order: plan.order, Delta: delta, Law: plan.law, Trials: res.Trials,
 		MeanTrials: res.MeanTrials, TrialEpsilon: plan.trialEps, TrialNoise: "σ calibrated", Chosen: best.Privacy,
 		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.scoreSigma, Sensitivity: 1,
 			Steps: 1, Rho: plan.scoreRho, Protects: scoreRelease(cfg) + " on " + scored},
 		ScoreName: scoreName(cfg), Scored: scored, Sampling: accounting.SamplingPoisson, Seeded: job.Source.Seeded, Seed: job.Source.Seed})
 	DeclareNotCovered(&rc, job.Train.N(), job.Preprocess, cfg)
-	if res.HeldOut {
-		rc.AddNotCovered("tuning_split", fmt.Sprintf("the sizes of the tuning's parts (%d records a trial trains on, %d that score it) "+
-			"are treated as public, as the record count is", res.TrainRecords, res.ValidRecords))
-	}
+	res.DeclareSplit(&rc)
 	for _, n := range best.Privacy.NotCovered {
 		rc.AddNotCovered(n.Item, n.Detail)
 	}
@@ -724,21 +766,16 @@ func tunedReport(best *Report, job *Job, plan tunePlan, res TuneResult, delta fl
 	return &rep, nil
 }
 
-// WithDefaults is o with its defaults filled in and checked (errors name
-// the fields Tune.MeanTrials, Tune.Eta, …): a search outside this package
-// (budget tailoring's) takes the same options.
-func (o TuneOptions) WithDefaults() (TuneOptions, error) { return o.withDefaults() }
-
 // maxScoreNoise is the largest standard deviation of a trial's noisy
 // validation accuracy at which the search can still tell settings apart
 // (private DP-SGD settings on a table typically differ by a few points).
 const maxScoreNoise = 0.05
 
-// scoreNoiseWarning says when the scores' noise (std sigma correct
+// ScoreNoiseWarning says when the scores' noise (std sigma correct
 // predictions out of valid) is too large for the search to choose better
 // than at random. It depends on n, ε and the options only, never on the
 // records, so it may be published.
-func scoreNoiseWarning(sigma float64, valid int) string {
+func ScoreNoiseWarning(sigma float64, valid int) string {
 	if std := sigma / float64(valid); std > maxScoreNoise {
 		return fmt.Sprintf("the trials' validation accuracies carry noise of standard deviation %.3f, too much for the search "+
 			"to tell settings apart at this number of records and ε: the data-aware defaults (no tuning) are likely as good", std)

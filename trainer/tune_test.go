@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -206,7 +207,7 @@ func TestTuneRefuses(t *testing.T) {
 		opts   TuneOptions
 		want   string
 	}{
-		{"algo", func(j *Job) { j.Cfg.Algo = algoSteffle }, TuneOptions{}, "Algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
+		{"algo", func(j *Job) { j.Cfg.Algo = algoSteffle }, TuneOptions{}, fmt.Sprintf("Algo steffle cannot be tuned privately yet (tunable: %v)", Tunable())},
 		{"fermi scope", func(j *Job) { j.Cfg.Algo, j.Cfg.Fair.Scope = algoFermi, "sensitive" }, TuneOptions{}, "Fair.Scope must be all to tune DP-FERMI"},
 		{"fermi calibration", func(j *Job) { j.Cfg.Algo, j.Cfg.Fair.Calibration = algoFermi, "paper" }, TuneOptions{}, "Fair.Calibration paper cannot be tuned"},
 		{"lambda", nil, TuneOptions{Space: &TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{10}, Clip: []float64{1}, Lambda: []float64{1}}},
@@ -263,7 +264,7 @@ func TestCheckTrialReceipt(t *testing.T) {
 func TestTuneSplit(t *testing.T) {
 	const n, frac = 2000, 0.2
 	d := syntheticTable(n, 2, 0, rand.New(rand.NewPCG(1, 1)))
-	train, valid, err := tuneSplit(d, frac, rand.New(rand.NewPCG(5, 6)))
+	train, valid, err := TuneSplit(d, frac, rand.New(rand.NewPCG(5, 6)))
 	if err != nil {
 		t.Fatal(err)
 	}

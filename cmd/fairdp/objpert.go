@@ -26,7 +26,7 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 		// defaults. A report's settings keep the mechanism they ran.
 		o = linear.ObjPertDefaults()
 	}
-	fs := newFlagSet("train", "train --algo objpert --epsilon E [--dataset adult] [--mechanism auto|pure|gaussian] [--delta δ] [--row-bound B] [--l2 Λ] [--weight-l2 W] [--label-range LO,HI] [--seed S] [--out D]", stderr)
+	fs := newFlagSet("train", "train --algo objpert --epsilon E [--dataset adult] [--mechanism auto|pure|gaussian] [--delta δ] [--row-bound B] [--l2 Λ] [--weight-l2 W] [--label-range LO,HI] [--tune [--tune-trials N]] [--seed S] [--out D]", stderr)
 	dataFlags(fs, &c)
 	kindVar(fs, &c.Algo, "algo", "objpert (logistic regression by objective perturbation, pure ε-DP)")
 	fs.Var(epsilonFlag{&c.Privacy.Epsilon}, "epsilon", "privacy budget ε for whole records: pure ε-DP, or (ε, δ)-DP with the Gaussian mechanism (inf: the same fit without noise)")
@@ -42,13 +42,29 @@ func runObjPert(ctx context.Context, cfg trainer.Config, args []string, stdout, 
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "print only the summary")
 	fs.BoolVar(&c.ReportTrainStats, "report-train-stats", c.ReportTrainStats, "also report exact statistics of the private training split (marked NOT PRIVATE)")
 	fs.String("config", "", "repeat a run: its report.json; flags given with it win")
+	tune := tuneFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	c = linear.WithObjPertConfig(c, o)
-	rep, err := trainer.RunConfig(ctx, c, stdout)
+	var rep *trainer.Report
+	var err error
+	if tune.on {
+		rep, err = linear.TuneObjPert(ctx, c, linear.ObjPertTuneOptions{Search: tune.opts, Log: stdout})
+	} else {
+		rep, err = trainer.RunConfig(ctx, c, stdout)
+	}
 	if err != nil {
 		return flagError(err)
+	}
+	if res := linear.ObjPertTuneResultOf(rep); res != nil {
+		ch := res.Chosen
+		noise := fmt.Sprintf("ε_t = %.4g", ch.Epsilon)
+		if ch.Mechanism == linear.MechanismGaussian {
+			noise = fmt.Sprintf("σ = %.4g", ch.NoiseStd)
+		}
+		fmt.Fprintf(stdout, "tune: chose --mechanism %s --l2 %g --weight-l2 %g (%g and %g times the smallest Λ the budget allows; "+
+			"a trial's %s) after %d trials\n", ch.Mechanism, ch.L2, ch.WeightL2, ch.L2Factor, ch.WeightFactor, noise, res.Trials)
 	}
 	fmt.Fprintf(stdout, "fairdp %s: %s on %s (%d train records), ε = %s\n", versionString(), c.Algo, rep.Dataset,
 		rep.TrainRecords, epsilonFlag{&c.Privacy.Epsilon})

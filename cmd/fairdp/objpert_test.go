@@ -28,15 +28,7 @@ func TestObjPertTrainEval(t *testing.T) {
 	}
 	// The printed test tables of train and eval agree line for line (their
 	// titles differ: eval says the held-out split is what it scored).
-	table := func(s string) string {
-		i := strings.Index(s, "\ngroup ")
-		j := strings.Index(s[i+1:], "error ")
-		if i < 0 || j < 0 {
-			t.Fatalf("no test table in\n%s", s)
-		}
-		return s[i+1 : i+1+j+len("error 0.0000")]
-	}
-	if a, b := table(out), table(evalOut); a != b {
+	if a, b := printedTestTable(t, out), printedTestTable(t, evalOut); a != b {
 		t.Errorf("train and eval test tables differ:\n%s\n%s", a, b)
 	}
 	if !strings.Contains(evalOut, `"exact_minimiser"`) || !strings.Contains(evalOut, `"epsilon":2`) {
@@ -57,6 +49,52 @@ func TestObjPertTrainEval(t *testing.T) {
 			t.Errorf("%s %s: error %v, want one naming %q", tc.flag, tc.value, err, tc.want)
 		}
 	}
+}
+
+// TestObjPertTune: `fairdp train --algo objpert --tune` says how many
+// trials ran and what it chose, writes a report whose receipt is the
+// search's (replace-one neighbours) and whose config is the chosen
+// setting, and a checkpoint `fairdp eval` scores exactly as the run did.
+func TestObjPertTune(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--limit", "3000", "--seed", "4"}
+	out, stderr, err := runCLI(t, append([]string{"train", "--algo", "objpert", "--tune", "--tune-trials", "3", "--epsilon", "2", "--out", dir}, args...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"tune: chose --mechanism ", "trial 1 of ", "done; ε spent: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rep := validateReport(t, dir, "objpert")
+	priv := rep["privacy"].(map[string]any)
+	if eps := priv["epsilon"].(float64); eps > 2 || eps < 1.98 || priv["accountant"] != "rdp" || priv["relation"] != "replace-one" {
+		t.Errorf("receipt %v: want the search's ε ≤ 2 by the RDP accountant for replace-one neighbours", priv)
+	}
+	chosen := rep["extra"].(map[string]any)["tune"].(map[string]any)["chosen"].(map[string]any)
+	if o := rep["config"].(map[string]any)["objpert"].(map[string]any); o["l2"] != chosen["l2"] || o["mechanism"] != chosen["mechanism"] {
+		t.Errorf("config %v is not the chosen setting %v", o, chosen)
+	}
+	evalOut, stderr, err := runCLI(t, append([]string{"eval", "--model", filepath.Join(dir, "model.ckpt")}, args...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if a, b := printedTestTable(t, out), printedTestTable(t, evalOut); a != b {
+		t.Errorf("train and eval test tables differ:\n%s\n%s", a, b)
+	}
+}
+
+// printedTestTable is the test table printed in s, from its header line
+// to its error line.
+func printedTestTable(t *testing.T, s string) string {
+	t.Helper()
+	i := strings.Index(s, "\ngroup ")
+	j := strings.Index(s[i+1:], "error ")
+	if i < 0 || j < 0 {
+		t.Fatalf("no test table in\n%s", s)
+	}
+	return s[i+1 : i+1+j+len("error 0.0000")]
 }
 
 // TestObjPertMechanismFlag: --mechanism gaussian with --delta runs the

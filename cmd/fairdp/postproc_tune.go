@@ -24,9 +24,6 @@ type postprocTuneValues struct {
 // (the same names as the SGD algorithms' search), and --tune-valid-frac
 // only to refuse it: the pipeline's trials are scored on the records they
 
-// Post-processing takes --tune (with a private base: postprocTuneValues.check).
-func init() { tunablePipelines = append(tunablePipelines, linear.PostprocName) }
-
 // trained on.
 func postprocTuneFlags(fs *flag.FlagSet) *postprocTuneValues {
 	t := &postprocTuneValues{}

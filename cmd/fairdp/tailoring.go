@@ -177,9 +177,6 @@ func printTailoringRatios(w io.Writer, sweep []tailoring.SweepEntry) {
 	w.Write(buf.Bytes())
 }
 
-// The pipelines whose own flags take --tune (refuseTune lets it through).
-func init() { tunablePipelines = append(tunablePipelines, tailoring.Name, tailoring.DPNoSEName) }
-
 // runTailoringTune is `fairdp train --algo tailoring|dpnose --tune`: a
 // private search (tailoring.Tune) at the budget --epsilon, or the ε that
 // the one --rho converts to; set are the flags given.

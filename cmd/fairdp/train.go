@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fairdp/fairdp/fermi/federated"
@@ -149,8 +150,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, p := range pipelineCommands {
 		if p.algo == algo {
-			if err := refuseTune(algo, args); err != nil {
-				return err
+			if !slices.Contains(trainer.Tunable(), algo) {
+				if err := refuseTune(algo, args); err != nil {
+					return err
+				}
 			}
 			cfg.Algo = algo
 			return p.run(ctx, cfg, args, stdout, stderr)

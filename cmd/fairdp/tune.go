@@ -28,9 +28,9 @@ func init() {
 // tuneFlags registers --tune and its options on fs.
 func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
 	t := &tuneFlagValues{}
-	fs.BoolVar(&t.on, "tune", false, "choose --lr, --epochs, --batch and --clip (and fermi's --lambda) by private random search (Papernot & Steinke 2022): "+
+	fs.BoolVar(&t.on, "tune", false, "choose --lr, --epochs, --batch and --clip (fermi: and --lambda; objpert: --l2) by private random search (Papernot & Steinke 2022): "+
 		"a random number of complete private trials, each scored with noise on training records (never the test split; fermi: accuracy less the fairness violation), "+
-		"the best one returned; the receipt's ε (--epsilon) covers the whole search (dpsgd, dpsgdf, naive, fermi)")
+		"the best one returned; the receipt's ε (--epsilon) covers the whole search ("+tunableList()+")")
 	fs.Float64Var(&t.opts.MeanTrials, "tune-trials", 10, "with --tune: expected number of trials (the number itself is random: its law is part of the privacy analysis)")
 	fs.Float64Var(&t.opts.Eta, "tune-eta", 0, "with --tune: η of the number of trials' truncated negative binomial law (0: logarithmic, 1: geometric)")
 	fs.Float64Var(&t.opts.ValidFrac, "tune-valid-frac", 0, "with --tune: share of the training records held out to score the trials "+
@@ -38,14 +38,20 @@ func tuneFlags(fs *flag.FlagSet) *tuneFlagValues {
 	return t
 }
 
-// tunablePipelines are the pipeline commands whose own flags take --tune.
-var tunablePipelines []trainer.AlgoName
+// tunableList is the algorithms --tune searches, for its help.
+func tunableList() string {
+	names := []string{}
+	for _, a := range trainer.Tunable() {
+		names = append(names, string(a))
+	}
+	return strings.Join(names, ", ")
+}
 
 // refuseTune refuses --tune for algo, a pipeline command whose own flags
 // have none: the same message trainer.Tune gives an algorithm it cannot
 // search, rather than the flag parser's "not defined".
 func refuseTune(algo trainer.AlgoName, args []string) error {
-	if slices.Contains(tunablePipelines, algo) {
+	if slices.Contains(trainer.Tunable(), algo) {
 		return nil
 	}
 	for _, a := range args {
@@ -53,7 +59,7 @@ func refuseTune(algo trainer.AlgoName, args []string) error {
 			break
 		}
 		if a == "--tune" || a == "-tune" || (strings.HasPrefix(a, "--tune=") || strings.HasPrefix(a, "-tune=")) && !strings.HasSuffix(a, "=false") {
-			return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, slices.Concat(trainer.Tunable(), tunablePipelines))
+			return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, trainer.Tunable())
 		}
 	}
 	return nil

@@ -62,10 +62,12 @@ func TestTrainTuneErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--algo", "steffle"}, "--algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
-		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi "},
+		{[]string{"--algo", "steffle"}, "--algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi objpert "},
 		{[]string{"--algo", "postproc"}, "--base must be objpert or dpsgd to tune"},
 		{[]string{"--algo", "oracle"}, "--algo oracle cannot be tuned privately yet"},
+		{[]string{"--algo", "objpert", "--l2", "0.01"}, "--l2 is what the search chooses"},
+		{[]string{"--algo", "objpert", "--epsilon", "inf"}, "--epsilon must be finite to tune"},
+		{[]string{"--algo", "objpert", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
 		{[]string{"--algo", "fermi", "--scope", "sensitive"}, "--scope must be all to tune DP-FERMI"},
 		{[]string{"--algo", "dpsgd", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
 		{[]string{"--algo", "dpsgd", "--tune-valid-frac", "1"}, "--tune-valid-frac must be in [0, 1)"},

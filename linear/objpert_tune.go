@@ -1,0 +1,502 @@
+package linear
+
+// Private tuning of objective perturbation (`fairdp train --algo objpert
+// --tune`): random search in the manner of Papernot and Steinke,
+// "Hyperparameter Tuning with Rényi Differential Privacy" (ICLR 2022), as
+// trainer.Tune runs it for the DP-SGD family. A trial is one complete
+// objective-perturbation fit with its regulariser Λ (and, when asked, its
+// mechanism) drawn uniformly from a grid that depends on public facts only
+// (n, d, ε, δ), its own noise set by the search's plan
+// (accounting.PlanTuning), and its accuracy released with Gaussian noise;
+// the trial with the best noisy score is published, and the receipt charges
+// the whole search by Theorem 2.
+//
+// A trial's Rényi curve, for data sets differing in one record's value
+// (the relation objective perturbation's guarantee is for):
+//   - the pure mechanism at ε_t, ε_t-DP in total (its Jacobian term charged
+//     once, CalibrationTight): min(ε_t, α ε_t²/2) (Bun and Steinke 2016,
+//     Proposition 3.3: ε-DP is ε²/2-zCDP; no Rényi divergence exceeds the
+//     max divergence; accounting.PureRDP);
+//   - the Gaussian mechanism at σ: ObjPertGaussianRDP (objpert_rdp.go).
+// The score is a count of correct predictions on training records:
+// replacing one record changes it by at most 1 for the released model.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/fairdp/fairdp/dpops"
+	"github.com/fairdp/fairdp/dpops/accounting"
+	"github.com/fairdp/fairdp/loaders"
+	"github.com/fairdp/fairdp/trainer"
+)
+
+// ObjPertTuneFactors are the default search's regularisers: Λ = K times
+// the smallest Algorithm 2 allows at the run's ε and the trials' n
+// (ObjPertMinL2), for these K. The auto rule's K is 8 (pure) or 6
+// (Gaussian), measured best or near it on Adult, Credit, Dutch and
+// Communities; on the 15,000 × 100 synthetic table with 10 % positives at
+// ε = 0.5 only K ≥ 96 beat the majority class (.0988 against .0998), at a
+// cost of .003–.13 on the other tables (bench/results/tabular.md, "objpert
+// on the 15,000 × 100 table at ε = 0.5: the regulariser's whole range").
+// Nothing public tells those tables apart, so the search spans the range
+// in steps of 4, from the rule's K to the wide table's best.
+var ObjPertTuneFactors = []float64{6, 24, 96}
+
+// ObjPertTuneWeightFactors are the default search's weight-only
+// penalties (ObjPertOptions.WeightL2), as multiples of the same
+// ObjPertMinL2: none, and one large enough that the model falls back to
+// predicting the majority class. A trial runs at about 0.6 of the run's ε
+// (Theorem 2's overhead), so its noise is nearly twice the default run's,
+// and where the default is already near the majority class no Λ saves
+// it: on the 15,000 × 100 table with 10 % positives at ε = 0.3 (about a
+// trial's budget at ε = 0.5; 3 seeds, Gaussian mechanism) every Λ from
+// K = 96 to 3,072 gave .120–.124 against the majority's .0990, while a
+// weight penalty of 2.5Λ or more at K = 96 gave exactly the majority class
+// (.1004 / .0982 / .0984 per split) and Λ itself (W = 96) .0987. 384 is
+// four times K = 96's Λ: where the signal survives the noise (Adult,
+// Credit) such a model scores far worse and is not chosen.
+var ObjPertTuneWeightFactors = []float64{0, 384}
+
+// ObjPertTuneSpace is the grid an objpert trial draws its settings from,
+// uniformly and independently of the data.
+type ObjPertTuneSpace struct {
+	// L2Factors are the trials' Λ as multiples K of ObjPertMinL2 at the
+	// run's ε and the records a trial trains on (nil: ObjPertTuneFactors).
+	L2Factors []float64 `json:"l2_factors"`
+	// WeightFactors are the trials' weight-only penalties, as multiples of
+	// the same (nil: ObjPertTuneWeightFactors; 0: none). They cost no
+	// privacy: a convex penalty beside Λ only lowers the Jacobian term.
+	WeightFactors []float64 `json:"weight_factors"`
+	// Mechanisms are MechanismPure and MechanismGaussian, one or both
+	// (nil: the one the settings ask for; MechanismAuto's is
+	// ChooseObjPert's at the run's ε and δ).
+	Mechanisms []string `json:"mechanisms"`
+}
+
+// ObjPertTuneOptions configure TuneObjPert.
+type ObjPertTuneOptions struct {
+	// Search is the search's law and scoring (MeanTrials, Eta, ValidFrac,
+	// ScoreShare; zero values take trainer's defaults). Its Space is the
+	// DP-SGD family's and must be nil: objpert's is Space below.
+	Search trainer.TuneOptions
+	Space  *ObjPertTuneSpace
+	// Log receives the progress lines (trials done, ε spent); nil: none.
+	Log io.Writer
+}
+
+// ObjPertTuneChoice is one trial's setting: its mechanism, Λ (and the K
+// it came from) and its noise, the pure mechanism's ε_t or the Gaussian
+// one's σ.
+type ObjPertTuneChoice struct {
+	Mechanism    string  `json:"mechanism"`
+	L2Factor     float64 `json:"l2_factor"`
+	L2           float64 `json:"l2"`
+	WeightFactor float64 `json:"weight_factor"`
+	WeightL2     float64 `json:"weight_l2"`
+	// Epsilon is a pure trial's ε_t, NoiseStd a Gaussian trial's σ.
+	Epsilon  float64 `json:"epsilon,omitempty"`
+	NoiseStd float64 `json:"noise_std,omitempty"`
+}
+
+// ObjPertTuneResult is a tuned objpert report's extra.tune: how the search
+// ran and what it chose, nothing of the trials not chosen.
+type ObjPertTuneResult struct {
+	trainer.TuneSearch
+	Chosen ObjPertTuneChoice `json:"chosen"`
+	// Score is the chosen trial's noisy validation accuracy.
+	Score float64          `json:"chosen_noisy_validation_accuracy"`
+	Space ObjPertTuneSpace `json:"space"`
+	// MechanismChoice is the auto rule's reason, when it picked the
+	// space's mechanism.
+	MechanismChoice string `json:"mechanism_choice,omitempty"`
+}
+
+// ObjPertTuneResultOf returns a tuned objpert report's extra.tune (nil
+// for other reports).
+func ObjPertTuneResultOf(rep *trainer.Report) *ObjPertTuneResult {
+	if r, ok := trainer.ExtraOf[ObjPertTuneResult](rep, "tune"); ok {
+		return &r
+	}
+	return nil
+}
+
+// objPertKind is one kind of trial: a mechanism, Λ's factor K and the
+// weight penalty's.
+type objPertKind struct {
+	mechanism      string
+	factor, weight float64
+}
+
+// checkTunableObjPert refuses what the search's analysis does not cover or
+// what it would override.
+func checkTunableObjPert(cfg trainer.Config, p privacy, o ObjPertConfig, opts ObjPertTuneOptions) error {
+	var errs trainer.FieldErrors
+	add := func(field, format string, a ...any) {
+		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
+	}
+	if !(p.Epsilon > 0) || math.IsInf(p.Epsilon, 1) {
+		add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", p.Epsilon)
+	}
+	if o.L2 != 0 || o.WeightL2 != 0 {
+		add("ObjPert.L2", "is what the search chooses: leave it and the weight penalty 0 (got Λ = %v, weight penalty %v)", o.L2, o.WeightL2)
+	}
+	if o.Calibration != "" && o.Calibration != CalibrationTight {
+		add("ObjPert.Calibration", "is set by the search (pure trials charge their Jacobian term once, Gaussian ones follow their Rényi "+
+			"curve): leave it %s (got %q)", CalibrationTight, o.Calibration)
+	}
+	if len(o.LabelRange) > 0 {
+		add("ObjPert.LabelRange", "is for least squares, which cannot be tuned: the search scores class predictions")
+	}
+	if opts.Search.Space != nil {
+		add("Tune.Space", "is the DP-SGD family's search space; objpert's is ObjPertTuneOptions.Space")
+	}
+	if s := opts.Space; s != nil {
+		for _, k := range s.L2Factors {
+			if !(k > 0) || math.IsInf(k, 1) {
+				add("Tune.Space.L2Factors", "%v: want finite numbers > 0", k)
+			}
+		}
+		for _, k := range s.WeightFactors {
+			if !(k >= 0) || math.IsInf(k, 1) {
+				add("Tune.Space.WeightFactors", "%v: want finite numbers ≥ 0", k)
+			}
+		}
+		for _, m := range s.Mechanisms {
+			if m != MechanismPure && m != MechanismGaussian {
+				add("Tune.Space.Mechanisms", "%q: want %s or %s", m, MechanismPure, MechanismGaussian)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// TuneObjPert trains cfg (Algo "objpert", a binary classification table)
+// by private random search (Papernot and Steinke 2022): it holds out
+// opts.Search.ValidFrac of the training records (none by default), draws
+// the number of trials K from a truncated negative binomial law, runs K
+// objective-perturbation fits with Λ (and the mechanism, when the space
+// has two) drawn from the space and the noise the search's plan sets,
+// scores each by its Gaussian-noised count of correct predictions on the
+// training records, and returns the report of the best, whose receipt
+// charges the whole search at cfg's ε and δ (Theorem 2, converted by
+// Balle et al. 2020). With cfg.Out set it writes report.json and
+// model.ckpt as RunObjPert does. The report's config is the chosen setting
+// at the run's ε: repeating it fits that setting once, not the search.
+func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOptions) (*trainer.Report, error) {
+	p := privacyOf(cfg)
+	if err := validateObjPert(cfg, p); err != nil {
+		return nil, err
+	}
+	o := ObjPertConfigOf(cfg)
+	if reflect.ValueOf(o).IsZero() {
+		o = ObjPertDefaults() // no settings at all: the defaults
+	}
+	if err := checkTunableObjPert(cfg, p, o, opts); err != nil {
+		return nil, err
+	}
+	search, err := opts.Search.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Log
+	if log == nil || cfg.Quiet {
+		log = io.Discard
+	}
+	start := time.Now()
+	src, trainAll, test, prep, splitRec, err := loadObjPertData(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkObjPertData(trainAll, o); err != nil {
+		return nil, err
+	}
+	if trainAll.Targets != nil {
+		return nil, fmt.Errorf("data set %s has a regression target: least squares cannot be tuned (the search scores class predictions)", trainAll.Name)
+	}
+	delta := p.Delta
+	if delta == 0 {
+		delta = accounting.DefaultDelta(trainAll.N())
+	}
+	if err := accounting.CheckDelta(delta, trainAll.N(), p.AllowLargeDelta); err != nil {
+		return nil, trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
+	}
+	train, valid := trainAll, trainAll
+	if search.ValidFrac > 0 {
+		if train, valid, err = trainer.TuneSplit(trainAll, search.ValidFrac, src.Derive("tune/split")); err != nil {
+			return nil, err
+		}
+	}
+	n := train.N()
+	bound := o.RowBound
+	if bound == 0 {
+		bound = DefaultRowBound(train.Dim, sourceColumns(prep))
+	}
+	space, reason, err := objPertTuneSpace(opts.Space, o, n, train.Dim, p.Epsilon, delta)
+	if err != nil {
+		return nil, err
+	}
+	var kinds []objPertKind
+	for _, m := range space.Mechanisms {
+		for _, k := range space.L2Factors {
+			for _, w := range space.WeightFactors {
+				kinds = append(kinds, objPertKind{m, k, w})
+			}
+		}
+	}
+	unit := ObjPertMinL2(p.Epsilon, n, LogisticCurvature)
+	l2 := func(k objPertKind) float64 { return k.factor * unit }
+	law, err := accounting.TNBWithMean(search.Eta, search.MeanTrials)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := accounting.PlanTuning(len(kinds), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
+		return objPertTrialCurve(kinds[i].mechanism, l2(kinds[i]), n, tau, delta, orders)
+	}, law, delta, p.Epsilon, search.ScoreShare)
+	if errors.Is(err, accounting.ErrTuningBudget) {
+		return nil, trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
+			"(the search alone costs more): raise it or lower Tune.MeanTrials", p.Epsilon, search.MeanTrials)}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	k, err := law.Sample(src.Derive("tune/trials"))
+	if err != nil {
+		return nil, err
+	}
+	scored := "the same records"
+	if search.ValidFrac > 0 {
+		scored = fmt.Sprintf("%d held-out training records", valid.N())
+	}
+	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each trains on %d records and is scored on %s; "+
+		"the whole search spends ε = %.4g at δ = %.3g, charged before the first trial\n",
+		k, search.MeanTrials, n, scored, plan.Epsilon, delta)
+	choose, scoreNoise := src.Derive("tune/choice"), src.Derive("tune/score")
+	var (
+		best       *ObjPertResult
+		bestChoice ObjPertTuneChoice
+		bestScore  = math.Inf(-1)
+	)
+	for t := range k {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		i := choose.IntN(len(kinds))
+		c := ObjPertTuneChoice{Mechanism: kinds[i].mechanism, L2Factor: kinds[i].factor, L2: l2(kinds[i]),
+			WeightFactor: kinds[i].weight, WeightL2: kinds[i].weight * unit}
+		opt := ObjPertOptions{RowBound: bound, L2: c.L2, WeightL2: c.WeightL2, Mechanism: c.Mechanism}
+		if c.Mechanism == MechanismPure {
+			c.Epsilon, opt.Epsilon, opt.Calibration = plan.Noise[i], plan.Noise[i], CalibrationTight
+		} else {
+			c.NoiseStd, opt.NoiseStd, opt.Delta, opt.Calibration = plan.Noise[i], plan.Noise[i], delta, CalibrationRDP
+		}
+		res, err := ObjectivePerturbation(src.Derive(fmt.Sprintf("tune/trial/%d", t)), train.X, n, train.Dim, train.Labels, opt)
+		if err != nil {
+			return nil, fmt.Errorf("tuning trial %d: %w", t+1, err)
+		}
+		if err := checkObjPertTrial(res, n, plan.Orders, plan.Curves[i]); err != nil {
+			return nil, fmt.Errorf("tuning trial %d: %w", t+1, err)
+		}
+		correct := correctPredictions(res, valid, o.ClipAtPredict)
+		noisy, err := dpops.ScalarGaussian(scoreNoise, float64(correct), 1, plan.ScoreSigma)
+		if err != nil {
+			return nil, err
+		}
+		if score := noisy / float64(valid.N()); score > bestScore {
+			best, bestChoice, bestScore = res, c, score
+		}
+		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
+			t+1, k, plan.Epsilon, p.Epsilon)
+	}
+	res := ObjPertTuneResult{TuneSearch: trainer.TuneSearch{Trials: k, MeanTrials: search.MeanTrials, Eta: law.Eta, Gamma: law.Gamma,
+		TrialEpsilon: plan.TrialEpsilon, TrainRecords: n, ValidRecords: valid.N(), HeldOut: search.ValidFrac > 0, ScoreNoise: plan.ScoreSigma},
+		Chosen: bestChoice, Score: bestScore, Space: space, MechanismChoice: reason}
+	return objPertTunedReport(cfg, p, o, best, res, plan, delta, trainAll, test, prep, src, splitRec, start)
+}
+
+// objPertTuneSpace is the search's space: opts' (nil: the default) with
+// its empty parts filled, the factors ObjPertTuneFactors and
+// ObjPertTuneWeightFactors, the mechanism
+// o's (MechanismAuto: ChooseObjPert's for n records of d features at the
+// run's ε and δ, with its reason; "": pure, as RunObjPert runs it).
+func objPertTuneSpace(given *ObjPertTuneSpace, o ObjPertConfig, n, d int, eps, delta float64) (ObjPertTuneSpace, string, error) {
+	var s ObjPertTuneSpace
+	if given != nil {
+		s = ObjPertTuneSpace{L2Factors: slices.Clone(given.L2Factors), WeightFactors: slices.Clone(given.WeightFactors),
+			Mechanisms: slices.Clone(given.Mechanisms)}
+	}
+	if len(s.L2Factors) == 0 {
+		s.L2Factors = slices.Clone(ObjPertTuneFactors)
+	}
+	if len(s.WeightFactors) == 0 {
+		s.WeightFactors = slices.Clone(ObjPertTuneWeightFactors)
+	}
+	if len(s.Mechanisms) > 0 {
+		return s, "", nil
+	}
+	switch o.Mechanism {
+	case MechanismAuto:
+		c, err := ChooseObjPert(ObjPertFacts{N: n, D: d, Epsilon: eps, Delta: delta, Curvature: LogisticCurvature, Calibration: CalibrationTight})
+		if err != nil {
+			return s, "", err
+		}
+		s.Mechanisms = []string{c.Mechanism}
+		return s, c.Reason, nil
+	case "":
+		s.Mechanisms = []string{MechanismPure}
+	default:
+		s.Mechanisms = []string{o.Mechanism}
+	}
+	return s, "", nil
+}
+
+// objPertTrialCurve calibrates a trial of mechanism m with regulariser
+// l2 on n records to a per-trial ε tau at δ: its noise (the pure
+// mechanism's ε_t = tau; the Gaussian one's σ, RDPObjPertSigma) and its
+// Rényi curve at orders (accounting.PureRDP; ObjPertGaussianRDP with
+// ε_J = ObjPertJacobianEpsilon(n, l2)). Both grow with tau at every order.
+func objPertTrialCurve(m string, l2 float64, n int, tau, delta float64, orders []float64) (float64, []float64, error) {
+	if m == MechanismPure {
+		return tau, accounting.PureRDP(tau, orders), nil
+	}
+	epsJ := ObjPertJacobianEpsilon(n, l2, LogisticCurvature)
+	sigma, err := RDPObjPertSigma(tau, delta, epsJ, orders)
+	if err != nil {
+		return 0, nil, err
+	}
+	return sigma, ObjPertGaussianRDP(sigma, epsJ, orders), nil
+}
+
+// checkObjPertTrial holds a trial to its planned curve: the curve of what
+// it ran, recomputed from the fit (the pure mechanism's ε charges in its
+// receipt; the Gaussian mechanism's σ and the ε_J of the regulariser it
+// used on n records), must be at most the planned one at every order (up
+// to rounding, 1e-9 relative). A trial that ran anything else is refused
+// rather than published.
+func checkObjPertTrial(res *ObjPertResult, n int, orders, planned []float64) error {
+	rec, err := res.Receipt(nil)
+	if err != nil {
+		return err
+	}
+	if !rec.Private() {
+		return fmt.Errorf("the trial's receipt is not private")
+	}
+	var curve []float64
+	switch res.Mechanism {
+	case MechanismPure:
+		eps := 0.0
+		for _, m := range rec.Mechanisms {
+			if m.Kind != accounting.KindPureDP {
+				return fmt.Errorf("the trial released %s (%s), outside the tuning plan", m.Kind, m.Protects)
+			}
+			eps += m.Epsilon
+		}
+		curve = accounting.PureRDP(eps, orders)
+	case MechanismGaussian:
+		if res.Calibration != CalibrationRDP {
+			return fmt.Errorf("the trial's Gaussian noise was calibrated by %q, not by its Rényi curve", res.Calibration)
+		}
+		curve = ObjPertGaussianRDP(res.NoiseStd, ObjPertJacobianEpsilon(n, res.L2+res.ExtraL2, res.Curvature), orders)
+	default:
+		return fmt.Errorf("the trial ran mechanism %q, outside the tuning plan", res.Mechanism)
+	}
+	for i, v := range curve {
+		if !(v <= planned[i]*(1+1e-9)) {
+			return fmt.Errorf("the trial's release costs RDP %.6g at order %v, more than the %.6g the tuning plan charged", v, orders[i], planned[i])
+		}
+	}
+	return nil
+}
+
+// correctPredictions is the number of records of d whose label the fitted
+// model predicts (logit Weights·x + Intercept > 0 for class 1), each row
+// clipped to the row bound first when clip is set, as the released model
+// scores it (ClipAtPredict).
+func correctPredictions(res *ObjPertResult, d *loaders.Dataset, clip bool) int {
+	correct := 0
+	for i := range d.N() {
+		x := d.X[i*d.Dim : (i+1)*d.Dim]
+		logit, norm := res.Intercept, 0.0
+		for j, v := range x {
+			logit += res.Weights[j] * v
+			norm += v * v
+		}
+		if norm = math.Sqrt(norm); clip && norm > res.RowBound {
+			logit = res.Intercept + (logit-res.Intercept)*res.RowBound/norm
+		}
+		pred := 0
+		if logit > 0 {
+			pred = 1
+		}
+		if pred == d.Labels[i] {
+			correct++
+		}
+	}
+	return correct
+}
+
+// objPertTunedReport is the chosen trial's report (as RunObjPert writes
+// one, its config the chosen setting at the run's ε) with the search's
+// receipt (trainer.SearchReceipt) and extra.tune, scored on the test
+// split and, with cfg.Out set, written with model.ckpt.
+func objPertTunedReport(cfg trainer.Config, p privacy, o ObjPertConfig, best *ObjPertResult, res ObjPertTuneResult, plan accounting.TuningPlan,
+	delta float64, trainAll, test *loaders.Dataset, prep []byte, src dpops.Source, split *trainer.SplitRecord, start time.Time) (*trainer.Report, error) {
+	chosen := o
+	chosen.Mechanism, chosen.Calibration = best.Mechanism, CalibrationTight
+	rcfg := cfg
+	rcfg.ReportTrainStats = false // a search's report carries no training statistics
+	rep, _, err := objPertReport(rcfg, p, chosen, best, "", trainAll.Name, trainAll.N(), prep)
+	if err != nil {
+		return nil, err
+	}
+	// The chosen setting reruns at the run's ε, with its δ when Gaussian.
+	rep.Config.Privacy.Delta = 0
+	if best.Mechanism == MechanismGaussian {
+		rep.Config.Privacy.Delta = delta
+	}
+	m, err := scoreLogistic(rep, best, o.ClipAtPredict, trainAll, test, false)
+	if err != nil {
+		return nil, err
+	}
+	noise := "ε_t"
+	if best.Mechanism == MechanismGaussian {
+		noise = "σ"
+	}
+	scored := res.Scored()
+	trial := rep.Privacy
+	rc := trainer.TunedReceipt(trainer.TunedReceiptOptions{Epsilon: plan.Epsilon, Order: plan.Order, Delta: delta, Law: plan.Law,
+		Trials: res.Trials, MeanTrials: res.MeanTrials, TrialEpsilon: res.TrialEpsilon, TrialNoise: noise + " calibrated",
+		Chosen: trial,
+		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: 1, Steps: 1,
+			Rho: plan.ScoreRho, Protects: "the trial's count of correct predictions on " + scored},
+		ScoreName: "Gaussian-noised accuracy", Scored: scored, Sampling: "none", Relation: accounting.RelationReplaceOne,
+		Seeded: src.Seeded, Seed: src.Seed})
+	rc.AddNote("neighbouring data sets differ in one record's value (replace-one), the relation objective perturbation's " +
+		"guarantee is for; every trial's Rényi curve and the score's sensitivity 1 are stated for it")
+	trainer.DeclareNotCovered(&rc, trainAll.N(), prep, trainer.Config{})
+	res.DeclareSplit(&rc)
+	for _, n := range trial.NotCovered {
+		rc.AddNotCovered(n.Item, n.Detail)
+	}
+	rep.Privacy = rc
+	if w := trainer.ScoreNoiseWarning(plan.ScoreSigma, res.ValidRecords); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
+	rep.SetExtra("tune", res)
+	rep.Seconds = time.Since(start).Seconds() // the whole search's
+	if cfg.Out != "" {
+		if err := writeObjPertOutputs(cfg.Out, rep, m, prep, src.String(), split); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
