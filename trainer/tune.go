@@ -300,8 +300,9 @@ type TuneResult struct {
 // trial's curve.
 var tunable = []AlgoName{AlgoDPSGD, algoDPSGDF, algoNaive, algoFermi}
 
-// Tunable is the algorithms Tune can search, for a caller's message.
-func Tunable() []AlgoName { return slices.Clone(tunable) }
+// Tunable is the algorithms Tune can search, for a caller's message: its
+// own and those with a registered search (RegisterTuner).
+func Tunable() []AlgoName { return append(slices.Clone(tunable), tunerNames...) }
 
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
@@ -329,6 +330,9 @@ func trialSigma(cfg Config, sigma float64) float64 {
 // that guarantee. Nothing of the other trials leaves Tune: progress lines
 // say how many trials are done and the ε the search spends.
 func Tune(ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
+	if t, ok := tuners[job.Cfg.Algo]; ok {
+		return t(ctx, job, opts)
+	}
 	if job.Cfg.DType == DTypeFloat64 {
 		return tune[float64](ctx, job, opts)
 	}
@@ -338,8 +342,8 @@ func Tune(ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
 func checkTunable(job *Job) error {
 	cfg := job.Cfg
 	var errs FieldErrors
-	if !slices.Contains(tunable, cfg.Algo) {
-		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, tunable)
+	if !slices.Contains(Tunable(), cfg.Algo) {
+		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, Tunable())
 	}
 	if regressionRun(job) {
 		errs.add("Model", "is a regression output (one prediction per record), which cannot be tuned yet: the search scores class predictions on held-out records")

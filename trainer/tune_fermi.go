@@ -178,6 +178,15 @@ func fairScored(cfg Config, space TuneSpace) bool {
 
 // scoreName is what a trial's score is, as the receipt's note says it.
 func scoreName(cfg Config) string {
+	if cfg.Algo == algoSteffle {
+		// SteFFLe's search scores fairness whenever λ > 0 (its space's λ
+		// are all 0 or all positive); the chosen λ says which.
+		what := "noisy accuracy"
+		if cfg.Fair.Lambda > 0 {
+			what = fmt.Sprintf("noisy accuracy less its noisy %s violation", cfg.Fair.Fairness)
+		}
+		return what + " (from per-group confusion counts each silo released on its own records with Gaussian noise, summed)"
+	}
 	if cfg.Algo == algoFermi {
 		return fmt.Sprintf("noisy accuracy less its noisy %s violation (from Gaussian-noised per-group confusion counts)", cfg.Fair.Fairness)
 	}
@@ -187,7 +196,7 @@ func scoreName(cfg Config) string {
 // scoreRelease is what the score's Gaussian protects, as the receipt's
 // mechanism names it.
 func scoreRelease(cfg Config) string {
-	if cfg.Algo == algoFermi {
+	if cfg.Algo == algoFermi || cfg.Algo == algoSteffle {
 		return "the trial's per-group confusion counts (label × group × predicted class, L2 sensitivity 1)"
 	}
 	return "the trial's count of correct predictions"
