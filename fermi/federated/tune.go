@@ -181,7 +181,8 @@ func (p steffePlan) sigma(sh trialShape) float64 { return p.plan.Noise[slices.In
 // whose σ is the largest any silo needs to meet the per-trial budget alone
 // (rounds only, as trainer's DP-FERMI plan does; the counts are then added
 // at that σ and the plan bisects on the exact curves), and whose curve is
-// the pointwise largest of its silos' curves. Every silo's own search
+// the pointwise largest of its silos' curves. The silos of a shape must
+// take the same rounds (one federation's). Every silo's own search
 // bound is then at most the plan's ε.
 func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64) (steffePlan, error) {
 	shapes := slices.SortedFunc(func(yield func(trialShape) bool) {
@@ -193,14 +194,14 @@ func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegati
 	}, func(a, b trialShape) int { return cmp.Or(a.batch-b.batch, a.epochs-b.epochs) })
 	p := steffePlan{shapes: shapes, silos: silos, curves: map[trialShape][][]float64{}}
 	pl, err := accounting.PlanTuning(len(shapes), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
+		// The silos of a shape take the same rounds; the subsampled
+		// Gaussian's RDP grows with the rate, so the silo with the largest
+		// rate needs the largest σ.
 		ss := silos[shapes[i]]
-		sigma := 0.0
-		for _, s := range ss {
-			v, err := accounting.CalibrateSigma(tau, delta, s.q, s.rounds, accounting.WithOrders(orders))
-			if err != nil {
-				return 0, nil, err
-			}
-			sigma = max(sigma, v)
+		top := slices.MaxFunc(ss, func(a, b siloShape) int { return cmp.Compare(a.q, b.q) })
+		sigma, err := accounting.CalibrateSigma(tau, delta, top.q, top.rounds, accounting.WithOrders(orders))
+		if err != nil {
+			return 0, nil, err
 		}
 		worst := make([]float64, len(orders))
 		for _, s := range ss {
