@@ -62,8 +62,9 @@ func TestTrainTuneErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--algo", "steffle"}, "--algo steffle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
-		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi])"},
+		{[]string{"--algo", "steffle", "--scope", "sensitive"}, "--scope must be all to tune SteFFLe"},
+		{[]string{"--algo", "steffle", "--tune-valid-frac", "0.2"}, "--tune-valid-frac must be 0 to tune SteFFLe"},
+		{[]string{"--algo", "objpert"}, "--algo objpert cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi steffle])"},
 		{[]string{"--algo", "postproc"}, "--algo postproc cannot be tuned privately yet"},
 		{[]string{"--algo", "tailoring"}, "--algo tailoring cannot be tuned privately yet"},
 		{[]string{"--algo", "fermi", "--scope", "sensitive"}, "--scope must be all to tune DP-FERMI"},
