@@ -636,13 +636,11 @@ func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.
 	// uncapped (checkTrialReceipt then holds the trial to the plan).
 	cfg.Privacy.Epsilon, cfg.Privacy.Delta, cfg.Privacy.AllowLargeDelta = math.Inf(1), delta, true
 	cfg.Out, cfg.Quiet = "", true
-	var seed *uint64
-	if job.Source.Seeded {
-		s := job.Source.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
-		seed = &s
-	}
-	cfg.Seed = seed
-	r, src := dpops.NewRand(seed)
+	var (
+		r   *rand.Rand
+		src dpops.Source
+	)
+	cfg.Seed, r, src = TrialRandomness(job, i)
 	tj := &Job{Cfg: cfg, Train: train, Test: job.Test, Preprocess: job.Preprocess, Rand: r, Source: src, Log: io.Discard}
 	m, err := jobModel[T](tj, ModelSpec(cfg, train))
 	if err != nil {

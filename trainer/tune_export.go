@@ -140,3 +140,17 @@ func TunedReport(best *Report, job *Job, p TunedPlan, res TuneResult, delta floa
 // valid records carries noise of standard deviation std correct
 // predictions.
 func ScoreNoiseWarning(std float64, valid int) string { return scoreNoiseWarning(std, valid) }
+
+// TrialRandomness is the seed (nil for an unseeded run) and randomness of
+// trial i of a search of job: derived from job's seed when it has one,
+// fresh otherwise, so that a seeded search is reproducible and its trials
+// draw independent noise.
+func TrialRandomness(job *Job, i int) (*uint64, *rand.Rand, dpops.Source) {
+	var seed *uint64
+	if job.Source.Seeded {
+		s := job.Source.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
+		seed = &s
+	}
+	r, src := dpops.NewRand(seed)
+	return seed, r, src
+}

@@ -403,7 +403,7 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 		}
 		if !best.found || score > best.score {
 			best.rep, best.model, best.alg, best.choice, best.score, best.acc, best.viol = rep, m, a, c, score, acc, viol
-			best.receipts, best.shape, best.found = receipts, sh, true
+			best.receipts, best.found = receipts, true
 		}
 		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent per silo: %.4g of %.4g (the search's bound holds whatever K is)\n",
 			i+1, k, plan.plan.Epsilon, cfg.Privacy.Epsilon)
@@ -459,13 +459,11 @@ func planError(err error, target float64, law accounting.TruncatedNegativeBinomi
 // holds to the plan).
 func runTrial[T nn.Float](ctx context.Context, job *trainer.Job, mapping Mapping, c trainer.TuneChoice, delta float64, i int) (*trainer.Report, trainer.Model[T], *Steffle[T], error) {
 	cfg := trialConfig(job.Cfg, c, delta)
-	var seed *uint64
-	if job.Source.Seeded {
-		s := job.Source.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
-		seed = &s
-	}
-	cfg.Seed = seed
-	r, src := dpops.NewRand(seed)
+	var (
+		r   *rand.Rand
+		src dpops.Source
+	)
+	cfg.Seed, r, src = trainer.TrialRandomness(job, i)
 	tj := &trainer.Job{Cfg: cfg, Train: job.Train, Test: job.Test, Preprocess: job.Preprocess, Rand: r, Source: src, Log: io.Discard}
 	a, err := newSteffle[T](tj, cfg.Federation, &mapping)
 	if err != nil {
