@@ -227,3 +227,72 @@ func TestNoisyScoreTablePerSilo(t *testing.T) {
 		t.Errorf("summed score noise variance %.3f σ², want 3 σ² (one σ² per silo)", v)
 	}
 }
+
+// TestShapeSilosIsTheTrial: the plan's per-silo release for a shape is
+// exactly what a trial of that shape charges: every silo's ledger, composed
+// by the RDP accountant, equals the planned curve at the trial's σ (not
+// merely at most it), and the rates and rounds are SteFFLe's own rule
+// written out: a lane batch of round(b·ñ/mean), q = batch/ñ, one trainer
+// epoch the fewest rounds of any silo, the counts' multiplier σ·sqrt(its
+// planned steps).
+func TestShapeSilosIsTheTrial(t *testing.T) {
+	cfg := tuneTestConfig(2)
+	train := synthetic(700, 8)
+	job := testJob(t, cfg, train)
+	set := cfg.Federation
+	set.Mode = trainer.FederationHorizontal
+	mapping, err := splitRecords(job, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, delta, sigma := trialShape{batch: 25, epochs: 2}, 1e-6, 4.0
+	ss, err := shapeSilos(job, mapping, sh, delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes := mapping.Lanes()
+	mean := float64(train.N()) / float64(mapping.Silos)
+	perEpoch := math.MaxInt
+	for _, l := range lanes {
+		perEpoch = min(perEpoch, int(math.Round(float64(len(l.Records))/math.Round(float64(sh.batch)*float64(len(l.Records))/mean))))
+	}
+	for i, l := range lanes {
+		n := float64(len(l.Records))
+		q := math.Round(float64(sh.batch)*n/mean) / n
+		steps := float64(sh.epochs) * math.Round(1/q)
+		if math.Abs(ss[i].q-q) > 1e-15 || ss[i].rounds != sh.epochs*perEpoch || math.Abs(ss[i].count-math.Sqrt(steps)) > 1e-12 {
+			t.Errorf("silo %d: planned %+v, want q %v, %d rounds, counts at σ·%v", i, ss[i], q, sh.epochs*perEpoch, math.Sqrt(steps))
+		}
+	}
+	c := trainer.TuneChoice{LR: 0.1, Epochs: sh.epochs, Batch: sh.batch, Clip: 1, Sigma: sigma}
+	_, _, a, err := runTrial[float64](context.Background(), job, mapping, c, delta, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := accounting.TuningOrders()
+	for i, s := range a.Silos {
+		r, err := s.FullReceipt()
+		if err != nil {
+			t.Fatal(err)
+		}
+		acc, err := accounting.NewRDP(orders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range r.Mechanisms {
+			if err := acc.Step(m, m.Steps); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := ss[i].curve(sigma, orders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range acc.Values() {
+			if math.Abs(v-want[j]) > 1e-9*want[j] {
+				t.Errorf("silo %d order %v: trial RDP %v, planned %v", i, orders[j], v, want[j])
+				break
+			}
+		}
+	}
+}
