@@ -179,8 +179,8 @@ func fairScored(cfg Config, space TuneSpace) bool {
 // scoreName is what a trial's score is, as the receipt's note says it.
 func scoreName(cfg Config) string {
 	if cfg.Algo == algoSteffle {
-		// SteFFLe's search scores fairness whenever λ > 0 (its space's λ
-		// are all 0 or all positive); the chosen λ says which.
+		// SteFFLe's search scores fairness whenever λ > 0 (it refuses a
+		// space that mixes λ = 0 with positive λ); the chosen λ says which.
 		what := "noisy accuracy"
 		if cfg.Fair.Lambda > 0 {
 			what = fmt.Sprintf("noisy accuracy less its noisy %s violation", cfg.Fair.Fairness)

@@ -332,6 +332,9 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 	if err := space.Check(per); err != nil {
 		return nil, err
 	}
+	if err := checkLambdas(space.Lambda); err != nil {
+		return nil, err
+	}
 	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
 	if err != nil {
 		return nil, err
@@ -441,6 +444,27 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 		}
 	}
 	return rep, nil
+}
+
+// checkLambdas refuses λ values DP-FERMI refuses, and a space that mixes
+// λ = 0 with positive λ: the search scores fairness when λ > 0, and the
+// receipt names the score by the chosen λ, so all trials of one search
+// must be scored alike.
+func checkLambdas(lambdas []float64) error {
+	var errs trainer.FieldErrors
+	for _, v := range lambdas {
+		if !(v >= 0) || math.IsInf(v, 1) {
+			errs = append(errs, trainer.FieldError{Field: "Tune.Space.Lambda", Msg: fmt.Sprintf("%v: want finite numbers ≥ 0", v)})
+		}
+	}
+	if slices.Contains(lambdas, 0) && slices.ContainsFunc(lambdas, func(l float64) bool { return l > 0 }) {
+		errs = append(errs, trainer.FieldError{Field: "Tune.Space.Lambda", Msg: fmt.Sprintf("%v mixes 0 with positive values: a SteFFLe search scores "+
+			"fairness for λ > 0 only, so give either 0 alone or positive values", lambdas)})
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // planError names the setting to change when the budget cannot pay for

@@ -166,6 +166,12 @@ func TestTuneSteffleRefuses(t *testing.T) {
 		{"hold-out", func(_ *trainer.Config, o *trainer.TuneOptions) { o.ValidFrac = 0.2 }, "Tune.ValidFrac must be 0 to tune SteFFLe"},
 		{"given sigma", func(c *trainer.Config, _ *trainer.TuneOptions) { c.Privacy.Sigma = 2 }, "Privacy.Sigma is set by the tuning"},
 		{"infinite epsilon", func(c *trainer.Config, _ *trainer.TuneOptions) { c.Privacy.Epsilon = math.Inf(1) }, "Privacy.Epsilon must be finite"},
+		{"mixed lambdas", func(_ *trainer.Config, o *trainer.TuneOptions) {
+			o.Space = &trainer.TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{50}, Clip: []float64{1}, Lambda: []float64{0, 1}}
+		}, "Tune.Space.Lambda [0 1] mixes 0 with positive values"},
+		{"negative lambda", func(_ *trainer.Config, o *trainer.TuneOptions) {
+			o.Space = &trainer.TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{50}, Clip: []float64{1}, Lambda: []float64{-1}}
+		}, "Tune.Space.Lambda -1: want finite numbers ≥ 0"},
 		{"tiny epsilon", func(c *trainer.Config, o *trainer.TuneOptions) {
 			c.Privacy.Epsilon = 1e-3
 			o.Space = &trainer.TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{100}, Clip: []float64{1}}
