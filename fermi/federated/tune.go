@@ -158,10 +158,10 @@ func shapeSilos(job *trainer.Job, mapping Mapping, sh trialShape, delta float64)
 	return out, nil
 }
 
-// steffePlan is a calibrated SteFFLe search: the plan over the shapes
+// searchPlan is a calibrated SteFFLe search: the plan over the shapes
 // (each shape's σ and worst-silo curve), every silo's curve per shape, and
 // each silo's own guarantee for the whole search.
-type steffePlan struct {
+type searchPlan struct {
 	plan   accounting.TuningPlan
 	shapes []trialShape
 	silos  map[trialShape][]siloShape
@@ -174,7 +174,7 @@ type steffePlan struct {
 }
 
 // sigma is shape sh's planned noise multiplier.
-func (p steffePlan) sigma(sh trialShape) float64 { return p.plan.Noise[slices.Index(p.shapes, sh)] }
+func (p searchPlan) sigma(sh trialShape) float64 { return p.plan.Noise[slices.Index(p.shapes, sh)] }
 
 // planSearch calibrates a search over the shapes whose silos' releases per
 // unit σ are silos, for law at δ, to target: one trial kind per shape,
@@ -184,7 +184,7 @@ func (p steffePlan) sigma(sh trialShape) float64 { return p.plan.Noise[slices.In
 // the pointwise largest of its silos' curves. The silos of a shape must
 // take the same rounds (one federation's). Every silo's own search
 // bound is then at most the plan's ε.
-func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64) (steffePlan, error) {
+func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegativeBinomial, delta, target, scoreShare float64) (searchPlan, error) {
 	shapes := slices.SortedFunc(func(yield func(trialShape) bool) {
 		for sh := range silos {
 			if !yield(sh) {
@@ -192,7 +192,7 @@ func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegati
 			}
 		}
 	}, func(a, b trialShape) int { return cmp.Or(a.batch-b.batch, a.epochs-b.epochs) })
-	p := steffePlan{shapes: shapes, silos: silos, curves: map[trialShape][][]float64{}}
+	p := searchPlan{shapes: shapes, silos: silos, curves: map[trialShape][][]float64{}}
 	pl, err := accounting.PlanTuning(len(shapes), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
 		// The silos of a shape take the same rounds; the subsampled
 		// Gaussian's RDP grows with the rate, so the silo with the largest
@@ -216,7 +216,7 @@ func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegati
 		return sigma, worst, nil
 	}, law, delta, target, scoreShare)
 	if err != nil {
-		return steffePlan{}, err
+		return searchPlan{}, err
 	}
 	p.plan = pl
 	n := len(silos[shapes[0]])
@@ -228,7 +228,7 @@ func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegati
 		for s, ss := range silos[sh] {
 			c, err := ss.curve(pl.Noise[i], pl.Orders)
 			if err != nil {
-				return steffePlan{}, err
+				return searchPlan{}, err
 			}
 			p.curves[sh] = append(p.curves[sh], c)
 			for j, v := range c {
@@ -242,10 +242,10 @@ func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegati
 		}
 		tp := trainer.TunedPlan{Law: law, ScoreSigma: pl.ScoreSigma, ScoreRho: pl.ScoreRho}
 		if tp.TrialEpsilon, _, err = accounting.EpsilonFromRDP(pl.Orders, worst[s], delta); err != nil {
-			return steffePlan{}, err
+			return searchPlan{}, err
 		}
 		if tp.Epsilon, tp.Order, err = accounting.TunedEpsilon(law, pl.Orders, worst[s], delta); err != nil {
-			return steffePlan{}, err
+			return searchPlan{}, err
 		}
 		p.siloPlan = append(p.siloPlan, tp)
 	}
@@ -525,7 +525,7 @@ func noisyScoreTable(pred []int, train *loaders.Dataset, lanes []Lane, r *rand.R
 // (its ledger) and its own search bound; the headline is the worst silo's,
 // with every silo's line, as FederationReceipt states a run's; and
 // extra.steffle's per-silo lines carry the search's ε.
-func tunedFederationReport[T nn.Float](best *trainer.Report, a *Steffle[T], receipts []accounting.Receipt, job *trainer.Job, plan steffePlan,
+func tunedFederationReport[T nn.Float](best *trainer.Report, a *Steffle[T], receipts []accounting.Receipt, job *trainer.Job, plan searchPlan,
 	res trainer.TuneResult, delta float64) (*trainer.Report, error) {
 	lines := a.SiloPrivacy()
 	var head *trainer.Report
