@@ -19,19 +19,19 @@ import (
 	"github.com/fairdp/fairdp/nn"
 )
 
-// Tuner is a private search (Papernot and Steinke 2022) for one algorithm,
+// tuner is a private search (Papernot and Steinke 2022) for one algorithm,
 // run by Tune for a job of that algorithm.
-type Tuner func(ctx context.Context, job *Job, opts TuneOptions) (*Report, error)
+type tuner = func(ctx context.Context, job *Job, opts TuneOptions) (*Report, error)
 
 var (
-	tuners     = map[AlgoName]Tuner{}
+	tuners     = map[AlgoName]tuner{}
 	tunerNames []AlgoName // registration order, for Tunable
 )
 
-// RegisterTuner makes Tune run t for --algo name. It panics on a name
-// registered twice or one Tune searches itself; call it from an init
-// function.
-func RegisterTuner(name AlgoName, t Tuner) {
+// RegisterTuner makes Tune run t, a private search for --algo name, for a
+// job of that algorithm. It panics on a name registered twice or one Tune
+// searches itself; call it from an init function.
+func RegisterTuner(name AlgoName, t func(ctx context.Context, job *Job, opts TuneOptions) (*Report, error)) {
 	if _, dup := tuners[name]; dup || slices.Contains(tunable, name) {
 		panic(fmt.Sprintf("trainer: a tuner for %s is already registered", name))
 	}
@@ -109,12 +109,6 @@ func NoisyGroupConfusion(pred []int, d *loaders.Dataset, ids []int, r *rand.Rand
 // (confusionScore).
 func ConfusionScore(cells []float64, d *loaders.Dataset, n int, eo bool) (acc, violation float64) {
 	return confusionScore(cells, scoreClasses(d), len(d.GroupNames), n, eo)
-}
-
-// ScoreCells is the number of cells of d's per-group confusion table.
-func ScoreCells(d *loaders.Dataset) int {
-	c := scoreClasses(d)
-	return c * c * len(d.GroupNames)
 }
 
 // TunedPlan is what a search's receipt states of its calibration, for one

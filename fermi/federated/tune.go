@@ -363,6 +363,7 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 	choose := job.Source.Derive("tune/choice")
 	scoreNoise := job.Source.Derive("tune/score")
 	fair := slices.ContainsFunc(space.Lambda, func(l float64) bool { return l > 0 })
+	cells := 0 // of a silo's confusion table
 	var best struct {
 		rep        *trainer.Report
 		model      trainer.Model[T]
@@ -394,11 +395,12 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 				return nil, fmt.Errorf("tuning trial %d, silo %d: %w", i+1, s, err)
 			}
 		}
-		cells, err := noisyScoreTable(trainer.Predict(m, train), train, lanes, scoreNoise, plan.plan.ScoreSigma)
+		table, err := noisyScoreTable(trainer.Predict(m, train), train, lanes, scoreNoise, plan.plan.ScoreSigma)
 		if err != nil {
 			return nil, err
 		}
-		acc, v := trainer.ConfusionScore(cells, train, train.N(), cfg.Fair.Fairness == "eo")
+		cells = len(table)
+		acc, v := trainer.ConfusionScore(table, train, train.N(), cfg.Fair.Fairness == "eo")
 		score := acc
 		var viol *float64
 		if fair {
@@ -425,7 +427,7 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 		return nil, err
 	}
 	rep.Seconds = time.Since(start).Seconds() // the whole search's
-	std := plan.plan.ScoreSigma * math.Sqrt(float64(mapping.Silos*trainer.ScoreCells(train)))
+	std := plan.plan.ScoreSigma * math.Sqrt(float64(mapping.Silos*cells))
 	if w := trainer.ScoreNoiseWarning(std, train.N()); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
@@ -507,11 +509,14 @@ func runTrial[T nn.Float](ctx context.Context, job *trainer.Job, mapping Mapping
 // silos (post-processing). pred is the server's model's prediction for
 // every training record.
 func noisyScoreTable(pred []int, train *loaders.Dataset, lanes []Lane, r *rand.Rand, sigma float64) ([]float64, error) {
-	sum := make([]float64, trainer.ScoreCells(train))
+	var sum []float64
 	for _, l := range lanes {
 		cells, err := trainer.NoisyGroupConfusion(pred, train, l.Records, r, sigma)
 		if err != nil {
 			return nil, err
+		}
+		if sum == nil {
+			sum = make([]float64, len(cells))
 		}
 		for i, v := range cells {
 			sum[i] += v
