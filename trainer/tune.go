@@ -344,9 +344,10 @@ func RegisterTunablePipeline(name AlgoName) {
 }
 
 // Tunable is the algorithms that can be searched privately, for a
-// caller's message: those Tune searches, then the pipelines with a search
-// of their own.
-func Tunable() []AlgoName { return append(slices.Clone(tunable), tunablePipelines...) }
+// caller's message: those Tune searches (its own, then those with a
+// registered search, RegisterTuner), then the pipelines with a search of
+// their own.
+func Tunable() []AlgoName { return slices.Concat(tunable, tunerNames, tunablePipelines) }
 
 // trialSigma is the Privacy.Sigma that gives a trial of cfg's algorithm
 // the planned noise multiplier sigma per step. DPSGD-F and Naïve release
@@ -374,6 +375,9 @@ func trialSigma(cfg Config, sigma float64) float64 {
 // that guarantee. Nothing of the other trials leaves Tune: progress lines
 // say how many trials are done and the ε the search spends.
 func Tune(ctx context.Context, job *Job, opts TuneOptions) (*Report, error) {
+	if t, ok := tuners[job.Cfg.Algo]; ok {
+		return t(ctx, job, opts)
+	}
 	if job.Cfg.DType == DTypeFloat64 {
 		return tune[float64](ctx, job, opts)
 	}
@@ -386,7 +390,7 @@ func checkTunable(job *Job) error {
 	switch {
 	case slices.Contains(tunablePipelines, cfg.Algo):
 		errs.add("Algo", "%s is a pipeline with a private search of its own (its package's call; `fairdp train --algo %s --tune`), not Tune's", cfg.Algo, cfg.Algo)
-	case !slices.Contains(tunable, cfg.Algo):
+	case !slices.Contains(tunable, cfg.Algo) && !slices.Contains(tunerNames, cfg.Algo):
 		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, Tunable())
 	}
 	if regressionRun(job) {
@@ -680,13 +684,11 @@ func tuneTrial[T nn.Float](ctx context.Context, job *Job, train, valid *loaders.
 	// uncapped (checkTrialReceipt then holds the trial to the plan).
 	cfg.Privacy.Epsilon, cfg.Privacy.Delta, cfg.Privacy.AllowLargeDelta = math.Inf(1), delta, true
 	cfg.Out, cfg.Quiet = "", true
-	var seed *uint64
-	if job.Source.Seeded {
-		s := job.Source.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
-		seed = &s
-	}
-	cfg.Seed = seed
-	r, src := dpops.NewRand(seed)
+	var (
+		r   *rand.Rand
+		src dpops.Source
+	)
+	cfg.Seed, r, src = TrialRandomness(job, i)
 	tj := &Job{Cfg: cfg, Train: train, Test: job.Test, Preprocess: job.Preprocess, Rand: r, Source: src, Log: io.Discard}
 	m, err := jobModel[T](tj, ModelSpec(cfg, train))
 	if err != nil {

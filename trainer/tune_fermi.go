@@ -178,6 +178,15 @@ func fairScored(cfg Config, space TuneSpace) bool {
 
 // scoreName is what a trial's score is, as the receipt's note says it.
 func scoreName(cfg Config) string {
+	if cfg.Algo == algoSteffle {
+		// SteFFLe's search scores fairness whenever λ > 0 (it refuses a
+		// space that mixes λ = 0 with positive λ); the chosen λ says which.
+		what := "noisy accuracy"
+		if cfg.Fair.Lambda > 0 {
+			what = fmt.Sprintf("noisy accuracy less its noisy %s violation", cfg.Fair.Fairness)
+		}
+		return what + " (from per-group confusion counts each silo released on its own records with Gaussian noise, summed)"
+	}
 	if cfg.Algo == algoFermi {
 		return fmt.Sprintf("noisy accuracy less its noisy %s violation (from Gaussian-noised per-group confusion counts)", cfg.Fair.Fairness)
 	}
@@ -187,7 +196,7 @@ func scoreName(cfg Config) string {
 // scoreRelease is what the score's Gaussian protects, as the receipt's
 // mechanism names it.
 func scoreRelease(cfg Config) string {
-	if cfg.Algo == algoFermi {
+	if cfg.Algo == algoFermi || cfg.Algo == algoSteffle {
 		return "the trial's per-group confusion counts (label × group × predicted class, L2 sensitivity 1)"
 	}
 	return "the trial's count of correct predictions"
@@ -246,13 +255,24 @@ func trialScore(cfg Config, space TuneSpace, pred []int, valid *loaders.Dataset,
 // predictions; the accuracy and the violation are post-processing of it.
 func NoisyFairScore(r *rand.Rand, pred, labels, groups []int, classes, nGroups int, sensitivity, sigma float64, eo bool) (acc, violation float64, err error) {
 	cells := groupConfusion(pred, labels, groups, classes, nGroups)
-	for i, c := range cells {
-		if cells[i], err = dpops.ScalarGaussian(r, c, sensitivity, sigma); err != nil {
-			return 0, 0, err
-		}
+	if err := addCellNoise(r, cells, sensitivity, sigma); err != nil {
+		return 0, 0, err
 	}
 	acc, violation = confusionScore(cells, classes, nGroups, len(pred), eo)
 	return acc, violation, nil
+}
+
+// addCellNoise adds Gaussian noise of standard deviation sigma ×
+// sensitivity to every cell of a confusion table, in place.
+func addCellNoise(r *rand.Rand, cells []float64, sensitivity, sigma float64) error {
+	for i, c := range cells {
+		v, err := dpops.ScalarGaussian(r, c, sensitivity, sigma)
+		if err != nil {
+			return err
+		}
+		cells[i] = v
+	}
+	return nil
 }
 
 // groupConfusion counts the records of each (label y, group g, predicted

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -207,7 +206,7 @@ func TestTuneRefuses(t *testing.T) {
 		opts   TuneOptions
 		want   string
 	}{
-		{"algo", func(j *Job) { j.Cfg.Algo = algoSteffle }, TuneOptions{}, fmt.Sprintf("Algo steffle cannot be tuned privately yet (tunable: %v)", Tunable())},
+		{"algo", func(j *Job) { j.Cfg.Algo = "sgd" }, TuneOptions{}, "Algo sgd cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi"},
 		{"fermi scope", func(j *Job) { j.Cfg.Algo, j.Cfg.Fair.Scope = algoFermi, "sensitive" }, TuneOptions{}, "Fair.Scope must be all to tune DP-FERMI"},
 		{"fermi calibration", func(j *Job) { j.Cfg.Algo, j.Cfg.Fair.Calibration = algoFermi, "paper" }, TuneOptions{}, "Fair.Calibration paper cannot be tuned"},
 		{"lambda", nil, TuneOptions{Space: &TuneSpace{LR: []float64{0.1}, Epochs: []int{1}, Batch: []int{10}, Clip: []float64{1}, Lambda: []float64{1}}},

@@ -61,6 +61,9 @@ func runFederate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&sc.Backoff, "backoff", 200*time.Millisecond, "first retry delay (doubled each time)")
 	fs.StringVar(&sc.Accountant, "accountant", "", "pld or rdp: refuse silos that state ε with another accountant (empty: any, as long as every silo uses the same)")
 	overwrite := overwriteFlag(fs)
+	if err := refuseRemoteTune("federate", args); err != nil {
+		return err
+	}
 	if err := parseFlags(fs, args); err != nil {
 		if evalCfg.DType.Validate() != nil {
 			return fmt.Errorf("federate: %w", err) // --dtype's refusal, as the other settings' below

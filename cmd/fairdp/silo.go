@@ -106,6 +106,9 @@ func runSiloServe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	index := fs.Int("silo-index", 0, "this silo's index in the federation (distinct per silo)")
 	statePath := fs.String("state", "", "file where the silo keeps what it has released (its privacy ledger, released group counts, last answer) across restarts, "+
 		"and the settings it released under (--scope, --clip, --lambda, --calibration, --fairness, --public-group-sizes, --sampling, --model, --delta), which a restart must keep")
+	if err := refuseRemoteTune("silo serve", args); err != nil {
+		return err
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -51,18 +51,23 @@ func tunableList() string {
 // have none: the same message trainer.Tune gives an algorithm it cannot
 // search, rather than the flag parser's "not defined".
 func refuseTune(algo trainer.AlgoName, args []string) error {
-	if slices.Contains(trainer.Tunable(), algo) {
-		return nil
+	if tuneAsked(args) && !slices.Contains(trainer.Tunable(), algo) {
+		return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, trainer.Tunable())
 	}
+	return nil
+}
+
+// tuneAsked says whether args (before any "--") ask for --tune.
+func tuneAsked(args []string) bool {
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
 		if a == "--tune" || a == "-tune" || (strings.HasPrefix(a, "--tune=") || strings.HasPrefix(a, "-tune=")) && !strings.HasSuffix(a, "=false") {
-			return fmt.Errorf("--algo %s cannot be tuned privately yet (tunable: %v)", algo, trainer.Tunable())
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // trainOrTune trains job, by private search when --tune is given, and
@@ -87,4 +92,16 @@ func trainOrTune(ctx context.Context, job *trainer.Job, t *tuneFlagValues, check
 	fmt.Fprintf(stdout, "tune: chose --lr %g --epochs %d --batch %d --clip %g%s (σ = %.4g) after %d trials\n",
 		c.LR, c.Epochs, c.Batch, c.Clip, lambda, c.Sigma, res.Trials)
 	return rep, nil
+}
+
+// refuseRemoteTune refuses --tune for cmd, a command of a federation whose
+// silos run in other processes (`fairdp federate`, `fairdp silo serve`):
+// a search there would need every silo to run the same random trials and
+// release its score under one plan, which the protocol does not carry.
+func refuseRemoteTune(cmd string, args []string) error {
+	if tuneAsked(args) {
+		return fmt.Errorf("%s: --tune is not available for silos in other processes: tune in one process with "+
+			"`fairdp train --algo steffle --tune` (each silo's ε covers the whole search)", cmd)
+	}
+	return nil
 }

@@ -96,4 +96,12 @@
 //     federation's receipt with every silo's not_covered items, the
 //     trainer's warnings, extra.steffle); RoundLog is its metrics.jsonl,
 //     appended and synced per round and cut back on resume.
+//   - Tune (registered with trainer.RegisterTuner, so trainer.Tune and
+//     `fairdp train --algo steffle --tune` run it) is private
+//     hyperparameter search in the manner of Papernot and Steinke 2022,
+//     Theorem 2, per silo: K complete in-process federations over one
+//     fixed split, each silo's noise planned with accounting.PlanTuning so
+//     that its whole-search ε is at most the target, each trial scored by
+//     the silos' own Gaussian-noised confusion counts, summed; the
+//     receipt's headline is the worst silo's search bound.
 package federated

@@ -59,6 +59,14 @@ type Steffle[T nn.Float] struct {
 // share of a feature silo's average size, so all lanes sample at about the
 // same rate.
 func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
+	return newSteffle[T](job, set, nil)
+}
+
+// newSteffle is New over a given mapping of the training records to silos
+// (nil: split them as set says). A private search (Tune) fixes the mapping
+// once for all its trials: the silos are the same organisations in every
+// trial, and each silo's guarantee is stated for its own records.
+func newSteffle[T nn.Float](job *trainer.Job, set Settings, given *Mapping) (*Steffle[T], error) {
 	cfg, train := job.Cfg, job.Train
 	// DP-FERMI's settings (ε, δ, clip, σ, the accountant, …), read from the
 	// job's Config once and passed to every silo as values.
@@ -73,9 +81,14 @@ func New[T nn.Float](job *trainer.Job, set Settings) (*Steffle[T], error) {
 	if cfg.Optimizer != trainer.OptimizerSGD || cfg.Momentum != 0 {
 		return nil, fmt.Errorf("steffle: the server takes plain SGD steps; use Optimizer sgd and Momentum 0 (got %s, momentum %v)", cfg.Optimizer, cfg.Momentum)
 	}
-	mapping, err := splitRecords(job, set)
-	if err != nil {
-		return nil, fmt.Errorf("steffle: %w", err)
+	var mapping Mapping
+	if given != nil {
+		mapping = *given
+	} else {
+		var err error
+		if mapping, err = splitRecords(job, set); err != nil {
+			return nil, fmt.Errorf("steffle: %w", err)
+		}
 	}
 	lanes := mapping.Lanes()
 	private := o.Private()
