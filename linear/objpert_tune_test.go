@@ -153,18 +153,26 @@ func TestTuneObjPertDefaultSpace(t *testing.T) {
 		valid        int
 		fallback     bool
 	}{
-		// ε·n/B² = 75, score noise .0037: the default loses to the majority.
-		{"15,000 × 100 at ε = 0.5", 0.5, 15000, 10, 55, 15000, true},
-		// 150: the default beats the majority (.0935 against .0990).
-		{"15,000 × 100 at ε = 1", 1, 15000, 10, 28, 15000, false},
-		// 93.75: above the budget (default .1728 against .2448).
-		{"3,750 × 20 at ε = 0.5", 0.5, 3750, math.Sqrt(20), 52, 3750, false},
-		// 75, but the score's noise is .18 in accuracy.
-		{"375 × 5 at ε = 1", 1, 375, math.Sqrt(5), 68.8, 375, false},
-		// 1,413: 12 source columns, B = √12.
-		{"Adult at ε = 0.5", 0.5, 33916, math.Sqrt(12), 57, 33916, false},
-		// 90: the wide table at ε = 0.6, default .1017 against .0990.
-		{"at the budget", 0.6, 15000, 10, 46, 15000, true},
+		// The search's plans on the tables measured (ε_t and the score's
+		// σ from their reports, seed 1).
+		// ε_t·n/B² = 45, score noise .0037: the default loses to the majority.
+		{"15,000 × 100 at ε = 0.5", 0.303, 15000, 10, 55, 15000, true},
+		// 92: the default beats the majority (.0935 against .0990), a trial not.
+		{"15,000 × 100 at ε = 1", 0.616, 15000, 10, 28, 15000, true},
+		// 55, but the score's noise is .014 in accuracy.
+		{"3,750 × 20 at ε = 0.5", 0.293, 3750, math.Sqrt(20), 52.2, 3750, false},
+		// 96, noise .018.
+		{"3,750 × 20 at ε = 1", 0.51, 3750, math.Sqrt(20), 69.3, 3750, false},
+		// 38, noise .18.
+		{"375 × 5 at ε = 1", 0.501, 375, math.Sqrt(5), 68.8, 375, false},
+		// 879 (12 source columns, B = √12), noise .0017.
+		{"Adult at ε = 0.5", 0.311, 33916, math.Sqrt(12), 57.3, 33916, false},
+		// 315 (B² = 22), noise .0025.
+		{"Credit at ε = 0.5", 0.308, 22500, math.Sqrt(22), 56.6, 22500, false},
+		// At both limits.
+		{"at the limits", 1, 10000, 10, 50, 10000, true},
+		{"above the budget", 1.001, 10000, 10, 50, 10000, false},
+		{"above the noise", 1, 10000, 10, 50.01, 10000, false},
 	} {
 		got, why := objPertFallback(tc.eps, tc.n, tc.bound, tc.sigma, tc.valid)
 		if got != tc.fallback || why == "" {
@@ -183,11 +191,11 @@ func TestTuneObjPertDefaultSpace(t *testing.T) {
 }
 
 // TestTuneObjPertNoFallbackOnSmallTable: on a 500-record table of 5
-// features (375 training records) at ε = 1, ε·n/B² = 75 is within the
-// fallback's budget but the score's noise (about .18 in accuracy) cannot
-// tell a model from the majority class, so no point of the default space
-// may be the weight-penalised fallback: the search would choose it about
-// as often as a model (the space before had it as half its points, and
+// features (375 training records) at ε = 1, a trial's ε_t·n/B² ≈ 38 is
+// within the fallback's budget but the score's noise (about .18 in
+// accuracy) cannot tell a model from the majority class, so no point of
+// the default space may be the weight-penalised fallback: the search would
+// choose it about as often as a model (the space before had it as half its points, and
 // returned the majority class's error on such a table).
 func TestTuneObjPertNoFallbackOnSmallTable(t *testing.T) {
 	schema := wideTable(t, t.TempDir(), 500, 5, 0.5, 7)
@@ -200,6 +208,8 @@ func TestTuneObjPertNoFallbackOnSmallTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := ObjPertTuneResultOf(rep)
+	// The rule's first test (ε_t·n/B² ≤ ObjPertFallbackBudget) holds here;
+	// the score's noise is what excludes the fallback.
 	if res.TrainRecords != 375 || !strings.Contains(res.WeightChoice, "cannot tell") {
 		t.Fatalf("%d training records, weight choice %q", res.TrainRecords, res.WeightChoice)
 	}
