@@ -5,8 +5,9 @@ package linear
 // "Hyperparameter Tuning with Rényi Differential Privacy" (ICLR 2022), as
 // trainer.Tune runs it for the DP-SGD family. A trial is one complete
 // objective-perturbation fit with its regulariser Λ (and, when asked, its
-// mechanism) drawn uniformly from a grid that depends on public facts only
-// (n, d, ε, δ), its own noise set by the search's plan
+// mechanism and weight penalty) drawn uniformly from a grid that depends
+// on public facts only (n, d, ε, δ, the row bound and the search's plan;
+// objPertTuneSpace, objPertFallback), its own noise set by the search's plan
 // (accounting.PlanTuning), and its accuracy released with Gaussian noise;
 // the trial with the best noisy score is published, and the receipt charges
 // the whole search by Theorem 2.
@@ -46,25 +47,24 @@ import (
 // pure trials, whose ε-DP curve composes worse), so its best Λ is larger
 // than the default's; measured (3 seeds, ε ∈ {0.5, 1}; bench/results/
 // tabular.md, "`--algo objpert --tune` with a data-aware space"), K_auto ×
-// {1, 2, 4} was within .005 of the default on Adult and Credit where
-// K_auto × {1, 4, 16} (the space before) lost .004–.008 more, choosing 4
-// and 16 too often.
+// {1, 2, 4} was within .005 of the default on Adult and Credit, and
+// K_auto × {1, 4, 16} (the range before) .001–.004 worse than it there and
+// .006 on the 3,750-record table at ε = 0.5.
 var ObjPertTuneFactors = []float64{1, 2, 4}
 
 // ObjPertTuneWeightFactors are the weight-only penalties
 // (ObjPertOptions.WeightL2) the default search adds, as multiples of the
 // same ObjPertMinL2, only where objPertFallback says a trial's noise may
-// drown the signal and the score can see it: none, and one large enough that the model falls back
-// to predicting the majority class. On the 15,000 × 100 table with 10 %
+// drown the signal and the score can see it: none, and one large enough
+// that the model falls back to predicting the majority class. On the 15,000 × 100 table with 10 %
 // positives at ε = 0.3 (about a trial's budget at ε = 0.5; 3 seeds,
 // Gaussian mechanism) every Λ from K = 96 to 3,072 gave .120–.124 against
 // the majority's .0990, while a weight penalty of 2.5Λ or more at K = 96
 // gave exactly the majority class (.1004 / .0982 / .0984 per split).
 // Elsewhere the default search has no weight penalty: with it half the
 // space predicted one class, and a search drawing one trial (probability
-// 0.27 under the default law) or scoring with noise it cannot see through
-// returned the majority class on Adult, Credit and the 375- and
-// 3,750-record tables, where the default is .07–.17 better.
+// 0.27 under the default law) returned the majority class on Adult, Credit
+// and the 3,750-record table, where the default is .03–.09 better.
 var ObjPertTuneWeightFactors = []float64{0, 384}
 
 // ObjPertFallbackBudget is the largest ε_t·n/B² (a trial's ε, the
@@ -82,7 +82,7 @@ var ObjPertTuneWeightFactors = []float64{0, 384}
 // at 0.8 (120). The crossing is near 100; a trial's ε_t is about 0.6 ε,
 // so at ε = 1 (ε_t·n/B² = 92) the trials are on the losing side though
 // the default is not, and a search without the fallback returned .1040
-// against .0986 with it.
+// against .1001 with it (seeds 1–3).
 const ObjPertFallbackBudget = 100
 
 // ObjPertFallbackScoreNoise is the largest standard deviation of a
