@@ -5,8 +5,9 @@ package linear
 // "Hyperparameter Tuning with Rényi Differential Privacy" (ICLR 2022), as
 // trainer.Tune runs it for the DP-SGD family. A trial is one complete
 // objective-perturbation fit with its regulariser Λ (and, when asked, its
-// mechanism) drawn uniformly from a grid that depends on public facts only
-// (n, d, ε, δ), its own noise set by the search's plan
+// mechanism and weight penalty) drawn uniformly from a grid that depends
+// on public facts only (n, d, ε, δ, the row bound and the search's plan;
+// objPertTuneSpace, objPertFallback), its own noise set by the search's plan
 // (accounting.PlanTuning), and its accuracy released with Gaussian noise;
 // the trial with the best noisy score is published, and the receipt charges
 // the whole search by Theorem 2.
@@ -37,42 +38,74 @@ import (
 	"github.com/fairdp/fairdp/trainer"
 )
 
-// ObjPertTuneFactors are the default search's regularisers: Λ = K times
-// the smallest Algorithm 2 allows at the run's ε and the trials' n
-// (ObjPertMinL2), for these K. The auto rule's K is 8 (pure) or 6
-// (Gaussian), measured best or near it on Adult, Credit, Dutch and
-// Communities; on the 15,000 × 100 synthetic table with 10 % positives at
-// ε = 0.5 only K ≥ 96 beat the majority class (.0988 against .0998), at a
-// cost of .003–.13 on the other tables (bench/results/tabular.md, "objpert
-// on the 15,000 × 100 table at ε = 0.5: the regulariser's whole range").
-// Nothing public tells those tables apart, so the search spans the range
-// in steps of 4, from the rule's K to the wide table's best.
-var ObjPertTuneFactors = []float64{6, 24, 96}
+// ObjPertTuneFactors are the default search's regularisers, as multiples
+// of the auto rule's K for the space's mechanism (DefaultL2Factor, 8, for
+// the pure one; DefaultProfileL2Factor, 6, for the Gaussian one): the
+// trials' Λ is K times the smallest Algorithm 2 allows at the run's ε and
+// the trials' n (ObjPertMinL2), so the default run's own Λ is in the space.
+// A trial runs at about 0.6 of the run's ε (Theorem 2's overhead; 0.45 for
+// pure trials, whose ε-DP curve composes worse), so its best Λ is larger
+// than the default's; measured (3 seeds, ε ∈ {0.5, 1}; bench/results/
+// tabular.md, "`--algo objpert --tune` with a data-aware space"), K_auto ×
+// {1, 2, 4} was within .005 of the default on Adult and Credit, and
+// K_auto × {1, 4, 16} (the range before) .001–.004 worse than it there and
+// .006 on the 3,750-record table at ε = 0.5.
+var ObjPertTuneFactors = []float64{1, 2, 4}
 
-// ObjPertTuneWeightFactors are the default search's weight-only
-// penalties (ObjPertOptions.WeightL2), as multiples of the same
-// ObjPertMinL2: none, and one large enough that the model falls back to
-// predicting the majority class. A trial runs at about 0.6 of the run's ε
-// (Theorem 2's overhead), so its noise is nearly twice the default run's,
-// and where the default is already near the majority class no Λ saves
-// it: on the 15,000 × 100 table with 10 % positives at ε = 0.3 (about a
-// trial's budget at ε = 0.5; 3 seeds, Gaussian mechanism) every Λ from
-// K = 96 to 3,072 gave .120–.124 against the majority's .0990, while a
-// weight penalty of 2.5Λ or more at K = 96 gave exactly the majority class
-// (.1004 / .0982 / .0984 per split) and Λ itself (W = 96) .0987. 384 is
-// four times K = 96's Λ: where the signal survives the noise (Adult,
-// Credit) such a model scores far worse and is not chosen.
+// ObjPertTuneWeightFactors are the weight-only penalties
+// (ObjPertOptions.WeightL2) the default search adds, as multiples of the
+// same ObjPertMinL2, only where objPertFallback says a trial's noise may
+// drown the signal and the score can see it: none, and one large enough
+// that the model falls back to predicting the majority class. On the 15,000 × 100 table with 10 %
+// positives at ε = 0.3 (about a trial's budget at ε = 0.5; 3 seeds,
+// Gaussian mechanism) every Λ from K = 96 to 3,072 gave .120–.124 against
+// the majority's .0990, while a weight penalty of 2.5Λ or more at K = 96
+// gave exactly the majority class (.1004 / .0982 / .0984 per split).
+// Elsewhere the default search has no weight penalty: with it half the
+// space predicted one class, and a search drawing one trial (probability
+// 0.27 under the default law) returned the majority class on Adult, Credit
+// and the 3,750-record table, where the default is .03–.09 better.
 var ObjPertTuneWeightFactors = []float64{0, 384}
+
+// ObjPertFallbackBudget is the largest ε_t·n/B² (a trial's ε, the
+// trials' n, the row bound B) at which the default search includes the
+// majority-class fallback (ObjPertTuneWeightFactors). Objective
+// perturbation's minimiser moves by about b/(nΛ) with Λ ∝ 1/(nε), so the
+// noise's share of a logit on a row of norm B grows as B²/(εn) against a
+// signal only the private data fix: ε·n/B² is the public half of the
+// signal-to-noise ratio (the budget per unit of squared row norm; B² is the
+// number of source columns with the default row bound, so Adult's one-hot
+// blocks count as its 12 columns, not 102 features). Measured on the
+// 15,000 × 100 table with 10 % positives (B² = 100), the one table where
+// the default loses to the majority class (.0990), 3 seeds: default .1071
+// at ε = 0.5 (ε·n/B² = 75), .1017 at 0.6 (90), .0978 at 0.7 (105), .0955
+// at 0.8 (120). The crossing is near 100; a trial's ε_t is about 0.6 ε,
+// so at ε = 1 (ε_t·n/B² = 92) the trials are on the losing side though
+// the default is not, and a search without the fallback returned .1040
+// against .1001 with it (seeds 1–3).
+const ObjPertFallbackBudget = 100
+
+// ObjPertFallbackScoreNoise is the largest standard deviation of a
+// trial's noisy accuracy at which the default search includes the
+// fallback. Where the fallback matters the models are within about .01 of
+// the majority class (the wide table at ε = 1: default .0935 against
+// .0990), so the score must tell .01 apart at two standard deviations;
+// on the 3,750-record table at ε = 0.5 (ε_t·n/B² = 55, noise .014) a
+// search with the fallback returned .2421 against .2173 without it.
+const ObjPertFallbackScoreNoise = 0.005
 
 // ObjPertTuneSpace is the grid an objpert trial draws its settings from,
 // uniformly and independently of the data.
 type ObjPertTuneSpace struct {
 	// L2Factors are the trials' Λ as multiples K of ObjPertMinL2 at the
-	// run's ε and the records a trial trains on (nil: ObjPertTuneFactors).
+	// run's ε and the records a trial trains on (nil: ObjPertTuneFactors
+	// times the auto rule's K for the mechanism, both mechanisms' when
+	// the space has two).
 	L2Factors []float64 `json:"l2_factors"`
 	// WeightFactors are the trials' weight-only penalties, as multiples of
-	// the same (nil: ObjPertTuneWeightFactors; 0: none). They cost no
-	// privacy: a convex penalty beside Λ only lowers the Jacobian term.
+	// the same (nil: none, or ObjPertTuneWeightFactors where
+	// objPertFallback says so; 0: none). They cost no privacy: a convex
+	// penalty beside Λ only lowers the Jacobian term.
 	WeightFactors []float64 `json:"weight_factors"`
 	// Mechanisms are MechanismPure and MechanismGaussian, one or both
 	// (nil: the one the settings ask for; MechanismAuto's is
@@ -116,6 +149,9 @@ type ObjPertTuneResult struct {
 	// MechanismChoice is the auto rule's reason, when it picked the
 	// space's mechanism.
 	MechanismChoice string `json:"mechanism_choice,omitempty"`
+	// WeightChoice is objPertFallback's reason, when the default space's
+	// weight penalties were chosen by it.
+	WeightChoice string `json:"weight_choice,omitempty"`
 }
 
 // ObjPertTuneResultOf returns a tuned objpert report's extra.tune (nil
@@ -245,29 +281,39 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 	if err != nil {
 		return nil, err
 	}
-	var kinds []objPertKind
-	for _, m := range space.Mechanisms {
-		for _, k := range space.L2Factors {
-			for _, w := range space.WeightFactors {
-				kinds = append(kinds, objPertKind{m, k, w})
-			}
-		}
-	}
 	unit := ObjPertMinL2(p.Epsilon, n, LogisticCurvature)
 	l2 := func(k objPertKind) float64 { return k.factor * unit }
 	law, err := accounting.TNBWithMean(search.Eta, search.MeanTrials)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := accounting.PlanTuning(len(kinds), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
-		return objPertTrialCurve(kinds[i].mechanism, l2(kinds[i]), n, tau, delta, orders)
-	}, law, delta, p.Epsilon, search.ScoreShare)
-	if errors.Is(err, accounting.ErrTuningBudget) {
-		return nil, trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-			"(the search alone costs more): raise it or lower Tune.MeanTrials", p.Epsilon, search.MeanTrials)}}
+	planSpace := func() ([]objPertKind, accounting.TuningPlan, error) {
+		kinds := objPertKinds(space)
+		plan, err := accounting.PlanTuning(len(kinds), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
+			return objPertTrialCurve(kinds[i].mechanism, l2(kinds[i]), n, tau, delta, orders)
+		}, law, delta, p.Epsilon, search.ScoreShare)
+		if errors.Is(err, accounting.ErrTuningBudget) {
+			return nil, plan, trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
+				"(the search alone costs more): raise it or lower Tune.MeanTrials", p.Epsilon, search.MeanTrials)}}
+		}
+		return kinds, plan, err
 	}
+	kinds, plan, err := planSpace()
 	if err != nil {
 		return nil, err
+	}
+	var weightChoice string
+	if opts.Space == nil || len(opts.Space.WeightFactors) == 0 {
+		// The fallback's rule reads the score's noise, which the plan
+		// sets from public facts: plan without it, then with it if asked.
+		var fallback bool
+		fallback, weightChoice = objPertFallback(plan.TrialEpsilon, n, bound, plan.ScoreSigma, valid.N())
+		if fallback {
+			space.WeightFactors = slices.Clone(ObjPertTuneWeightFactors)
+			if kinds, plan, err = planSpace(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	k, err := law.Sample(src.Derive("tune/trials"))
 	if err != nil {
@@ -319,44 +365,101 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 	}
 	res := ObjPertTuneResult{TuneSearch: trainer.TuneSearch{Trials: k, MeanTrials: search.MeanTrials, Eta: law.Eta, Gamma: law.Gamma,
 		TrialEpsilon: plan.TrialEpsilon, TrainRecords: n, ValidRecords: valid.N(), HeldOut: search.ValidFrac > 0, ScoreNoise: plan.ScoreSigma},
-		Chosen: bestChoice, Score: bestScore, Space: space, MechanismChoice: reason}
+		Chosen: bestChoice, Score: bestScore, Space: space, MechanismChoice: reason, WeightChoice: weightChoice}
 	return objPertTunedReport(cfg, p, o, best, res, plan, delta, trainAll, test, prep, src, splitRec, start)
 }
 
 // objPertTuneSpace is the search's space: opts' (nil: the default) with
-// its empty parts filled, the factors ObjPertTuneFactors and
-// ObjPertTuneWeightFactors, the mechanism
-// o's (MechanismAuto: ChooseObjPert's for n records of d features at the
-// run's ε and δ, with its reason; "": pure, as RunObjPert runs it).
+// its empty parts filled: the mechanism o's (MechanismAuto: ChooseObjPert's
+// for n records of d features at the run's ε and δ, with its reason; "":
+// pure, as RunObjPert runs it), the factors ObjPertTuneFactors times each
+// mechanism's auto K (objPertAutoFactor), and no weight penalty (TuneObjPert
+// adds ObjPertTuneWeightFactors where objPertFallback says so).
 func objPertTuneSpace(given *ObjPertTuneSpace, o ObjPertConfig, n, d int, eps, delta float64) (ObjPertTuneSpace, string, error) {
 	var s ObjPertTuneSpace
 	if given != nil {
 		s = ObjPertTuneSpace{L2Factors: slices.Clone(given.L2Factors), WeightFactors: slices.Clone(given.WeightFactors),
 			Mechanisms: slices.Clone(given.Mechanisms)}
 	}
+	var reason string
+	if len(s.Mechanisms) == 0 {
+		switch o.Mechanism {
+		case MechanismAuto:
+			c, err := ChooseObjPert(ObjPertFacts{N: n, D: d, Epsilon: eps, Delta: delta, Curvature: LogisticCurvature, Calibration: CalibrationTight})
+			if err != nil {
+				return s, "", err
+			}
+			s.Mechanisms, reason = []string{c.Mechanism}, c.Reason
+		case "":
+			s.Mechanisms = []string{MechanismPure}
+		default:
+			s.Mechanisms = []string{o.Mechanism}
+		}
+	}
 	if len(s.L2Factors) == 0 {
-		s.L2Factors = slices.Clone(ObjPertTuneFactors)
+		for _, m := range s.Mechanisms {
+			for _, f := range ObjPertTuneFactors {
+				if k := f * objPertAutoFactor(m); !slices.Contains(s.L2Factors, k) {
+					s.L2Factors = append(s.L2Factors, k)
+				}
+			}
+		}
+		slices.Sort(s.L2Factors)
 	}
 	if len(s.WeightFactors) == 0 {
-		s.WeightFactors = slices.Clone(ObjPertTuneWeightFactors)
+		s.WeightFactors = []float64{0}
 	}
-	if len(s.Mechanisms) > 0 {
-		return s, "", nil
+	return s, reason, nil
+}
+
+// objPertAutoFactor is the auto rule's K for mechanism m (ChooseObjPert
+// under CalibrationTight, the calibration the search's trials run).
+func objPertAutoFactor(m string) float64 {
+	if m == MechanismGaussian {
+		return DefaultProfileL2Factor
 	}
-	switch o.Mechanism {
-	case MechanismAuto:
-		c, err := ChooseObjPert(ObjPertFacts{N: n, D: d, Epsilon: eps, Delta: delta, Curvature: LogisticCurvature, Calibration: CalibrationTight})
-		if err != nil {
-			return s, "", err
+	return DefaultL2Factor
+}
+
+// objPertKinds lists the space's kinds of trial, mechanism by Λ's factor
+// by the weight penalty's.
+func objPertKinds(s ObjPertTuneSpace) []objPertKind {
+	var kinds []objPertKind
+	for _, m := range s.Mechanisms {
+		for _, k := range s.L2Factors {
+			for _, w := range s.WeightFactors {
+				kinds = append(kinds, objPertKind{m, k, w})
+			}
 		}
-		s.Mechanisms = []string{c.Mechanism}
-		return s, c.Reason, nil
-	case "":
-		s.Mechanisms = []string{MechanismPure}
-	default:
-		s.Mechanisms = []string{o.Mechanism}
 	}
-	return s, "", nil
+	return kinds
+}
+
+// objPertFallback says whether the default space includes the
+// majority-class fallback (ObjPertTuneWeightFactors), with its reason,
+// from public facts only: a trial's ε (trialEps, the search's plan's), the
+// trials' n, the row bound and the score's noise (scoreSigma correct
+// predictions out of valid, also the plan's). Both must hold:
+//   - ε_t·n/bound² ≤ ObjPertFallbackBudget: a trial's noise may drown
+//     the signal;
+//   - the score's standard deviation in accuracy is at most
+//     ObjPertFallbackScoreNoise: otherwise the search cannot tell the
+//     fallback from a model slightly better than it, and chooses it in
+//     proportion to its half of the space (the 375-record table at ε = 1
+//     has ε_t·n/B² = 38 and a score noise of .18).
+func objPertFallback(trialEps float64, n int, bound, scoreSigma float64, valid int) (bool, string) {
+	budget := trialEps * float64(n) / (bound * bound)
+	noise := scoreSigma / float64(valid)
+	if budget > ObjPertFallbackBudget {
+		return false, fmt.Sprintf("no weight penalty: a trial's ε_t·n/B² = %.4g is above %d, where the noise leaves the signal", budget, ObjPertFallbackBudget)
+	}
+	if noise > ObjPertFallbackScoreNoise {
+		return false, fmt.Sprintf("no weight penalty: a trial's ε_t·n/B² = %.4g is at most %d, but the score's noise (standard deviation "+
+			"%.3g in accuracy, above %g) cannot tell the majority class from a model", budget, ObjPertFallbackBudget, noise, ObjPertFallbackScoreNoise)
+	}
+	return true, fmt.Sprintf("weight penalties %v: a trial's ε_t·n/B² = %.4g is at most %d, where its noise may drown the signal, and the "+
+		"score (noise %.3g in accuracy, at most %g) can tell the majority class from a model", ObjPertTuneWeightFactors, budget,
+		ObjPertFallbackBudget, noise, ObjPertFallbackScoreNoise)
 }
 
 // objPertTrialCurve calibrates a trial of mechanism m with regulariser

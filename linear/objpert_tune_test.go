@@ -93,7 +93,7 @@ func TestTuneObjPert(t *testing.T) {
 			}
 			for k := range keys {
 				if !slices.Contains([]string{"trials", "mean_trials", "eta", "gamma", "trial_epsilon", "train_records", "validation_records",
-					"held_out", "score_noise_std", "chosen", "chosen_noisy_validation_accuracy", "space", "mechanism_choice"}, k) {
+					"held_out", "score_noise_std", "chosen", "chosen_noisy_validation_accuracy", "space", "mechanism_choice", "weight_choice"}, k) {
 					t.Errorf("extra.tune has %q", k)
 				}
 			}
@@ -122,18 +122,104 @@ func TestTuneObjPert(t *testing.T) {
 	}
 }
 
-// TestTuneObjPertDefaultSpace: with the default settings the space is
-// ObjPertTuneFactors with the auto rule's mechanism, and its reason is
-// published.
+// TestTuneObjPertDefaultSpace: the default space is ObjPertTuneFactors
+// times the auto rule's K for the mechanism (each mechanism's when there
+// are two), with no weight penalty; the fallback's rule holds the cases it
+// was derived from (bench/results/tabular.md, "`--algo objpert --tune`
+// with a data-aware space"), written out; and a default search on Adult
+// publishes both reasons.
 func TestTuneObjPertDefaultSpace(t *testing.T) {
+	for _, tc := range []struct {
+		mechs []string
+		want  []float64
+	}{
+		{[]string{MechanismPure}, []float64{8, 16, 32}},
+		{[]string{MechanismGaussian}, []float64{6, 12, 24}},
+		{[]string{MechanismPure, MechanismGaussian}, []float64{6, 8, 12, 16, 24, 32}},
+	} {
+		s, _, err := objPertTuneSpace(&ObjPertTuneSpace{Mechanisms: tc.mechs}, ObjPertConfig{}, 1000, 5, 1, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(s.L2Factors, tc.want) || !slices.Equal(s.WeightFactors, []float64{0}) {
+			t.Errorf("%v: space %+v, want K %v and no weight penalty", tc.mechs, s, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name         string
+		eps          float64
+		n            int
+		bound, sigma float64
+		valid        int
+		fallback     bool
+	}{
+		// The search's plans on the tables measured (ε_t and the score's
+		// σ from their reports, seed 1).
+		// ε_t·n/B² = 45, score noise .0037: the default loses to the majority.
+		{"15,000 × 100 at ε = 0.5", 0.303, 15000, 10, 55, 15000, true},
+		// 92: the default beats the majority (.0935 against .0990), a trial not.
+		{"15,000 × 100 at ε = 1", 0.616, 15000, 10, 28, 15000, true},
+		// 55, but the score's noise is .014 in accuracy.
+		{"3,750 × 20 at ε = 0.5", 0.293, 3750, math.Sqrt(20), 52.2, 3750, false},
+		// 96, noise .018.
+		{"3,750 × 20 at ε = 1", 0.51, 3750, math.Sqrt(20), 69.3, 3750, false},
+		// 38, noise .18.
+		{"375 × 5 at ε = 1", 0.501, 375, math.Sqrt(5), 68.8, 375, false},
+		// 879 (12 source columns, B = √12), noise .0017.
+		{"Adult at ε = 0.5", 0.311, 33916, math.Sqrt(12), 57.3, 33916, false},
+		// 315 (B² = 22), noise .0025.
+		{"Credit at ε = 0.5", 0.308, 22500, math.Sqrt(22), 56.6, 22500, false},
+		// At both limits.
+		{"at the limits", 1, 10000, 10, 50, 10000, true},
+		{"above the budget", 1.001, 10000, 10, 50, 10000, false},
+		{"above the noise", 1, 10000, 10, 50.01, 10000, false},
+	} {
+		got, why := objPertFallback(tc.eps, tc.n, tc.bound, tc.sigma, tc.valid)
+		if got != tc.fallback || why == "" {
+			t.Errorf("%s: fallback %v (%q), want %v", tc.name, got, why, tc.fallback)
+		}
+	}
 	rep, err := TuneObjPert(context.Background(), objPertConfig(1), ObjPertTuneOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := ObjPertTuneResultOf(rep)
-	if !slices.Equal(res.Space.L2Factors, ObjPertTuneFactors) || !slices.Equal(res.Space.WeightFactors, ObjPertTuneWeightFactors) ||
-		len(res.Space.Mechanisms) != 1 || res.MechanismChoice == "" {
-		t.Errorf("space %+v, reason %q", res.Space, res.MechanismChoice)
+	if len(res.Space.Mechanisms) != 1 || res.MechanismChoice == "" || res.WeightChoice == "" ||
+		!slices.Equal(res.Space.L2Factors, []float64{6, 12, 24}) || !slices.Equal(res.Space.WeightFactors, []float64{0}) {
+		t.Errorf("space %+v, reasons %q, %q", res.Space, res.MechanismChoice, res.WeightChoice)
+	}
+}
+
+// TestTuneObjPertNoFallbackOnSmallTable: on a 500-record table of 5
+// features (375 training records) at ε = 1, a trial's ε_t·n/B² ≈ 38 is
+// within the fallback's budget but the score's noise (about .18 in
+// accuracy) cannot tell a model from the majority class, so no point of
+// the default space may be the weight-penalised fallback: the search would
+// choose it about as often as a model (the space before had it as half its points, and
+// returned the majority class's error on such a table).
+func TestTuneObjPertNoFallbackOnSmallTable(t *testing.T) {
+	schema := wideTable(t, t.TempDir(), 500, 5, 0.5, 7)
+	seed := uint64(1)
+	cfg := trainer.Defaults()
+	cfg.Algo, cfg.Dataset, cfg.Schema, cfg.DataDir, cfg.Seed = "objpert", strings.TrimSuffix(schema, ".schema.json")+".csv", schema, "", &seed
+	cfg.Privacy.Epsilon = 1
+	rep, err := TuneObjPert(context.Background(), cfg, ObjPertTuneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := ObjPertTuneResultOf(rep)
+	// The rule's first test (ε_t·n/B² ≤ ObjPertFallbackBudget) holds here;
+	// the score's noise is what excludes the fallback.
+	if res.TrainRecords != 375 || !strings.Contains(res.WeightChoice, "cannot tell") {
+		t.Fatalf("%d training records, weight choice %q", res.TrainRecords, res.WeightChoice)
+	}
+	for _, w := range res.Space.WeightFactors {
+		if w != 0 {
+			t.Errorf("the default space has the fallback's weight penalty %v on a table where the score cannot choose: %+v", w, res.Space)
+		}
+	}
+	if res.Chosen.WeightL2 != 0 {
+		t.Errorf("chose a weight penalty %v", res.Chosen.WeightL2)
 	}
 }
 
