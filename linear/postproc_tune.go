@@ -594,36 +594,72 @@ func trialPredictions(res *FairResult, s *FairSplit, coins *rand.Rand) ([]int, e
 }
 
 // tunedPostprocReport is the chosen trial's report with the search's
-// receipt (trainer.TunedReceipt: Theorem 2's ε, the chosen trial's
-// mechanisms, its score's Gaussian, the search's relation) and extra.tune.
-// The not_covered items are the chosen trial's (its outputs are the run's).
+// receipt (tunedFairReport) for a search of the private pipeline: its
+// base's sampling and relation, and every attribute in scope.
 func tunedPostprocReport(best *trainer.Report, cfg trainer.Config, plan *postprocTunePlan, tr PostprocTuneResult,
 	delta float64, src dpops.Source) *trainer.Report {
-	rep := *best
-	rep.Config.Seed, rep.Config.Out, rep.Config.Quiet = cfg.Seed, "", false
 	sampling := "none"
 	if plan.base == BaseDPSGD {
 		sampling = accounting.SamplingPoisson
 	}
+	return tunedFairReport(best, cfg, tunedFairOptions{plan: plan.TuningPlan, delta: delta, trials: tr.Trials, meanTrials: tr.MeanTrials,
+		fairness: tr.Fairness, trialNoise: "the base's and the cell counts' budgets (the base's σ for DP-SGD) calibrated",
+		sampling: sampling, relation: plan.relation, sensitivity: plan.scoreSensitivity(),
+		relationNote: fmt.Sprintf("neighbouring data sets: %s, under which every part of a trial is private as charged (the %s base, the Laplace "+
+			"cell counts, the score's counts with L2 sensitivity %.4g)", plan.relation, plan.base, plan.scoreSensitivity()),
+		src: src, extra: &tr})
+}
+
+// tunedFairOptions are what tunedFairReport needs of a search of
+// post-processing or of the oracle learner.
+type tunedFairOptions struct {
+	plan               accounting.TuningPlan
+	delta              float64
+	trials             int
+	meanTrials         float64
+	fairness           string // "eo" or "dp"
+	trialNoise         string // TunedReceiptOptions.TrialNoise
+	sampling, relation string
+	// sensitivity is the L2 sensitivity of the score's confusion counts
+	// under relation, relationNote the note that states the relation.
+	sensitivity  float64
+	relationNote string
+	// sensitiveOnly: the search protects the sensitive attribute only (the
+	// oracle learner's scope), not whole records.
+	sensitiveOnly bool
+	src           dpops.Source
+	extra         any // extra.tune
+}
+
+// tunedFairReport is the chosen trial's report with the search's receipt
+// (trainer.TunedReceipt: Theorem 2's ε, the chosen trial's mechanisms, its
+// score's Gaussian, the search's relation and scope) and extra.tune. The
+// not_covered items are the chosen trial's (its outputs are the run's).
+func tunedFairReport(best *trainer.Report, cfg trainer.Config, o tunedFairOptions) *trainer.Report {
+	rep := *best
+	rep.Config.Seed, rep.Config.Out, rep.Config.Quiet = cfg.Seed, "", false
 	fairness := "demographic-parity"
-	if tr.Fairness == "eo" {
+	if o.fairness == "eo" {
 		fairness = "equalized-odds"
 	}
-	rc := trainer.TunedReceipt(trainer.TunedReceiptOptions{Epsilon: plan.Epsilon, Order: plan.Order, Delta: delta, Law: plan.Law,
-		Trials: tr.Trials, MeanTrials: tr.MeanTrials, TrialEpsilon: plan.TrialEpsilon,
-		TrialNoise: "the base's and the cell counts' budgets (the base's σ for DP-SGD) calibrated",
-		Chosen:     best.Privacy,
-		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: plan.scoreSensitivity(),
-			Steps: 1, Rho: plan.ScoreRho, Protects: "the trial's per-group confusion counts (label × group × predicted class) on the training records"},
+	rc := trainer.TunedReceipt(trainer.TunedReceiptOptions{Epsilon: o.plan.Epsilon, Order: o.plan.Order, Delta: o.delta, Law: o.plan.Law,
+		Trials: o.trials, MeanTrials: o.meanTrials, TrialEpsilon: o.plan.TrialEpsilon, TrialNoise: o.trialNoise,
+		Chosen: best.Privacy,
+		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: o.plan.ScoreSigma, Sensitivity: o.sensitivity,
+			Steps: 1, Rho: o.plan.ScoreRho, Protects: "the trial's per-group confusion counts (label × group × predicted class) on the training records"},
 		ScoreName: fmt.Sprintf("noisy accuracy less its noisy %s violation (from Gaussian-noised per-group confusion counts)", fairness),
-		Scored:    "the training records it trained on", Sampling: sampling, Relation: plan.relation, Seeded: src.Seeded, Seed: src.Seed})
-	rc.AddNote(fmt.Sprintf("neighbouring data sets: %s, under which every part of a trial is private as charged (the %s base, the Laplace "+
-		"cell counts, the score's counts with L2 sensitivity %.4g)", plan.relation, plan.base, plan.scoreSensitivity()))
+		Scored:    "the training records it trained on", Sampling: o.sampling, Relation: o.relation, Seeded: o.src.Seeded, Seed: o.src.Seed})
+	if o.sensitiveOnly {
+		// TunedReceipt states whole records; the oracle's trials protect
+		// the sensitive attribute alone, and so does the search.
+		rc.Scope = accounting.ScopeSensitive
+	}
+	rc.AddNote(o.relationNote)
 	for _, nc := range best.Privacy.NotCovered {
 		rc.AddNotCovered(nc.Item, nc.Detail)
 	}
 	rep.Privacy = rc
 	rep.Extra = trainer.Extras{"jagielski": FairExtra(best)}
-	rep.SetExtra("tune", &tr)
+	rep.SetExtra("tune", o.extra)
 	return &rep
 }
