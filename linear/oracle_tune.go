@@ -61,16 +61,12 @@ type OracleTuneOptions struct {
 }
 
 func (o OracleTuneOptions) withDefaults() (OracleTuneOptions, error) {
-	t, err := trainer.TuneOptions{MeanTrials: o.MeanTrials, Eta: o.Eta, ScoreShare: o.ScoreShare}.WithDefaults()
-	o.MeanTrials, o.ScoreShare = t.MeanTrials, t.ScoreShare
-	var errs trainer.FieldErrors
-	if err != nil && !errors.As(err, &errs) {
-		return o, err
-	}
 	if o.Space == nil {
-		s := DefaultOracleTuneSpace()
-		o.Space = &s
+		sp := DefaultOracleTuneSpace()
+		o.Space = &sp
 	}
+	var errs trainer.FieldErrors
+	o.MeanTrials, o.ScoreShare, errs = tuneLawDefaults(o.MeanTrials, o.Eta, o.ScoreShare)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -161,29 +157,12 @@ type OracleTuneChoice struct {
 }
 
 // OracleTuneResult is report.json's extra.tune for a tuned oracle learner:
-// how the search ran and what it chose, nothing of the other trials.
+// how the search ran and what it chose, nothing of the other trials. Its
+// relation is one record's sensitive attribute replaced.
 type OracleTuneResult struct {
-	Trials     int     `json:"trials"` // K, drawn independently of the data
-	MeanTrials float64 `json:"mean_trials"`
-	Eta        float64 `json:"eta"`
-	Gamma      float64 `json:"gamma"`
-	// TrialEpsilon is the costliest trial's ε at the search's δ, score
-	// included.
-	TrialEpsilon float64 `json:"trial_epsilon"`
-	TrainRecords int     `json:"train_records"`
-	// Relation is the neighbour relation of the whole search (one
-	// record's sensitive attribute replaced).
-	Relation string `json:"relation"`
-	// ScoreNoise is the standard deviation of the Gaussian on each of a
-	// trial's per-group confusion counts.
-	ScoreNoise float64          `json:"score_noise_std"`
-	Fairness   string           `json:"fairness"`
-	Chosen     OracleTuneChoice `json:"chosen"`
-	// Score and Violation are the chosen trial's noisy training accuracy
-	// and equalized-odds violation (its score was Score − Violation).
-	Score     float64         `json:"chosen_noisy_training_accuracy"`
-	Violation float64         `json:"chosen_noisy_training_violation"`
-	Space     OracleTuneSpace `json:"space"`
+	FairTuneSummary
+	Chosen OracleTuneChoice `json:"chosen"`
+	Space  OracleTuneSpace  `json:"space"`
 }
 
 // OracleTuneOf returns a tuned oracle report's extra.tune (nil for others).
@@ -418,14 +397,7 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 	start := time.Now()
 	j := PostprocConfigOf(cfg)
 	n := d.Train.N()
-	delta := p.Delta
-	if delta == 0 {
-		delta = accounting.DefaultDelta(n)
-	}
-	if err := accounting.CheckDelta(delta, n, p.AllowLargeDelta); err != nil {
-		return nil, err
-	}
-	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
+	srch, err := newFairSearch[OracleTuneChoice](cfg, p, n, opts.MeanTrials, opts.Eta)
 	if err != nil {
 		return nil, err
 	}
@@ -433,29 +405,17 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 	if countShare == 0 {
 		countShare = DefaultCountShare
 	}
-	space := *opts.Space
-	plan, err := planOracleTune(p, delta, countShare, space, law, opts.ScoreShare)
-	if err != nil {
-		return nil, err
-	}
-	_, src := dpops.NewRand(cfg.Seed)
-	k, err := law.Sample(src.Derive("tune/trials"))
+	space, delta := *opts.Space, srch.delta
+	plan, err := planOracleTune(p, delta, countShare, space, srch.law, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}
 	log := opts.Log
 	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each the oracle learner on the %d training records and scored on them; "+
 		"the whole search spends ε = %.4g at δ = %.3g for the sensitive attribute, charged before the first trial\n",
-		k, opts.MeanTrials, n, plan.Epsilon, delta)
-	choose, scoreNoise, coins := src.Derive("tune/choice"), src.Derive("tune/score"), src.Derive("tune/coins")
-	var (
-		best      *trainer.Report
-		bestC     OracleTuneChoice
-		bestScore = math.Inf(-1)
-		bestAcc   float64
-		bestViol  float64
-	)
-	for i := range k {
+		srch.k, opts.MeanTrials, n, plan.Epsilon, delta)
+	choose := srch.choose
+	for i := range srch.k {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -468,7 +428,7 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 			return nil, err
 		}
 		c.NominalEpsilon, c.CountsEpsilon, c.PerRoundEpsilon = plan.Noise[kind], b.Counts, b.PerRound
-		rep, err := oracleTrial(ctx, d, cfg, c, countShare, src, i)
+		rep, err := oracleTrial(ctx, d, cfg, c, countShare, srch.src, i)
 		if err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
@@ -476,37 +436,33 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 		if err := plan.checkTrial(kind, res.Oracle, rep.Privacy); err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
-		score, acc, viol := math.Inf(-1), 0.0, 0.0
+		acc, viol := 0.0, 0.0
 		if !res.Failed {
+			// The sampled predictions, as the report's test metrics are.
 			prob, err := res.Oracle.Model.ProbPositive(d.Train.X, n)
 			if err != nil {
 				return nil, err
 			}
-			pred, err := SamplePredictions(coins, prob)
+			pred, err := SamplePredictions(srch.coins, prob)
 			if err != nil {
 				return nil, err
 			}
-			if acc, viol, err = plan.score(scoreNoise, pred, d.Train, len(d.GroupNames)); err != nil {
+			if acc, viol, err = plan.score(srch.scoreNoise, pred, d.Train, len(d.GroupNames)); err != nil {
 				return nil, err
 			}
-			score = acc - viol
 		}
-		if best == nil || score > bestScore {
-			best, bestC, bestScore, bestAcc, bestViol = rep, c, score, acc, viol
-		}
-		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			i+1, k, plan.Epsilon, p.Epsilon)
+		srch.offer(rep, c, acc, viol, res.Failed)
+		srch.logDone(log, i, plan.Epsilon, p.Epsilon)
 	}
-	tr := OracleTuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.TrialEpsilon,
-		TrainRecords: n, Relation: accounting.RelationReplaceOne, ScoreNoise: plan.ScoreSigma * oracleScoreSensitivity,
-		Fairness: j.Fairness, Chosen: bestC, Score: bestAcc, Violation: bestViol, Space: space}
-	rep := tunedFairReport(best, cfg, tunedFairOptions{plan: plan.TuningPlan, delta: delta, trials: k, meanTrials: opts.MeanTrials,
+	tr := OracleTuneResult{FairTuneSummary: srch.summary(opts.MeanTrials, plan.TuningPlan, n, accounting.RelationReplaceOne,
+		oracleScoreSensitivity, j.Fairness), Chosen: srch.choice, Space: space}
+	rep := tunedFairReport(srch.best, cfg, tunedFairOptions{plan: plan.TuningPlan, delta: delta, trials: srch.k, meanTrials: opts.MeanTrials,
 		fairness: j.Fairness, trialNoise: "every release's ε' calibrated", sampling: "none",
 		relation: accounting.RelationReplaceOne, sensitivity: oracleScoreSensitivity,
 		relationNote: fmt.Sprintf("neighbouring data sets: one record's sensitive attribute replaced (features, labels and the record count "+
 			"are public, as the oracle learner's own receipt states), under which every part of a trial is private as charged (its "+
 			"Laplace releases, pure ε-DP each; the score's counts with L2 sensitivity %.4g)", oracleScoreSensitivity),
-		sensitiveOnly: true, src: src, extra: &tr})
+		sensitiveOnly: true, src: srch.src, extra: &tr})
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }

@@ -67,31 +67,14 @@ const (
 )
 
 func (o PostprocTuneOptions) withDefaults() (PostprocTuneOptions, error) {
-	if o.MeanTrials == 0 {
-		o.MeanTrials = DefaultPostprocTuneTrials
-	}
-	if o.ScoreShare == 0 {
-		o.ScoreShare = DefaultPostprocTuneScoreShare
-	}
 	if o.Space == nil {
-		s := DefaultPostprocTuneSpace()
-		o.Space = &s
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
+		sp := DefaultPostprocTuneSpace()
+		o.Space = &sp
 	}
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
-	if !(o.MeanTrials > 1) || math.IsInf(o.MeanTrials, 1) {
-		add("Tune.MeanTrials", "must be a finite number > 1 (got %v): it is the expected number of trials", o.MeanTrials)
-	}
-	if !(o.Eta > -1) || math.IsInf(o.Eta, 1) {
-		add("Tune.Eta", "must be a finite number > −1 (got %v; 0: logarithmic law, 1: geometric)", o.Eta)
-	}
-	if !(o.ScoreShare > 0 && o.ScoreShare < 1) {
-		add("Tune.ScoreShare", "must be in (0, 1) (got %v)", o.ScoreShare)
+	o.MeanTrials, o.ScoreShare, errs = tuneLawDefaults(o.MeanTrials, o.Eta, o.ScoreShare)
+	if o.Log == nil {
+		o.Log = io.Discard
 	}
 	errs = append(errs, o.Space.check()...)
 	if len(errs) > 0 {
@@ -179,26 +162,9 @@ type PostprocTuneChoice struct {
 // PostprocTuneResult is report.json's extra.tune for a tuned pipeline:
 // how the search ran and what it chose, nothing of the other trials.
 type PostprocTuneResult struct {
-	Trials     int     `json:"trials"` // K, drawn independently of the data
-	MeanTrials float64 `json:"mean_trials"`
-	Eta        float64 `json:"eta"`
-	Gamma      float64 `json:"gamma"`
-	// TrialEpsilon is the costliest trial's ε at the search's δ, score
-	// included.
-	TrialEpsilon float64 `json:"trial_epsilon"`
-	TrainRecords int     `json:"train_records"`
-	// Relation is the neighbour relation of the whole search.
-	Relation string `json:"relation"`
-	// ScoreNoise is the standard deviation of the Gaussian on each of a
-	// trial's per-group confusion counts.
-	ScoreNoise float64            `json:"score_noise_std"`
-	Fairness   string             `json:"fairness"`
-	Chosen     PostprocTuneChoice `json:"chosen"`
-	// Score and Violation are the chosen trial's noisy training accuracy
-	// and violation (its score was Score − Violation).
-	Score     float64           `json:"chosen_noisy_training_accuracy"`
-	Violation float64           `json:"chosen_noisy_training_violation"`
-	Space     PostprocTuneSpace `json:"space"`
+	FairTuneSummary
+	Chosen PostprocTuneChoice `json:"chosen"`
+	Space  PostprocTuneSpace  `json:"space"`
 }
 
 // PostprocTuneOf returns a tuned pipeline report's extra.tune (nil for
@@ -442,41 +408,22 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 	start := time.Now()
 	j := PostprocConfigOf(cfg)
 	n := d.Train.N()
-	delta := p.Delta
-	if delta == 0 {
-		delta = accounting.DefaultDelta(n)
-	}
-	if err := accounting.CheckDelta(delta, n, p.AllowLargeDelta); err != nil {
-		return nil, err
-	}
-	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
+	srch, err := newFairSearch[PostprocTuneChoice](cfg, p, n, opts.MeanTrials, opts.Eta)
 	if err != nil {
 		return nil, err
 	}
-	space := *opts.Space
-	plan, err := planPostprocTune(j.Base, d, p, delta, space, law, opts.ScoreShare)
-	if err != nil {
-		return nil, err
-	}
-	_, src := dpops.NewRand(cfg.Seed)
-	k, err := law.Sample(src.Derive("tune/trials"))
+	space, delta := *opts.Space, srch.delta
+	plan, err := planPostprocTune(j.Base, d, p, delta, space, srch.law, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}
 	log := opts.Log
 	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each the whole pipeline (%s base) on the %d training records and scored on them; "+
 		"the whole search spends ε = %.4g at δ = %.3g (%s), charged before the first trial\n",
-		k, opts.MeanTrials, j.Base, n, plan.Epsilon, delta, plan.relation)
-	choose, scoreNoise, coins := src.Derive("tune/choice"), src.Derive("tune/score"), src.Derive("tune/coins")
+		srch.k, opts.MeanTrials, j.Base, n, plan.Epsilon, delta, plan.relation)
+	choose := srch.choose
 	eo := j.Fairness == "eo"
-	var (
-		best      *trainer.Report
-		bestC     PostprocTuneChoice
-		bestScore = math.Inf(-1)
-		bestAcc   float64
-		bestViol  float64
-	)
-	for i := range k {
+	for i := range srch.k {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -491,7 +438,7 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 		if j.Base == BaseDPSGD {
 			c.Sigma = sigma
 		}
-		rep, fit, td, err := postprocTrial(ctx, d, cfg, plan, kind, c, delta, src, i)
+		rep, fit, td, err := postprocTrial(ctx, d, cfg, plan, kind, c, delta, srch.src, i)
 		if err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
@@ -499,27 +446,22 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 		if err := plan.checkTrial(kind, fit.Receipt, res.PostProcessing); err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
-		score, acc, viol := math.Inf(-1), 0.0, 0.0
+		acc, viol := 0.0, 0.0
 		if !res.Failed {
-			pred, err := trialPredictions(res, td.Train, coins)
+			pred, err := trialPredictions(res, td.Train, srch.coins)
 			if err != nil {
 				return nil, err
 			}
-			if acc, viol, err = plan.score(scoreNoise, pred, td.Train, len(d.GroupNames), eo); err != nil {
+			if acc, viol, err = plan.score(srch.scoreNoise, pred, td.Train, len(d.GroupNames), eo); err != nil {
 				return nil, err
 			}
-			score = acc - viol
 		}
-		if best == nil || score > bestScore {
-			best, bestC, bestScore, bestAcc, bestViol = rep, c, score, acc, viol
-		}
-		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			i+1, k, plan.Epsilon, p.Epsilon)
+		srch.offer(rep, c, acc, viol, res.Failed)
+		srch.logDone(log, i, plan.Epsilon, p.Epsilon)
 	}
-	tr := PostprocTuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.TrialEpsilon,
-		TrainRecords: n, Relation: plan.relation, ScoreNoise: plan.ScoreSigma * plan.scoreSensitivity(), Fairness: j.Fairness,
-		Chosen: bestC, Score: bestAcc, Violation: bestViol, Space: space}
-	rep := tunedPostprocReport(best, cfg, plan, tr, delta, src)
+	tr := PostprocTuneResult{FairTuneSummary: srch.summary(opts.MeanTrials, plan.TuningPlan, n, plan.relation, plan.scoreSensitivity(), j.Fairness),
+		Chosen: srch.choice, Space: space}
+	rep := tunedPostprocReport(srch.best, cfg, plan, tr, delta, srch.src)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
