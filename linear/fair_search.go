@@ -106,14 +106,27 @@ func (s *fairSearch[C]) summary(meanTrials float64, plan accounting.TuningPlan, 
 		TrainRecords: n, Relation: relation, ScoreNoise: plan.ScoreSigma * sensitivity, Fairness: fairness, Score: s.acc, Violation: s.viol}
 }
 
-// tuneLawDefaults fills and checks a search's E[K], η and score share as
-// trainer.TuneOptions.WithDefaults does for every search (0: 10, the
-// logarithmic law, 0.1).
-func tuneLawDefaults(meanTrials, eta, scoreShare float64) (float64, float64, trainer.FieldErrors) {
-	t, err := trainer.TuneOptions{MeanTrials: meanTrials, Eta: eta, ScoreShare: scoreShare}.WithDefaults()
+// fillFairTuneOptions fills a search's options in place: E[K], η and the
+// score share as trainer.TuneOptions.WithDefaults does for every search
+// (0: 10, the logarithmic law, 0.1), the space (nil: def()), the log (nil:
+// none); it returns the errors of the three and of the space.
+func fillFairTuneOptions[S interface{ check() trainer.FieldErrors }](meanTrials, scoreShare *float64, eta float64, log *io.Writer,
+	space **S, def func() S) error {
+	if *space == nil {
+		sp := def()
+		*space = &sp
+	}
+	if *log == nil {
+		*log = io.Discard
+	}
+	t, err := trainer.TuneOptions{MeanTrials: *meanTrials, Eta: eta, ScoreShare: *scoreShare}.WithDefaults()
 	var errs trainer.FieldErrors
 	if err != nil && !errors.As(err, &errs) {
-		errs = trainer.FieldErrors{{Field: "Tune", Msg: err.Error()}}
+		return err
 	}
-	return t.MeanTrials, t.ScoreShare, errs
+	*meanTrials, *scoreShare = t.MeanTrials, t.ScoreShare
+	if errs = append(errs, (**space).check()...); len(errs) > 0 {
+		return errs
+	}
+	return nil
 }

@@ -61,20 +61,8 @@ type OracleTuneOptions struct {
 }
 
 func (o OracleTuneOptions) withDefaults() (OracleTuneOptions, error) {
-	if o.Space == nil {
-		sp := DefaultOracleTuneSpace()
-		o.Space = &sp
-	}
-	var errs trainer.FieldErrors
-	o.MeanTrials, o.ScoreShare, errs = tuneLawDefaults(o.MeanTrials, o.Eta, o.ScoreShare)
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	errs = append(errs, o.Space.check()...)
-	if len(errs) > 0 {
-		return o, errs
-	}
-	return o, nil
+	err := fillFairTuneOptions(&o.MeanTrials, &o.ScoreShare, o.Eta, &o.Log, &o.Space, DefaultOracleTuneSpace)
+	return o, err
 }
 
 // OracleTuneSpace is what a trial of the oracle learner draws, uniformly

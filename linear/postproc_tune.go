@@ -67,20 +67,8 @@ const (
 )
 
 func (o PostprocTuneOptions) withDefaults() (PostprocTuneOptions, error) {
-	if o.Space == nil {
-		sp := DefaultPostprocTuneSpace()
-		o.Space = &sp
-	}
-	var errs trainer.FieldErrors
-	o.MeanTrials, o.ScoreShare, errs = tuneLawDefaults(o.MeanTrials, o.Eta, o.ScoreShare)
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	errs = append(errs, o.Space.check()...)
-	if len(errs) > 0 {
-		return o, errs
-	}
-	return o, nil
+	err := fillFairTuneOptions(&o.MeanTrials, &o.ScoreShare, o.Eta, &o.Log, &o.Space, DefaultPostprocTuneSpace)
+	return o, err
 }
 
 // PostprocTuneSpace is what a trial of the private pipeline draws,
