@@ -36,7 +36,7 @@ func postprocTuneFlags(fs *flag.FlagSet) *postprocTuneValues {
 		"(for oracle, as its own: the sensitive attribute only)")
 	fs.Float64Var(&t.meanTrials, "tune-trials", linear.DefaultPostprocTuneTrials, "with --tune: expected number of trials (the number itself is random: its law is part of the privacy analysis)")
 	fs.Float64Var(&t.eta, "tune-eta", 0, "with --tune: η of the number of trials' truncated negative binomial law (0: logarithmic, 1: geometric)")
-	fs.Float64Var(&t.validFrac, "tune-valid-frac", 0, "not for postproc: its trials are scored on the records they trained on")
+	fs.Float64Var(&t.validFrac, "tune-valid-frac", 0, "not for postproc or oracle: their trials are scored on the records they trained on")
 	return t
 }
 
