@@ -15,7 +15,8 @@ import (
 	"github.com/fairdp/fairdp/trainer"
 )
 
-// postprocTuneValues are --tune and its options for post-processing.
+// postprocTuneValues are --tune and its options for post-processing and
+// the oracle learner.
 type postprocTuneValues struct {
 	on              bool
 	meanTrials, eta float64
@@ -24,8 +25,7 @@ type postprocTuneValues struct {
 
 // postprocTuneFlags registers --tune, --tune-trials and --tune-eta on fs
 // (the same names as the SGD algorithms' search), and --tune-valid-frac
-// only to refuse it: the pipeline's trials are scored on the records they
-
+// only to refuse it: the searches' trials are scored on the records they
 // trained on.
 func postprocTuneFlags(fs *flag.FlagSet) *postprocTuneValues {
 	t := &postprocTuneValues{}
