@@ -234,8 +234,8 @@ func planOracleTune(p privacy, delta, countShare float64, space OracleTuneSpace,
 
 // calibrate is the largest nominal ε ν (to 10⁻⁹ relative, by bisection)
 // whose split, composed in RDP at orders, spends at most tau at delta.
-// The RDP composition of pure releases never exceeds their basic sum ν
-// by more than the conversion's terms, so the bracket starts at tau/4.
+// The bracket starts at [tau/4, tau] and widens either way until it
+// holds the answer.
 func (p *oracleTunePlan) calibrate(kind int, tau, delta float64, orders []float64) (float64, error) {
 	cost := func(nu float64) (float64, error) {
 		b, err := p.budget(kind, nu)
@@ -294,9 +294,9 @@ func (p *oracleTunePlan) score(r *rand.Rand, pred []int, s *FairSplit, groups in
 
 // checkTrial holds a trial to the plan: every mechanism of its receipt
 // must be pure (Laplace or pure ε-DP), at δ = 0 under basic composition,
-// and their PureRDP curves (per release) composed must cost at most the kind's planned
-// curve at every order (up to rounding, 1e-9 relative); its per-round ε'
-// must be the planned one. A trial that released anything else would void
+// its counts' ε and per-round ε' must be the planned ones, and their
+// PureRDP curves (per release) composed must cost at most the kind's
+// planned curve at every order (up to rounding, 1e-9 relative). A trial that released anything else would void
 // the search's guarantee, so it is refused rather than published.
 func (p *oracleTunePlan) checkTrial(kind int, or *OracleResult, rc accounting.Receipt) error {
 	if !rc.Private() || rc.Accountant != accounting.AccountantPure || rc.Delta != 0 || len(rc.Mechanisms) == 0 {
@@ -314,8 +314,11 @@ func (p *oracleTunePlan) checkTrial(kind int, or *OracleResult, rc accounting.Re
 		if m.Kind != accounting.KindLaplace && m.Kind != accounting.KindPureDP {
 			return fmt.Errorf("the trial released %s (%s), outside the tuning plan", m.Kind, m.Protects)
 		}
-		// The pure accountant merges repeated releases: Epsilon is their
-		// sum over Steps, each release Epsilon/Steps.
+		// The pure accountant merges repeated releases of one label:
+		// Epsilon is their sum over Steps. The oracle spends the same ε'
+		// in every release of a label (OracleBudget.spendRound), pinned
+		// to the plan's above, so each release is Epsilon/Steps (a mean
+		// of unequal ε could understate PureRDP, which is not convex).
 		steps := float64(max(m.Steps, 1))
 		for j, v := range accounting.PureRDP(m.Epsilon/steps, p.Orders) {
 			c[j] += steps * v
