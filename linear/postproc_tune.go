@@ -578,7 +578,7 @@ func tunedFairReport(best *trainer.Report, cfg trainer.Config, o tunedFairOption
 		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: o.plan.ScoreSigma, Sensitivity: o.sensitivity,
 			Steps: 1, Rho: o.plan.ScoreRho, Protects: "the trial's per-group confusion counts (label × group × predicted class) on the training records"},
 		ScoreName: fmt.Sprintf("noisy accuracy less its noisy %s violation (from Gaussian-noised per-group confusion counts)", fairness),
-		Scored:    "the training records it trained on", Sampling: o.sampling, Relation: o.relation, Seeded: o.src.Seeded, Seed: o.src.Seed})
+		Scored:    trainer.TuneSearch{}.Scored(), Sampling: o.sampling, Relation: o.relation, Seeded: o.src.Seeded, Seed: o.src.Seed})
 	if o.sensitiveOnly {
 		// TunedReceipt states whole records; the oracle's trials protect
 		// the sensitive attribute alone, and so does the search.
