@@ -205,11 +205,7 @@ func TestTuneOracleRefusals(t *testing.T) {
 func TestOracleTuneScoreIsNoisy(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const n = 4000
-	s := &FairSplit{Label: make([]int, n), Group: make([]int, n)}
-	pred := make([]int, n)
-	for i := range n {
-		s.Label[i], s.Group[i], pred[i] = r.IntN(2), r.IntN(2), r.IntN(2)
-	}
+	s, pred, _ := randomPredictions(r, n)
 	p := &oracleTunePlan{}
 	p.ScoreSigma = 20
 	var sum, sq, vsum, vsq float64
