@@ -56,7 +56,15 @@
 //     base's, PureRDP or the composed subsampled Gaussian, plus the cells'
 //     PureRDP), scored by trainer.NoisyFairScore on the training records,
 //     under the one neighbour relation every part honours (replace-one
-//     with the objpert base, add-remove with DP-SGD's).
+//     with the objpert base, add-remove with DP-SGD's). TuneOracle
+//     (oracle_tune.go, `fairdp train --algo oracle --tune`) searches the
+//     oracle learner's rounds and bound with the free constant fallback,
+//     in the oracle's own scope (the sensitive attribute, one record's
+//     group replaced): each trial's Laplace releases composed in RDP
+//     (PureRDP each), the trial run at the nominal ε whose split gives the
+//     planned per-release ε'. fair_search.go holds what the two searches
+//     share (δ, K, noise streams, the best trial, extra.tune's common
+//     part) and tunedFairReport their receipts.
 //   - objpert.go, objpert_pipeline.go: private logistic regression by
 //     objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011,
 //     Algorithm 2; pure ε-DP; by default, CalibrationTight, with its

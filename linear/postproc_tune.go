@@ -67,37 +67,8 @@ const (
 )
 
 func (o PostprocTuneOptions) withDefaults() (PostprocTuneOptions, error) {
-	if o.MeanTrials == 0 {
-		o.MeanTrials = DefaultPostprocTuneTrials
-	}
-	if o.ScoreShare == 0 {
-		o.ScoreShare = DefaultPostprocTuneScoreShare
-	}
-	if o.Space == nil {
-		s := DefaultPostprocTuneSpace()
-		o.Space = &s
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
-	if !(o.MeanTrials > 1) || math.IsInf(o.MeanTrials, 1) {
-		add("Tune.MeanTrials", "must be a finite number > 1 (got %v): it is the expected number of trials", o.MeanTrials)
-	}
-	if !(o.Eta > -1) || math.IsInf(o.Eta, 1) {
-		add("Tune.Eta", "must be a finite number > −1 (got %v; 0: logarithmic law, 1: geometric)", o.Eta)
-	}
-	if !(o.ScoreShare > 0 && o.ScoreShare < 1) {
-		add("Tune.ScoreShare", "must be in (0, 1) (got %v)", o.ScoreShare)
-	}
-	errs = append(errs, o.Space.check()...)
-	if len(errs) > 0 {
-		return o, errs
-	}
-	return o, nil
+	err := fillFairTuneOptions(&o.MeanTrials, &o.ScoreShare, o.Eta, &o.Log, &o.Space, DefaultPostprocTuneSpace)
+	return o, err
 }
 
 // PostprocTuneSpace is what a trial of the private pipeline draws,
@@ -179,26 +150,9 @@ type PostprocTuneChoice struct {
 // PostprocTuneResult is report.json's extra.tune for a tuned pipeline:
 // how the search ran and what it chose, nothing of the other trials.
 type PostprocTuneResult struct {
-	Trials     int     `json:"trials"` // K, drawn independently of the data
-	MeanTrials float64 `json:"mean_trials"`
-	Eta        float64 `json:"eta"`
-	Gamma      float64 `json:"gamma"`
-	// TrialEpsilon is the costliest trial's ε at the search's δ, score
-	// included.
-	TrialEpsilon float64 `json:"trial_epsilon"`
-	TrainRecords int     `json:"train_records"`
-	// Relation is the neighbour relation of the whole search.
-	Relation string `json:"relation"`
-	// ScoreNoise is the standard deviation of the Gaussian on each of a
-	// trial's per-group confusion counts.
-	ScoreNoise float64            `json:"score_noise_std"`
-	Fairness   string             `json:"fairness"`
-	Chosen     PostprocTuneChoice `json:"chosen"`
-	// Score and Violation are the chosen trial's noisy training accuracy
-	// and violation (its score was Score − Violation).
-	Score     float64           `json:"chosen_noisy_training_accuracy"`
-	Violation float64           `json:"chosen_noisy_training_violation"`
-	Space     PostprocTuneSpace `json:"space"`
+	FairTuneSummary
+	Chosen PostprocTuneChoice `json:"chosen"`
+	Space  PostprocTuneSpace  `json:"space"`
 }
 
 // PostprocTuneOf returns a tuned pipeline report's extra.tune (nil for
@@ -442,41 +396,22 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 	start := time.Now()
 	j := PostprocConfigOf(cfg)
 	n := d.Train.N()
-	delta := p.Delta
-	if delta == 0 {
-		delta = accounting.DefaultDelta(n)
-	}
-	if err := accounting.CheckDelta(delta, n, p.AllowLargeDelta); err != nil {
-		return nil, err
-	}
-	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
+	srch, err := newFairSearch[PostprocTuneChoice](cfg, p, n, opts.MeanTrials, opts.Eta)
 	if err != nil {
 		return nil, err
 	}
-	space := *opts.Space
-	plan, err := planPostprocTune(j.Base, d, p, delta, space, law, opts.ScoreShare)
-	if err != nil {
-		return nil, err
-	}
-	_, src := dpops.NewRand(cfg.Seed)
-	k, err := law.Sample(src.Derive("tune/trials"))
+	space, delta := *opts.Space, srch.delta
+	plan, err := planPostprocTune(j.Base, d, p, delta, space, srch.law, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}
 	log := opts.Log
 	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each the whole pipeline (%s base) on the %d training records and scored on them; "+
 		"the whole search spends ε = %.4g at δ = %.3g (%s), charged before the first trial\n",
-		k, opts.MeanTrials, j.Base, n, plan.Epsilon, delta, plan.relation)
-	choose, scoreNoise, coins := src.Derive("tune/choice"), src.Derive("tune/score"), src.Derive("tune/coins")
+		srch.k, opts.MeanTrials, j.Base, n, plan.Epsilon, delta, plan.relation)
+	choose := srch.choose
 	eo := j.Fairness == "eo"
-	var (
-		best      *trainer.Report
-		bestC     PostprocTuneChoice
-		bestScore = math.Inf(-1)
-		bestAcc   float64
-		bestViol  float64
-	)
-	for i := range k {
+	for i := range srch.k {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -491,7 +426,7 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 		if j.Base == BaseDPSGD {
 			c.Sigma = sigma
 		}
-		rep, fit, td, err := postprocTrial(ctx, d, cfg, plan, kind, c, delta, src, i)
+		rep, fit, td, err := postprocTrial(ctx, d, cfg, plan, kind, c, delta, srch.src, i)
 		if err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
@@ -499,27 +434,22 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 		if err := plan.checkTrial(kind, fit.Receipt, res.PostProcessing); err != nil {
 			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
 		}
-		score, acc, viol := math.Inf(-1), 0.0, 0.0
+		acc, viol := 0.0, 0.0
 		if !res.Failed {
-			pred, err := trialPredictions(res, td.Train, coins)
+			pred, err := trialPredictions(res, td.Train, srch.coins)
 			if err != nil {
 				return nil, err
 			}
-			if acc, viol, err = plan.score(scoreNoise, pred, td.Train, len(d.GroupNames), eo); err != nil {
+			if acc, viol, err = plan.score(srch.scoreNoise, pred, td.Train, len(d.GroupNames), eo); err != nil {
 				return nil, err
 			}
-			score = acc - viol
 		}
-		if best == nil || score > bestScore {
-			best, bestC, bestScore, bestAcc, bestViol = rep, c, score, acc, viol
-		}
-		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			i+1, k, plan.Epsilon, p.Epsilon)
+		srch.offer(rep, c, acc, viol, res.Failed)
+		srch.logDone(log, i, plan.Epsilon, p.Epsilon)
 	}
-	tr := PostprocTuneResult{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.TrialEpsilon,
-		TrainRecords: n, Relation: plan.relation, ScoreNoise: plan.ScoreSigma * plan.scoreSensitivity(), Fairness: j.Fairness,
-		Chosen: bestC, Score: bestAcc, Violation: bestViol, Space: space}
-	rep := tunedPostprocReport(best, cfg, plan, tr, delta, src)
+	tr := PostprocTuneResult{FairTuneSummary: srch.summary(opts.MeanTrials, plan.TuningPlan, n, plan.relation, plan.scoreSensitivity(), j.Fairness),
+		Chosen: srch.choice, Space: space}
+	rep := tunedPostprocReport(srch.best, cfg, plan, tr, delta, srch.src)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
@@ -594,36 +524,72 @@ func trialPredictions(res *FairResult, s *FairSplit, coins *rand.Rand) ([]int, e
 }
 
 // tunedPostprocReport is the chosen trial's report with the search's
-// receipt (trainer.TunedReceipt: Theorem 2's ε, the chosen trial's
-// mechanisms, its score's Gaussian, the search's relation) and extra.tune.
-// The not_covered items are the chosen trial's (its outputs are the run's).
+// receipt (tunedFairReport) for a search of the private pipeline: its
+// base's sampling and relation, and every attribute in scope.
 func tunedPostprocReport(best *trainer.Report, cfg trainer.Config, plan *postprocTunePlan, tr PostprocTuneResult,
 	delta float64, src dpops.Source) *trainer.Report {
-	rep := *best
-	rep.Config.Seed, rep.Config.Out, rep.Config.Quiet = cfg.Seed, "", false
 	sampling := "none"
 	if plan.base == BaseDPSGD {
 		sampling = accounting.SamplingPoisson
 	}
+	return tunedFairReport(best, cfg, tunedFairOptions{plan: plan.TuningPlan, delta: delta, trials: tr.Trials, meanTrials: tr.MeanTrials,
+		fairness: tr.Fairness, trialNoise: "the base's and the cell counts' budgets (the base's σ for DP-SGD) calibrated",
+		sampling: sampling, relation: plan.relation, sensitivity: plan.scoreSensitivity(),
+		relationNote: fmt.Sprintf("neighbouring data sets: %s, under which every part of a trial is private as charged (the %s base, the Laplace "+
+			"cell counts, the score's counts with L2 sensitivity %.4g)", plan.relation, plan.base, plan.scoreSensitivity()),
+		src: src, extra: &tr})
+}
+
+// tunedFairOptions are what tunedFairReport needs of a search of
+// post-processing or of the oracle learner.
+type tunedFairOptions struct {
+	plan               accounting.TuningPlan
+	delta              float64
+	trials             int
+	meanTrials         float64
+	fairness           string // "eo" or "dp"
+	trialNoise         string // TunedReceiptOptions.TrialNoise
+	sampling, relation string
+	// sensitivity is the L2 sensitivity of the score's confusion counts
+	// under relation, relationNote the note that states the relation.
+	sensitivity  float64
+	relationNote string
+	// sensitiveOnly: the search protects the sensitive attribute only (the
+	// oracle learner's scope), not whole records.
+	sensitiveOnly bool
+	src           dpops.Source
+	extra         any // extra.tune
+}
+
+// tunedFairReport is the chosen trial's report with the search's receipt
+// (trainer.TunedReceipt: Theorem 2's ε, the chosen trial's mechanisms, its
+// score's Gaussian, the search's relation and scope) and extra.tune. The
+// not_covered items are the chosen trial's (its outputs are the run's).
+func tunedFairReport(best *trainer.Report, cfg trainer.Config, o tunedFairOptions) *trainer.Report {
+	rep := *best
+	rep.Config.Seed, rep.Config.Out, rep.Config.Quiet = cfg.Seed, "", false
 	fairness := "demographic-parity"
-	if tr.Fairness == "eo" {
+	if o.fairness == "eo" {
 		fairness = "equalized-odds"
 	}
-	rc := trainer.TunedReceipt(trainer.TunedReceiptOptions{Epsilon: plan.Epsilon, Order: plan.Order, Delta: delta, Law: plan.Law,
-		Trials: tr.Trials, MeanTrials: tr.MeanTrials, TrialEpsilon: plan.TrialEpsilon,
-		TrialNoise: "the base's and the cell counts' budgets (the base's σ for DP-SGD) calibrated",
-		Chosen:     best.Privacy,
-		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: plan.scoreSensitivity(),
-			Steps: 1, Rho: plan.ScoreRho, Protects: "the trial's per-group confusion counts (label × group × predicted class) on the training records"},
+	rc := trainer.TunedReceipt(trainer.TunedReceiptOptions{Epsilon: o.plan.Epsilon, Order: o.plan.Order, Delta: o.delta, Law: o.plan.Law,
+		Trials: o.trials, MeanTrials: o.meanTrials, TrialEpsilon: o.plan.TrialEpsilon, TrialNoise: o.trialNoise,
+		Chosen: best.Privacy,
+		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: o.plan.ScoreSigma, Sensitivity: o.sensitivity,
+			Steps: 1, Rho: o.plan.ScoreRho, Protects: "the trial's per-group confusion counts (label × group × predicted class) on the training records"},
 		ScoreName: fmt.Sprintf("noisy accuracy less its noisy %s violation (from Gaussian-noised per-group confusion counts)", fairness),
-		Scored:    "the training records it trained on", Sampling: sampling, Relation: plan.relation, Seeded: src.Seeded, Seed: src.Seed})
-	rc.AddNote(fmt.Sprintf("neighbouring data sets: %s, under which every part of a trial is private as charged (the %s base, the Laplace "+
-		"cell counts, the score's counts with L2 sensitivity %.4g)", plan.relation, plan.base, plan.scoreSensitivity()))
+		Scored:    trainer.TuneSearch{}.Scored(), Sampling: o.sampling, Relation: o.relation, Seeded: o.src.Seeded, Seed: o.src.Seed})
+	if o.sensitiveOnly {
+		// TunedReceipt states whole records; the oracle's trials protect
+		// the sensitive attribute alone, and so does the search.
+		rc.Scope = accounting.ScopeSensitive
+	}
+	rc.AddNote(o.relationNote)
 	for _, nc := range best.Privacy.NotCovered {
 		rc.AddNotCovered(nc.Item, nc.Detail)
 	}
 	rep.Privacy = rc
 	rep.Extra = trainer.Extras{"jagielski": FairExtra(best)}
-	rep.SetExtra("tune", &tr)
+	rep.SetExtra("tune", o.extra)
 	return &rep
 }

@@ -203,15 +203,7 @@ func TestTunePostprocRefusals(t *testing.T) {
 func TestPostprocTuneScoreIsNoisy(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const n = 4000
-	s := &FairSplit{Label: make([]int, n), Group: make([]int, n)}
-	pred := make([]int, n)
-	exact := 0
-	for i := range n {
-		s.Label[i], s.Group[i], pred[i] = r.IntN(2), r.IntN(2), r.IntN(2)
-		if pred[i] == s.Label[i] {
-			exact++
-		}
-	}
+	s, pred, exact := randomPredictions(r, n)
 	for _, rel := range []string{accounting.RelationAddRemove, accounting.RelationReplaceOne} {
 		p := &postprocTunePlan{relation: rel}
 		p.ScoreSigma = 20
@@ -312,4 +304,19 @@ func TestPostprocTuneCheckTrial(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomPredictions are n records of two groups with random labels and
+// random predictions, and the number of correct ones.
+func randomPredictions(r *rand.Rand, n int) (*FairSplit, []int, int) {
+	s := &FairSplit{Label: make([]int, n), Group: make([]int, n)}
+	pred := make([]int, n)
+	exact := 0
+	for i := range n {
+		s.Label[i], s.Group[i], pred[i] = r.IntN(2), r.IntN(2), r.IntN(2)
+		if pred[i] == s.Label[i] {
+			exact++
+		}
+	}
+	return s, pred, exact
 }

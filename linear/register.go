@@ -18,6 +18,7 @@ func init() {
 	trainer.RegisterPipeline(ObjPertName, RunObjPert)
 	trainer.RegisterTunablePipeline(ObjPertName)  // TuneObjPert
 	trainer.RegisterTunablePipeline(PostprocName) // TunePostproc, with a private base
+	trainer.RegisterTunablePipeline(OracleName)   // TuneOracle
 	trainer.RegisterSection[PostprocConfig](PostprocSectionKey)
 	trainer.RegisterSection[ObjPertConfig](ObjPertSectionKey)
 }

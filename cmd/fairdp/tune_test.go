@@ -65,7 +65,7 @@ func TestTrainTuneErrors(t *testing.T) {
 		{[]string{"--algo", "steffle", "--scope", "sensitive"}, "--scope must be all to tune SteFFLe"},
 		{[]string{"--algo", "steffle", "--tune-valid-frac", "0.2"}, "--tune-valid-frac must be 0 to tune SteFFLe"},
 		{[]string{"--algo", "postproc"}, "--base must be objpert or dpsgd to tune"},
-		{[]string{"--algo", "oracle"}, "--algo oracle cannot be tuned privately yet (tunable: [dpsgd dpsgdf naive fermi steffle objpert "},
+		{[]string{"--algo", "oracle", "--fallback", "error"}, "--fallback is what --algo oracle --tune chooses"},
 		{[]string{"--algo", "objpert", "--l2", "0.01"}, "--l2 is what the search chooses"},
 		{[]string{"--algo", "objpert", "--epsilon", "inf"}, "--epsilon must be finite to tune"},
 		{[]string{"--algo", "objpert", "--tune-trials", "1"}, "--tune-trials must be a finite number > 1"},
