@@ -24,7 +24,6 @@ package linear
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -292,11 +291,7 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 		plan, err := accounting.PlanTuning(len(kinds), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
 			return objPertTrialCurve(kinds[i].mechanism, l2(kinds[i]), n, tau, delta, orders)
 		}, law, delta, p.Epsilon, search.ScoreShare)
-		if errors.Is(err, accounting.ErrTuningBudget) {
-			return nil, plan, trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-				"(the search alone costs more): raise it or lower Tune.MeanTrials", p.Epsilon, search.MeanTrials)}}
-		}
-		return kinds, plan, err
+		return kinds, plan, trainer.TuningBudgetError(err, p.Epsilon, search.MeanTrials)
 	}
 	kinds, plan, err := planSpace()
 	if err != nil {

@@ -221,12 +221,8 @@ func planOracleTune(p privacy, delta, countShare float64, space OracleTuneSpace,
 		}
 		return nu, oracleCurve(b, orders), nil
 	}, law, delta, p.Epsilon, scoreShare)
-	if errors.Is(err, accounting.ErrTuningBudget) {
-		return nil, trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-			"(the search alone costs more): raise it or lower Tune.MeanTrials", p.Epsilon, law.Mean())}}
-	}
 	if err != nil {
-		return nil, err
+		return nil, trainer.TuningBudgetError(err, p.Epsilon, law.Mean())
 	}
 	pl.TuningPlan = plan
 	return pl, nil
@@ -466,11 +462,7 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 // is).
 func oracleTrial(ctx context.Context, d *FairData, cfg trainer.Config, c OracleTuneChoice, countShare float64,
 	src dpops.Source, i int) (*trainer.Report, error) {
-	var seed *uint64
-	if src.Seeded {
-		s := src.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
-		seed = &s
-	}
+	seed := trainer.TrialSeed(src, i)
 	j := PostprocConfigOf(cfg)
 	j.Rounds, j.Bound, j.Eta, j.Fallback, j.CountShare, j.BasicComposition = c.Rounds, c.Bound, c.Eta, c.Fallback, countShare, true
 	tc := WithPostprocConfig(cfg, j)

@@ -266,12 +266,8 @@ func planPostprocTune(base string, d *FairData, p privacy, delta float64, space 
 		c, err := pl.curve(i, eps1, eps2, sigma, orders)
 		return tau, c, err
 	}, law, delta, p.Epsilon, scoreShare)
-	if errors.Is(err, accounting.ErrTuningBudget) {
-		return nil, trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-			"(the search alone costs more): raise it or lower Tune.MeanTrials", p.Epsilon, law.Mean())}}
-	}
 	if err != nil {
-		return nil, err
+		return nil, trainer.TuningBudgetError(err, p.Epsilon, law.Mean())
 	}
 	pl.TuningPlan = plan
 	return pl, nil
@@ -462,11 +458,7 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 // the run is).
 func postprocTrial(ctx context.Context, d *FairData, cfg trainer.Config, plan *postprocTunePlan, kind int, c PostprocTuneChoice,
 	delta float64, src dpops.Source, i int) (*trainer.Report, *PrivateBaseFit, *FairData, error) {
-	var seed *uint64
-	if src.Seeded {
-		s := src.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
-		seed = &s
-	}
+	seed := trainer.TrialSeed(src, i)
 	j := PostprocConfigOf(cfg)
 	j.BaseEpsilon, j.Bins, j.GammaShare, j.Slack = c.BaseEpsilon, c.Bins, c.GammaShare, c.Slack
 	tc := WithPostprocConfig(cfg, j)

@@ -371,12 +371,8 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 		return nil, err
 	}
 	plan, err := PlanTune(law, ex.Delta, target, search.ScoreShare)
-	if errors.Is(err, accounting.ErrTuningBudget) {
-		return nil, trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-			"(the search alone costs more): raise it or lower Tune.MeanTrials", target, search.MeanTrials)}}
-	}
 	if err != nil {
-		return nil, err
+		return nil, trainer.TuningBudgetError(err, target, search.MeanTrials)
 	}
 	rhoT := plan.Noise[0]
 	base.Rho = rhoT

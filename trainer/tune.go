@@ -482,12 +482,8 @@ func planTuneWith(q map[tuneShape]float64, steps map[tuneShape]int, law accounti
 	pl, err := accounting.PlanTuning(len(shapes), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
 		return trialCurve(shapes[i], tau, delta, orders)
 	}, law, delta, target, scoreShare)
-	if errors.Is(err, accounting.ErrTuningBudget) {
-		return tunePlan{}, FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-			"(the search alone costs more): raise it or lower Tune.MeanTrials", target, law.Mean())}}
-	}
 	if err != nil {
-		return tunePlan{}, err
+		return tunePlan{}, TuningBudgetError(err, target, law.Mean())
 	}
 	p := tunePlan{law: law, orders: pl.Orders, q: q, steps: steps, sigma: map[tuneShape]float64{}, curve: map[tuneShape][]float64{},
 		scoreSigma: pl.ScoreSigma, scoreRho: pl.ScoreRho, trialEps: pl.TrialEpsilon, eps: pl.Epsilon, order: pl.Order}
@@ -495,6 +491,18 @@ func planTuneWith(q map[tuneShape]float64, steps map[tuneShape]int, law accounti
 		p.sigma[sh], p.curve[sh] = pl.Noise[i], pl.Curves[i]
 	}
 	return p, nil
+}
+
+// TuningBudgetError is err, from accounting.PlanTuning, with the setting
+// to change named when the budget target cannot pay for a search of
+// meanTrials expected trials (accounting.ErrTuningBudget); every search
+// says it alike.
+func TuningBudgetError(err error, target, meanTrials float64) error {
+	if !errors.Is(err, accounting.ErrTuningBudget) {
+		return err
+	}
+	return FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
+		"(the search alone costs more): raise it or lower Tune.MeanTrials", target, meanTrials)}}
 }
 
 // planSpace is planTune for the shapes (batch × epochs) of space on n

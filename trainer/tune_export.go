@@ -125,11 +125,19 @@ func TunedReport(best *Report, job *Job, p TunedPlan, res TuneResult, delta floa
 // fresh otherwise, so that a seeded search is reproducible and its trials
 // draw independent noise.
 func TrialRandomness(job *Job, i int) (*uint64, *rand.Rand, dpops.Source) {
-	var seed *uint64
-	if job.Source.Seeded {
-		s := job.Source.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
-		seed = &s
-	}
+	seed := TrialSeed(job.Source, i)
 	r, src := dpops.NewRand(seed)
 	return seed, r, src
+}
+
+// TrialSeed is the seed of trial i of a search run with src: derived from
+// stream "tune/trial/i" of src's seed when it has one, nil (crypto-seeded)
+// otherwise, so that a seeded search is reproducible and its trials draw
+// independent noise.
+func TrialSeed(src dpops.Source, i int) *uint64 {
+	if !src.Seeded {
+		return nil
+	}
+	s := src.Derive(fmt.Sprintf("tune/trial/%d", i)).Uint64()
+	return &s
 }

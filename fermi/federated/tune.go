@@ -26,7 +26,6 @@ package federated
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -351,7 +350,7 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 	}
 	plan, err := planSearch(silos, law, delta, cfg.Privacy.Epsilon, opts.ScoreShare)
 	if err != nil {
-		return nil, planError(err, cfg.Privacy.Epsilon, law)
+		return nil, trainer.TuningBudgetError(err, cfg.Privacy.Epsilon, law.Mean())
 	}
 	k, err := law.Sample(job.Source.Derive("tune/trials"))
 	if err != nil {
@@ -468,16 +467,6 @@ func checkLambdas(lambdas []float64) error {
 		return nil
 	}
 	return errs
-}
-
-// planError names the setting to change when the budget cannot pay for
-// the search.
-func planError(err error, target float64, law accounting.TruncatedNegativeBinomial) error {
-	if err == nil || !errors.Is(err, accounting.ErrTuningBudget) {
-		return err
-	}
-	return trainer.FieldErrors{{Field: "Privacy.Epsilon", Msg: fmt.Sprintf("%v is too small to tune with %v expected trials "+
-		"(the search alone costs more): raise it or lower Tune.MeanTrials", target, law.Mean())}}
 }
 
 // runTrial is one complete SteFFLe run of the search over mapping with
