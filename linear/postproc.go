@@ -246,6 +246,27 @@ type PostProcessConfig struct {
 	// at 40 % of what post-processing without the constraint would leave).
 	// It reads only the released noisy cells, so it costs no privacy.
 	GammaShare float64
+	// Relation is the neighbouring relation the cell counts are private
+	// under. "" is the paper's: one record's group changes (or, for whole
+	// records, one record is replaced), which moves one count down and
+	// another up, L1 sensitivity 2 and Laplace(2/(mε)) on every cell.
+	// accounting.RelationAddRemove is for a pipeline whose other release
+	// is private under adding or removing a record (a DP-SGD base): that
+	// moves one count by one, L1 sensitivity 1, so Laplace(1/(mε)) makes
+	// the table ε-DP, half the noise at the same ε. Only a caller whose
+	// bins come from a public function or from such a private release may
+	// set it, since then the bins are not the records' secret; the
+	// receipt then protects whole records under add-remove.
+	Relation string
+}
+
+// cellSensitivity is the L1 sensitivity of the (bin, group, label) count
+// table under c's relation: 1 for add-remove, 2 otherwise.
+func (c PostProcessConfig) cellSensitivity() float64 {
+	if c.Relation == accounting.RelationAddRemove {
+		return 1
+	}
+	return 2
 }
 
 func (c PostProcessConfig) withDefaults() (PostProcessConfig, error) {
@@ -277,6 +298,9 @@ func (c PostProcessConfig) withDefaults() (PostProcessConfig, error) {
 	}
 	if !(c.GammaShare >= 0 && c.GammaShare <= 1) {
 		return c, fmt.Errorf("linear: gamma share = %v, want a number in [0, 1] (0: γ fixed)", c.GammaShare)
+	}
+	if c.Relation != "" && c.Relation != accounting.RelationAddRemove {
+		return c, fmt.Errorf("linear: post-processing relation %q, want \"\" (one record's group or the record changes) or %q", c.Relation, accounting.RelationAddRemove)
 	}
 	return c, nil
 }
@@ -358,14 +382,26 @@ type PostProcessResult struct {
 	// Objective is the LP optimum: the estimated error on Cells.
 	Objective float64
 
-	acct *accounting.Pure // nil when not private
+	acct     *accounting.Pure // nil when not private
+	relation string           // PostProcessConfig.Relation of a private run
 }
 
 // Receipt states the privacy of the run: pure ε-DP for the sensitive
 // attribute, or not private for ε = ∞. seed is the noise seed (nil for a
 // crypto-seeded run).
 func (r *PostProcessResult) Receipt(seed *uint64) (accounting.Receipt, error) {
-	return pureReceipt(r.acct, 0, seed)
+	rec, err := pureReceipt(r.acct, 0, seed)
+	if err != nil || r.relation != accounting.RelationAddRemove {
+		return rec, err
+	}
+	// Counts at Laplace(1/(mε)) are ε-DP for adding or removing a whole
+	// record, not for changing one record's group (that moves two counts:
+	// 2ε), so the receipt says add-remove, whole records.
+	rec.Scope, rec.Relation = accounting.ScopeAll, accounting.RelationAddRemove
+	rec.Note = "the (bin, group, label) counts are ε-DP for whole records under add-remove neighbours (adding or " +
+		"removing a record moves one count by one; the record count is public); the bins must come from a public " +
+		"function or a private release, whose own cost is not in this receipt"
+	return rec, nil
 }
 
 // pureReceipt is the receipt of a Jagielski et al. run.
@@ -401,7 +437,8 @@ func (r PostProcessResult) MarshalJSON() ([]byte, error) {
 
 // PostProcess runs DP post-processing (Jagielski et al. 2019) on the base
 // classifier's bins: it counts the (bin, group, label) cells, adds
-// Laplace(2/(mε)) to every cell fraction (none for ε = ∞), clamps them at 0,
+// Laplace(2/(mε)) to every cell fraction (Laplace(1/(mε)) under
+// cfg.Relation add-remove; none for ε = ∞), clamps them at 0,
 // and solves Hardt et al.'s LP with bound γ + the slack of cfg.Slack
 // (γ data-aware with cfg.GammaShare). r draws the noise. An error means bad input; a run whose noisy statistics leave a rate
 // undefined returns a result with Failed set.
@@ -423,15 +460,21 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 		if r == nil {
 			return nil, errors.New("linear: private post-processing needs a *rand.Rand for its noise")
 		}
-		// Moving one record to another group changes two cells by one.
-		if err := laplaceVector(r, counts, 2, cfg.Epsilon, 2); err != nil {
+		// Moving one record to another group changes two cells by one;
+		// adding or removing one changes one cell by one.
+		sens := cfg.cellSensitivity()
+		if err := laplaceVector(r, counts, sens, cfg.Epsilon, int(sens)); err != nil {
 			return nil, err
 		}
 		res.acct = &accounting.Pure{}
-		if err := res.acct.SpendLaplace(2, 2/cfg.Epsilon, "(bin, group, label) cell counts"); err != nil {
+		if err := res.acct.SpendLaplace(sens, sens/cfg.Epsilon, "(bin, group, label) cell counts"); err != nil {
 			return nil, err
 		}
+		res.relation = cfg.Relation
 	}
+	// The slack rules are stated for Laplace(2/(mε)) cells; a table of
+	// sensitivity s carries Laplace(s/(mε)) = Laplace(2/(m·noiseEps)).
+	noiseEps := cfg.Epsilon * 2 / cfg.cellSensitivity()
 	q := make([]float64, len(counts))
 	for i, c := range counts {
 		q[i] = max(0, c) / float64(m)
@@ -455,7 +498,7 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 	default:
 		switch cfg.Slack {
 		case SlackUnion:
-			res.Slack = PostProcessSlack(minQ, m, cfg.Epsilon, cfg.Beta, bins, groups)
+			res.Slack = PostProcessSlack(minQ, m, noiseEps, cfg.Beta, bins, groups)
 			if cfg.Fairness == DemographicParity {
 				// A positive rate's cells are sums of two noisy cells (both
 				// labels), each within the union bound's radius, so the rate
@@ -463,7 +506,7 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 				res.Slack *= 2
 			}
 		case SlackSD:
-			res.Slack = PostProcessSlackSD(minQ, m, cfg.Epsilon, cfg.SlackZ, bins, cfg.Fairness)
+			res.Slack = PostProcessSlackSD(minQ, m, noiseEps, cfg.SlackZ, bins, cfg.Fairness)
 		}
 		if res.NoisyViolation, err = CellsViolation(res.Cells, MostAccurate(res.Cells), cfg.Fairness, cfg.AllPairs); err != nil {
 			return nil, err

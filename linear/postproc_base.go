@@ -280,15 +280,30 @@ func dpsgdBaseRun(p privacy, d *FairData, eps float64, seed *uint64, set dpsgdBa
 		Batch: set.Batch, Epochs: set.Epochs, LR: set.LR, Clip: set.Clip, Sigma: set.Sigma})
 }
 
+// cellRelation is the neighbouring relation post-processing's cell counts
+// are released under (PostProcessConfig.Relation): add-remove when the
+// base is private under add-remove (DP-SGD), so the whole pipeline's
+// receipt holds under one relation and the counts need half the noise;
+// the paper's otherwise (a non-private base, whose receipt protects only
+// the group, or objpert's replace-one base).
+func cellRelation(base *PrivateBaseFit) string {
+	if base != nil && base.Receipt.Relation == accounting.RelationAddRemove {
+		return accounting.RelationAddRemove
+	}
+	return ""
+}
+
 // composeBaseReceipt is the receipt of post-processing on a private base,
 // for whole records: basic composition of the base's (ε₁, δ₁)-DP release
 // and the cell counts' pure ε₂-DP, (ε₁ + ε₂, δ₁)-DP (Dwork and Roth 2014,
-// Theorem 3.16). The cell counts are ε₂-DP for whole records: replacing
-// one record moves one count from one (bin, group, label) cell to another,
-// L1 sensitivity 2 as when only its group changes (its bin is a function
-// of the released base and its own features); adding or removing one moves
-// one count by 1, so they are ε₂-DP under the base's add-remove relation
-// too (with the record count public, as every receipt here states). The
+// Theorem 3.16). The cell counts are ε₂-DP for whole records (a record's
+// bin is a function of the released base and its own features): under
+// the objpert base's replace-one relation, replacing one record moves one
+// count from one (bin, group, label) cell to another, L1 sensitivity 2
+// as when only its group changes, and the counts carry Laplace(2/ε₂);
+// under the DP-SGD base's add-remove relation, adding or removing one
+// moves one count by 1, and they carry Laplace(1/ε₂) (cellRelation; the
+// record count public, as every receipt here states). The
 // base's not_covered items are kept. The mechanisms are both lists when
 // the base lists its own, and none when it does not (objective
 // perturbation's Gaussian mechanism), so no composer re-derives the total
@@ -317,10 +332,13 @@ func composeBaseReceipt(base *PrivateBaseFit, pp *PostProcessResult, seed *uint6
 	if len(b.Mechanisms) > 0 {
 		rec.Mechanisms = append(append([]accounting.Mechanism(nil), b.Mechanisms...), lp.Mechanisms...)
 	}
+	cells := "substituting a record moves one count between two cells: Laplace(2/ε) on each count"
+	if pp.relation == accounting.RelationAddRemove {
+		cells = "add-remove, as the base: adding or removing a record moves one count by one: Laplace(1/ε) on each count"
+	}
 	rec.Note = fmt.Sprintf("every attribute is protected: the base classifier is (ε = %.4g, δ = %.3g)-DP (%s) and the "+
-		"post-processing's Laplace cell counts ε = %.4g-DP for whole records (substituting a record moves one count between "+
-		"two cells; adding or removing one moves one count); basic composition: the ε add, δ is the base's",
-		*b.Epsilon, b.Delta, base.Description, *lp.Epsilon)
+		"post-processing's Laplace cell counts ε = %.4g-DP for whole records (%s); basic composition: the ε add, δ is the base's",
+		*b.Epsilon, b.Delta, base.Description, *lp.Epsilon, cells)
 	if b.Note != "" {
 		rec.Note += "; base: " + b.Note
 	}

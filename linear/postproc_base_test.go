@@ -82,6 +82,12 @@ func TestPostProcPrivateBase(t *testing.T) {
 	if len(rec.Mechanisms) != 0 || !strings.Contains(rec.Note, "ε = 0.5") || !strings.Contains(rec.Note, "ε = 1.5") {
 		t.Fatalf("mechanisms %+v, note %q: want none, and the base's ε 0.5 and the cell counts' ε 1.5 named", rec.Mechanisms, rec.Note)
 	}
+	// objpert's base is private under replace-one, so the counts keep the
+	// paper's L1 sensitivity 2 (a replaced record moves a count between
+	// two cells), not the add-remove base's 1.
+	if cells := FairExtra(rep).PostProcessing; cells == nil || cells.relation != "" || !strings.Contains(rec.Note, "Laplace(2/ε)") {
+		t.Errorf("objpert base: cells' relation %v, note %q; want the paper's, Laplace(2/ε)", cells, rec.Note)
+	}
 	var items []string
 	for _, nc := range rec.NotCovered {
 		items = append(items, nc.Item)
@@ -222,6 +228,11 @@ func TestPostProcDPSGDBase(t *testing.T) {
 	}
 	if !slices.Equal(kinds, []string{accounting.KindSubsampledGaussian, accounting.KindLaplace}) {
 		t.Errorf("mechanisms %v, want DP-SGD's subsampled Gaussian and the Laplace cell counts", kinds)
+	} else if cells := rec.Mechanisms[1]; cells.Sensitivity != 1 || rec.Relation != accounting.RelationAddRemove ||
+		!strings.Contains(rec.Note, "Laplace(1/ε)") {
+		// Under the base's add-remove relation one record moves one count
+		// by one: L1 sensitivity 1, half the paper's noise at the same ε.
+		t.Errorf("cell counts' sensitivity %v, relation %q, note %q; want 1 under add-remove", cells.Sensitivity, rec.Relation, rec.Note)
 	}
 	if rep.Config.Privacy.Delta != base.Delta || PostprocConfigOf(rep.Config).BaseEpsilon != 1 {
 		t.Errorf("report config δ %v base ε %v, want %v and 1", rep.Config.Privacy.Delta, PostprocConfigOf(rep.Config).BaseEpsilon, base.Delta)

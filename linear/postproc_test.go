@@ -125,63 +125,79 @@ func TestPostProcessNonPrivateIsHardt(t *testing.T) {
 	}
 }
 
-// TestPostProcessPrivate checks the private path: a seeded run is
-// reproducible, its noise moves the cells by about the Laplace scale
-// 2/(mε), the LP gets the slack, and the receipt charges exactly ε for the
-// sensitive attribute.
+// TestPostProcessPrivate checks the private path under each neighbouring
+// relation: a seeded run is reproducible, its noise moves the counts by
+// about the Laplace scale the relation's L1 sensitivity s needs (s/ε on
+// counts: 2 when a record's group changes, 1 when a record is added or
+// removed; measured, not read from the code), the LP's slack is the
+// union bound at that scale, and the receipt charges exactly ε under the
+// relation it states.
 func TestPostProcessPrivate(t *testing.T) {
 	scores, group, label := syntheticScores(rand.New(rand.NewPCG(8, 4)), 20000, 2)
 	bin, _ := ThresholdBins(0.5).Assign(scores)
 	exact, _ := CountCells(bin, group, label, 2, 2)
 	const eps = 0.5
-	run := func(seed uint64) *PostProcessResult {
-		r, _ := dpops.NewRand(&seed)
-		res, err := PostProcess(r, bin, group, label, 2, 2, PostProcessConfig{Gamma: 0.02, Epsilon: eps})
-		if err != nil || res.Failed {
-			t.Fatalf("seed %d: %v %s", seed, err, res.Reason)
+	for _, tc := range []struct {
+		relation, scope, stated string
+		sens                    float64
+	}{
+		{"", accounting.ScopeSensitive, "", 2},
+		{accounting.RelationAddRemove, accounting.ScopeAll, accounting.RelationAddRemove, 1},
+	} {
+		run := func(seed uint64) *PostProcessResult {
+			r, _ := dpops.NewRand(&seed)
+			res, err := PostProcess(r, bin, group, label, 2, 2, PostProcessConfig{Gamma: 0.02, Epsilon: eps, Relation: tc.relation})
+			if err != nil || res.Failed {
+				t.Fatalf("%q seed %d: %v %s", tc.relation, seed, err, res.Reason)
+			}
+			return res
 		}
-		return res
-	}
-	a, b, c := run(1), run(1), run(2)
-	if !slices.Equal(a.Cells.Q, b.Cells.Q) || !slices.Equal(a.Model.P, b.Model.P) {
-		t.Error("the same seed gave different results")
-	}
-	if slices.Equal(a.Cells.Q, c.Cells.Q) {
-		t.Error("different seeds gave the same noise")
-	}
-	// Mean absolute noise over many runs ≈ the scale 2/(mε) (counts: 2/ε).
-	m := float64(len(bin))
-	sum, k := 0.0, 0
-	for seed := uint64(10); seed < 60; seed++ {
-		res := run(seed)
-		for i, q := range res.Cells.Q {
-			sum += math.Abs(q*m - exact[i])
-			k++
+		a, b, c := run(1), run(1), run(2)
+		if !slices.Equal(a.Cells.Q, b.Cells.Q) || !slices.Equal(a.Model.P, b.Model.P) {
+			t.Errorf("%q: the same seed gave different results", tc.relation)
+		}
+		if slices.Equal(a.Cells.Q, c.Cells.Q) {
+			t.Errorf("%q: different seeds gave the same noise", tc.relation)
+		}
+		// Mean absolute noise over many runs ≈ the scale s/(mε) (counts: s/ε).
+		m := float64(len(bin))
+		sum, k := 0.0, 0
+		for seed := uint64(10); seed < 60; seed++ {
+			res := run(seed)
+			for i, q := range res.Cells.Q {
+				sum += math.Abs(q*m - exact[i])
+				k++
+			}
+		}
+		if got, want := sum/float64(k), tc.sens/eps; math.Abs(got-want) > 4*want/math.Sqrt(float64(k)) {
+			t.Errorf("%q: mean |noise| on counts %v, want %v ± %v", tc.relation, got, want, 4*want/math.Sqrt(float64(k)))
+		}
+		minQ := math.Inf(1)
+		for a2 := range 2 {
+			for y := range 2 {
+				minQ = min(minQ, a.Cells.GroupLabel(a2, y))
+			}
+		}
+		// The union bound at scale s/(mε) is PostProcessSlack's (stated
+		// at 2/(mε)) at ε' = 2ε/s.
+		if want := PostProcessSlack(minQ, len(bin), 2*eps/tc.sens, DefaultBeta, 2, 2); math.Abs(a.Slack-want) > 1e-15 || want <= 0 {
+			t.Errorf("%q: slack %v, want %v", tc.relation, a.Slack, want)
+		}
+		seed := uint64(1)
+		rec, err := a.Receipt(&seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rec.Private() || math.Abs(*rec.Epsilon-eps) > 1e-12 || rec.Delta != 0 || rec.Scope != tc.scope || rec.Relation != tc.stated ||
+			!rec.Seeded || len(rec.Mechanisms) != 1 || rec.Mechanisms[0].Kind != accounting.KindLaplace || rec.Mechanisms[0].Sensitivity != tc.sens {
+			t.Errorf("%q: receipt %+v", tc.relation, rec)
+		}
+		if _, err := json.Marshal(a); err != nil {
+			t.Error(err)
 		}
 	}
-	if got, want := sum/float64(k), 2/eps; math.Abs(got-want) > 4*want/math.Sqrt(float64(k)) {
-		t.Errorf("mean |noise| on counts %v, want %v ± %v", got, want, 4*want/math.Sqrt(float64(k)))
-	}
-	minQ := math.Inf(1)
-	for a2 := range 2 {
-		for y := range 2 {
-			minQ = min(minQ, a.Cells.GroupLabel(a2, y))
-		}
-	}
-	if want := PostProcessSlack(minQ, len(bin), eps, DefaultBeta, 2, 2); a.Slack != want || want <= 0 {
-		t.Errorf("slack %v, want %v", a.Slack, want)
-	}
-	seed := uint64(1)
-	rec, err := a.Receipt(&seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rec.Private() || math.Abs(*rec.Epsilon-eps) > 1e-12 || rec.Delta != 0 || rec.Scope != accounting.ScopeSensitive ||
-		!rec.Seeded || len(rec.Mechanisms) != 1 || rec.Mechanisms[0].Kind != accounting.KindLaplace || rec.Mechanisms[0].Sensitivity != 2 {
-		t.Errorf("receipt %+v", rec)
-	}
-	if _, err := json.Marshal(a); err != nil {
-		t.Error(err)
+	if _, err := PostProcess(nil, bin, group, label, 2, 2, PostProcessConfig{Epsilon: eps, Relation: "replace-one"}); err == nil {
+		t.Error("an unknown relation was accepted")
 	}
 }
 
