@@ -57,23 +57,35 @@ func TestTabularFairPipeline(t *testing.T) {
 	bins := envFloats(t, "FAIRDP_FAIR_BINS", "2,4")
 	slacks := strings.Split(orDefault(os.Getenv("FAIRDP_FAIR_SLACKS"), string(linear.SlackUnion)), ",")
 	gammaShares := envFloats(t, "FAIRDP_FAIR_GAMMA_SHARES", "0")
+	// FAIRDP_FAIR_MONOTONE=0,1 runs every setting with and without the
+	// monotone cells (PostprocConfig.Monotone); default: without.
+	type cellRule struct {
+		share    float64
+		monotone bool
+	}
+	var cellRules []cellRule
+	for _, gs := range gammaShares {
+		for _, mono := range envFloats(t, "FAIRDP_FAIR_MONOTONE", "0") {
+			cellRules = append(cellRules, cellRule{gs, mono != 0})
+		}
+	}
 	f, err := os.Create(filepath.Join(out, "fair.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	fmt.Fprintln(f, "dataset,train_records,groups,seed,epsilon,model,base,base_share,bins,fairness,gamma,failed,"+
-		"test_error,dp_violation,eo_violation,sampled_error,sampled_dp,sampled_eo,slack,base_error,base_dp,base_eo,majority_error,receipt_epsilon,receipt_delta,slack_rule,gamma_share,gamma_used,noisy_violation")
+		"test_error,dp_violation,eo_violation,sampled_error,sampled_dp,sampled_eo,slack,base_error,base_dp,base_eo,majority_error,receipt_epsilon,receipt_delta,slack_rule,gamma_share,gamma_used,noisy_violation,monotone")
 	row := func(set string, n, groups, seed int, e float64, model, base string, share float64, k int, fair string, gamma float64,
 		failed bool, exp, sampled, baseM metrics.Split, slack, majority float64, rec *float64, delta float64, lp fairLPRow) {
 		re := ""
 		if rec != nil {
 			re = strconv.FormatFloat(*rec, 'g', 6, 64)
 		}
-		fmt.Fprintf(f, "%s,%d,%d,%d,%g,%s,%s,%g,%d,%s,%g,%v,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%.3g,%s,%g,%.6f,%.6f\n",
+		fmt.Fprintf(f, "%s,%d,%d,%d,%g,%s,%s,%g,%d,%s,%g,%v,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%.3g,%s,%g,%.6f,%.6f,%v\n",
 			set, n, groups, seed, e, model, base, share, k, fair, gamma, failed, exp.Error, exp.DPViolation, exp.EOViolation,
 			sampled.Error, sampled.DPViolation, sampled.EOViolation, slack, baseM.Error, baseM.DPViolation, baseM.EOViolation, majority, re, delta,
-			lp.rule, lp.share, lp.gamma, lp.noisy)
+			lp.rule, lp.share, lp.gamma, lp.noisy, lp.monotone)
 	}
 	for _, path := range sets {
 		for s := 1; s <= seeds; s++ {
@@ -110,8 +122,9 @@ func TestTabularFairPipeline(t *testing.T) {
 							for _, fair := range fairness {
 								for _, g := range gammas {
 									for _, sl := range slacks {
-										for _, gs := range gammaShares {
-											pc.Fairness, pc.Gamma, pc.Bins, pc.GammaShare = fair, g, int(k), gs
+										for _, cell := range cellRules {
+											gs := cell.share
+											pc.Fairness, pc.Gamma, pc.Bins, pc.GammaShare, pc.Monotone = fair, g, int(k), gs, cell.monotone
 											if pc.Slack, pc.SlackZ, err = parseBenchSlack(sl); err != nil {
 												t.Fatal(err)
 											}
@@ -125,7 +138,7 @@ func TestTabularFairPipeline(t *testing.T) {
 											if x := res.ExpectedTest; x != nil {
 												exp = metrics.Split{Error: x.Error, DPViolation: x.DPViolation, EOViolation: x.EOViolation}
 											}
-											slack, lp := 0.0, fairLPRow{rule: sl, share: gs}
+											slack, lp := 0.0, fairLPRow{rule: sl, share: gs, monotone: cell.monotone}
 											if pp := res.PostProcessing; pp != nil {
 												slack, lp.gamma, lp.noisy = pp.Slack, pp.Gamma, pp.NoisyViolation
 											}
@@ -153,6 +166,7 @@ type fairLPRow struct {
 	rule         string
 	share        float64
 	gamma, noisy float64
+	monotone     bool
 }
 
 // parseBenchSlack reads FAIRDP_FAIR_SLACKS's entries: a linear.SlackRule,

@@ -439,7 +439,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		}
 		pp, err := PostProcess(noise, binTrain, d.Train.Group, d.Train.Label, bins.Len(), groups,
 			PostProcessConfig{Gamma: j.Gamma, Epsilon: epsilon, Beta: j.Beta, Fairness: fair, AllPairs: j.AllPairs,
-				Slack: SlackRule(j.Slack), SlackZ: j.SlackZ, GammaShare: j.GammaShare, Relation: cellRelation(d.BaseFit)})
+				Slack: SlackRule(j.Slack), SlackZ: j.SlackZ, GammaShare: j.GammaShare, Relation: cellRelation(d.BaseFit), Monotone: j.Monotone})
 		if err != nil {
 			return nil, err
 		}

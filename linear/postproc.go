@@ -258,6 +258,11 @@ type PostProcessConfig struct {
 	// set it, since then the bins are not the records' secret; the
 	// receipt then protects whole records under add-remove.
 	Relation string
+	// Monotone smooths the noisy cells before the LP so that within every
+	// group the positive label's share rises with the score bin
+	// (monotoneCells: isotonic regression of the shares, bins' totals
+	// kept). It reads only the released cells, so it costs no privacy.
+	Monotone bool
 }
 
 // cellSensitivity is the L1 sensitivity of the (bin, group, label) count
@@ -475,9 +480,15 @@ func PostProcess(r *rand.Rand, bin, group, label []int, bins, groups int, cfg Po
 	// The slack rules are stated for Laplace(2/(mε)) cells; a table of
 	// sensitivity s carries Laplace(s/(mε)) = Laplace(2/(m·noiseEps)).
 	noiseEps := cfg.Epsilon * 2 / cfg.cellSensitivity()
+	for i, c := range counts {
+		counts[i] = max(0, c)
+	}
+	if cfg.Monotone {
+		monotoneCells(counts, bins, groups)
+	}
 	q := make([]float64, len(counts))
 	for i, c := range counts {
-		q[i] = max(0, c) / float64(m)
+		q[i] = c / float64(m)
 	}
 	res.Cells = Cells{Bins: bins, Groups: groups, Q: q}
 

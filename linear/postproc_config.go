@@ -43,6 +43,9 @@ type PostprocConfig struct {
 	// unconstrained post-processed classifier (PostProcessConfig);
 	// GammaShareAuto (a private base only) takes PrivateGammaShare's
 	// rule, and the report records the share it resolved to.
+	// Monotone smooths the noisy cells so the positive share rises with
+	// the score bin in every group (PostProcessConfig.Monotone).
+	Monotone   bool         `json:"monotone,omitempty"`
 	Slack      string       `json:"slack,omitempty"`
 	SlackZ     float64      `json:"slack_z,omitempty"`
 	GammaShare float64      `json:"gamma_share,omitempty"`

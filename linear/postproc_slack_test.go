@@ -263,8 +263,9 @@ func TestPrivateSlackDefaultHalvesViolation(t *testing.T) {
 	if meets(oldErr, oldDP) {
 		t.Errorf("the union-bound default met the criterion too (%.4f / %.4f): the test does not tell them apart", oldErr, oldDP)
 	}
-	if PrivateBins(SlackUnion, m, eps) != DefaultPrivateBins(m, eps) || PrivateBins("", 8000, 1) != 4 || PrivateBins(SlackSD, m, eps) != 4 {
-		t.Error("PrivateBins does not keep the m·ε rule for the union bound and 4 bins otherwise")
+	if PrivateBins(SlackUnion, m, eps) != DefaultPrivateBins(m, eps) || PrivateBins("", 8000, 1) != DefaultPrivateBins(8000, 1) ||
+		PrivateBins(SlackSD, m, eps) != PrivateBinsNoSlack || PrivateBins(SlackNone, m, eps) != PrivateBinsNoSlack {
+		t.Errorf("PrivateBins does not keep the m·ε rule for the union bound and %d bins otherwise", PrivateBinsNoSlack)
 	}
 }
 

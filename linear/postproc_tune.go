@@ -94,10 +94,11 @@ type PostprocTuneSpace struct {
 // .191 against .172 and .168 with K = 4 alone; bench/results/tabular.md,
 // "`--algo postproc --tune`"). Slack is "none" alone: with no slack the
 // settings reached every cell any setting reached, and sd:1 never did
-// better. It holds the command line's default (share 0.5, K = 4, no
-// slack, the γ share rule's 0 or 0.25).
+// better. It holds the command line's default (share 0.5, K =
+// PrivateBinsNoSlack, no slack, the γ share rule's 0 or 0.25; 4 bins
+// until the cells' noise was halved and smoothed, see PrivateBinsNoSlack).
 func DefaultPostprocTuneSpace() PostprocTuneSpace {
-	return PostprocTuneSpace{BaseShare: []float64{0.3, DefaultBaseShare, 0.7}, Bins: []int{4},
+	return PostprocTuneSpace{BaseShare: []float64{0.3, DefaultBaseShare, 0.7}, Bins: []int{PrivateBinsNoSlack},
 		GammaShare: []float64{0, DefaultPrivateGammaShare}, Slack: []string{string(SlackNone)}}
 }
 

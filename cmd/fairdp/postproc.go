@@ -50,6 +50,8 @@ func postprocFlags(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocConfig
 	fs.Float64Var(&j.GammaShare, "gamma-share", j.GammaShare, fmt.Sprintf("postproc: data-aware γ: the larger of --gamma and this share of the noisy cells' "+
 		"violation of the unconstrained post-processed classifier (0: γ fixed; with --base the default is %g for --fairness dp when "+
 		"training records × the cells' ε ≥ %d, else 0)", linear.DefaultPrivateGammaShare, linear.PrivateGammaShareBudget))
+	fs.BoolVar(&j.Monotone, "monotone-cells", j.Monotone, "postproc: smooth the noisy cells so that in every group the positive share rises with the score bin "+
+		"(isotonic regression of the released counts: no privacy cost; the default with --base objpert|dpsgd, --monotone-cells=false to turn it off)")
 	fs.IntVar(&j.Bins, "bins", j.Bins, "postproc: score bins; 2 is the paper's Ŷ = [score ≥ --threshold], more are score quantiles (with --base objpert|dpsgd: public edges j/K)")
 	fs.Float64Var(&j.Threshold, "threshold", j.Threshold, "postproc: score threshold of the base prediction Ŷ (with --bins 2)")
 	fs.Float64Var(&j.L2, "l2", j.L2, "postproc: L2 penalty of the base logistic regression")
@@ -83,9 +85,10 @@ func setPostprocDelta(fs *flag.FlagSet, c *trainer.Config, j *linear.PostprocCon
 
 // privateBaseDefaults gives a run with --base objpert|dpsgd the private
 // pipeline's defaults where the flags were not given: the library's bin
-// rule (Bins 0), linear.DefaultPrivateGamma, linear.DefaultPrivateSlack and
-// the library's data-aware γ share (linear.GammaShareAuto) (the paper's
-// two bins, γ = 0.05, union-bound slack and a fixed γ stay the defaults
+// rule (Bins 0), linear.DefaultPrivateGamma, linear.DefaultPrivateSlack,
+// the library's data-aware γ share (linear.GammaShareAuto) and monotone
+// cells (PostprocConfig.Monotone) (the paper's two bins, γ = 0.05,
+// union-bound slack, a fixed γ and the raw noisy cells stay the defaults
 // of a non-private base).
 func privateBaseDefaults(fs *flag.FlagSet, j *linear.PostprocConfig) {
 	if j.Base == "" {
@@ -104,6 +107,9 @@ func privateBaseDefaults(fs *flag.FlagSet, j *linear.PostprocConfig) {
 	}
 	if !given["gamma-share"] && !given["config"] {
 		j.GammaShare = linear.GammaShareAuto
+	}
+	if !given["monotone-cells"] && !given["config"] {
+		j.Monotone = true
 	}
 }
 

@@ -338,12 +338,13 @@ func TestPostprocErrors(t *testing.T) {
 // TestPostprocPrivateBaseDefaults: --base dpsgd without --gamma, --bins,
 // --slack, --gamma-share and --base-epsilon runs the private pipeline's
 // defaults (γ = linear.DefaultPrivateGamma, linear.DefaultPrivateSlack,
-// linear.PrivateBins public bins for it, linear.PrivateGammaShare, the
-// default share of ε) and records them, where a run without a base keeps
-// the paper's γ = 0.05, two bins, union-bound slack and a fixed γ; given
-// flags win. (Before the slack rules the first case ran the union bound
-// and 2 bins at these 3,000 records; before the data-aware γ the second
-// ran a fixed γ.)
+// linear.PrivateBins public bins for it, linear.PrivateGammaShare,
+// monotone cells, the default share of ε) and records them, where a run
+// without a base keeps the paper's γ = 0.05, two bins, union-bound slack, a
+// fixed γ and the raw noisy cells; given flags win. (Before the slack
+// rules the first case ran the union bound and 2 bins at these 3,000
+// records; before the data-aware γ the second ran a fixed γ; before the
+// monotone cells every run used the raw cells and 4 bins.)
 func TestPostprocPrivateBaseDefaults(t *testing.T) {
 	read := func(dir string) linear.PostprocConfig {
 		t.Helper()
@@ -368,27 +369,30 @@ func TestPostprocPrivateBaseDefaults(t *testing.T) {
 		baseE float64
 		slack string
 		share float64
+		mono  bool
 	}{
-		// 3,000 training records, ε = 1 for the cells: 4 bins without
-		// slack, and γ fixed below m·ε = 4,000.
-		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none", 0},
+		// 3,000 training records, ε = 1 for the cells: PrivateBinsNoSlack
+		// bins without slack, monotone cells, and γ fixed below m·ε = 4,000.
+		{[]string{"--base", "dpsgd", "--fairness", "dp"}, linear.DefaultPrivateGamma, linear.PrivateBinsNoSlack, linear.DefaultBaseEpsilon(2), "none", 0, true},
 		// 8,000 at ε = 1: the data-aware γ for parity, not for error rates.
-		{[]string{"--base", "dpsgd", "--fairness", "dp", "--limit", "8000"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none",
-			linear.DefaultPrivateGammaShare},
-		{[]string{"--base", "objpert", "--fairness", "eo", "--limit", "8000"}, linear.DefaultPrivateGamma, 4, linear.DefaultBaseEpsilon(2), "none", 0},
-		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5", "--slack", "sd", "--gamma-share", "0.1"}, 0.1, 2, 1.5, "sd", 0.1},
+		{[]string{"--base", "dpsgd", "--fairness", "dp", "--limit", "8000"}, linear.DefaultPrivateGamma, linear.PrivateBinsNoSlack, linear.DefaultBaseEpsilon(2), "none",
+			linear.DefaultPrivateGammaShare, true},
+		{[]string{"--base", "objpert", "--fairness", "eo", "--limit", "8000"}, linear.DefaultPrivateGamma, linear.PrivateBinsNoSlack, linear.DefaultBaseEpsilon(2), "none", 0, true},
+		{[]string{"--base", "objpert", "--gamma", "0.1", "--bins", "2", "--base-epsilon", "1.5", "--slack", "sd", "--gamma-share", "0.1", "--monotone-cells=false"},
+			0.1, 2, 1.5, "sd", 0.1, false},
 		// The union bound keeps the m·ε rule: 2 bins at m·ε = 3,000.
-		{[]string{"--base", "objpert", "--slack", "union"}, linear.DefaultPrivateGamma, 2, linear.DefaultBaseEpsilon(2), "union", 0},
-		{nil, 0.05, 2, 0, "", 0},
+		{[]string{"--base", "objpert", "--slack", "union"}, linear.DefaultPrivateGamma, 2, linear.DefaultBaseEpsilon(2), "union", 0, true},
+		{nil, 0.05, 2, 0, "", 0, false},
 	} {
 		dir := t.TempDir()
 		args := append([]string{"--algo", "postproc", "--epsilon", "2", "--seed", "4", "--limit", "3000", "--quiet", "--out", dir, "--overwrite"}, tc.args...)
 		if out, err := runPostprocArgs(t, false, args...); err != nil {
 			t.Fatalf("%v: %v\n%s", tc.args, err, out)
 		}
-		if got := read(dir); got.Gamma != tc.gamma || got.Bins != tc.bins || got.BaseEpsilon != tc.baseE || got.Slack != tc.slack || got.GammaShare != tc.share {
-			t.Errorf("%v: γ %v bins %d base ε %v slack %q γ share %v, want %v, %d, %v, %q, %v", tc.args, got.Gamma, got.Bins, got.BaseEpsilon, got.Slack,
-				got.GammaShare, tc.gamma, tc.bins, tc.baseE, tc.slack, tc.share)
+		if got := read(dir); got.Gamma != tc.gamma || got.Bins != tc.bins || got.BaseEpsilon != tc.baseE || got.Slack != tc.slack || got.GammaShare != tc.share ||
+			got.Monotone != tc.mono {
+			t.Errorf("%v: γ %v bins %d base ε %v slack %q γ share %v monotone %v, want %v, %d, %v, %q, %v, %v", tc.args, got.Gamma, got.Bins, got.BaseEpsilon, got.Slack,
+				got.GammaShare, got.Monotone, tc.gamma, tc.bins, tc.baseE, tc.slack, tc.share, tc.mono)
 		}
 	}
 }
