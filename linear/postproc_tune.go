@@ -464,7 +464,7 @@ func postprocTrial(ctx context.Context, d *FairData, cfg trainer.Config, plan *p
 	tc := WithPostprocConfig(cfg, j)
 	tc.Seed, tc.Out = seed, ""
 	tc.Privacy.Epsilon, tc.Privacy.Delta = c.Epsilon, delta
-	td := &FairData{Name: d.Name, GroupNames: d.GroupNames, Preprocess: d.Preprocess}
+	td := &FairData{Name: d.Name, GroupNames: d.GroupNames, Preprocess: d.Preprocess, Split: d.Split}
 	tr, te := *d.Train, *d.Test
 	td.Train, td.Test = &tr, &te
 	p := privacy{Epsilon: c.Epsilon, Delta: delta, AllowLargeDelta: true}
