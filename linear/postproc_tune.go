@@ -198,7 +198,10 @@ func (p *postprocTunePlan) score(r *rand.Rand, pred []int, s *FairSplit, groups 
 // split is a kind's base ε, cell ε and, for DP-SGD, σ (calibrated by RDP
 // at orders) at the per-trial budget tau: what its trial runs with.
 func (p *postprocTunePlan) split(kind int, tau float64, orders []float64) (eps1, eps2, sigma float64, err error) {
-	eps1 = p.shares[kind] * tau
+	// A short decimal (trainer.ShortDecimal), for the plan's curves and the
+	// trials alike, so that the chosen --base-epsilon prints as what its
+	// trial ran; the trial's ε is unchanged (the cells get the rest).
+	eps1 = trainer.ShortDecimal(p.shares[kind] * tau)
 	eps2 = tau - eps1
 	if p.base == BaseDPSGD {
 		sigma, err = accounting.CalibrateSigma(eps1, p.delta, p.q[kind], p.steps[kind], accounting.WithOrders(orders))

@@ -138,7 +138,9 @@ func (s TuneSpace) check(m Method) error {
 // index first, then stage 1's share's.
 func (s TuneSpace) draw(r interface{ IntN(int) int }) TuneChoice {
 	m := s.Movement[r.IntN(len(s.Movement))]
-	c := TuneChoice{Movement: m, LR: m / float64(s.Steps), Steps: s.Steps}
+	// A short decimal, so that the chosen --lr prints as what its fit ran
+	// (trainer.ShortDecimal).
+	c := TuneChoice{Movement: m, LR: trainer.ShortDecimal(m / float64(s.Steps)), Steps: s.Steps}
 	if len(s.TauShare) > 0 {
 		c.TauShare = s.TauShare[r.IntN(len(s.TauShare))]
 	}
