@@ -578,7 +578,7 @@ func objPertTunedReport(cfg trainer.Config, p privacy, o ObjPertConfig, best *Ob
 		Chosen: trial,
 		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: 1, Steps: 1,
 			Rho: plan.ScoreRho, Protects: "the trial's count of correct predictions on " + scored},
-		ScoreName: "Gaussian-noised accuracy", Scored: scored, Sampling: "none", Relation: accounting.RelationReplaceOne,
+		ScoreName: "Gaussian-noised accuracy", Scored: scored, Sampling: accounting.SamplingNone, Relation: accounting.RelationReplaceOne,
 		Seeded: src.Seeded, Seed: src.Seed})
 	rc.AddNote("neighbouring data sets differ in one record's value (replace-one), the relation objective perturbation's " +
 		"guarantee is for; every trial's Rényi curve and the score's sensitivity 1 are stated for it")

@@ -523,7 +523,7 @@ func trialPredictions(res *FairResult, s *FairSplit, coins *rand.Rand) ([]int, e
 // base's sampling and relation, and every attribute in scope.
 func tunedPostprocReport(best *trainer.Report, cfg trainer.Config, plan *postprocTunePlan, tr PostprocTuneResult,
 	delta float64, src dpops.Source) *trainer.Report {
-	sampling := "none"
+	sampling := accounting.SamplingNone
 	if plan.base == BaseDPSGD {
 		sampling = accounting.SamplingPoisson
 	}

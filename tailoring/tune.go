@@ -487,7 +487,7 @@ func tunedReport(rep *trainer.Report, ex *ReportExtra, best *Result, o Options, 
 		Chosen: sum.Receipt,
 		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: sens, Steps: 1, Rho: plan.ScoreRho,
 			Protects: "trial score: each group's " + scoreName + " on " + scored},
-		ScoreName: res.Score, Scored: scored, Seeded: ex.Source.Seeded, Seed: ex.Source.Seed})
+		ScoreName: res.Score, Scored: scored, Sampling: accounting.SamplingNone, Seeded: ex.Source.Seeded, Seed: ex.Source.Seed})
 	rc.AddNote(fmt.Sprintf("neighbouring data sets differ by one record added or removed (the sensitivities of the clipped sums), "+
 		"the group sizes n_k public; a fit at ρ_t = %.6g is ρ_t-zCDP, i.e. RDP αρ_t at every order α, "+
 		"and a trial's score adds α/(2·%.4g²) (Gaussian noise of %.4g × the sensitivity %g on every group's statistic; "+
