@@ -26,7 +26,7 @@ import (
 // Preprocess, Description and Privacy were added so that eval can read it.
 type FairModel struct {
 	// Kind is the algorithm (PostprocName or OracleName): the file's kind
-	// for eval (trainer.ModelFileKey).
+	// for eval ("kind", which trainer.RegisterModelFile dispatches on).
 	Kind   trainer.AlgoName `json:"kind"`
 	Groups []string         `json:"groups"`
 	// Post-processing: the score bins' edges, the post-processor, and the

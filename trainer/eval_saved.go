@@ -48,9 +48,9 @@ type SavedModel struct {
 	Score func(d *loaders.Dataset) (metrics.Split, error)
 }
 
-// ModelFileKey is the key of a JSON model file's kind ({"kind": "postproc",
+// modelFileKey is the key of a JSON model file's kind ({"kind": "postproc",
 // …}): the name a ModelFileReader is registered under.
-const ModelFileKey = "kind"
+const modelFileKey = "kind"
 
 // ModelFileReader reads a JSON model file of its kind (raw is the whole
 // file, path its name for errors).
@@ -73,8 +73,8 @@ func RegisterModelFile(kind string, read ModelFileReader) {
 	modelFileReaders[kind] = read
 }
 
-// ModelFileKinds are the kinds of JSON model file eval reads, sorted.
-func ModelFileKinds() []string {
+// modelFileKinds are the kinds of JSON model file eval reads, sorted.
+func modelFileKinds() []string {
 	modelFileMu.RLock()
 	defer modelFileMu.RUnlock()
 	return slices.Sorted(maps.Keys(modelFileReaders))
@@ -122,7 +122,7 @@ func openSavedModel(path string) (*SavedModel, error) {
 	var kind struct {
 		Kind string `json:"kind"`
 	}
-	readable := fmt.Sprintf("eval reads fairdp checkpoints (model.ckpt) and the model.json of %s", strings.Join(ModelFileKinds(), ", "))
+	readable := fmt.Sprintf("eval reads fairdp checkpoints (model.ckpt) and the model.json of %s", strings.Join(modelFileKinds(), ", "))
 	if err := json.Unmarshal(raw, &kind); err != nil {
 		return nil, fmt.Errorf("eval: %s is not a model file: %v; %s", path, err, readable)
 	}
@@ -134,7 +134,7 @@ func openSavedModel(path string) (*SavedModel, error) {
 		return read(path, raw)
 	case kind.Kind == "":
 		return nil, fmt.Errorf("eval: %s is JSON without a %q: not a model file eval reads (a model.json written before fairdp "+
-			"recorded its kind and split cannot be scored: retrain it); %s", path, ModelFileKey, readable)
+			"recorded its kind and split cannot be scored: retrain it); %s", path, modelFileKey, readable)
 	default:
 		return nil, fmt.Errorf("eval: %s is a model file of kind %q; %s", path, kind.Kind, readable)
 	}
