@@ -20,7 +20,11 @@
 //     tailoring paper (K groups, Y = Xβ_k + N(0, σ_k²)).
 //   - postproc.go, lp.go, oracle.go, costsensitive.go: Jagielski et al.'s DP
 //     post-processing (Hardt et al.'s LP on noisy cells) and DP oracle
-//     learner; grid.go is the LP's brute-force check (GridOptimum). The
+//     learner; grid.go is the LP's brute-force check (GridOptimum);
+//     fair_model.go is their model.json (FairModel: the classifier, the
+//     split's record, the preprocessing and the receipt), which `fairdp
+//     eval` reads through trainer.RegisterModelFile and scores expected
+//     over the classifier's coins (ExpectedSplit). The
 //     oracle learner's OracleConfig.Fallback (our addition, off by default)
 //     lets a noise-dominated round answer with a constant classifier, so
 //     the private learner need not err far above the majority class.

@@ -211,7 +211,7 @@ func (r *ObjPertResult) Receipt(seed *uint64) (accounting.Receipt, error) {
 	if err != nil {
 		return accounting.Receipt{}, err
 	}
-	rec.Sampling = "none" // one release from the whole training split
+	rec.Sampling = accounting.SamplingNone // one release from the whole training split
 	if r.Mechanism == MechanismGaussian {
 		if r.Calibration == CalibrationRDP {
 			return rec, r.rdpReceipt(&rec)

@@ -281,7 +281,9 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 		return nil, err
 	}
 	unit := ObjPertMinL2(p.Epsilon, n, LogisticCurvature)
-	l2 := func(k objPertKind) float64 { return k.factor * unit }
+	// Short decimals (trainer.ShortDecimal), which the plan's curves and
+	// the trials use alike: the chosen --l2 prints as what its trial ran.
+	l2 := func(k objPertKind) float64 { return trainer.ShortDecimal(k.factor * unit) }
 	law, err := accounting.TNBWithMean(search.Eta, search.MeanTrials)
 	if err != nil {
 		return nil, err
@@ -333,7 +335,7 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 		}
 		i := choose.IntN(len(kinds))
 		c := ObjPertTuneChoice{Mechanism: kinds[i].mechanism, L2Factor: kinds[i].factor, L2: l2(kinds[i]),
-			WeightFactor: kinds[i].weight, WeightL2: kinds[i].weight * unit}
+			WeightFactor: kinds[i].weight, WeightL2: trainer.ShortDecimal(kinds[i].weight * unit)}
 		opt := ObjPertOptions{RowBound: bound, L2: c.L2, WeightL2: c.WeightL2, Mechanism: c.Mechanism}
 		if c.Mechanism == MechanismPure {
 			c.Epsilon, opt.Epsilon, opt.Calibration = plan.Noise[i], plan.Noise[i], CalibrationTight
@@ -576,7 +578,7 @@ func objPertTunedReport(cfg trainer.Config, p privacy, o ObjPertConfig, best *Ob
 		Chosen: trial,
 		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: 1, Steps: 1,
 			Rho: plan.ScoreRho, Protects: "the trial's count of correct predictions on " + scored},
-		ScoreName: "Gaussian-noised accuracy", Scored: scored, Sampling: "none", Relation: accounting.RelationReplaceOne,
+		ScoreName: "Gaussian-noised accuracy", Scored: scored, Sampling: accounting.SamplingNone, Relation: accounting.RelationReplaceOne,
 		Seeded: src.Seeded, Seed: src.Seed})
 	rc.AddNote("neighbouring data sets differ in one record's value (replace-one), the relation objective perturbation's " +
 		"guarantee is for; every trial's Rényi curve and the score's sensitivity 1 are stated for it")

@@ -52,8 +52,9 @@ func TestTuneObjPert(t *testing.T) {
 			orders := accounting.TuningOrders()
 			var curve []float64
 			c := res.Chosen
-			if want := c.L2Factor * 0.25 / (float64(n) * math.Expm1(0.25)); math.Abs(c.L2-want) > 1e-12*want {
-				t.Errorf("Λ %v, want K·c/(n(e^{ε/4}−1)) = %v", c.L2, want)
+			// As a short decimal (trainer.ShortDecimal), which --l2 prints.
+			if want := trainer.ShortDecimal(c.L2Factor * 0.25 / (float64(n) * math.Expm1(0.25))); c.L2 != want {
+				t.Errorf("Λ %v, want K·c/(n(e^{ε/4}−1)) to 4 digits = %v", c.L2, want)
 			}
 			if mech == MechanismPure {
 				curve = accounting.PureRDP(c.Epsilon, orders)

@@ -444,7 +444,7 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 	tr := OracleTuneResult{FairTuneSummary: srch.summary(opts.MeanTrials, plan.TuningPlan, n, accounting.RelationReplaceOne,
 		oracleScoreSensitivity, j.Fairness), Chosen: srch.choice, Space: space}
 	rep := tunedFairReport(srch.best, cfg, tunedFairOptions{plan: plan.TuningPlan, delta: delta, trials: srch.k, meanTrials: opts.MeanTrials,
-		fairness: j.Fairness, trialNoise: "every release's ε' calibrated", sampling: "none",
+		fairness: j.Fairness, trialNoise: "every release's ε' calibrated", sampling: accounting.SamplingNone,
 		relation: accounting.RelationReplaceOne, sensitivity: oracleScoreSensitivity,
 		relationNote: fmt.Sprintf("neighbouring data sets: one record's sensitive attribute replaced (features, labels and the record count "+
 			"are public, as the oracle learner's own receipt states), under which every part of a trial is private as charged (its "+

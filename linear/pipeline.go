@@ -58,6 +58,9 @@ type FairData struct {
 	// Base holds its weights): RunFair charges its budget in the run's
 	// receipt.
 	BaseFit *PrivateBaseFit
+	// Split records the train/test split (nil with external scores):
+	// model.json keeps it so that eval scores the held-out records.
+	Split *trainer.SplitRecord
 }
 
 // FairSplit is one split: n × Dim features (nil with external scores),
@@ -204,7 +207,7 @@ func loadFairSplits(cfg trainer.Config) (*FairData, error) {
 		seed = cfg.SplitSeed
 	}
 	_, src := dpops.NewRand(seed)
-	r := src.Derive("data")
+	r, key := src.Derive("data"), src.DeriveKey("data") // the key goes into model.json's split record
 	pc := PostprocConfigOf(cfg)
 	if pc.Scores.File != "" {
 		return readScores(pc.Scores, cfg.TrainFrac, r)
@@ -222,7 +225,8 @@ func loadFairSplits(cfg trainer.Config) (*FairData, error) {
 	if len(train.GroupNames) < 2 {
 		return nil, fmt.Errorf("data set %s has %d sensitive group(s); fairness needs at least 2", train.Name, len(train.GroupNames))
 	}
-	d := &FairData{Name: train.Name, GroupNames: train.GroupNames, Preprocess: prep}
+	d := &FairData{Name: train.Name, GroupNames: train.GroupNames, Preprocess: prep,
+		Split: trainer.NewSplitRecord(cfg, key, train, test)}
 	split := func(ds *loaders.Dataset) *FairSplit {
 		return &FairSplit{X: ds.X, Dim: ds.Dim, Label: ds.Labels, Group: ds.Groups}
 	}
@@ -352,7 +356,7 @@ type FairResult struct {
 	ExpectedTest   *ExpectedRates     `json:"expected_test,omitempty"`
 	// Model is written to model.json: the post-processor (with the base
 	// weights) or the oracle's mixture.
-	Model any `json:"-"`
+	Model *FairModel `json:"-"`
 }
 
 // FairExtra returns the report's extra.jagielski (nil for other reports).
@@ -474,12 +478,10 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		if probTest, err = pp.Model.ProbPositive(binTest, d.Test.Group); err != nil {
 			return nil, err
 		}
-		model := map[string]any{"bins": bins.Edges, "groups": d.GroupNames, "postprocessor": pp.Model}
+		model := newFairModel(cfg.Algo, d)
+		model.Bins, model.Postprocessor = bins.Edges, pp.Model
 		if d.Base != nil {
-			model["base_logistic_weights"] = d.Base.W
-			if d.Base.RowBound > 0 {
-				model["base_row_bound"] = d.Base.RowBound // rows are clipped to this norm before the weights
-			}
+			model.BaseWeights, model.BaseRowBound = d.Base.W, d.Base.RowBound
 			rep.Params += len(d.Base.W)
 		}
 		res.Model = model
@@ -520,10 +522,13 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		if probTest, err = or.Model.ProbPositive(d.Test.X, d.Test.N()); err != nil {
 			return nil, err
 		}
-		res.Model = map[string]any{"groups": d.GroupNames, "mixture": or.Model}
+		model := newFairModel(cfg.Algo, d)
+		model.Mixture = or.Model
+		res.Model = model
 	}
 	// Post-processing and the oracle write model.json (WriteFairOutputs),
-	// which holds neither the split's record nor the preprocessing. A
+	// which holds the split's record and the preprocessing (not with
+	// external scores, which have neither). A
 	// private base's receipt brings its own run's items about the test
 	// split, the record count and the preprocessing, which name the files a
 	// standalone run writes (model.ckpt, metrics.jsonl); the base's test
@@ -534,7 +539,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 			nc.Item == accounting.NotCoveredPreprocessing)
 	})
 	trainer.DeclareNotCoveredWith(&rec, d.Train.N(), d.Preprocess, trainer.Config{ReportTrainStats: cfg.ReportTrainStats},
-		trainer.NotCoveredOptions{ModelFile: fairModelFile})
+		trainer.NotCoveredOptions{ModelFile: fairModelFile, SplitKept: d.Split != nil})
 	if cfg.Algo == PostprocName && rec.Private() && d.BaseFit == nil {
 		what := "the external model's scores (Postproc.Scores) are taken as given"
 		if d.Base != nil {
@@ -639,7 +644,7 @@ func FairFailure(rep *trainer.Report) error {
 const fairModelFile = "model.json"
 
 // WriteFairOutputs writes report.json and, unless the run failed,
-// model.json to dir atomically.
+// model.json (FairModel, with the report's receipt) to dir atomically.
 func WriteFairOutputs(dir string, rep *trainer.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", dir, err)}}
@@ -648,7 +653,10 @@ func WriteFairOutputs(dir string, rep *trainer.Report) error {
 		return err
 	}
 	if res := FairExtra(rep); res != nil && res.Model != nil {
-		return atomicfile.WriteJSON(filepath.Join(dir, fairModelFile), res.Model)
+		// The report's receipt, which is the whole search's for a tuned run.
+		m := *res.Model
+		m.Description, m.Privacy = rep.Model, &rep.Privacy
+		return atomicfile.WriteJSON(filepath.Join(dir, fairModelFile), &m)
 	}
 	return nil
 }

@@ -418,7 +418,7 @@ func pureReceipt(acct *accounting.Pure, delta float64, seed *uint64) (accounting
 	if err != nil {
 		return accounting.Receipt{}, err
 	}
-	rec.Sampling = "none" // every release uses the whole data set
+	rec.Sampling = accounting.SamplingNone // every release uses the whole data set
 	rec.Note = "only the sensitive attribute is protected: neighbouring data sets differ in one record's group " +
 		"(features, labels and the record count are public)"
 	return rec, nil

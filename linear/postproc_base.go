@@ -329,7 +329,7 @@ func composeBaseReceipt(base *PrivateBaseFit, pp *PostProcessResult, seed *uint6
 	b := base.Receipt
 	eps := *b.Epsilon + *lp.Epsilon
 	rec := accounting.Receipt{Epsilon: &eps, Delta: b.Delta, Accountant: accounting.AccountantPure,
-		Conversion: accounting.ConversionBasic, Scope: accounting.ScopeAll, Sampling: "none", Seeded: seed != nil}
+		Conversion: accounting.ConversionBasic, Scope: accounting.ScopeAll, Sampling: accounting.SamplingNone, Seeded: seed != nil}
 	if seed != nil {
 		s := *seed
 		rec.Seed = &s

@@ -199,7 +199,10 @@ func (p *postprocTunePlan) score(r *rand.Rand, pred []int, s *FairSplit, groups 
 // split is a kind's base ε, cell ε and, for DP-SGD, σ (calibrated by RDP
 // at orders) at the per-trial budget tau: what its trial runs with.
 func (p *postprocTunePlan) split(kind int, tau float64, orders []float64) (eps1, eps2, sigma float64, err error) {
-	eps1 = p.shares[kind] * tau
+	// A short decimal (trainer.ShortDecimal), for the plan's curves and the
+	// trials alike, so that the chosen --base-epsilon prints as what its
+	// trial ran; the trial's ε is unchanged (the cells get the rest).
+	eps1 = trainer.ShortDecimal(p.shares[kind] * tau)
 	eps2 = tau - eps1
 	if p.base == BaseDPSGD {
 		sigma, err = accounting.CalibrateSigma(eps1, p.delta, p.q[kind], p.steps[kind], accounting.WithOrders(orders))
@@ -465,7 +468,7 @@ func postprocTrial(ctx context.Context, d *FairData, cfg trainer.Config, plan *p
 	tc := WithPostprocConfig(cfg, j)
 	tc.Seed, tc.Out = seed, ""
 	tc.Privacy.Epsilon, tc.Privacy.Delta = c.Epsilon, delta
-	td := &FairData{Name: d.Name, GroupNames: d.GroupNames, Preprocess: d.Preprocess}
+	td := &FairData{Name: d.Name, GroupNames: d.GroupNames, Preprocess: d.Preprocess, Split: d.Split}
 	tr, te := *d.Train, *d.Test
 	td.Train, td.Test = &tr, &te
 	p := privacy{Epsilon: c.Epsilon, Delta: delta, AllowLargeDelta: true}
@@ -521,7 +524,7 @@ func trialPredictions(res *FairResult, s *FairSplit, coins *rand.Rand) ([]int, e
 // base's sampling and relation, and every attribute in scope.
 func tunedPostprocReport(best *trainer.Report, cfg trainer.Config, plan *postprocTunePlan, tr PostprocTuneResult,
 	delta float64, src dpops.Source) *trainer.Report {
-	sampling := "none"
+	sampling := accounting.SamplingNone
 	if plan.base == BaseDPSGD {
 		sampling = accounting.SamplingPoisson
 	}

@@ -55,7 +55,8 @@ func TestPostprocTunePlan(t *testing.T) {
 		worst := make([]float64, len(p.Orders))
 		for k, share := range space.BaseShare {
 			tau := p.Noise[k]
-			e1, e2 := share*tau, (1-share)*tau
+			e1 := trainer.ShortDecimal(share * tau) // as --base-epsilon prints it
+			e2 := tau - e1
 			var sigma float64
 			if base == BaseDPSGD {
 				if sigma, err = accounting.CalibrateSigma(e1, delta, p.q[k], p.steps[k], accounting.WithOrders(p.Orders)); err != nil {

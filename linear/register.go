@@ -21,4 +21,7 @@ func init() {
 	trainer.RegisterTunablePipeline(OracleName)   // TuneOracle
 	trainer.RegisterSection[PostprocConfig](PostprocSectionKey)
 	trainer.RegisterSection[ObjPertConfig](ObjPertSectionKey)
+	// `fairdp eval` reads their model.json (FairModel).
+	trainer.RegisterModelFile(string(PostprocName), readFairModel)
+	trainer.RegisterModelFile(string(OracleName), readFairModel)
 }

@@ -164,7 +164,7 @@ func fitOutcome(res *Result, err error, train, test *Data, loss linear.Loss, del
 	if out.test, out.err = score(res, test, loss); out.err != nil {
 		return out
 	}
-	rec, err := res.Receipt(delta, accounting.RunInfo{Seed: seedOf(src)})
+	rec, err := res.Receipt(delta, accounting.RunInfo{Seed: seedOf(src), Sampling: accounting.SamplingNone}) // full-data statistics
 	if err != nil {
 		out.err = err
 		return out

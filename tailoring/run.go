@@ -497,7 +497,7 @@ func reportSummary(rep *trainer.Report, ex *ReportExtra, first *Summary) {
 // run into the same directory) in its output (ReleaseReceipt of them all),
 // with what it leaves uncovered.
 func runReceipt(sums, earlier []*Summary, ex *ReportExtra, cfg trainer.Config) (accounting.Receipt, error) {
-	rec, err := ReleaseReceipt(append(slices.Clip(sums), earlier...), ex.Delta, accounting.RunInfo{Seed: seedOf(ex.Source)})
+	rec, err := ReleaseReceipt(append(slices.Clip(sums), earlier...), ex.Delta, accounting.RunInfo{Seed: seedOf(ex.Source), Sampling: accounting.SamplingNone}) // full-data statistics
 	if err != nil {
 		return rec, err
 	}

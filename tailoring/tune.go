@@ -138,7 +138,9 @@ func (s TuneSpace) check(m Method) error {
 // index first, then stage 1's share's.
 func (s TuneSpace) draw(r interface{ IntN(int) int }) TuneChoice {
 	m := s.Movement[r.IntN(len(s.Movement))]
-	c := TuneChoice{Movement: m, LR: m / float64(s.Steps), Steps: s.Steps}
+	// A short decimal, so that the chosen --lr prints as what its fit ran
+	// (trainer.ShortDecimal).
+	c := TuneChoice{Movement: m, LR: trainer.ShortDecimal(m / float64(s.Steps)), Steps: s.Steps}
 	if len(s.TauShare) > 0 {
 		c.TauShare = s.TauShare[r.IntN(len(s.TauShare))]
 	}
@@ -485,7 +487,7 @@ func tunedReport(rep *trainer.Report, ex *ReportExtra, best *Result, o Options, 
 		Chosen: sum.Receipt,
 		Score: accounting.Mechanism{Kind: accounting.KindGaussian, NoiseMultiplier: plan.ScoreSigma, Sensitivity: sens, Steps: 1, Rho: plan.ScoreRho,
 			Protects: "trial score: each group's " + scoreName + " on " + scored},
-		ScoreName: res.Score, Scored: scored, Seeded: ex.Source.Seeded, Seed: ex.Source.Seed})
+		ScoreName: res.Score, Scored: scored, Sampling: accounting.SamplingNone, Seeded: ex.Source.Seeded, Seed: ex.Source.Seed})
 	rc.AddNote(fmt.Sprintf("neighbouring data sets differ by one record added or removed (the sensitivities of the clipped sums), "+
 		"the group sizes n_k public; a fit at ρ_t = %.6g is ρ_t-zCDP, i.e. RDP αρ_t at every order α, "+
 		"and a trial's score adds α/(2·%.4g²) (Gaussian noise of %.4g × the sensitivity %g on every group's statistic; "+

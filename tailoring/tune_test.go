@@ -129,7 +129,7 @@ func TestTune(t *testing.T) {
 				t.Fatal("no extra.tune")
 			}
 			c, space := res.Chosen, res.Space
-			if !slices.Contains(space.Movement, c.Movement) || c.Steps != space.Steps || c.LR != c.Movement/float64(c.Steps) ||
+			if !slices.Contains(space.Movement, c.Movement) || c.Steps != space.Steps || c.LR != trainer.ShortDecimal(c.Movement/float64(c.Steps)) ||
 				(algo == Name) != slices.Contains(space.TauShare, c.TauShare) || (algo == DPNoSEName) != (len(space.TauShare) == 0) {
 				t.Errorf("chose %+v outside the space %+v", c, space)
 			}

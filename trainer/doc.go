@@ -182,7 +182,10 @@
 // release, not a grid of runs: it runs its ρ values on Sweep with its own
 // log (rho_runs.csv) and one receipt for every fit.
 //
-// Evaluation: EvaluateCheckpoint scores a saved model (`fairdp eval`).
+// Evaluation: EvaluateCheckpoint scores a saved model (`fairdp eval`): a
+// checkpoint, or a JSON model file read by the reader its algorithm
+// registered (RegisterModelFile: package linear's model.json), through the
+// same split record, preprocessing and report (eval_saved.go).
 //
 // # Resumable runs
 //

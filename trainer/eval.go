@@ -14,12 +14,13 @@ import (
 	"github.com/fairdp/fairdp/dpops"
 	"github.com/fairdp/fairdp/loaders"
 	"github.com/fairdp/fairdp/metrics"
-	"github.com/fairdp/fairdp/models"
 )
 
 // EvalOptions say which checkpoint EvaluateCheckpoint scores, and on what.
 type EvalOptions struct {
-	// Checkpoint is the model file written by a training run (model.ckpt).
+	// Checkpoint is the model file written by a training run (model.ckpt,
+	// or the model.json of a randomised classifier: RegisterModelFile), or
+	// the run's output directory, whose model file is then scored.
 	Checkpoint string
 	// Data names the data to score (Dataset, Schema, DataDir, …). The
 	// split's seed, fraction and limit are never read from it: they are the
@@ -48,35 +49,36 @@ type EvalResult struct {
 	Receipt json.RawMessage
 
 	cfg    Config
-	meta   models.Meta
 	params int
 }
 
-// EvaluateCheckpoint loads a checkpoint and scores it on the test split of
-// its own train/test split (read from the checkpoint), or on the whole file
-// the options name when that is not the data it was trained on. Tabular
-// data is encoded with the checkpoint's own fitted preprocessing, never
-// refitted: a refit from another schema file could put the features in
-// another order and score the model on nonsense.
+// EvaluateCheckpoint loads a saved model (a checkpoint, a model file a
+// registered reader reads, or a run directory holding either: modelFileIn)
+// and scores it on the test split of its own train/test split (read from
+// the model file), or on the whole file the options name when that is not
+// the data it was trained on. Tabular data is encoded with the model's own
+// fitted preprocessing, never refitted: a refit from another schema file
+// could put the features in another order and score the model on nonsense.
 func EvaluateCheckpoint(o EvalOptions) (*EvalResult, error) {
-	ckpt, cfg := o.Checkpoint, o.Data
-	if ckpt == "" {
+	cfg := o.Data
+	if o.Checkpoint == "" {
 		return nil, errors.New("eval: no checkpoint given")
 	}
-	m, meta, err := models.LoadFile(ckpt)
+	ckpt, err := modelFileIn(o.Checkpoint)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := ReadSplitRecord(meta)
+	sm, err := openSavedModel(ckpt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ckpt, err)
+		return nil, err
 	}
+	rec := sm.Split
 	own := !o.DataGiven && rec != nil
 	if own {
 		cfg.Dataset, cfg.Schema = rec.Dataset, rec.Schema
 	}
 	var fitted *loaders.Preprocessor
-	if p := bytes.TrimSpace(meta.Preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+	if p := bytes.TrimSpace(sm.Preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
 		fitted = new(loaders.Preprocessor)
 		if err := json.Unmarshal(p, fitted); err != nil {
 			return nil, fmt.Errorf("%s: stored preprocessing: %w", ckpt, err)
@@ -94,20 +96,13 @@ func EvaluateCheckpoint(o EvalOptions) (*EvalResult, error) {
 		return nil, fmt.Errorf("%s has no stored preprocessing, so tabular data cannot be encoded the way the model was trained; "+
 			"retrain it with this version of fairdp", ckpt)
 	}
-	r := &EvalResult{Checkpoint: ckpt, Arch: meta.Spec.Arch, DType: meta.DType, Data: ev.Data, Scored: ev.Scored,
-		HeldOut: ev.HeldOut, Receipt: meta.Privacy, cfg: cfg, meta: meta}
-	switch mm := m.(type) {
-	case *models.Model[float32]:
-		r.Test, err = Evaluate(mm, ev.Data)
-		r.params = mm.NumParams()
-	case *models.Model[float64]:
-		r.Test, err = Evaluate(mm, ev.Data)
-		r.params = mm.NumParams()
-	default:
-		err = fmt.Errorf("%s: unsupported model type %T", ckpt, m)
+	if sm.Scored != "" {
+		ev.Scored += "; " + sm.Scored
 	}
-	if err != nil {
-		return nil, err
+	r := &EvalResult{Checkpoint: ckpt, Arch: sm.Arch, DType: sm.DType, Data: ev.Data, Scored: ev.Scored,
+		HeldOut: ev.HeldOut, Receipt: sm.Receipt, cfg: cfg, params: sm.Params}
+	if r.Test, err = sm.Score(ev.Data); err != nil {
+		return nil, fmt.Errorf("%s: %w", ckpt, err)
 	}
 	// Not used: the report's config says what eval read.
 	r.cfg.TrainFrac, r.cfg.Limit, r.cfg.Seed, r.cfg.SplitSeed = 0, 0, nil, nil
@@ -147,7 +142,7 @@ func (r *EvalResult) WriteText(w io.Writer) error {
 // Report is the evaluation as a report (evalReport; extra.eval also says
 // what was scored).
 func (r *EvalResult) Report() (*Report, error) {
-	rep, err := evalReport(r.cfg, r.Data.Name, r.Checkpoint, r.meta, r.params, r.Test)
+	rep, err := evalReport(r.cfg, r.Data.Name, r.Checkpoint, r.Arch, r.DType, r.Receipt, r.params, r.Test)
 	if err != nil {
 		return nil, err
 	}

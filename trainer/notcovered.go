@@ -25,9 +25,13 @@ type NotCoveredOptions struct {
 	// ModelFile is the file a run that does not write model.ckpt writes
 	// its model to (post-processing's model.json): "" is model.ckpt, which
 	// holds the split's record and the preprocessing and comes with
-	// metrics.jsonl. Another file holds neither and the receipt says only
-	// what is released.
+	// metrics.jsonl. Another file holds neither, unless SplitKept, and the
+	// receipt says only what is released.
 	ModelFile string
+	// SplitKept says that ModelFile also holds the split's record (its key
+	// and a SHA-256 of the held-out records) and the preprocessing, as
+	// model.ckpt does, so that eval scores the model's own held-out records.
+	SplitKept bool
 }
 
 // DeclareNotCoveredWith is DeclareNotCovered for a run whose outputs o
@@ -41,6 +45,11 @@ func DeclareNotCoveredWith(r *accounting.Receipt, trainRecords int, preprocess j
 			"the printed test table) are exact statistics of the held-out records: the guarantee covers the training records only; "+
 			"model.ckpt also holds the split's key and a SHA-256 of the held-out records (so eval scores only them), "+
 			"which tell whoever holds the data file which records were held out and which trained the model")
+	} else if o.SplitKept {
+		r.AddNotCovered(accounting.NotCoveredTestEvaluation, "metrics of the test split (report.json test and the printed test "+
+			"table) are exact statistics of the held-out records: the guarantee covers the training records only; "+o.ModelFile+
+			" also holds the split's key and a SHA-256 of the held-out records (so eval scores only them), "+
+			"which tell whoever holds the data file which records were held out and which trained the model")
 	} else {
 		r.AddNotCovered(accounting.NotCoveredTestEvaluation, "metrics of the test split (report.json test and the printed test "+
 			"table) are exact statistics of the held-out records: the guarantee covers the training records only")
@@ -49,7 +58,10 @@ func DeclareNotCoveredWith(r *accounting.Receipt, trainRecords int, preprocess j
 		"the sampling rate and the default δ are computed from it", trainRecords))
 	if p := bytes.TrimSpace(preprocess); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
 		where := "is stored in model.ckpt"
-		if o.ModelFile != "" {
+		switch {
+		case o.ModelFile != "" && o.SplitKept:
+			where = "is stored in " + o.ModelFile + ", whose model scores features scaled by it"
+		case o.ModelFile != "":
 			where = "the model in " + o.ModelFile + " scores features scaled by it"
 		}
 		r.AddNotCovered(accounting.NotCoveredPreprocessing, "the preprocessing (numeric columns' means and standard deviations, and minima and maxima when min-max scaled, "+

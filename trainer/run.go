@@ -884,14 +884,14 @@ func evaluateRegression[T nn.Float](m Model[T], d *loaders.Dataset) metrics.Spli
 // test split of the data cfg names (Algorithm and Config.Algo "eval").
 // Its privacy is the checkpoint's receipt, the guarantee of the model
 // evaluated; extra.eval names the checkpoint.
-func evalReport(cfg Config, dataset, ckpt string, meta models.Meta, params int, test metrics.Split) (*Report, error) {
+func evalReport(cfg Config, dataset, ckpt, arch, dtype string, receipt json.RawMessage, params int, test metrics.Split) (*Report, error) {
 	cfg.Algo = algoEval
-	rep := &Report{Algorithm: string(cfg.Algo), Dataset: dataset, Model: meta.Spec.Arch, Params: params, DType: meta.DType,
+	rep := &Report{Algorithm: string(cfg.Algo), Dataset: dataset, Model: arch, Params: params, DType: dtype,
 		Backend: backend.Name(), Test: test, Version: Version, Config: cfg,
 		Extra: Extras{"eval": &EvalExtra{Checkpoint: ckpt}}}
 	rep.Privacy = accounting.NotPrivate()
-	if len(meta.Privacy) > 0 {
-		if err := json.Unmarshal(meta.Privacy, &rep.Privacy); err != nil {
+	if len(receipt) > 0 {
+		if err := json.Unmarshal(receipt, &rep.Privacy); err != nil {
 			return nil, fmt.Errorf("%s: stored receipt: %w", ckpt, err)
 		}
 	}

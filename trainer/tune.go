@@ -19,6 +19,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fairdp/fairdp/dpops"
@@ -168,7 +169,7 @@ func defaultTuneSpace(cfg Config, n int) TuneSpace {
 		}
 	} else {
 		for _, f := range []float64{1.0 / 3, 1, 3} {
-			s.LR = append(s.LR, cfg.LR*f)
+			s.LR = append(s.LR, ShortDecimal(cfg.LR*f))
 		}
 	}
 	batches := []int{}
@@ -183,8 +184,23 @@ func defaultTuneSpace(cfg Config, n int) TuneSpace {
 			s.Batch = append(s.Batch, b)
 		}
 	}
-	s.Clip = []float64{cfg.Privacy.Clip / 3, cfg.Privacy.Clip, cfg.Privacy.Clip * 3}
+	s.Clip = []float64{ShortDecimal(cfg.Privacy.Clip / 3), cfg.Privacy.Clip, ShortDecimal(cfg.Privacy.Clip * 3)}
 	return s
+}
+
+// ShortDecimal is v rounded to 4 significant digits: the float64 nearest
+// the decimal that %g then prints. A search rounds the values it builds
+// (a third of a learning rate, a movement over a trial's steps) with it
+// before any trial runs, so that the chosen trial trains with exactly the
+// short value its "tune: chose" line prints and its report's config holds,
+// and those flags rerun it. The relative change is at most 5·10⁻⁴, well
+// inside the spacing of any search's grid.
+func ShortDecimal(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	if err != nil { // unreachable: FormatFloat writes a number
+		return v
+	}
+	return r
 }
 
 // tuneStepsPerEpoch is the noisy steps an epoch of batch b over n records
@@ -244,7 +260,7 @@ func (s TuneSpace) draw(r interface{ IntN(int) int }, steps map[tuneShape]int) (
 func (s TuneSpace) choice(i, epochs, batch int, clip float64, steps map[tuneShape]int) (TuneChoice, tuneShape) {
 	c, sh := TuneChoice{Epochs: epochs, Batch: batch, Clip: clip}, tuneShape{batch, epochs}
 	if len(s.Movement) > 0 {
-		c.LR = s.Movement[i] / float64(steps[sh])
+		c.LR = ShortDecimal(s.Movement[i] / float64(steps[sh]))
 	} else {
 		c.LR = s.LR[i]
 	}

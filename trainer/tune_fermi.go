@@ -51,7 +51,7 @@ func fermiLambdas(lambda float64) []float64 {
 	if lambda == 0 {
 		return []float64{0}
 	}
-	return []float64{lambda / 2, lambda, 2 * lambda}
+	return []float64{ShortDecimal(lambda / 2), lambda, ShortDecimal(2 * lambda)}
 }
 
 // withFermiLambdas fills space's λ for a DP-FERMI search that has none:

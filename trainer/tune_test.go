@@ -315,8 +315,8 @@ func TestDefaultTuneSpaceMovement(t *testing.T) {
 	cfg.Privacy.Epsilon, cfg.Batch, cfg.Epochs, cfg.LR, cfg.Privacy.Clip = 0.5, 750, 40, 0.03, 1
 	s := defaultTuneSpace(cfg, 15000)
 	if len(s.LR) != 0 || !slices.Equal(s.Batch, []int{750, 1500}) || !slices.Equal(s.Epochs, []int{20, 40}) ||
-		!slices.Equal(s.Clip, []float64{1.0 / 3, 1, 3}) {
-		t.Fatalf("space %+v: want movements, batches 750 and 1500, 20 or 40 epochs, clips 1/3, 1, 3", s)
+		!slices.Equal(s.Clip, []float64{0.3333, 1, 3}) {
+		t.Fatalf("space %+v: want movements, batches 750 and 1500, 20 or 40 epochs, clips 0.3333 (a third, as a short decimal), 1, 3", s)
 	}
 	if len(s.Movement) != 2 || math.Abs(s.Movement[0]-4) > 1e-12 || math.Abs(s.Movement[1]-8) > 1e-12 {
 		t.Errorf("movements %v, want 4 and 8 (a sixth and a third of 0.03 × 800)", s.Movement)
@@ -340,5 +340,18 @@ func TestDefaultTuneSpaceMovement(t *testing.T) {
 	cfg.Privacy.Epsilon, cfg.Algo = 0.5, algoFermi
 	if s := defaultTuneSpace(cfg, 15000); len(s.Movement) != 0 || len(s.LR) != 3 {
 		t.Errorf("DP-FERMI above the budget: space %+v, want the grid of 3 rates", s)
+	}
+}
+
+// TestShortDecimal: values are rounded to 4 significant digits (the
+// float64 of the decimal literal, which %g prints back as that decimal),
+// and short values are kept.
+func TestShortDecimal(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{{0.039999999999999994, 0.04}, {1.0 / 3, 0.3333}, {3, 3},
+		{0.010562434992563395, 0.01056}, {0.70373183987, 0.7037}, {12345.678, 12350}, {2.5e-7, 2.5e-7}} {
+		got := ShortDecimal(c.in)
+		if got != c.want {
+			t.Errorf("ShortDecimal(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Command fairdp trains differentially private and fair models.
 //
 //	fairdp train [flags]          train a model (no flags: the embedded Adult demo)
-//	fairdp eval --model CKPT ...  score a checkpoint on a data set
+//	fairdp eval --model FILE ...  score a saved model on its held-out records
 //	fairdp data describe ...      rows, features, groups and label balance
 //	fairdp privacy epsilon|sigma  the accountant on its own
 //
@@ -28,7 +28,7 @@ const usage = `fairdp: differentially private and fair model training
 
 usage:
   fairdp train [flags]            train (no flags: logistic regression on the embedded Adult data)
-  fairdp eval --model CKPT [flags] evaluate a checkpoint on a data set's test split
+  fairdp eval --model FILE [flags] evaluate a saved model (model.ckpt, model.json) on its held-out split
   fairdp sweep --algo A [grid]    run a grid (λ × ε × seeds, or γ × ε), resumable; sweep.csv + pareto.png
   fairdp data describe [flags]    describe a data set (rows, features, groups, label balance)
   fairdp privacy epsilon|sigma    compute ε for a noise level, or σ for a target ε

@@ -109,7 +109,7 @@ func tunePostproc(ctx context.Context, c trainer.Config, t *postprocTuneValues, 
 	if ch.Sigma > 0 {
 		sigma = fmt.Sprintf(", base σ = %.4g", ch.Sigma)
 	}
-	fmt.Fprintf(stdout, "tune: chose --base-epsilon %.4g (share %g of the trial's ε = %.4g) --bins %d --gamma-share %g --slack %s%s after %d trials\n",
+	fmt.Fprintf(stdout, "tune: chose --base-epsilon %g (share %g of the trial's ε = %.4g) --bins %d --gamma-share %g --slack %s%s after %d trials\n",
 		ch.BaseEpsilon, ch.BaseShare, ch.Epsilon, ch.Bins, ch.GammaShare, ch.Slack, sigma, linear.PostprocTuneOf(rep).Trials)
 	return rep, nil
 }

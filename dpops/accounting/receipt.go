@@ -27,13 +27,17 @@ const (
 	ScopeSensitive  = "sensitive" // only what depends on the sensitive attribute
 	SamplingPoisson = "poisson"
 	SamplingShuffle = "shuffle"
+	// SamplingNone: every release reads the whole data set, as the
+	// mechanisms of objective perturbation, post-processing and budget
+	// tailoring do (no subsampling, so no amplification is claimed).
+	SamplingNone = "none"
 )
 
 // RunInfo is what a receipt needs to know about the run besides the
 // accountant: the adjacency scope, the batch sampling and the noise seed.
 type RunInfo struct {
 	Scope    string  // ScopeAll (default when empty) or ScopeSensitive
-	Sampling string  // SamplingPoisson (default when empty) or SamplingShuffle
+	Sampling string  // SamplingPoisson (default when empty), SamplingShuffle or SamplingNone
 	Seed     *uint64 // nil: the noise was seeded from crypto/rand
 	// Records is the number of records the guarantee covers (0: not
 	// stated); a δ ≥ 1/Records gets a note saying the guarantee is weak.
@@ -54,8 +58,8 @@ func (r RunInfo) normalised() (RunInfo, error) {
 	if r.Scope != ScopeAll && r.Scope != ScopeSensitive {
 		return r, fmt.Errorf("accounting: scope must be %q or %q (got %q)", ScopeAll, ScopeSensitive, r.Scope)
 	}
-	if r.Sampling != SamplingPoisson && r.Sampling != SamplingShuffle {
-		return r, fmt.Errorf("accounting: sampling must be %q or %q (got %q)", SamplingPoisson, SamplingShuffle, r.Sampling)
+	if r.Sampling != SamplingPoisson && r.Sampling != SamplingShuffle && r.Sampling != SamplingNone {
+		return r, fmt.Errorf("accounting: sampling must be %q, %q or %q (got %q)", SamplingPoisson, SamplingShuffle, SamplingNone, r.Sampling)
 	}
 	return r, nil
 }

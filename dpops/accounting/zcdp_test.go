@@ -226,3 +226,25 @@ func TestPureRDP(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiptSamplingNone: a receipt of full-data releases states sampling
+// "none" when its RunInfo says so (budget tailoring's); an empty sampling
+// still means Poisson, and an unknown one is refused.
+func TestReceiptSamplingNone(t *testing.T) {
+	z, err := NewZCDP(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := z.SpendGaussian(1, 2, "sums"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ in, want string }{{SamplingNone, "none"}, {"", SamplingPoisson}} {
+		r, err := z.Receipt(1e-6, RunInfo{Sampling: c.in})
+		if err != nil || r.Sampling != c.want {
+			t.Errorf("sampling %q: receipt says %q (%v), want %q", c.in, r.Sampling, err, c.want)
+		}
+	}
+	if _, err := z.Receipt(1e-6, RunInfo{Sampling: "bogus"}); err == nil {
+		t.Error("sampling \"bogus\" accepted")
+	}
+}
