@@ -8,12 +8,18 @@
 #   bench/search_compare.sh run BIN DIR       # run BIN's searches into DIR
 #   bench/search_compare.sh diff DIR_A DIR_B  # compare two such folders
 #
-# diff compares stdout exactly but for the output folder's path and the
-# run's duration, and report.json after dropping the fields that time the
-# run ("seconds", "*_seconds", "wall*") and writing its own folder OUT in
-# both, and exits 1 on any difference. SEEDS (default "3 2 4": K = 1, 3 and 6 trials) lists the seeds; the built-in data
-# (FAIRDP_DATA, default ../shared/data from the repository root) must be
-# present. Adult is the default data set of every run but tailoring's.
+# run runs each search with --quiet for every seed of SEEDS (default
+# "3 2 4", which draw K = 1, 3 and 6 trials), keeping stdout and
+# report.json, then again without --quiet for every seed of PROGRESS_SEEDS
+# (default "2"), keeping the "tune:" lines (the header and every trial's
+# progress line). diff compares stdout exactly but for the output folder's
+# path and the run's duration, report.json after dropping the fields that
+# time the run ("seconds", "*_seconds", "wall*") and writing its own
+# folder OUT in both, and the "tune:" lines exactly; it exits 1 on any
+# difference. The built-in data (FAIRDP_DATA, default ../shared/data from
+# the repository root) must be present; Adult is the data set of every
+# search but tailoring's (synthetic groups) and SteFFLe's (2,000 of Adult's
+# records).
 set -euo pipefail
 
 runs() { # name and arguments of each search
@@ -44,6 +50,14 @@ run)
 				echo "$name seed $seed: failed (see $out.stderr)" >&2
 			fi
 			echo "$name seed $seed: $(($(date +%s) - start)) s"
+		done
+	done
+	# Without --quiet a search prints its header and one progress line per
+	# trial ("tune: …"); keep those lines of one seed's runs.
+	for seed in ${PROGRESS_SEEDS:-2}; do
+		runs | while read -r name args; do
+			# shellcheck disable=SC2086 # args are words
+			"$bin" train $args --seed "$seed" 2>&1 | grep '^tune:' >"$dir/$name-s$seed.progress" || true
 		done
 	done
 	;;
@@ -85,10 +99,19 @@ EOF
 			echo "$n: stdout and report.json identical (timing fields aside)"
 		fi
 	done
+	for f in "$a"/*.progress; do
+		n=$(basename "$f")
+		if cmp -s "$f" "$b/$n"; then
+			echo "$n: progress lines identical ($(wc -l <"$f") lines)"
+		else
+			echo "$n: progress lines differ"
+			status=1
+		fi
+	done
 	exit $status
 	;;
 *)
-	sed -n '2,16p' "$0"
+	sed -n '2,22p' "$0"
 	exit 2
 	;;
 esac

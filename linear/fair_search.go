@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 
 	"github.com/fairdp/fairdp/dpops"
 	"github.com/fairdp/fairdp/trainer"
@@ -56,15 +57,28 @@ func newFairSearch[C any](cfg trainer.Config, p privacy, n int, meanTrials, eta 
 		MeanTrials: meanTrials, Eta: eta, Log: log})
 }
 
-// scoredFairTrial is trial rep with setting c and its noisy accuracy and
-// violation, and its score acc − viol; −∞ when it failed (its failure is a
-// function of its noisy releases), so that it is kept only when every
-// trial failed and the search reports the failure.
-func scoredFairTrial[C any](rep *trainer.Report, c C, acc, viol float64, failed bool) (fairTrial[C], float64) {
+// scoreFairTrial is what a search keeps of trial rep with setting c, and
+// its score: unless the trial failed, its predictions on the training
+// records (predict, drawing any coins from the search's Coins) released
+// as its noisy accuracy and violation (score, with the search's
+// ScoreNoise), scored acc − viol; a failed trial scores −∞ (its failure
+// is a function of its noisy releases), so that it is kept only when
+// every trial failed and the search reports the failure.
+func scoreFairTrial[C any](srch *trainer.Search[fairTrial[C]], rep *trainer.Report, c C, failed bool,
+	predict func(coins *rand.Rand) ([]int, error),
+	score func(noise *rand.Rand, pred []int) (acc, viol float64, err error)) (fairTrial[C], float64, error) {
 	if failed {
-		return fairTrial[C]{rep: rep, choice: c}, math.Inf(-1)
+		return fairTrial[C]{rep: rep, choice: c}, math.Inf(-1), nil
 	}
-	return fairTrial[C]{rep: rep, choice: c, acc: acc, viol: viol}, acc - viol
+	pred, err := predict(srch.Coins)
+	if err != nil {
+		return fairTrial[C]{}, 0, err
+	}
+	acc, viol, err := score(srch.ScoreNoise, pred)
+	if err != nil {
+		return fairTrial[C]{}, 0, err
+	}
+	return fairTrial[C]{rep: rep, choice: c, acc: acc, viol: viol}, acc - viol, nil
 }
 
 // fairTuneSummary is extra.tune's common part: the search's (ts) and the

@@ -420,23 +420,16 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 		if err := plan.checkTrial(kind, res.Oracle, rep.Privacy); err != nil {
 			return none, 0, err
 		}
-		acc, viol := 0.0, 0.0
-		if !res.Failed {
+		return scoreFairTrial(srch, rep, c, res.Failed, func(coins *rand.Rand) ([]int, error) {
 			// The sampled predictions, as the report's test metrics are.
 			prob, err := res.Oracle.Model.ProbPositive(d.Train.X, n)
 			if err != nil {
-				return none, 0, err
+				return nil, err
 			}
-			pred, err := SamplePredictions(srch.Coins, prob)
-			if err != nil {
-				return none, 0, err
-			}
-			if acc, viol, err = plan.score(srch.ScoreNoise, pred, d.Train, len(d.GroupNames)); err != nil {
-				return none, 0, err
-			}
-		}
-		t, score := scoredFairTrial(rep, c, acc, viol, res.Failed)
-		return t, score, nil
+			return SamplePredictions(coins, prob)
+		}, func(noise *rand.Rand, pred []int) (float64, float64, error) {
+			return plan.score(noise, pred, d.Train, len(d.GroupNames))
+		})
 	})
 	if err != nil {
 		return nil, err

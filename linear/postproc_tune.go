@@ -430,18 +430,11 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 		if err := plan.checkTrial(kind, fit.Receipt, res.PostProcessing); err != nil {
 			return none, 0, err
 		}
-		acc, viol := 0.0, 0.0
-		if !res.Failed {
-			pred, err := trialPredictions(res, td.Train, srch.Coins)
-			if err != nil {
-				return none, 0, err
-			}
-			if acc, viol, err = plan.score(srch.ScoreNoise, pred, td.Train, len(d.GroupNames), eo); err != nil {
-				return none, 0, err
-			}
-		}
-		t, score := scoredFairTrial(rep, c, acc, viol, res.Failed)
-		return t, score, nil
+		return scoreFairTrial(srch, rep, c, res.Failed, func(coins *rand.Rand) ([]int, error) {
+			return trialPredictions(res, td.Train, coins)
+		}, func(noise *rand.Rand, pred []int) (float64, float64, error) {
+			return plan.score(noise, pred, td.Train, len(d.GroupNames), eo)
+		})
 	})
 	if err != nil {
 		return nil, err
