@@ -74,9 +74,11 @@
 //     in the oracle's own scope (the sensitive attribute, one record's
 //     group replaced): each trial's Laplace releases composed in RDP
 //     (PureRDP each), the trial run at the nominal ε whose split gives the
-//     planned per-release ε'. fair_search.go holds what the two searches
-//     share (δ, K, noise streams, the best trial, extra.tune's common
-//     part) and tunedFairReport their receipts.
+//     planned per-release ε'. Both run on trainer.Search (δ, K, the noise
+//     streams, the best trial, the progress line), as TuneObjPert does;
+//     fair_search.go holds what the two share beyond it (what a trial
+//     keeps, its fairness score, extra.tune's common part) and
+//     tunedFairReport their receipts.
 //   - objpert.go, objpert_pipeline.go: private logistic regression by
 //     objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011,
 //     Algorithm 2; pure ε-DP; by default, CalibrationTight, with its

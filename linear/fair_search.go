@@ -1,18 +1,17 @@
 package linear
 
 // What the private searches of post-processing (TunePostproc) and of the
-// oracle learner (TuneOracle) share: the search's δ, K's law and draw, the
-// noise streams, the best trial so far, and extra.tune's common part.
+// oracle learner (TuneOracle) share beyond trainer.Search (the search's δ,
+// K's law and draw, the noise streams, the best trial so far): what they
+// keep of a trial, its score, their options and extra.tune's common part.
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 
 	"github.com/fairdp/fairdp/dpops"
-	"github.com/fairdp/fairdp/dpops/accounting"
 	"github.com/fairdp/fairdp/trainer"
 )
 
@@ -40,70 +39,53 @@ type FairTuneSummary struct {
 	Violation float64 `json:"chosen_noisy_training_violation"`
 }
 
-// fairSearch is a running search whose trials' settings are of type C.
-type fairSearch[C any] struct {
-	delta float64
-	law   accounting.TruncatedNegativeBinomial
-	k     int // K, drawn from law
-	src   dpops.Source
-	// choose draws the trials' settings, scoreNoise their scores' noise,
-	// coins their randomised predictions.
-	choose, scoreNoise, coins *rand.Rand
-
-	best             *trainer.Report
-	choice           C
-	score, acc, viol float64
+// fairTrial is what a search of this package keeps of a trial: its
+// report, its setting of type C, and its noisy accuracy and violation.
+type fairTrial[C any] struct {
+	rep       *trainer.Report
+	choice    C
+	acc, viol float64
 }
 
-// newFairSearch sets up a search on n training records under p (δ 0: 1/n²,
-// checked against n) with K drawn from the law of mean meanTrials and η
-// eta, from stream "tune/trials" of cfg's seed (crypto-seeded when cfg's
-// is nil).
-func newFairSearch[C any](cfg trainer.Config, p privacy, n int, meanTrials, eta float64) (*fairSearch[C], error) {
-	s := &fairSearch[C]{delta: p.Delta, score: math.Inf(-1)}
-	if s.delta == 0 {
-		s.delta = accounting.DefaultDelta(n)
-	}
-	if err := accounting.CheckDelta(s.delta, n, p.AllowLargeDelta); err != nil {
-		return nil, err
-	}
-	var err error
-	if s.law, err = accounting.TNBWithMean(eta, meanTrials); err != nil {
-		return nil, err
-	}
-	_, s.src = dpops.NewRand(cfg.Seed)
-	if s.k, err = s.law.Sample(s.src.Derive("tune/trials")); err != nil {
-		return nil, err
-	}
-	s.choose, s.scoreNoise, s.coins = s.src.Derive("tune/choice"), s.src.Derive("tune/score"), s.src.Derive("tune/coins")
-	return s, nil
+// newFairSearch sets up a search (trainer.NewSearch) on n training records
+// under p (δ 0: 1/n², checked against n) with K drawn from the law of mean
+// meanTrials and η eta, from stream "tune/trials" of cfg's seed
+// (crypto-seeded when cfg's is nil), progress lines to log.
+func newFairSearch[C any](cfg trainer.Config, p privacy, n int, meanTrials, eta float64, log io.Writer) (*trainer.Search[fairTrial[C]], error) {
+	_, src := dpops.NewRand(cfg.Seed)
+	return trainer.NewSearch[fairTrial[C]](trainer.SearchOptions{Source: src, Delta: p.Delta, Records: n, AllowLargeDelta: p.AllowLargeDelta,
+		MeanTrials: meanTrials, Eta: eta, Log: log})
 }
 
-// offer records trial rep with setting c and its noisy accuracy and
-// violation, scored acc − viol (−∞ when it failed: its failure is a
-// function of its noisy releases), if it is the best so far (the first
-// trial always is, so a search of failed trials reports a failure).
-func (s *fairSearch[C]) offer(rep *trainer.Report, c C, acc, viol float64, failed bool) {
-	score := acc - viol
+// scoreFairTrial is what a search keeps of trial rep with setting c, and
+// its score: unless the trial failed, its predictions on the training
+// records (predict, drawing any coins from the search's Coins) released
+// as its noisy accuracy and violation (score, with the search's
+// ScoreNoise), scored acc − viol; a failed trial scores −∞ (its failure
+// is a function of its noisy releases), so that it is kept only when
+// every trial failed and the search reports the failure.
+func scoreFairTrial[C any](srch *trainer.Search[fairTrial[C]], rep *trainer.Report, c C, failed bool,
+	predict func(coins *rand.Rand) ([]int, error),
+	score func(noise *rand.Rand, pred []int) (acc, viol float64, err error)) (fairTrial[C], float64, error) {
 	if failed {
-		score, acc, viol = math.Inf(-1), 0, 0
+		return fairTrial[C]{rep: rep, choice: c}, math.Inf(-1), nil
 	}
-	if s.best == nil || score > s.score {
-		s.best, s.choice, s.score, s.acc, s.viol = rep, c, score, acc, viol
+	pred, err := predict(srch.Coins)
+	if err != nil {
+		return fairTrial[C]{}, 0, err
 	}
+	acc, viol, err := score(srch.ScoreNoise, pred)
+	if err != nil {
+		return fairTrial[C]{}, 0, err
+	}
+	return fairTrial[C]{rep: rep, choice: c, acc: acc, viol: viol}, acc - viol, nil
 }
 
-// logDone writes the progress line of trial i (from 0).
-func (s *fairSearch[C]) logDone(log io.Writer, i int, spent, target float64) {
-	fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-		i+1, s.k, spent, target)
-}
-
-// summary is extra.tune's common part for a search of plan on n records.
-func (s *fairSearch[C]) summary(meanTrials float64, plan accounting.TuningPlan, n int, relation string, sensitivity float64,
-	fairness string) FairTuneSummary {
-	return FairTuneSummary{Trials: s.k, MeanTrials: meanTrials, Eta: s.law.Eta, Gamma: s.law.Gamma, TrialEpsilon: plan.TrialEpsilon,
-		TrainRecords: n, Relation: relation, ScoreNoise: plan.ScoreSigma * sensitivity, Fairness: fairness, Score: s.acc, Violation: s.viol}
+// fairTuneSummary is extra.tune's common part: the search's (ts) and the
+// relation, the notion and the chosen trial's noisy accuracy and violation.
+func fairTuneSummary[C any](ts trainer.TuneSearch, relation, fairness string, best fairTrial[C]) FairTuneSummary {
+	return FairTuneSummary{Trials: ts.Trials, MeanTrials: ts.MeanTrials, Eta: ts.Eta, Gamma: ts.Gamma, TrialEpsilon: ts.TrialEpsilon,
+		TrainRecords: ts.TrainRecords, Relation: relation, ScoreNoise: ts.ScoreNoise, Fairness: fairness, Score: best.acc, Violation: best.viol}
 }
 
 // fillFairTuneOptions fills a search's options in place: E[K], η and the

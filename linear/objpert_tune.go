@@ -258,13 +258,12 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 	if trainAll.Targets != nil {
 		return nil, fmt.Errorf("data set %s has a regression target: least squares cannot be tuned (the search scores class predictions)", trainAll.Name)
 	}
-	delta := p.Delta
-	if delta == 0 {
-		delta = accounting.DefaultDelta(trainAll.N())
+	srch, err := trainer.NewSearch[objPertTrial](trainer.SearchOptions{Source: src, Delta: p.Delta, Records: trainAll.N(),
+		AllowLargeDelta: p.AllowLargeDelta, DeltaField: "Privacy.Delta", MeanTrials: search.MeanTrials, Eta: search.Eta, Log: log})
+	if err != nil {
+		return nil, err
 	}
-	if err := accounting.CheckDelta(delta, trainAll.N(), p.AllowLargeDelta); err != nil {
-		return nil, trainer.FieldErrors{{Field: "Privacy.Delta", Msg: err.Error()}}
-	}
+	delta := srch.Delta
 	train, valid := trainAll, trainAll
 	if search.ValidFrac > 0 {
 		if train, valid, err = trainer.TuneSplit(trainAll, search.ValidFrac, src.Derive("tune/split")); err != nil {
@@ -284,15 +283,11 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 	// Short decimals (trainer.ShortDecimal), which the plan's curves and
 	// the trials use alike: the chosen --l2 prints as what its trial ran.
 	l2 := func(k objPertKind) float64 { return trainer.ShortDecimal(k.factor * unit) }
-	law, err := accounting.TNBWithMean(search.Eta, search.MeanTrials)
-	if err != nil {
-		return nil, err
-	}
 	planSpace := func() ([]objPertKind, accounting.TuningPlan, error) {
 		kinds := objPertKinds(space)
 		plan, err := accounting.PlanTuning(len(kinds), func(i int, tau, delta float64, orders []float64) (float64, []float64, error) {
 			return objPertTrialCurve(kinds[i].mechanism, l2(kinds[i]), n, tau, delta, orders)
-		}, law, delta, p.Epsilon, search.ScoreShare)
+		}, srch.Law, delta, p.Epsilon, search.ScoreShare)
 		return kinds, plan, trainer.TuningBudgetError(err, p.Epsilon, search.MeanTrials)
 	}
 	kinds, plan, err := planSpace()
@@ -312,28 +307,15 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 			}
 		}
 	}
-	k, err := law.Sample(src.Derive("tune/trials"))
-	if err != nil {
-		return nil, err
-	}
 	scored := "the same records"
 	if search.ValidFrac > 0 {
 		scored = fmt.Sprintf("%d held-out training records", valid.N())
 	}
 	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each trains on %d records and is scored on %s; "+
 		"the whole search spends ε = %.4g at δ = %.3g, charged before the first trial\n",
-		k, search.MeanTrials, n, scored, plan.Epsilon, delta)
-	choose, scoreNoise := src.Derive("tune/choice"), src.Derive("tune/score")
-	var (
-		best       *ObjPertResult
-		bestChoice ObjPertTuneChoice
-		bestScore  = math.Inf(-1)
-	)
-	for t := range k {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		i := choose.IntN(len(kinds))
+		srch.K, search.MeanTrials, n, scored, plan.Epsilon, delta)
+	err = srch.Run(ctx, trainer.SearchProgress{Spent: plan.Epsilon, Target: p.Epsilon}, func(t int) (objPertTrial, float64, error) {
+		i := srch.Choose.IntN(len(kinds))
 		c := ObjPertTuneChoice{Mechanism: kinds[i].mechanism, L2Factor: kinds[i].factor, L2: l2(kinds[i]),
 			WeightFactor: kinds[i].weight, WeightL2: trainer.ShortDecimal(kinds[i].weight * unit)}
 		opt := ObjPertOptions{RowBound: bound, L2: c.L2, WeightL2: c.WeightL2, Mechanism: c.Mechanism}
@@ -344,26 +326,32 @@ func TuneObjPert(ctx context.Context, cfg trainer.Config, opts ObjPertTuneOption
 		}
 		res, err := ObjectivePerturbation(src.Derive(fmt.Sprintf("tune/trial/%d", t)), train.X, n, train.Dim, train.Labels, opt)
 		if err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", t+1, err)
+			return objPertTrial{}, 0, err
 		}
 		if err := checkObjPertTrial(res, n, plan.Orders, plan.Curves[i]); err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", t+1, err)
+			return objPertTrial{}, 0, err
 		}
 		correct := correctPredictions(res, valid, o.ClipAtPredict)
-		noisy, err := dpops.ScalarGaussian(scoreNoise, float64(correct), 1, plan.ScoreSigma)
+		noisy, err := dpops.ScalarGaussian(srch.ScoreNoise, float64(correct), 1, plan.ScoreSigma)
 		if err != nil {
-			return nil, err
+			return objPertTrial{}, 0, err
 		}
-		if score := noisy / float64(valid.N()); score > bestScore {
-			best, bestChoice, bestScore = res, c, score
-		}
-		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			t+1, k, plan.Epsilon, p.Epsilon)
+		return objPertTrial{res, c}, noisy / float64(valid.N()), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	res := ObjPertTuneResult{TuneSearch: trainer.TuneSearch{Trials: k, MeanTrials: search.MeanTrials, Eta: law.Eta, Gamma: law.Gamma,
-		TrialEpsilon: plan.TrialEpsilon, TrainRecords: n, ValidRecords: valid.N(), HeldOut: search.ValidFrac > 0, ScoreNoise: plan.ScoreSigma},
-		Chosen: bestChoice, Score: bestScore, Space: space, MechanismChoice: reason, WeightChoice: weightChoice}
-	return objPertTunedReport(cfg, p, o, best, res, plan, delta, trainAll, test, prep, src, splitRec, start)
+	best, score := srch.Best()
+	ts := srch.Summary(plan.TrialEpsilon, n, plan.ScoreSigma)
+	ts.ValidRecords, ts.HeldOut = valid.N(), search.ValidFrac > 0
+	res := ObjPertTuneResult{TuneSearch: ts, Chosen: best.choice, Score: score, Space: space, MechanismChoice: reason, WeightChoice: weightChoice}
+	return objPertTunedReport(cfg, p, o, best.res, res, plan, delta, trainAll, test, prep, src, splitRec, start)
+}
+
+// objPertTrial is what TuneObjPert keeps of a trial: its fit and setting.
+type objPertTrial struct {
+	res    *ObjPertResult
+	choice ObjPertTuneChoice
 }
 
 // objPertTuneSpace is the search's space: opts' (nil: the default) with

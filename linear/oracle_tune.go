@@ -384,7 +384,7 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 	start := time.Now()
 	j := PostprocConfigOf(cfg)
 	n := d.Train.N()
-	srch, err := newFairSearch[OracleTuneChoice](cfg, p, n, opts.MeanTrials, opts.Eta)
+	srch, err := newFairSearch[OracleTuneChoice](cfg, p, n, opts.MeanTrials, opts.Eta, opts.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -392,64 +392,58 @@ func TuneOracle(ctx context.Context, d *FairData, cfg trainer.Config, opts Oracl
 	if countShare == 0 {
 		countShare = DefaultCountShare
 	}
-	space, delta := *opts.Space, srch.delta
-	plan, err := planOracleTune(p, delta, countShare, space, srch.law, opts.ScoreShare)
+	space, delta := *opts.Space, srch.Delta
+	plan, err := planOracleTune(p, delta, countShare, space, srch.Law, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}
-	log := opts.Log
-	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each the oracle learner on the %d training records and scored on them; "+
+	fmt.Fprintf(opts.Log, "tune: %d trials (K drawn with E[K] = %g), each the oracle learner on the %d training records and scored on them; "+
 		"the whole search spends ε = %.4g at δ = %.3g for the sensitive attribute, charged before the first trial\n",
-		srch.k, opts.MeanTrials, n, plan.Epsilon, delta)
-	choose := srch.choose
-	for i := range srch.k {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+		srch.K, opts.MeanTrials, n, plan.Epsilon, delta)
+	choose := srch.Choose
+	err = srch.Run(ctx, trainer.SearchProgress{Spent: plan.Epsilon, Target: p.Epsilon}, func(i int) (fairTrial[OracleTuneChoice], float64, error) {
+		var none fairTrial[OracleTuneChoice]
 		ri, fi := choose.IntN(len(space.Rounds)), choose.IntN(len(space.Fallback))
 		kind := plan.kind(ri, fi)
 		c := OracleTuneChoice{Rounds: space.Rounds[ri], Fallback: space.Fallback[fi],
 			Bound: space.Bound[choose.IntN(len(space.Bound))], Eta: space.Eta[choose.IntN(len(space.Eta))]}
 		b, err := plan.budget(kind, plan.Noise[kind])
 		if err != nil {
-			return nil, err
+			return none, 0, err
 		}
 		c.NominalEpsilon, c.CountsEpsilon, c.PerRoundEpsilon = plan.Noise[kind], b.Counts, b.PerRound
-		rep, err := oracleTrial(ctx, d, cfg, c, countShare, srch.src, i)
+		rep, err := oracleTrial(ctx, d, cfg, c, countShare, srch.Source, i)
 		if err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+			return none, 0, err
 		}
 		res := FairExtra(rep)
 		if err := plan.checkTrial(kind, res.Oracle, rep.Privacy); err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+			return none, 0, err
 		}
-		acc, viol := 0.0, 0.0
-		if !res.Failed {
+		return scoreFairTrial(srch, rep, c, res.Failed, func(coins *rand.Rand) ([]int, error) {
 			// The sampled predictions, as the report's test metrics are.
 			prob, err := res.Oracle.Model.ProbPositive(d.Train.X, n)
 			if err != nil {
 				return nil, err
 			}
-			pred, err := SamplePredictions(srch.coins, prob)
-			if err != nil {
-				return nil, err
-			}
-			if acc, viol, err = plan.score(srch.scoreNoise, pred, d.Train, len(d.GroupNames)); err != nil {
-				return nil, err
-			}
-		}
-		srch.offer(rep, c, acc, viol, res.Failed)
-		srch.logDone(log, i, plan.Epsilon, p.Epsilon)
+			return SamplePredictions(coins, prob)
+		}, func(noise *rand.Rand, pred []int) (float64, float64, error) {
+			return plan.score(noise, pred, d.Train, len(d.GroupNames))
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
-	tr := OracleTuneResult{FairTuneSummary: srch.summary(opts.MeanTrials, plan.TuningPlan, n, accounting.RelationReplaceOne,
-		oracleScoreSensitivity, j.Fairness), Chosen: srch.choice, Space: space}
-	rep := tunedFairReport(srch.best, cfg, tunedFairOptions{plan: plan.TuningPlan, delta: delta, trials: srch.k, meanTrials: opts.MeanTrials,
+	best, _ := srch.Best()
+	tr := OracleTuneResult{FairTuneSummary: fairTuneSummary(srch.Summary(plan.TrialEpsilon, n, plan.ScoreSigma*oracleScoreSensitivity),
+		accounting.RelationReplaceOne, j.Fairness, best), Chosen: best.choice, Space: space}
+	rep := tunedFairReport(best.rep, cfg, tunedFairOptions{plan: plan.TuningPlan, delta: delta, trials: srch.K, meanTrials: opts.MeanTrials,
 		fairness: j.Fairness, trialNoise: "every release's ε' calibrated", sampling: accounting.SamplingNone,
 		relation: accounting.RelationReplaceOne, sensitivity: oracleScoreSensitivity,
 		relationNote: fmt.Sprintf("neighbouring data sets: one record's sensitive attribute replaced (features, labels and the record count "+
 			"are public, as the oracle learner's own receipt states), under which every part of a trial is private as charged (its "+
 			"Laplace releases, pure ε-DP each; the score's counts with L2 sensitivity %.4g)", oracleScoreSensitivity),
-		sensitiveOnly: true, src: srch.src, extra: &tr})
+		sensitiveOnly: true, src: srch.Source, extra: &tr})
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }

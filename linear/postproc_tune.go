@@ -396,60 +396,57 @@ func TunePostproc(ctx context.Context, d *FairData, cfg trainer.Config, opts Pos
 	start := time.Now()
 	j := PostprocConfigOf(cfg)
 	n := d.Train.N()
-	srch, err := newFairSearch[PostprocTuneChoice](cfg, p, n, opts.MeanTrials, opts.Eta)
+	srch, err := newFairSearch[PostprocTuneChoice](cfg, p, n, opts.MeanTrials, opts.Eta, opts.Log)
 	if err != nil {
 		return nil, err
 	}
-	space, delta := *opts.Space, srch.delta
-	plan, err := planPostprocTune(j.Base, d, p, delta, space, srch.law, opts.ScoreShare)
+	space, delta := *opts.Space, srch.Delta
+	plan, err := planPostprocTune(j.Base, d, p, delta, space, srch.Law, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}
-	log := opts.Log
-	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each the whole pipeline (%s base) on the %d training records and scored on them; "+
+	fmt.Fprintf(opts.Log, "tune: %d trials (K drawn with E[K] = %g), each the whole pipeline (%s base) on the %d training records and scored on them; "+
 		"the whole search spends ε = %.4g at δ = %.3g (%s), charged before the first trial\n",
-		srch.k, opts.MeanTrials, j.Base, n, plan.Epsilon, delta, plan.relation)
-	choose := srch.choose
+		srch.K, opts.MeanTrials, j.Base, n, plan.Epsilon, delta, plan.relation)
+	choose := srch.Choose
 	eo := j.Fairness == "eo"
-	for i := range srch.k {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	err = srch.Run(ctx, trainer.SearchProgress{Spent: plan.Epsilon, Target: p.Epsilon}, func(i int) (fairTrial[PostprocTuneChoice], float64, error) {
+		var none fairTrial[PostprocTuneChoice]
 		kind := choose.IntN(len(space.BaseShare))
 		c := PostprocTuneChoice{BaseShare: space.BaseShare[kind], Bins: space.Bins[choose.IntN(len(space.Bins))],
 			GammaShare: space.GammaShare[choose.IntN(len(space.GammaShare))], Slack: space.Slack[choose.IntN(len(space.Slack))],
 			Epsilon: plan.Noise[kind]}
-		var sigma float64
+		var (
+			sigma float64
+			err   error
+		)
 		if c.BaseEpsilon, c.CellsEpsilon, sigma, err = plan.split(kind, c.Epsilon, plan.Orders); err != nil {
-			return nil, err
+			return none, 0, err
 		}
 		if j.Base == BaseDPSGD {
 			c.Sigma = sigma
 		}
-		rep, fit, td, err := postprocTrial(ctx, d, cfg, plan, kind, c, delta, srch.src, i)
+		rep, fit, td, err := postprocTrial(ctx, d, cfg, plan, kind, c, delta, srch.Source, i)
 		if err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+			return none, 0, err
 		}
 		res := FairExtra(rep)
 		if err := plan.checkTrial(kind, fit.Receipt, res.PostProcessing); err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+			return none, 0, err
 		}
-		acc, viol := 0.0, 0.0
-		if !res.Failed {
-			pred, err := trialPredictions(res, td.Train, srch.coins)
-			if err != nil {
-				return nil, err
-			}
-			if acc, viol, err = plan.score(srch.scoreNoise, pred, td.Train, len(d.GroupNames), eo); err != nil {
-				return nil, err
-			}
-		}
-		srch.offer(rep, c, acc, viol, res.Failed)
-		srch.logDone(log, i, plan.Epsilon, p.Epsilon)
+		return scoreFairTrial(srch, rep, c, res.Failed, func(coins *rand.Rand) ([]int, error) {
+			return trialPredictions(res, td.Train, coins)
+		}, func(noise *rand.Rand, pred []int) (float64, float64, error) {
+			return plan.score(noise, pred, td.Train, len(d.GroupNames), eo)
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
-	tr := PostprocTuneResult{FairTuneSummary: srch.summary(opts.MeanTrials, plan.TuningPlan, n, plan.relation, plan.scoreSensitivity(), j.Fairness),
-		Chosen: srch.choice, Space: space}
-	rep := tunedPostprocReport(srch.best, cfg, plan, tr, delta, srch.src)
+	best, _ := srch.Best()
+	tr := PostprocTuneResult{FairTuneSummary: fairTuneSummary(srch.Summary(plan.TrialEpsilon, n, plan.ScoreSigma*plan.scoreSensitivity()),
+		plan.relation, j.Fairness, best), Chosen: best.choice, Space: space}
+	rep := tunedPostprocReport(best.rep, cfg, plan, tr, delta, srch.Source)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }

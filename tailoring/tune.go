@@ -368,11 +368,17 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 	if err := space.check(method); err != nil {
 		return nil, err
 	}
-	law, err := accounting.TNBWithMean(search.Eta, search.MeanTrials)
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	// Prepare set the run's δ and checked it against the training records.
+	srch, err := trainer.NewSearch[tuneTrial](trainer.SearchOptions{Source: ex.Source, Delta: ex.Delta, Records: len(train.Y),
+		AllowLargeDelta: cfg.Privacy.AllowLargeDelta, MeanTrials: search.MeanTrials, Eta: search.Eta, Log: log})
 	if err != nil {
 		return nil, err
 	}
-	plan, err := PlanTune(law, ex.Delta, target, search.ScoreShare)
+	plan, err := PlanTune(srch.Law, ex.Delta, target, search.ScoreShare)
 	if err != nil {
 		return nil, trainer.TuningBudgetError(err, target, search.MeanTrials)
 	}
@@ -380,29 +386,13 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 	base.Rho = rhoT
 	scoreName, sens := scoreStatistic(base)
 	scoreStd := plan.ScoreSigma * sens
-	k, err := law.Sample(ex.Source.Derive("tune/trials"))
-	if err != nil {
-		return nil, err
-	}
-	log := opts.Log
-	if log == nil {
-		log = io.Discard
-	}
 	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each one %s fit at ρ = %.4g scored on the %d training records; "+
 		"the whole search spends ε = %.4g at δ = %.3g, charged before the first trial\n",
-		k, search.MeanTrials, method, rhoT, len(train.Y), plan.Epsilon, ex.Delta)
-	choose, noise := ex.Source.Derive("tune/choice"), ex.Source.Derive("tune/score")
-	var (
-		best       *Result
-		bestChoice TuneChoice
-		bestScore  = math.Inf(1)
-		bestOpts   Options
-	)
-	for i := range k {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c := space.draw(choose)
+		srch.K, search.MeanTrials, method, rhoT, len(train.Y), plan.Epsilon, ex.Delta)
+	// The runner keeps the highest score: a trial is offered at minus its
+	// noisy objective (exactly: negation is exact), a failed fit at −∞.
+	err = srch.Run(ctx, trainer.SearchProgress{Spent: plan.Epsilon, Target: target}, func(i int) (tuneTrial, float64, error) {
+		c := space.draw(srch.Choose)
 		c.Rho = rhoT
 		o := base
 		o.Method, o.LR, o.Steps = method, c.LR, c.Steps
@@ -412,36 +402,37 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 		// Every trial draws from its own stream (see trialLabel): trials
 		// of one search share ρ_t, so the label names the trial.
 		res, err := ex.Variant.Fit(ex.Source, fmt.Sprintf("tune trial %d", i), train, o)
-		score := math.Inf(1) // a failed fit (a released singular XᵀX) loses
 		switch {
 		case errors.Is(err, linear.ErrNotPositiveDefinite):
-			// Not counted: how many unchosen trials failed is not
-			// the chosen trial's, and the analysis publishes that one only.
+			// A failed fit (a released singular XᵀX) loses, not counted:
+			// how many unchosen trials failed is not the chosen trial's,
+			// and the analysis publishes that one only.
+			return tuneTrial{}, math.Inf(-1), nil
 		case err != nil:
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
-		default:
-			if spent := res.Accountant.Rho(); !(spent <= rhoT*(1+1e-12)) {
-				return nil, fmt.Errorf("tuning trial %d spent ρ = %v, more than the plan's %v", i+1, spent, rhoT)
-			}
-			stats, err := groupStatistics(res, train, o)
-			if err != nil {
-				return nil, err
-			}
-			score = noisyScore(noise, stats, train, o, scoreStd)
+			return tuneTrial{}, 0, err
 		}
-		if score < bestScore { // a failed fit's +Inf never wins
-			best, bestChoice, bestScore, bestOpts = res, c, score, o
+		if spent := res.Accountant.Rho(); !(spent <= rhoT*(1+1e-12)) {
+			return tuneTrial{}, 0, fmt.Errorf("spent ρ = %v, more than the plan's %v", spent, rhoT)
 		}
-		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			i+1, k, plan.Epsilon, target)
+		stats, err := groupStatistics(res, train, o)
+		if err != nil {
+			return tuneTrial{}, 0, err
+		}
+		score := noisyScore(srch.ScoreNoise, stats, train, o, scoreStd)
+		return tuneTrial{res: res, choice: c, opts: o, score: score}, -score, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if best == nil {
-		return nil, fmt.Errorf("tailoring: all %d trials of the search failed (the noisy XᵀX was never positive definite: raise ρ or the ridge)", k)
+	best, _ := srch.Best()
+	if best.res == nil {
+		return nil, fmt.Errorf("tailoring: all %d trials of the search failed (the noisy XᵀX was never positive definite: raise ρ or the ridge)", srch.K)
 	}
-	res := TuneResult{Trials: k, MeanTrials: search.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, Epsilon: target,
-		TrialEpsilon: plan.TrialEpsilon, Score: scoreLabel(bestOpts, scoreName), ScoreSensitivity: sens, ScoreNoise: scoreStd,
-		Chosen: bestChoice, ChosenScore: bestScore, Space: space}
-	if err := tunedReport(rep, ex, best, bestOpts, plan, res); err != nil {
+	ts := srch.Summary(plan.TrialEpsilon, len(train.Y), scoreStd)
+	res := TuneResult{Trials: ts.Trials, MeanTrials: ts.MeanTrials, Eta: ts.Eta, Gamma: ts.Gamma, Epsilon: target,
+		TrialEpsilon: ts.TrialEpsilon, Score: scoreLabel(best.opts, scoreName), ScoreSensitivity: sens, ScoreNoise: ts.ScoreNoise,
+		Chosen: best.choice, ChosenScore: best.score, Space: space}
+	if err := tunedReport(rep, ex, best.res, best.opts, plan, res); err != nil {
 		return nil, err
 	}
 	rep.Seconds = time.Since(start).Seconds()
@@ -452,6 +443,15 @@ func Tune(ctx context.Context, cfg trainer.Config, opts TuneOptions) (*trainer.R
 		return nil, trainer.FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
 	}
 	return rep, atomicfile.WriteJSON(filepath.Join(cfg.Out, "report.json"), rep)
+}
+
+// tuneTrial is what Tune keeps of a trial: its fit, setting and options,
+// and its noisy score (lower is better).
+type tuneTrial struct {
+	res    *Result
+	choice TuneChoice
+	opts   Options
+	score  float64
 }
 
 // scoreLabel says what noisyScore computed with o, for the report.

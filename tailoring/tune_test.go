@@ -294,6 +294,20 @@ func TestTuneRefuses(t *testing.T) {
 	}
 }
 
+// TestTuneAllTrialsFailed: a search whose every fit failed (the OLS
+// variant per group on small groups at a small ρ: the noisy XᵀX is never
+// positive definite) returns an error naming K, not a report of a failed
+// fit; the search's runner keeps a failed trial only to say so.
+func TestTuneAllTrialsFailed(t *testing.T) {
+	cfg := smallTune("")
+	tc := ConfigOf(cfg)
+	tc.Variant, tc.Model, tc.Rho, tc.Groups = "ols", "per-group", []float64{0.2}, []float64{200, 20, 30}
+	rep, err := Tune(context.Background(), WithConfig(cfg, tc), TuneOptions{MeanTrials: 6})
+	if err == nil || rep != nil || !strings.Contains(err.Error(), "trials of the search failed") {
+		t.Fatalf("got %v, %v; want the all-failed error", rep, err)
+	}
+}
+
 // TestGroupStatistics checks the score's statistics against a slow path
 // over the raw records: each group's sum of min((y − ŷ)², C) for
 // regression, its count of records whose label the sign of the log-odds

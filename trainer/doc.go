@@ -249,6 +249,16 @@
 // prefer the smallest λ (tune_fermi.go). --scope sensitive and the
 // paper's calibration are refused.
 //
+// Every private search, Tune's and those of SteFFLe, objective
+// perturbation, post-processing, the oracle learner and budget tailoring,
+// runs one loop: Search (search.go). It decides once what their privacy
+// rests on: δ's default and check, K's law and its draw from stream
+// "tune/trials" of the run's seed, the streams the trials' settings, scores
+// and randomised predictions draw from ("tune/choice", "tune/score",
+// "tune/coins"), that all K trials run, and that only the best (the first
+// of the highest score) is kept; the searches supply a trial (draw, run,
+// hold to the plan, score) and their own plan, header line and receipt.
+//
 // # Where this deviates from DESIGN.md
 //
 //   - DESIGN puts the CLI-shaped configuration in cmd/. Config stays here

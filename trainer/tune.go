@@ -579,13 +579,12 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	// The target the whole search is calibrated to, read once: the trials
 	// get their own settings (tuneTrial), the report the chosen one's.
 	target := cfg.Privacy
-	delta := target.Delta
-	if delta == 0 {
-		delta = accounting.DefaultDelta(trainAll.N())
-	}
-	if err := accounting.CheckDelta(delta, trainAll.N(), target.AllowLargeDelta); err != nil {
+	srch, err := NewSearch[tuneBest[T]](SearchOptions{Source: job.Source, Delta: target.Delta, Records: trainAll.N(),
+		AllowLargeDelta: target.AllowLargeDelta, MeanTrials: opts.MeanTrials, Eta: opts.Eta, Log: log})
+	if err != nil {
 		return nil, err
 	}
+	delta := srch.Delta
 	train, valid := trainAll, trainAll
 	if opts.ValidFrac > 0 {
 		if train, valid, err = TuneSplit(trainAll, opts.ValidFrac, job.Source.Derive("tune/split")); err != nil {
@@ -604,16 +603,8 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	if err := checkLambdaSpace(space, cfg); err != nil {
 		return nil, err
 	}
-	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
-	if err != nil {
-		return nil, err
-	}
 	start := time.Now()
-	plan, err := planSpace(cfg, train.N(), space, law, delta, target.Epsilon, opts.ScoreShare)
-	if err != nil {
-		return nil, err
-	}
-	k, err := law.Sample(job.Source.Derive("tune/trials"))
+	plan, err := planSpace(cfg, train.N(), space, srch.Law, delta, target.Epsilon, opts.ScoreShare)
 	if err != nil {
 		return nil, err
 	}
@@ -623,54 +614,42 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 	}
 	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each trains on %d records and is scored on %s; "+
 		"the whole search spends ε = %.4g at δ = %.3g, charged before the first trial\n",
-		k, opts.MeanTrials, train.N(), scored, plan.eps, delta)
-	choose := job.Source.Derive("tune/choice")
-	scoreNoise := job.Source.Derive("tune/score")
-	var (
-		bestRep    *Report
-		bestModel  Model[T]
-		bestChoice TuneChoice
-		bestScore  = math.Inf(-1)
-		bestAcc    float64
-		bestViol   *float64
-	)
-	for i := range k {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c, sh := space.draw(choose, plan.steps)
+		srch.K, opts.MeanTrials, train.N(), scored, plan.eps, delta)
+	err = srch.Run(ctx, SearchProgress{Spent: plan.eps, Target: target.Epsilon}, func(i int) (tuneBest[T], float64, error) {
+		c, sh := space.draw(srch.Choose, plan.steps)
 		if len(space.Lambda) > 0 {
-			l := space.Lambda[choose.IntN(len(space.Lambda))]
+			l := space.Lambda[srch.Choose.IntN(len(space.Lambda))]
 			c.Lambda = &l
 		}
 		c.Sigma = trialSigma(cfg, plan.sigma[sh])
 		rep, m, pred, err := tuneTrial[T](ctx, job, train, valid, c, delta, i)
 		if err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+			return tuneBest[T]{}, 0, err
 		}
 		if err := checkTrialReceiptFor(cfg, rep.Privacy, plan, sh); err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+			return tuneBest[T]{}, 0, err
 		}
-		acc, viol, err := trialScore(cfg, space, pred, valid, scoreNoise, plan.scoreSigma)
+		acc, viol, err := trialScore(cfg, space, pred, valid, srch.ScoreNoise, plan.scoreSigma)
 		if err != nil {
-			return nil, err
+			return tuneBest[T]{}, 0, err
 		}
 		score := acc
 		if viol != nil {
 			score -= *viol
 		}
-		if score > bestScore {
-			bestRep, bestModel, bestChoice, bestScore, bestAcc, bestViol = rep, m, c, score, acc, viol
-		}
-		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			i+1, k, plan.eps, target.Epsilon)
+		return tuneBest[T]{rep: rep, model: m, choice: c, acc: acc, viol: viol}, score, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	res := TuneResult{TuneSearch: TuneSearch{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma, TrialEpsilon: plan.trialEps,
-		TrainRecords: train.N(), ValidRecords: valid.N(), HeldOut: heldOut, ScoreNoise: plan.scoreSigma}, Chosen: bestChoice, Score: bestAcc, Space: space}
-	if bestViol != nil {
-		res.Fairness, res.Violation = cfg.Fair.Fairness, bestViol
+	best, _ := srch.Best()
+	ts := srch.Summary(plan.trialEps, train.N(), plan.scoreSigma)
+	ts.ValidRecords, ts.HeldOut = valid.N(), heldOut
+	res := TuneResult{TuneSearch: ts, Chosen: best.choice, Score: best.acc, Space: space}
+	if best.viol != nil {
+		res.Fairness, res.Violation = cfg.Fair.Fairness, best.viol
 	}
-	rep, err := tunedReport(bestRep, job, plan, res, delta)
+	rep, err := tunedReport(best.rep, job, plan, res, delta)
 	if err != nil {
 		return nil, err
 	}
@@ -684,11 +663,21 @@ func tune[T nn.Float](ctx context.Context, job *Job, opts TuneOptions) (*Report,
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, FieldErrors{{Field: "Out", Msg: fmt.Sprintf("%s: %v", cfg.Out, err)}}
 		}
-		if err := writeModelOutputs(cfg.Out, rep, bestModel, job); err != nil {
+		if err := writeModelOutputs(cfg.Out, rep, best.model, job); err != nil {
 			return nil, err
 		}
 	}
 	return rep, nil
+}
+
+// tuneBest is what Tune keeps of a trial: its report, model and setting,
+// and its noisy accuracy and violation (nil unless fairness-scored).
+type tuneBest[T nn.Float] struct {
+	rep    *Report
+	model  Model[T]
+	choice TuneChoice
+	acc    float64
+	viol   *float64
 }
 
 // tuneTrial is one complete private run of the search: a fresh model

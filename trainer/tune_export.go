@@ -3,9 +3,10 @@ package trainer
 // Tune's parts for searches that run outside this package. SteFFLe
 // (package fermi/federated, which imports this one) runs its trials as
 // federations this package cannot build, and states its guarantee per
-// silo; it registers its own search (RegisterTuner) and shares Tune's
-// options, search space, score, receipt check and tuned receipt through the
-// wrappers below, so that every search follows one rule.
+// silo; it registers its own search (RegisterTuner), runs it on Search as
+// every search does, and shares Tune's options, search space, score,
+// receipt check and tuned receipt through the wrappers below, so that
+// every search follows one rule.
 
 import (
 	"context"

@@ -255,14 +255,15 @@ func planSearch(silos map[trialShape][]siloShape, law accounting.TruncatedNegati
 // when given; else 1/n² of all n records when the federation says so
 // (TotalDelta), else the smallest of the silos' own defaults 1/ñ², so that
 // no silo's δ exceeds what an untuned run would give it and one plan
-// serves all silos.
-func searchDelta(cfg trainer.Config, n int, mapping Mapping) (float64, error) {
+// serves all silos. smallest is the smallest silo's record count, which
+// the δ is checked against (trainer.NewSearch).
+func searchDelta(cfg trainer.Config, n int, mapping Mapping) (delta float64, smallest int) {
 	sizes := make([]int, mapping.Silos)
 	for _, l := range mapping.Lanes() {
 		sizes[l.Sensitive] += len(l.Records)
 	}
 	smallest, largest := slices.Min(sizes), slices.Max(sizes)
-	delta := cfg.Privacy.Delta
+	delta = cfg.Privacy.Delta
 	switch {
 	case delta > 0:
 	case cfg.Federation.TotalDelta:
@@ -270,7 +271,7 @@ func searchDelta(cfg trainer.Config, n int, mapping Mapping) (float64, error) {
 	default:
 		delta = accounting.DefaultDelta(largest)
 	}
-	return delta, accounting.CheckDelta(delta, smallest, cfg.Privacy.AllowLargeDelta)
+	return delta, smallest
 }
 
 // trialConfig is cfg for one trial with setting c: σ fixed (by the plan),
@@ -314,7 +315,9 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 	if len(lanes) != mapping.Silos {
 		return nil, fmt.Errorf("steffle: %d lanes for %d silos: a search needs one lane per silo (every silo holds records)", len(lanes), mapping.Silos)
 	}
-	delta, err := searchDelta(cfg, train.N(), mapping)
+	delta, smallest := searchDelta(cfg, train.N(), mapping)
+	srch, err := trainer.NewSearch[trialKept[T]](trainer.SearchOptions{Source: job.Source, Delta: delta, Records: smallest,
+		AllowLargeDelta: cfg.Privacy.AllowLargeDelta, MeanTrials: opts.MeanTrials, Eta: opts.Eta, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -334,10 +337,6 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 	if err := checkLambdas(space.Lambda); err != nil {
 		return nil, err
 	}
-	law, err := accounting.TNBWithMean(opts.Eta, opts.MeanTrials)
-	if err != nil {
-		return nil, err
-	}
 	start := time.Now()
 	silos := map[trialShape][]siloShape{}
 	for _, b := range space.Batch {
@@ -348,55 +347,35 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 			}
 		}
 	}
-	plan, err := planSearch(silos, law, delta, cfg.Privacy.Epsilon, opts.ScoreShare)
+	plan, err := planSearch(silos, srch.Law, delta, cfg.Privacy.Epsilon, opts.ScoreShare)
 	if err != nil {
-		return nil, trainer.TuningBudgetError(err, cfg.Privacy.Epsilon, law.Mean())
-	}
-	k, err := law.Sample(job.Source.Derive("tune/trials"))
-	if err != nil {
-		return nil, err
+		return nil, trainer.TuningBudgetError(err, cfg.Privacy.Epsilon, srch.Law.Mean())
 	}
 	fmt.Fprintf(log, "tune: %d trials (K drawn with E[K] = %g), each a SteFFLe run over the same %d silos, scored by every silo's noisy counts "+
 		"on its own records; the whole search spends ε = %.4g per silo at δ = %.3g, charged before the first trial\n",
-		k, opts.MeanTrials, mapping.Silos, plan.plan.Epsilon, delta)
-	choose := job.Source.Derive("tune/choice")
-	scoreNoise := job.Source.Derive("tune/score")
+		srch.K, opts.MeanTrials, mapping.Silos, plan.plan.Epsilon, delta)
 	fair := slices.ContainsFunc(space.Lambda, func(l float64) bool { return l > 0 })
 	cells := 0 // of a silo's confusion table
-	var best struct {
-		rep        *trainer.Report
-		model      trainer.Model[T]
-		alg        *Steffle[T]
-		choice     trainer.TuneChoice
-		score, acc float64
-		viol       *float64
-		receipts   []accounting.Receipt
-		shape      trialShape
-		found      bool
-	}
-	for i := range k {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c := space.DrawGrid(choose)
+	err = srch.Run(ctx, trainer.SearchProgress{Spent: plan.plan.Epsilon, Target: cfg.Privacy.Epsilon, Per: "silo"}, func(i int) (trialKept[T], float64, error) {
+		c := space.DrawGrid(srch.Choose)
 		sh := trialShape{c.Batch, c.Epochs}
 		c.Sigma = plan.sigma(sh)
 		rep, m, a, err := runTrial[T](ctx, job, mapping, c, delta, i)
 		if err != nil {
-			return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+			return trialKept[T]{}, 0, err
 		}
 		receipts := make([]accounting.Receipt, len(a.Silos))
 		for s, silo := range a.Silos {
 			if receipts[s], err = silo.FullReceipt(); err != nil {
-				return nil, fmt.Errorf("tuning trial %d: %w", i+1, err)
+				return trialKept[T]{}, 0, err
 			}
 			if err := trainer.CheckTrialRDP(receipts[s], plan.plan.Orders, plan.curves[sh][s]); err != nil {
-				return nil, fmt.Errorf("tuning trial %d, silo %d: %w", i+1, s, err)
+				return trialKept[T]{}, 0, fmt.Errorf("silo %d: %w", s, err)
 			}
 		}
-		table, err := noisyScoreTable(trainer.Predict(m, train), train, lanes, scoreNoise, plan.plan.ScoreSigma)
+		table, err := noisyScoreTable(trainer.Predict(m, train), train, lanes, srch.ScoreNoise, plan.plan.ScoreSigma)
 		if err != nil {
-			return nil, err
+			return trialKept[T]{}, 0, err
 		}
 		cells = len(table)
 		acc, v := trainer.ConfusionScore(table, train, train.N(), cfg.Fair.Fairness == "eo")
@@ -405,20 +384,19 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 		if fair {
 			score, viol = acc-v, &v
 		}
-		if !best.found || score > best.score {
-			best.rep, best.model, best.alg, best.choice, best.score, best.acc, best.viol = rep, m, a, c, score, acc, viol
-			best.receipts, best.found = receipts, true
-		}
-		fmt.Fprintf(log, "tune: trial %d of %d done; ε spent per silo: %.4g of %.4g (the search's bound holds whatever K is)\n",
-			i+1, k, plan.plan.Epsilon, cfg.Privacy.Epsilon)
+		return trialKept[T]{rep: rep, model: m, alg: a, choice: c, acc: acc, viol: viol, receipts: receipts}, score, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	best, _ := srch.Best()
 	trialEps := 0.0
 	for _, tp := range plan.siloPlan {
 		trialEps = max(trialEps, tp.TrialEpsilon)
 	}
-	res := trainer.TuneResult{TuneSearch: trainer.TuneSearch{Trials: k, MeanTrials: opts.MeanTrials, Eta: law.Eta, Gamma: law.Gamma,
-		TrialEpsilon: trialEps, TrainRecords: train.N(), ValidRecords: train.N(), ScoreNoise: plan.plan.ScoreSigma},
-		Chosen: best.choice, Score: best.acc, Space: space}
+	ts := srch.Summary(trialEps, train.N(), plan.plan.ScoreSigma)
+	ts.ValidRecords = train.N()
+	res := trainer.TuneResult{TuneSearch: ts, Chosen: best.choice, Score: best.acc, Space: space}
 	if best.viol != nil {
 		res.Fairness, res.Violation = cfg.Fair.Fairness, best.viol
 	}
@@ -446,6 +424,19 @@ func tune[T nn.Float](ctx context.Context, job *trainer.Job, opts trainer.TuneOp
 		}
 	}
 	return rep, nil
+}
+
+// trialKept is what a search keeps of a trial: its report, the server's
+// model, the federation and its silos' receipts, the setting and its
+// noisy accuracy and violation (nil unless fairness-scored).
+type trialKept[T nn.Float] struct {
+	rep      *trainer.Report
+	model    trainer.Model[T]
+	alg      *Steffle[T]
+	choice   trainer.TuneChoice
+	acc      float64
+	viol     *float64
+	receipts []accounting.Receipt
 }
 
 // checkLambdas refuses λ values DP-FERMI refuses, and a space that mixes
