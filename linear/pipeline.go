@@ -36,7 +36,7 @@ func PostprocDefaults() PostprocConfig {
 	return PostprocConfig{Gamma: 0.05, Fairness: "eo", Beta: DefaultBeta, Bins: 2, Threshold: 0.5, L2: 1e-4,
 		Scores: ScoresConfig{ScoreColumn: "score", GroupColumn: "group", LabelColumn: "label", Positive: "1"},
 		Rounds: DefaultOracleRounds, Bound: DefaultOracleBound, Eta: DefaultOracleLearningRate, CountShare: DefaultCountShare,
-		BaseClipAtPredict: true}
+		BaseClipAtPredict: true, AddRemoveCells: true}
 }
 
 // FairData is a data set loaded for post-processing or the oracle learner:
@@ -443,7 +443,7 @@ func RunFair(ctx context.Context, d *FairData, cfg trainer.Config) (*trainer.Rep
 		}
 		pp, err := PostProcess(noise, binTrain, d.Train.Group, d.Train.Label, bins.Len(), groups,
 			PostProcessConfig{Gamma: j.Gamma, Epsilon: epsilon, Beta: j.Beta, Fairness: fair, AllPairs: j.AllPairs,
-				Slack: SlackRule(j.Slack), SlackZ: j.SlackZ, GammaShare: j.GammaShare, Relation: cellRelation(d.BaseFit), Monotone: j.Monotone})
+				Slack: SlackRule(j.Slack), SlackZ: j.SlackZ, GammaShare: j.GammaShare, Relation: cellRelation(d.BaseFit, j.AddRemoveCells), Monotone: j.Monotone})
 		if err != nil {
 			return nil, err
 		}

@@ -295,9 +295,10 @@ func dpsgdBaseRun(p privacy, d *FairData, eps float64, seed *uint64, set dpsgdBa
 // base is private under add-remove (DP-SGD), so the whole pipeline's
 // receipt holds under one relation and the counts need half the noise;
 // the paper's otherwise (a non-private base, whose receipt protects only
-// the group, or objpert's replace-one base).
-func cellRelation(base *PrivateBaseFit) string {
-	if base != nil && base.Receipt.Relation == accounting.RelationAddRemove {
+// the group, objpert's replace-one base, or a configuration written
+// before addRemove existed: PostprocConfig.AddRemoveCells).
+func cellRelation(base *PrivateBaseFit, addRemove bool) string {
+	if addRemove && base != nil && base.Receipt.Relation == accounting.RelationAddRemove {
 		return accounting.RelationAddRemove
 	}
 	return ""

@@ -69,6 +69,12 @@ type PostprocConfig struct {
 	// no privacy cost). PostprocDefaults sets it; false (absent from
 	// reports written before it) scores unclipped rows, as those runs did.
 	BaseClipAtPredict bool `json:"base_clip_at_predict,omitempty"`
+	// AddRemoveCells lets the cell counts on a base private under
+	// add-remove (DP-SGD) carry Laplace(1/ε₂), their sensitivity under
+	// that relation (cellRelation, PostProcessConfig.Relation).
+	// PostprocDefaults sets it; false (absent from reports written before
+	// it) keeps the paper's Laplace(2/ε₂), as those runs had.
+	AddRemoveCells bool `json:"add_remove_cells,omitempty"`
 	// Oracle learner: rounds T, the largest ‖λ‖₁ B of the auditor,
 	// exponentiated-gradient rate, share of ε on the group-label counts,
 	// ridge of the least-squares learner (0: 1e-4 per record), and basic
