@@ -151,9 +151,6 @@ func (c Config) check(n int) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	var fields trainer.FieldErrors // settings the trainer's Config also has: named as its fields
-	field := func(name, format string, args ...any) {
-		fields = append(fields, trainer.FieldError{Field: name, Msg: fmt.Sprintf(format, args...)})
-	}
 	switch c.Policy {
 	case Flat, Naive, Adaptive:
 	default:
@@ -163,31 +160,31 @@ func (c Config) check(n int) error {
 		bad("dpsgdf: %d training records, want at least 1", n)
 	}
 	if c.Batch < 1 || c.Batch > n {
-		field("Batch", "%d must be between 1 and the %d training records", c.Batch, n)
+		fields.Add("Batch", "%d must be between 1 and the %d training records", c.Batch, n)
 	}
 	// ε's range is checked below, where DPSGD-F's own rule is stricter.
 	fields = append(fields, trainer.CheckPrivacy(1, c.Delta, c.Clip, c.Sigma)...)
 	if c.Sigma == 0 && (!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 1)) {
-		field("Privacy.Epsilon", "must be finite and > 0, or Privacy.Sigma given (got ε = %v): %s is a private algorithm", c.Epsilon, c.Policy)
+		fields.Add("Privacy.Epsilon", "must be finite and > 0, or Privacy.Sigma given (got ε = %v): %s is a private algorithm", c.Epsilon, c.Policy)
 	}
 	if c.Policy != Flat && (!(c.CountNoiseRatio > 0) || math.IsInf(c.CountNoiseRatio, 1)) {
-		field("Fair.CountNoiseRatio", "%v must be a positive number (σ1 = ratio·σ2)", c.CountNoiseRatio)
+		fields.Add("Fair.CountNoiseRatio", "%v must be a positive number (σ1 = ratio·σ2)", c.CountNoiseRatio)
 	}
 	if c.Policy == Adaptive {
 		if err := c.CountGuard.orDefault().check(); err != nil {
-			field("Fair.CountGuard", "%v", err)
+			fields.Add("Fair.CountGuard", "%v", err)
 		}
 	}
 	if c.Policy == Naive {
 		if err := c.NaiveGuard.orDefault().check(); err != nil {
-			field("Fair.NaiveGuard", "%v", err)
+			fields.Add("Fair.NaiveGuard", "%v", err)
 		}
 	}
 	if c.Epochs < 1 {
-		field("Epochs", "%d must be ≥ 1", c.Epochs)
+		fields.Add("Epochs", "%d must be ≥ 1", c.Epochs)
 	}
 	if c.Sampling != "" && c.Sampling != accounting.SamplingPoisson && c.Sampling != accounting.SamplingShuffle {
-		field("Privacy.Sampling", "%q, want poisson or shuffle", c.Sampling)
+		fields.Add("Privacy.Sampling", "%q, want poisson or shuffle", c.Sampling)
 	}
 	if len(c.Groups) == 0 {
 		bad("dpsgdf: the data set has no groups; DPSGD-F needs a group per record (the label for MNIST, the sensitive column for tabular data)")

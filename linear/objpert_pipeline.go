@@ -102,49 +102,46 @@ func ObjPertExtra(rep *trainer.Report) *ObjPertReport {
 
 func validateObjPert(cfg trainer.Config, p privacy) error {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	if cfg.Algo != ObjPertName {
-		add("Algo", "must be objpert (got %q)", cfg.Algo)
+		errs.Add("Algo", "must be objpert (got %q)", cfg.Algo)
 	}
 	if !(p.Epsilon > 0) {
-		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
+		errs.Add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
 	}
 	o := ObjPertConfigOf(cfg)
 	if !(o.RowBound >= 0) || math.IsInf(o.RowBound, 1) {
-		add("ObjPert.RowBound", "must be a finite number > 0, or 0 for √(features) (got %v)", o.RowBound)
+		errs.Add("ObjPert.RowBound", "must be a finite number > 0, or 0 for √(features) (got %v)", o.RowBound)
 	}
 	if !(o.L2 >= 0) || math.IsInf(o.L2, 1) {
-		add("ObjPert.L2", "must be a finite number ≥ 0 (got %v)", o.L2)
+		errs.Add("ObjPert.L2", "must be a finite number ≥ 0 (got %v)", o.L2)
 	}
 	if !(o.WeightL2 >= 0) || math.IsInf(o.WeightL2, 1) {
-		add("ObjPert.WeightL2", "must be a finite number ≥ 0 (got %v)", o.WeightL2)
+		errs.Add("ObjPert.WeightL2", "must be a finite number ≥ 0 (got %v)", o.WeightL2)
 	}
 	if r := o.LabelRange; r != nil && (len(r) != 2 || !(r[0] < r[1]) || math.IsInf(r[0], 0) || math.IsInf(r[1], 0)) {
-		add("ObjPert.LabelRange", "must be two finite numbers lo < hi (got %v)", r)
+		errs.Add("ObjPert.LabelRange", "must be two finite numbers lo < hi (got %v)", r)
 	}
 	switch o.Mechanism {
 	case "", MechanismPure, MechanismGaussian, MechanismAuto:
 	default:
-		add("ObjPert.Mechanism", "must be %s, %s or %s (got %q)", MechanismPure, MechanismGaussian, MechanismAuto, o.Mechanism)
+		errs.Add("ObjPert.Mechanism", "must be %s, %s or %s (got %q)", MechanismPure, MechanismGaussian, MechanismAuto, o.Mechanism)
 	}
 	switch o.Calibration {
 	case "", CalibrationKST, CalibrationProfile, CalibrationTight:
 	default:
-		add("ObjPert.Calibration", "must be %s, %s or %s (got %q)", CalibrationTight, CalibrationProfile, CalibrationKST, o.Calibration)
+		errs.Add("ObjPert.Calibration", "must be %s, %s or %s (got %q)", CalibrationTight, CalibrationProfile, CalibrationKST, o.Calibration)
 	}
 	if !(p.Delta >= 0 && p.Delta < 1) {
-		add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", p.Delta)
+		errs.Add("Privacy.Delta", "must be in [0, 1) (0: 1/n²) (got %v)", p.Delta)
 	}
 	if h := o.ResidualScale; !(h >= 0) || math.IsInf(h, 1) {
-		add("ObjPert.ResidualScale", "must be a finite number > 0, or 0 for %v (got %v)", DefaultResidualScale, h)
+		errs.Add("ObjPert.ResidualScale", "must be a finite number > 0, or 0 for %v (got %v)", DefaultResidualScale, h)
 	}
 	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {
-		add("TrainFrac", "must be in (0,1) (got %v)", cfg.TrainFrac)
+		errs.Add("TrainFrac", "must be in (0,1) (got %v)", cfg.TrainFrac)
 	}
 	if cfg.Limit < 0 {
-		add("Limit", "must be ≥ 0")
+		errs.Add("Limit", "must be ≥ 0")
 	}
 	if len(errs) > 0 {
 		return errs

@@ -173,39 +173,36 @@ type objPertKind struct {
 // what it would override.
 func checkTunableObjPert(cfg trainer.Config, p privacy, o ObjPertConfig, opts ObjPertTuneOptions) error {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	if !(p.Epsilon > 0) || math.IsInf(p.Epsilon, 1) {
-		add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", p.Epsilon)
+		errs.Add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", p.Epsilon)
 	}
 	if o.L2 != 0 || o.WeightL2 != 0 {
-		add("ObjPert.L2", "is what the search chooses: leave it and the weight penalty 0 (got Λ = %v, weight penalty %v)", o.L2, o.WeightL2)
+		errs.Add("ObjPert.L2", "is what the search chooses: leave it and the weight penalty 0 (got Λ = %v, weight penalty %v)", o.L2, o.WeightL2)
 	}
 	if o.Calibration != "" && o.Calibration != CalibrationTight {
-		add("ObjPert.Calibration", "is set by the search (pure trials charge their Jacobian term once, Gaussian ones follow their Rényi "+
+		errs.Add("ObjPert.Calibration", "is set by the search (pure trials charge their Jacobian term once, Gaussian ones follow their Rényi "+
 			"curve): leave it %s (got %q)", CalibrationTight, o.Calibration)
 	}
 	if len(o.LabelRange) > 0 {
-		add("ObjPert.LabelRange", "is for least squares, which cannot be tuned: the search scores class predictions")
+		errs.Add("ObjPert.LabelRange", "is for least squares, which cannot be tuned: the search scores class predictions")
 	}
 	if opts.Search.Space != nil {
-		add("Tune.Space", "is the DP-SGD family's search space; objpert's is ObjPertTuneOptions.Space")
+		errs.Add("Tune.Space", "is the DP-SGD family's search space; objpert's is ObjPertTuneOptions.Space")
 	}
 	if s := opts.Space; s != nil {
 		for _, k := range s.L2Factors {
 			if !(k > 0) || math.IsInf(k, 1) {
-				add("Tune.Space.L2Factors", "%v: want finite numbers > 0", k)
+				errs.Add("Tune.Space.L2Factors", "%v: want finite numbers > 0", k)
 			}
 		}
 		for _, k := range s.WeightFactors {
 			if !(k >= 0) || math.IsInf(k, 1) {
-				add("Tune.Space.WeightFactors", "%v: want finite numbers ≥ 0", k)
+				errs.Add("Tune.Space.WeightFactors", "%v: want finite numbers ≥ 0", k)
 			}
 		}
 		for _, m := range s.Mechanisms {
 			if m != MechanismPure && m != MechanismGaussian {
-				add("Tune.Space.Mechanisms", "%q: want %s or %s", m, MechanismPure, MechanismGaussian)
+				errs.Add("Tune.Space.Mechanisms", "%q: want %s or %s", m, MechanismPure, MechanismGaussian)
 			}
 		}
 	}

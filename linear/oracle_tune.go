@@ -99,30 +99,27 @@ func DefaultOracleTuneSpace() OracleTuneSpace {
 
 func (s OracleTuneSpace) check() trainer.FieldErrors {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	if len(s.Rounds) == 0 || len(s.Bound) == 0 || len(s.Eta) == 0 || len(s.Fallback) == 0 {
-		add("Tune.Space", "needs at least one number of rounds, bound, learning rate and fallback")
+		errs.Add("Tune.Space", "needs at least one number of rounds, bound, learning rate and fallback")
 	}
 	for _, v := range s.Rounds {
 		if v < 1 {
-			add("Tune.Space.Rounds", "%d: want at least 1 round", v)
+			errs.Add("Tune.Space.Rounds", "%d: want at least 1 round", v)
 		}
 	}
 	for _, v := range s.Bound {
 		if !(v > 0) || math.IsInf(v, 1) {
-			add("Tune.Space.Bound", "%v: want finite bounds > 0", v)
+			errs.Add("Tune.Space.Bound", "%v: want finite bounds > 0", v)
 		}
 	}
 	for _, v := range s.Eta {
 		if !(v > 0) || math.IsInf(v, 1) {
-			add("Tune.Space.Eta", "%v: want finite learning rates > 0", v)
+			errs.Add("Tune.Space.Eta", "%v: want finite learning rates > 0", v)
 		}
 	}
 	for _, v := range s.Fallback {
 		if !slices.Contains(OracleFallbacks, OracleFallback(v)) {
-			add("Tune.Space.Fallback", "%q: want one of %q", v, OracleFallbacks)
+			errs.Add("Tune.Space.Fallback", "%q: want one of %q", v, OracleFallbacks)
 		}
 	}
 	return errs
@@ -331,21 +328,18 @@ func (p *oracleTunePlan) checkTrial(kind int, or *OracleResult, rc accounting.Re
 // checkTunableOracle refuses what a search of the oracle cannot cover.
 func checkTunableOracle(cfg trainer.Config) error {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	j := PostprocConfigOf(cfg)
 	if cfg.Algo != OracleName {
-		add("Algo", "%s is not the oracle learner (TunePostproc searches post-processing)", cfg.Algo)
+		errs.Add("Algo", "%s is not the oracle learner (TunePostproc searches post-processing)", cfg.Algo)
 	}
 	if j.Fairness != "eo" {
-		add("Postproc.Fairness", "must be eo to tune the oracle (got %q): the search scores equalized odds", j.Fairness)
+		errs.Add("Postproc.Fairness", "must be eo to tune the oracle (got %q): the search scores equalized odds", j.Fairness)
 	}
 	if j.BasicComposition {
-		add("Postproc.BasicComposition", "is the search's to set: its trials compose by RDP and the search's receipt is at Privacy.Delta")
+		errs.Add("Postproc.BasicComposition", "is the search's to set: its trials compose by RDP and the search's receipt is at Privacy.Delta")
 	}
 	if p := privacyOf(cfg); !p.Private() || !(p.Epsilon > 0) {
-		add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", p.Epsilon)
+		errs.Add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", p.Epsilon)
 	}
 	if len(errs) > 0 {
 		return errs

@@ -80,69 +80,66 @@ func (s *FairSplit) N() int { return len(s.Label) }
 // privacy target, privacyOf).
 func validatePostproc(cfg trainer.Config, p privacy) (Fairness, error) {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	j := PostprocConfigOf(cfg)
 	if cfg.Algo != PostprocName && cfg.Algo != OracleName {
-		add("Algo", "must be postproc or oracle (got %q)", cfg.Algo)
+		errs.Add("Algo", "must be postproc or oracle (got %q)", cfg.Algo)
 	}
 	f, err := ParseFairness(j.Fairness)
 	if err != nil {
-		add("Postproc.Fairness", "%v", err)
+		errs.Add("Postproc.Fairness", "%v", err)
 	}
 	if j.Scores.File != "" && cfg.Algo == OracleName {
-		add("Postproc.Scores.File", "is for post-processing only (the oracle learner trains on features)")
+		errs.Add("Postproc.Scores.File", "is for post-processing only (the oracle learner trains on features)")
 	}
 	if j.Bins < 2 && !(j.Bins == 0 && j.Base != "") {
-		add("Postproc.Bins", "must be ≥ 2, or 0 (the default) with a private base (got %d)", j.Bins)
+		errs.Add("Postproc.Bins", "must be ≥ 2, or 0 (the default) with a private base (got %d)", j.Bins)
 	}
 	if err == nil && f == DemographicParity && cfg.Algo == OracleName {
-		add("Postproc.Fairness", "dp is post-processing's; the oracle learner constrains error rates (eo or fpr)")
+		errs.Add("Postproc.Fairness", "dp is post-processing's; the oracle learner constrains error rates (eo or fpr)")
 	}
 	if _, err := ParseSlackRule(j.Slack); err != nil {
-		add("Postproc.Slack", "%v", err)
+		errs.Add("Postproc.Slack", "%v", err)
 	}
 	if !(j.SlackZ >= 0) || math.IsInf(j.SlackZ, 1) {
-		add("Postproc.SlackZ", "must be a finite number ≥ 0 (0: %v) (got %v)", DefaultSlackZ, j.SlackZ)
+		errs.Add("Postproc.SlackZ", "must be a finite number ≥ 0 (0: %v) (got %v)", DefaultSlackZ, j.SlackZ)
 	}
 	if !(j.GammaShare >= 0 && j.GammaShare <= 1) && !(j.GammaShare == GammaShareAuto && j.Base != "") {
-		add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed), or %v (the data-aware rule) with a private base (got %v)", GammaShareAuto, j.GammaShare)
+		errs.Add("Postproc.GammaShare", "must be in [0, 1] (0: γ fixed), or %v (the data-aware rule) with a private base (got %v)", GammaShareAuto, j.GammaShare)
 	}
 	if cfg.Algo == OracleName && (j.Slack != "" || j.SlackZ != 0 || j.GammaShare != 0) {
-		add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
+		errs.Add("Postproc.Slack", "slack rules and the data-aware γ are post-processing's (the oracle learner has neither)")
 	}
 	switch j.Base {
 	case "":
 		if j.BaseEpsilon != 0 {
-			add("Postproc.BaseEpsilon", "is read only with Postproc.Base objpert or dpsgd (got %v)", j.BaseEpsilon)
+			errs.Add("Postproc.BaseEpsilon", "is read only with Postproc.Base objpert or dpsgd (got %v)", j.BaseEpsilon)
 		}
 	case BaseObjPert, BaseDPSGD:
 		if cfg.Algo != PostprocName || j.Scores.File != "" {
-			add("Postproc.Base", "%s is the base classifier of post-processing on a data set, not of the oracle or of external scores", j.Base)
+			errs.Add("Postproc.Base", "%s is the base classifier of post-processing on a data set, not of the oracle or of external scores", j.Base)
 		}
 		// BaseEpsilon 0 takes DefaultBaseEpsilon of the total.
 		if !(j.BaseEpsilon >= 0 && j.BaseEpsilon < p.Epsilon) || !p.Private() {
-			add("Postproc.BaseEpsilon", "must be ≥ 0 (0: the default share) and below a finite total Privacy.Epsilon with a private base, "+
+			errs.Add("Postproc.BaseEpsilon", "must be ≥ 0 (0: the default share) and below a finite total Privacy.Epsilon with a private base, "+
 				"which leaves the rest to post-processing (got %v of %v)", j.BaseEpsilon, p.Epsilon)
 		}
 	default:
-		add("Postproc.Base", "must be empty (non-private logistic regression), objpert or dpsgd (got %q)", j.Base)
+		errs.Add("Postproc.Base", "must be empty (non-private logistic regression), objpert or dpsgd (got %q)", j.Base)
 	}
 	if !(j.Gamma >= 0) || math.IsInf(j.Gamma, 1) {
-		add("Postproc.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
+		errs.Add("Postproc.Gamma", "must be a finite number ≥ 0 (got %v)", j.Gamma)
 	}
 	if !(p.Epsilon > 0) {
-		add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
+		errs.Add("Privacy.Epsilon", "must be > 0 or inf (got %v)", p.Epsilon)
 	}
 	if !(p.Delta >= 0 && p.Delta < 1) { // NaN fails too
-		add("Privacy.Delta", "must be in [0,1) (got %v)", p.Delta)
+		errs.Add("Privacy.Delta", "must be in [0,1) (got %v)", p.Delta)
 	}
 	if !(cfg.TrainFrac > 0 && cfg.TrainFrac < 1) {
-		add("TrainFrac", "must be in (0,1) (got %v)", cfg.TrainFrac)
+		errs.Add("TrainFrac", "must be in (0,1) (got %v)", cfg.TrainFrac)
 	}
 	if cfg.Limit < 0 {
-		add("Limit", "must be ≥ 0")
+		errs.Add("Limit", "must be ≥ 0")
 	}
 	if len(errs) > 0 {
 		return 0, errs

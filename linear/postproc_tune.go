@@ -104,30 +104,27 @@ func DefaultPostprocTuneSpace() PostprocTuneSpace {
 
 func (s PostprocTuneSpace) check() trainer.FieldErrors {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	if len(s.BaseShare) == 0 || len(s.Bins) == 0 || len(s.GammaShare) == 0 || len(s.Slack) == 0 {
-		add("Tune.Space", "needs at least one base share, bin count, γ share and slack rule")
+		errs.Add("Tune.Space", "needs at least one base share, bin count, γ share and slack rule")
 	}
 	for _, v := range s.BaseShare {
 		if !(v > 0 && v < 1) {
-			add("Tune.Space.BaseShare", "%v: want shares in (0, 1) (the rest of a trial's ε goes to the cell counts)", v)
+			errs.Add("Tune.Space.BaseShare", "%v: want shares in (0, 1) (the rest of a trial's ε goes to the cell counts)", v)
 		}
 	}
 	for _, v := range s.Bins {
 		if v < 2 {
-			add("Tune.Space.Bins", "%d: want at least 2 bins", v)
+			errs.Add("Tune.Space.Bins", "%d: want at least 2 bins", v)
 		}
 	}
 	for _, v := range s.GammaShare {
 		if !(v >= 0 && v <= 1) {
-			add("Tune.Space.GammaShare", "%v: want shares in [0, 1]", v)
+			errs.Add("Tune.Space.GammaShare", "%v: want shares in [0, 1]", v)
 		}
 	}
 	for _, v := range s.Slack {
 		if _, err := ParseSlackRule(v); err != nil {
-			add("Tune.Space.Slack", "%v", err)
+			errs.Add("Tune.Space.Slack", "%v", err)
 		}
 	}
 	return errs
@@ -336,28 +333,25 @@ func LoadFairSplits(cfg trainer.Config) (*FairData, error) {
 // checkTunablePostproc refuses what a search of the pipeline cannot cover.
 func checkTunablePostproc(cfg trainer.Config, d *FairData) error {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	j := PostprocConfigOf(cfg)
 	if cfg.Algo != PostprocName {
-		add("Algo", "%s cannot be tuned privately (only post-processing on a private base can)", cfg.Algo)
+		errs.Add("Algo", "%s cannot be tuned privately (only post-processing on a private base can)", cfg.Algo)
 	}
 	if j.Base != BaseObjPert && j.Base != BaseDPSGD {
-		add("Postproc.Base", "must be objpert or dpsgd to tune (got %q): only a private base can be tuned; the non-private base's "+
+		errs.Add("Postproc.Base", "must be objpert or dpsgd to tune (got %q): only a private base can be tuned; the non-private base's "+
 			"receipt protects the sensitive attribute alone, and a search over it would choose with the other attributes unprotected", j.Base)
 	}
 	if j.BaseEpsilon != 0 {
-		add("Postproc.BaseEpsilon", "is chosen by the search (its base shares): leave it 0 (got %v)", j.BaseEpsilon)
+		errs.Add("Postproc.BaseEpsilon", "is chosen by the search (its base shares): leave it 0 (got %v)", j.BaseEpsilon)
 	}
 	if j.Fairness != "eo" && j.Fairness != "dp" {
-		add("Postproc.Fairness", "must be eo or dp to tune (got %q): the search scores equalized odds or demographic parity", j.Fairness)
+		errs.Add("Postproc.Fairness", "must be eo or dp to tune (got %q): the search scores equalized odds or demographic parity", j.Fairness)
 	}
 	if p := privacyOf(cfg); !p.Private() || !(p.Epsilon > 0) {
-		add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", p.Epsilon)
+		errs.Add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", p.Epsilon)
 	}
 	if d.BaseFit != nil || d.Base != nil {
-		add("Postproc.Base", "the data were loaded with a base classifier (LoadFairData); a search fits one per trial: load them with LoadFairSplits")
+		errs.Add("Postproc.Base", "the data were loaded with a base classifier (LoadFairData); a search fits one per trial: load them with LoadFairSplits")
 	}
 	if len(errs) > 0 {
 		return errs

@@ -106,14 +106,11 @@ func Extra(rep *trainer.Report) *ReportExtra {
 func options(cfg trainer.Config) (Options, Variant, error) {
 	var o Options
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	t := ConfigOf(cfg)
 	switch cfg.Algo {
 	case Name, DPNoSEName:
 	default:
-		add("Algo", "must be tailoring or dpnose (got %q)", cfg.Algo)
+		errs.Add("Algo", "must be tailoring or dpnose (got %q)", cfg.Algo)
 	}
 	switch t.Task {
 	case "regression":
@@ -121,19 +118,19 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	case "classification":
 		o.Loss = linear.Logistic
 	default:
-		add("Tailoring.Task", "%q, want regression or classification", t.Task)
+		errs.Add("Tailoring.Task", "%q, want regression or classification", t.Task)
 	}
 	if len(t.Rho) == 0 {
-		add("Tailoring.Rho", "needs at least one ρ")
+		errs.Add("Tailoring.Rho", "needs at least one ρ")
 	}
 	for _, rho := range t.Rho {
 		if !(rho > 0) || math.IsInf(rho, 0) {
-			add("Tailoring.Rho", "%v: every ρ must be > 0", t.Rho)
+			errs.Add("Tailoring.Rho", "%v: every ρ must be > 0", t.Rho)
 			break
 		}
 	}
 	if t.Trials < 1 {
-		add("Tailoring.Trials", "%d, want ≥ 1", t.Trials)
+		errs.Add("Tailoring.Trials", "%d, want ≥ 1", t.Trials)
 	}
 	switch t.Model {
 	case "pooled":
@@ -141,7 +138,7 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	case "per-group", "pergroup":
 		o.Model = PerGroup
 	default:
-		add("Tailoring.Model", "%q, want pooled or per-group", t.Model)
+		errs.Add("Tailoring.Model", "%q, want pooled or per-group", t.Model)
 	}
 	variant := GD
 	switch t.Variant {
@@ -149,52 +146,52 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 	case "ols":
 		variant = OLS
 		if t.Task != "regression" {
-			add("Tailoring.Variant", "ols needs Tailoring.Task regression")
+			errs.Add("Tailoring.Variant", "ols needs Tailoring.Task regression")
 		}
 		if t.Multiplier != 0 {
-			add("Tailoring.Variant", "ols is unconstrained: drop Tailoring.Multiplier or use Tailoring.Variant gd")
+			errs.Add("Tailoring.Variant", "ols is unconstrained: drop Tailoring.Multiplier or use Tailoring.Variant gd")
 		}
 	default:
-		add("Tailoring.Variant", "%q, want gd or ols", t.Variant)
+		errs.Add("Tailoring.Variant", "%q, want gd or ols", t.Variant)
 	}
 	switch t.Objective {
 	case "", "means":
 	case "sums":
 		o.Objective = GroupSums
 	default:
-		add("Tailoring.Objective", "%q, want means (Algorithm 2) or sums (the synthetic study)", t.Objective)
+		errs.Add("Tailoring.Objective", "%q, want means (Algorithm 2) or sums (the synthetic study)", t.Objective)
 	}
 	if t.WarmStart && variant == OLS {
-		add("Tailoring.WarmStart", "is for Tailoring.Variant gd: the ols variant has no iterations to start")
+		errs.Add("Tailoring.WarmStart", "is for Tailoring.Variant gd: the ols variant has no iterations to start")
 	}
 	switch t.NoseBudget {
 	case "rho":
 	case "mu":
 		o.BaselineStageTwoOnly = true
 	default:
-		add("Tailoring.NoseBudget", "%q, want rho or mu", t.NoseBudget)
+		errs.Add("Tailoring.NoseBudget", "%q, want rho or mu", t.NoseBudget)
 	}
 	if cfg.Dataset == "synthetic" {
 		if cfg.Schema != "" {
-			add("Schema", "is for a CSV data set, not synthetic")
+			errs.Add("Schema", "is for a CSV data set, not synthetic")
 		}
 		if t.Task != "regression" {
-			add("Tailoring.Task", "must be regression: the synthetic data set is regression data")
+			errs.Add("Tailoring.Task", "must be regression: the synthetic data set is regression data")
 		}
 		if len(t.Groups) != len(t.Slopes) {
-			add("Tailoring.Slopes", "lists %d slopes for %d groups (Tailoring.Groups): want one slope per group", len(t.Slopes), len(t.Groups))
+			errs.Add("Tailoring.Slopes", "lists %d slopes for %d groups (Tailoring.Groups): want one slope per group", len(t.Slopes), len(t.Groups))
 		}
 		if len(t.Noise) != 1 && len(t.Noise) != len(t.Groups) {
-			add("Tailoring.Noise", "lists %d values, want 1 or one per group (%d)", len(t.Noise), len(t.Groups))
+			errs.Add("Tailoring.Noise", "lists %d values, want 1 or one per group (%d)", len(t.Noise), len(t.Groups))
 		}
 		for _, n := range t.Groups {
 			if n < 1 || n != math.Trunc(n) {
-				add("Tailoring.Groups", "%v: sizes must be positive integers", t.Groups)
+				errs.Add("Tailoring.Groups", "%v: sizes must be positive integers", t.Groups)
 				break
 			}
 		}
 	} else if cfg.Schema == "" {
-		add("Schema", "is required: %q is a CSV file (or use the synthetic data set)", cfg.Dataset)
+		errs.Add("Schema", "is required: %q is a CSV file (or use the synthetic data set)", cfg.Dataset)
 	}
 	// The library's Options read 0 as "default": here every setting is
 	// explicit, so a 0 is a mistake to report, not to replace.
@@ -218,7 +215,7 @@ func options(cfg trainer.Config) (Options, Variant, error) {
 		{"TrainFrac", cfg.TrainFrac, cfg.TrainFrac >= 0 && cfg.TrainFrac < 1},
 	} {
 		if !f.ok || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			add(f.name, "%v is out of range", f.v)
+			errs.Add(f.name, "%v is out of range", f.v)
 		}
 	}
 	if len(errs) > 0 {

@@ -112,20 +112,17 @@ func DefaultTuneSpace(t Config, o Options, m Method, v Variant, k int) TuneSpace
 
 func (s TuneSpace) check(m Method) error {
 	var errs trainer.FieldErrors
-	add := func(field, format string, a ...any) {
-		errs = append(errs, trainer.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
-	}
 	if len(s.Movement) == 0 || s.Steps < 1 || (m == DPSE) != (len(s.TauShare) > 0) {
-		add("Tune.Space", "needs movements, a number of iterations ≥ 1, and stage-1 shares for DPSE only (DPNoSE has no stage 1)")
+		errs.Add("Tune.Space", "needs movements, a number of iterations ≥ 1, and stage-1 shares for DPSE only (DPNoSE has no stage 1)")
 	}
 	for _, v := range s.Movement {
 		if !(v > 0) || math.IsInf(v, 1) {
-			add("Tune.Space.Movement", "%v: want finite numbers > 0", v)
+			errs.Add("Tune.Space.Movement", "%v: want finite numbers > 0", v)
 		}
 	}
 	for _, v := range s.TauShare {
 		if !(v > 0 && v < 1) {
-			add("Tune.Space.TauShare", "%v: want shares in (0, 1)", v)
+			errs.Add("Tune.Space.TauShare", "%v: want shares in (0, 1)", v)
 		}
 	}
 	if len(errs) > 0 {

@@ -370,7 +370,7 @@ func configDiff(saved, now Config, dir string) FieldErrors {
 			if x.Kind() == reflect.Slice && x.Len() == 0 && y.Len() == 0 || reflect.DeepEqual(x.Interface(), y.Interface()) {
 				continue
 			}
-			errs.add(name, "is %s in the run checkpointed in %s and %s now: a resumed run must keep every setting that changes its training",
+			errs.Add(name, "is %s in the run checkpointed in %s and %s now: a resumed run must keep every setting that changes its training",
 				showValue(x), dir, showValue(y))
 		}
 	}
@@ -386,7 +386,7 @@ func configDiff(saved, now Config, dir string) FieldErrors {
 	for _, k := range keys {
 		x, y := saved.sections[k], now.sections[k]
 		if !bytes.Equal(x, y) {
-			errs.add(k, "is %s in the run checkpointed in %s and %s now: a resumed run must keep every setting that changes its training",
+			errs.Add(k, "is %s in the run checkpointed in %s and %s now: a resumed run must keep every setting that changes its training",
 				showSection(x), dir, showSection(y))
 		}
 	}

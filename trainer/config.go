@@ -135,34 +135,34 @@ func DefaultFederation() FederationConfig {
 func (f FederationConfig) Validate() error {
 	var errs FieldErrors
 	if f.Silos < 1 {
-		errs.add("Federation.Silos", "must be ≥ 1 (got %d)", f.Silos)
+		errs.Add("Federation.Silos", "must be ≥ 1 (got %d)", f.Silos)
 	}
 	if !(f.Heterogeneity >= 0 && f.Heterogeneity <= 1) {
-		errs.add("Federation.Heterogeneity", "must be in [0,1] (got %v)", f.Heterogeneity)
+		errs.Add("Federation.Heterogeneity", "must be in [0,1] (got %v)", f.Heterogeneity)
 	}
 	switch f.Mode {
 	case FederationHorizontal, FederationSensitiveSilo:
 		if f.MappingFile != "" {
-			errs.add("Federation.MappingFile", "is only read with Federation.Mode %s (got Federation.Mode %s)", FederationMapping, f.Mode)
+			errs.Add("Federation.MappingFile", "is only read with Federation.Mode %s (got Federation.Mode %s)", FederationMapping, f.Mode)
 		}
 	case FederationMapping:
 		if f.MappingFile == "" {
-			errs.add("Federation.Mode", "mapping needs Federation.MappingFile FILE.csv (columns record,features_silo,sensitive_silo)")
+			errs.Add("Federation.Mode", "mapping needs Federation.MappingFile FILE.csv (columns record,features_silo,sensitive_silo)")
 		}
 	default:
-		errs.add("Federation.Mode", "must be %s, %s or %s (got %q)", FederationHorizontal, FederationSensitiveSilo, FederationMapping, f.Mode)
+		errs.Add("Federation.Mode", "must be %s, %s or %s (got %q)", FederationHorizontal, FederationSensitiveSilo, FederationMapping, f.Mode)
 	}
 	if !(f.LRDecay >= 0 && f.LRDecay <= 1) {
-		errs.add("Federation.LRDecay", "must be in (0,1], or 0 for none (got %v)", f.LRDecay)
+		errs.Add("Federation.LRDecay", "must be in (0,1], or 0 for none (got %v)", f.LRDecay)
 	}
 	if f.LRDecayEvery < 0 || f.LRDecay != 0 && f.LRDecay != 1 && f.LRDecayEvery == 0 {
-		errs.add("Federation.LRDecayEvery", "must be ≥ 1 epoch when Federation.LRDecay is set (got %d)", f.LRDecayEvery)
+		errs.Add("Federation.LRDecayEvery", "must be ≥ 1 epoch when Federation.LRDecay is set (got %d)", f.LRDecayEvery)
 	}
 	if f.AverageEvery < 0 {
-		errs.add("Federation.AverageEvery", "must be ≥ 0 epochs (got %d)", f.AverageEvery)
+		errs.Add("Federation.AverageEvery", "must be ≥ 0 epochs (got %d)", f.AverageEvery)
 	}
 	if f.AverageFrom < 0 || f.AverageFrom > 0 && f.AverageEvery == 0 {
-		errs.add("Federation.AverageFrom", "must be ≥ 0, and needs Federation.AverageEvery ≥ 1 (got %d, AverageEvery %d)", f.AverageFrom, f.AverageEvery)
+		errs.Add("Federation.AverageFrom", "must be ≥ 0, and needs Federation.AverageEvery ≥ 1 (got %d, AverageEvery %d)", f.AverageFrom, f.AverageEvery)
 	}
 	return errs.err()
 }
@@ -269,57 +269,57 @@ func resolveTrainFrac(cfg Config, fitted *loaders.Preprocessor) (Config, error) 
 func (c *Config) Validate() error {
 	var errs FieldErrors
 	if c.Epochs < 1 {
-		errs.add("Epochs", "must be ≥ 1 (got %d)", c.Epochs)
+		errs.Add("Epochs", "must be ≥ 1 (got %d)", c.Epochs)
 	}
 	if c.Batch < 1 {
-		errs.add("Batch", "must be ≥ 1 (got %d)", c.Batch)
+		errs.Add("Batch", "must be ≥ 1 (got %d)", c.Batch)
 	}
 	if !(c.LR > 0) || math.IsInf(c.LR, 0) {
-		errs.add("LR", "must be a positive number (got %v)", c.LR)
+		errs.Add("LR", "must be a positive number (got %v)", c.LR)
 	}
 	errs.addErr(c.DType.Validate())
 	errs.addErr(c.Optimizer.Validate())
 	if !(c.TrainFrac >= 0 && c.TrainFrac < 1) {
-		errs.add("TrainFrac", "must be in (0,1), or 0 for the data's own (got %v)", c.TrainFrac)
+		errs.Add("TrainFrac", "must be in (0,1), or 0 for the data's own (got %v)", c.TrainFrac)
 	}
 	if c.Limit < 0 {
-		errs.add("Limit", "must be ≥ 0")
+		errs.Add("Limit", "must be ≥ 0")
 	}
 	errs = append(errs, validateImageNorm(c.ImageMean, c.ImageStd)...)
 	p := c.Privacy
 	errs = append(errs, CheckPrivacy(p.Epsilon, p.Delta, p.Clip, p.Sigma)...)
 	if p.Sampling != "poisson" && p.Sampling != "shuffle" {
-		errs.add("Privacy.Sampling", "must be poisson or shuffle (got %q)", p.Sampling)
+		errs.Add("Privacy.Sampling", "must be poisson or shuffle (got %q)", p.Sampling)
 	}
 	if p.Accountant != "" && p.Accountant != "pld" && p.Accountant != "rdp" {
-		errs.add("Privacy.Accountant", "must be pld or rdp (got %q)", p.Accountant)
+		errs.Add("Privacy.Accountant", "must be pld or rdp (got %q)", p.Accountant)
 	}
 	errs.addErr(c.Device.Validate())
 	checkDeviceConfig(c, &errs)
 	f := c.Fair
 	if f.Lambda < 0 || math.IsNaN(f.Lambda) {
-		errs.add("Fair.Lambda", "must be ≥ 0 (got %v)", f.Lambda)
+		errs.Add("Fair.Lambda", "must be ≥ 0 (got %v)", f.Lambda)
 	}
 	if f.Fairness != "dp" && f.Fairness != "eo" {
-		errs.add("Fair.Fairness", "must be dp or eo (got %q)", f.Fairness)
+		errs.Add("Fair.Fairness", "must be dp or eo (got %q)", f.Fairness)
 	}
 	if f.Scope != "all" && f.Scope != "sensitive" {
-		errs.add("Fair.Scope", "must be all or sensitive (got %q)", f.Scope)
+		errs.Add("Fair.Scope", "must be all or sensitive (got %q)", f.Scope)
 	}
 	if f.Calibration != "accountant" && f.Calibration != "paper" {
-		errs.add("Fair.Calibration", "must be accountant or paper (got %q)", f.Calibration)
+		errs.Add("Fair.Calibration", "must be accountant or paper (got %q)", f.Calibration)
 	}
 	if !(f.Radius > 0) {
-		errs.add("Fair.Radius", "must be > 0 (got %v)", f.Radius)
+		errs.Add("Fair.Radius", "must be > 0 (got %v)", f.Radius)
 	}
 	if !(f.CountNoiseRatio > 0) {
-		errs.add("Fair.CountNoiseRatio", "must be > 0 (got %v)", f.CountNoiseRatio)
+		errs.Add("Fair.CountNoiseRatio", "must be > 0 (got %v)", f.CountNoiseRatio)
 	}
 	if !(f.LRW >= 0) {
-		errs.add("Fair.LRW", "must be ≥ 0 (got %v)", f.LRW)
+		errs.Add("Fair.LRW", "must be ≥ 0 (got %v)", f.LRW)
 	}
 	if f.WeightDecay < 0 {
-		errs.add("Fair.WeightDecay", "must be ≥ 0 (got %v)", f.WeightDecay)
+		errs.Add("Fair.WeightDecay", "must be ≥ 0 (got %v)", f.WeightDecay)
 	}
 	if c.Algo == algoSteffle {
 		errs.addErr(c.Federation.Validate())
@@ -341,7 +341,10 @@ func (e FieldError) Error() string { return strings.TrimSpace(e.Field + " " + e.
 // FieldErrors are all the problems Validate found.
 type FieldErrors []FieldError
 
-func (es *FieldErrors) add(field, format string, a ...any) {
+// Add appends the problem of one setting: field, and a message formatted
+// from format and a (fmt.Sprintf). Validators outside this package
+// (pipelines' own settings, search spaces) collect their problems with it.
+func (es *FieldErrors) Add(field, format string, a ...any) {
 	*es = append(*es, FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
 }
 

@@ -158,17 +158,17 @@ func openDevice(name DeviceKind) (Device, error) {
 func checkDeviceConfig(c *Config, errs *FieldErrors) {
 	if c.Device != DeviceCUDA {
 		if c.TF32 {
-			errs.add("TF32", "applies to Device cuda only (the CPU engine computes in float32 or float64)")
+			errs.Add("TF32", "applies to Device cuda only (the CPU engine computes in float32 or float64)")
 		}
 		return
 	}
 	if !slices.Contains(deviceAlgorithms, c.Algo) {
-		errs.add("Algo", "%q has no device step: Device cuda runs %v only", c.Algo, deviceAlgorithms)
+		errs.Add("Algo", "%q has no device step: Device cuda runs %v only", c.Algo, deviceAlgorithms)
 	}
 	if c.DType != DTypeFloat32 {
-		errs.add("DType", "%s: Device cuda trains float32 only", c.DType)
+		errs.Add("DType", "%s: Device cuda trains float32 only", c.DType)
 	}
 	if c.Baseline {
-		errs.add("Baseline", "is not run on Device cuda (train the baseline with Device cpu)")
+		errs.Add("Baseline", "is not run on Device cuda (train the baseline with Device cpu)")
 	}
 }

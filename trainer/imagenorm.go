@@ -28,15 +28,15 @@ func validateImageNorm(mean, std []float64) FieldErrors {
 		return nil
 	}
 	if len(mean) != len(std) {
-		errs.add("ImageMean", "and ImageStd need one value per channel each (got %d and %d)", len(mean), len(std))
+		errs.Add("ImageMean", "and ImageStd need one value per channel each (got %d and %d)", len(mean), len(std))
 		return errs
 	}
 	for c := range mean {
 		if math.IsNaN(mean[c]) || math.IsInf(mean[c], 0) {
-			errs.add("ImageMean", "must be finite (channel %d is %v)", c, mean[c])
+			errs.Add("ImageMean", "must be finite (channel %d is %v)", c, mean[c])
 		}
 		if !(std[c] > 0) || math.IsInf(std[c], 0) {
-			errs.add("ImageStd", "must be positive and finite (channel %d is %v)", c, std[c])
+			errs.Add("ImageStd", "must be positive and finite (channel %d is %v)", c, std[c])
 		}
 	}
 	return errs

@@ -48,34 +48,34 @@ func (d *Data) dataset(field string, names *Data) (*loaders.Dataset, error) {
 	var errs FieldErrors
 	n := len(d.Features)
 	if n == 0 {
-		errs.add(field+".Features", "is empty: give one row of features per record")
+		errs.Add(field+".Features", "is empty: give one row of features per record")
 		return nil, errs.err()
 	}
 	dim := len(names.Features[0])
 	if dim == 0 {
-		errs.add(field+".Features[0]", "has no features")
+		errs.Add(field+".Features[0]", "has no features")
 	}
 	x := make([]float64, 0, n*dim)
 	for i, row := range d.Features {
 		if len(row) != dim {
-			errs.add(fmt.Sprintf("%s.Features[%d]", field, i), "has %d features, the first row has %d", len(row), dim)
+			errs.Add(fmt.Sprintf("%s.Features[%d]", field, i), "has %d features, the first row has %d", len(row), dim)
 			break
 		}
 		for j, v := range row {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				errs.add(fmt.Sprintf("%s.Features[%d][%d]", field, i, j), "is %v: features must be finite (impute missing values first)", v)
+				errs.Add(fmt.Sprintf("%s.Features[%d][%d]", field, i, j), "is %v: features must be finite (impute missing values first)", v)
 				return nil, errs.err()
 			}
 		}
 		x = append(x, row...)
 	}
 	if len(names.FeatureNames) != 0 && len(names.FeatureNames) != dim {
-		errs.add("Data.FeatureNames", "has %d names for %d features", len(names.FeatureNames), dim)
+		errs.Add("Data.FeatureNames", "has %d names for %d features", len(names.FeatureNames), dim)
 	}
 	labelNames := namesOr(names.LabelNames)
 	groupNames := namesOr(names.GroupNames)
 	if len(labelNames) < 2 {
-		errs.add("Data.LabelNames", "has %d name: a classifier needs at least 2 classes", len(labelNames))
+		errs.Add("Data.LabelNames", "has %d name: a classifier needs at least 2 classes", len(labelNames))
 	}
 	checkCodes(&errs, field+".Labels", d.Labels, n, labelNames, "Data.LabelNames")
 	checkCodes(&errs, field+".Groups", d.Groups, n, groupNames, "Data.GroupNames")
@@ -115,12 +115,12 @@ func namesOr(names []string) []string {
 // of names.
 func checkCodes(errs *FieldErrors, field string, codes []int, n int, names []string, namesField string) {
 	if len(codes) != n {
-		errs.add(field, "has %d values for %d records", len(codes), n)
+		errs.Add(field, "has %d values for %d records", len(codes), n)
 		return
 	}
 	for i, c := range codes {
 		if c < 0 || c >= len(names) {
-			errs.add(fmt.Sprintf("%s[%d]", field, i), "is %d, want 0 … %d (one per name in %s: %v)", c, len(names)-1, namesField, names)
+			errs.Add(fmt.Sprintf("%s[%d]", field, i), "is %d, want 0 … %d (one per name in %s: %v)", c, len(names)-1, namesField, names)
 			return
 		}
 	}

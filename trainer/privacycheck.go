@@ -13,16 +13,16 @@ import "math"
 func CheckPrivacy(epsilon, delta, clip, sigma float64) FieldErrors {
 	var errs FieldErrors
 	if !(epsilon > 0) {
-		errs.add("Privacy.Epsilon", "must be > 0 or inf (got %v)", epsilon)
+		errs.Add("Privacy.Epsilon", "must be > 0 or inf (got %v)", epsilon)
 	}
 	if !(delta >= 0 && delta < 1) {
-		errs.add("Privacy.Delta", "must be in [0,1) (got %v)", delta)
+		errs.Add("Privacy.Delta", "must be in [0,1) (got %v)", delta)
 	}
 	if !(clip > 0) || math.IsInf(clip, 1) {
-		errs.add("Privacy.Clip", "must be a finite number > 0 (got %v)", clip)
+		errs.Add("Privacy.Clip", "must be a finite number > 0 (got %v)", clip)
 	}
 	if !(sigma >= 0) || math.IsInf(sigma, 1) {
-		errs.add("Privacy.Sigma", "must be a finite number ≥ 0 (got %v)", sigma)
+		errs.Add("Privacy.Sigma", "must be a finite number ≥ 0 (got %v)", sigma)
 	}
 	return errs
 }

@@ -209,49 +209,49 @@ func (o PrivateOptions) validate() error {
 	var errs FieldErrors
 	switch {
 	case o.Dataset == "" && o.Data == nil:
-		errs.add("Dataset", "is empty: name a built-in data set (e.g. adult) or a CSV file with a Schema, or give Data")
+		errs.Add("Dataset", "is empty: name a built-in data set (e.g. adult) or a CSV file with a Schema, or give Data")
 	case o.Dataset != "" && o.Data != nil:
-		errs.add("Data", "is given with Dataset %q: give one of them", o.Dataset)
+		errs.Add("Data", "is given with Dataset %q: give one of them", o.Dataset)
 	case o.Data != nil && (o.Schema != "" || o.Limit != 0):
-		errs.add("Data", "takes no Schema or Limit (they are for a Dataset): pass the records to train on")
+		errs.Add("Data", "takes no Schema or Limit (they are for a Dataset): pass the records to train on")
 	case o.Data != nil && o.Checkpoint.Dir != "":
-		errs.add("Checkpoint", "needs a Dataset: records in memory are not read again by the process that resumes the run")
+		errs.Add("Checkpoint", "needs a Dataset: records in memory are not read again by the process that resumes the run")
 	}
 	if o.Checkpoint.Resume && o.Checkpoint.Dir == "" {
-		errs.add("Checkpoint.Resume", "needs Checkpoint.Dir, the directory that holds the run to continue")
+		errs.Add("Checkpoint.Resume", "needs Checkpoint.Dir, the directory that holds the run to continue")
 	}
 	if o.Limit < 0 {
-		errs.add("Limit", "must be ≥ 0 (got %d)", o.Limit)
+		errs.Add("Limit", "must be ≥ 0 (got %d)", o.Limit)
 	}
 	if o.Spec != nil && (o.Model != "" || len(o.Hidden) > 0) {
-		errs.add("Spec", "is given with Model %q or Hidden %v: give one of them", o.Model, o.Hidden)
+		errs.Add("Spec", "is given with Model %q or Hidden %v: give one of them", o.Model, o.Hidden)
 	}
 	if o.Method != nil && o.Method.Algo() == AlgoSGD {
-		errs.add("Method", "%q is not private", o.Method.Algo())
+		errs.Add("Method", "%q is not private", o.Method.Algo())
 	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 1) {
-		errs.add("Epsilon", "must be finite and > 0 (got %v): it is the privacy target", o.Epsilon)
+		errs.Add("Epsilon", "must be finite and > 0 (got %v): it is the privacy target", o.Epsilon)
 	}
 	if !(o.Delta >= 0 && o.Delta < 1) {
-		errs.add("Delta", "must be in [0, 1) (got %v; 0 takes 1/n²)", o.Delta)
+		errs.Add("Delta", "must be in [0, 1) (got %v; 0 takes 1/n²)", o.Delta)
 	}
 	if !(o.Clip >= 0) || math.IsInf(o.Clip, 1) {
-		errs.add("Clip", "must be a finite number ≥ 0 (got %v; 0 takes 1)", o.Clip)
+		errs.Add("Clip", "must be a finite number ≥ 0 (got %v; 0 takes 1)", o.Clip)
 	}
 	if !(o.Sigma >= 0) || math.IsInf(o.Sigma, 1) {
-		errs.add("Sigma", "must be a finite number ≥ 0 (got %v; 0 calibrates σ to Epsilon)", o.Sigma)
+		errs.Add("Sigma", "must be a finite number ≥ 0 (got %v; 0 calibrates σ to Epsilon)", o.Sigma)
 	}
 	if o.Sampling != "" && o.Sampling != SamplingPoisson && o.Sampling != SamplingShuffle {
-		errs.add("Sampling", "%q, want %s or %s", o.Sampling, SamplingPoisson, SamplingShuffle)
+		errs.Add("Sampling", "%q, want %s or %s", o.Sampling, SamplingPoisson, SamplingShuffle)
 	}
 	if o.Epochs < 0 {
-		errs.add("Epochs", "must be ≥ 0 (got %d; 0 takes the default)", o.Epochs)
+		errs.Add("Epochs", "must be ≥ 0 (got %d; 0 takes the default)", o.Epochs)
 	}
 	if o.Batch < 0 {
-		errs.add("Batch", "must be ≥ 0 (got %d; 0 takes the default)", o.Batch)
+		errs.Add("Batch", "must be ≥ 0 (got %d; 0 takes the default)", o.Batch)
 	}
 	if !(o.LR >= 0) || math.IsInf(o.LR, 1) {
-		errs.add("LR", "must be a finite number ≥ 0 (got %v; 0 takes the default)", o.LR)
+		errs.Add("LR", "must be a finite number ≥ 0 (got %v; 0 takes the default)", o.LR)
 	}
 	return errs.err()
 }

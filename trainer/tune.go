@@ -73,16 +73,16 @@ func (o TuneOptions) WithDefaults() (TuneOptions, error) {
 	}
 	var errs FieldErrors
 	if !(o.MeanTrials > 1) || math.IsInf(o.MeanTrials, 1) {
-		errs.add("Tune.MeanTrials", "must be a finite number > 1 (got %v): it is the expected number of trials", o.MeanTrials)
+		errs.Add("Tune.MeanTrials", "must be a finite number > 1 (got %v): it is the expected number of trials", o.MeanTrials)
 	}
 	if !(o.Eta > -1) || math.IsInf(o.Eta, 1) {
-		errs.add("Tune.Eta", "must be a finite number > −1 (got %v; 0: logarithmic law, 1: geometric)", o.Eta)
+		errs.Add("Tune.Eta", "must be a finite number > −1 (got %v; 0: logarithmic law, 1: geometric)", o.Eta)
 	}
 	if !(o.ValidFrac >= 0 && o.ValidFrac < 1) {
-		errs.add("Tune.ValidFrac", "must be in [0, 1) (got %v; 0: score the trials on the records they train on)", o.ValidFrac)
+		errs.Add("Tune.ValidFrac", "must be in [0, 1) (got %v; 0: score the trials on the records they train on)", o.ValidFrac)
 	}
 	if !(o.ScoreShare > 0 && o.ScoreShare < 1) {
-		errs.add("Tune.ScoreShare", "must be in (0, 1) (got %v)", o.ScoreShare)
+		errs.Add("Tune.ScoreShare", "must be in (0, 1) (got %v)", o.ScoreShare)
 	}
 	return o, errs.err()
 }
@@ -216,31 +216,31 @@ func tuneStepsPerEpoch(b, n int) int {
 func (s TuneSpace) check(n int) error {
 	var errs FieldErrors
 	if (len(s.LR) == 0) == (len(s.Movement) == 0) || len(s.Epochs) == 0 || len(s.Batch) == 0 || len(s.Clip) == 0 {
-		errs.add("Tune.Space", "needs learning rates or movements (one of the two), and at least one epoch count, batch size and clip bound")
+		errs.Add("Tune.Space", "needs learning rates or movements (one of the two), and at least one epoch count, batch size and clip bound")
 	}
 	for _, v := range s.LR {
 		if !(v > 0) || math.IsInf(v, 1) {
-			errs.add("Tune.Space.LR", "%v: want finite numbers > 0", v)
+			errs.Add("Tune.Space.LR", "%v: want finite numbers > 0", v)
 		}
 	}
 	for _, v := range s.Movement {
 		if !(v > 0) || math.IsInf(v, 1) {
-			errs.add("Tune.Space.Movement", "%v: want finite numbers > 0", v)
+			errs.Add("Tune.Space.Movement", "%v: want finite numbers > 0", v)
 		}
 	}
 	for _, v := range s.Clip {
 		if !(v > 0) || math.IsInf(v, 1) {
-			errs.add("Tune.Space.Clip", "%v: want finite numbers > 0", v)
+			errs.Add("Tune.Space.Clip", "%v: want finite numbers > 0", v)
 		}
 	}
 	for _, v := range s.Epochs {
 		if v < 1 {
-			errs.add("Tune.Space.Epochs", "%d: want integers ≥ 1", v)
+			errs.Add("Tune.Space.Epochs", "%d: want integers ≥ 1", v)
 		}
 	}
 	for _, v := range s.Batch {
 		if v < 1 || v > n {
-			errs.add("Tune.Space.Batch", "%d: want sizes between 1 and the %d records a trial trains on", v, n)
+			errs.Add("Tune.Space.Batch", "%d: want sizes between 1 and the %d records a trial trains on", v, n)
 		}
 	}
 	return errs.err()
@@ -405,30 +405,30 @@ func checkTunable(job *Job) error {
 	var errs FieldErrors
 	switch {
 	case slices.Contains(tunablePipelines, cfg.Algo):
-		errs.add("Algo", "%s is a pipeline with a private search of its own (its package's call; `fairdp train --algo %s --tune`), not Tune's", cfg.Algo, cfg.Algo)
+		errs.Add("Algo", "%s is a pipeline with a private search of its own (its package's call; `fairdp train --algo %s --tune`), not Tune's", cfg.Algo, cfg.Algo)
 	case !slices.Contains(tunable, cfg.Algo) && !slices.Contains(tunerNames, cfg.Algo):
-		errs.add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, Tunable())
+		errs.Add("Algo", "%s cannot be tuned privately yet (tunable: %v)", cfg.Algo, Tunable())
 	}
 	if regressionRun(job) {
-		errs.add("Model", "is a regression output (one prediction per record), which cannot be tuned yet: the search scores class predictions on held-out records")
+		errs.Add("Model", "is a regression output (one prediction per record), which cannot be tuned yet: the search scores class predictions on held-out records")
 	}
 	if !(cfg.Privacy.Epsilon > 0) || math.IsInf(cfg.Privacy.Epsilon, 1) {
-		errs.add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", cfg.Privacy.Epsilon)
+		errs.Add("Privacy.Epsilon", "must be finite to tune (got %v): the search is calibrated to it", cfg.Privacy.Epsilon)
 	}
 	if cfg.Privacy.Sigma != 0 {
-		errs.add("Privacy.Sigma", "is set by the tuning's calibration: leave it 0")
+		errs.Add("Privacy.Sigma", "is set by the tuning's calibration: leave it 0")
 	}
 	if cfg.Privacy.Sampling != string(SamplingPoisson) && cfg.Privacy.Sampling != "" {
-		errs.add("Privacy.Sampling", "must be poisson to tune (the RDP analysis does not cover %s)", cfg.Privacy.Sampling)
+		errs.Add("Privacy.Sampling", "must be poisson to tune (the RDP analysis does not cover %s)", cfg.Privacy.Sampling)
 	}
 	if cfg.Baseline {
-		errs.add("Baseline", "cannot be combined with tuning")
+		errs.Add("Baseline", "cannot be combined with tuning")
 	}
 	if cfg.Device != DeviceCPU && cfg.Device != "" {
-		errs.add("Device", "tuning runs on the cpu so far")
+		errs.Add("Device", "tuning runs on the cpu so far")
 	}
 	if job.Model != nil || job.checkpoint != nil {
-		errs.add("Model", "tuning builds a fresh model per trial and keeps no checkpoint: leave Job.Model and the checkpoint unset")
+		errs.Add("Model", "tuning builds a fresh model per trial and keeps no checkpoint: leave Job.Model and the checkpoint unset")
 	}
 	if cfg.Algo == algoFermi {
 		checkTunableFermi(cfg, &errs)

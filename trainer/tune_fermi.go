@@ -33,11 +33,11 @@ import (
 // closed form for one run's ε, which the search replaces by its own σ.
 func checkTunableFermi(cfg Config, errs *FieldErrors) {
 	if cfg.Fair.Scope != accounting.ScopeAll {
-		errs.add("Fair.Scope", "must be %s to tune DP-FERMI (got %q): the search's score and receipt protect whole records, "+
+		errs.Add("Fair.Scope", "must be %s to tune DP-FERMI (got %q): the search's score and receipt protect whole records, "+
 			"which the sensitive scope's steps (charged at rate 1 for the sensitive attribute alone) do not", accounting.ScopeAll, cfg.Fair.Scope)
 	}
 	if cfg.Fair.Calibration == "paper" {
-		errs.add("Fair.Calibration", "paper cannot be tuned: the search calibrates every trial's σ itself (leave it accountant)")
+		errs.Add("Fair.Calibration", "paper cannot be tuned: the search calibrates every trial's σ itself (leave it accountant)")
 	}
 }
 
@@ -73,11 +73,11 @@ func withFermiLambdas(space TuneSpace, cfg Config, searched bool) TuneSpace {
 func checkLambdaSpace(space TuneSpace, cfg Config) error {
 	var errs FieldErrors
 	if len(space.Lambda) > 0 && cfg.Algo != algoFermi {
-		errs.add("Tune.Space.Lambda", "only DP-FERMI (%s) has a λ to search; %s has none", algoFermi, cfg.Algo)
+		errs.Add("Tune.Space.Lambda", "only DP-FERMI (%s) has a λ to search; %s has none", algoFermi, cfg.Algo)
 	}
 	for _, v := range space.Lambda {
 		if !(v >= 0) || math.IsInf(v, 1) {
-			errs.add("Tune.Space.Lambda", "%v: want finite numbers ≥ 0", v)
+			errs.Add("Tune.Space.Lambda", "%v: want finite numbers ≥ 0", v)
 		}
 	}
 	return errs.err()
